@@ -1,0 +1,82 @@
+//! The macro's input: an optional level expression, the format literal and its arguments.
+
+use syn::parse::{Parse, ParseStream};
+use syn::{Expr, Ident, LitStr, Token};
+
+/// `"fmt", a, b, name = c`
+pub struct FormatArgs {
+    pub lit: LitStr,
+    pub positional: Vec<Expr>,
+    pub named: Vec<(Ident, Expr)>,
+}
+
+/// `level, "fmt", args...` for `log!`.
+pub struct LevelAndFormat {
+    pub level: Expr,
+    pub format: FormatArgs,
+}
+
+impl Parse for FormatArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.is_empty() {
+            return Err(input.error("requires at least a format string argument"));
+        }
+        let lit = if input.peek(LitStr) {
+            input.parse::<LitStr>()?
+        } else {
+            let expr: Expr = input.parse()?;
+            return Err(syn::Error::new_spanned(
+                expr,
+                "format argument must be a string literal",
+            ));
+        };
+        let mut positional = Vec::new();
+        let mut named: Vec<(Ident, Expr)> = Vec::new();
+        while !input.is_empty() {
+            input.parse::<Token![,]>()?;
+            if input.is_empty() {
+                break;
+            }
+            if input.peek(Ident) && input.peek2(Token![=]) && !input.peek2(Token![==]) {
+                let name: Ident = input.parse()?;
+                input.parse::<Token![=]>()?;
+                let expr: Expr = input.parse()?;
+                if named.iter().any(|(n, _)| *n == name) {
+                    return Err(syn::Error::new_spanned(
+                        &name,
+                        format!("duplicate argument named `{name}`"),
+                    ));
+                }
+                named.push((name, expr));
+            } else {
+                let expr: Expr = input.parse()?;
+                if let Some((name, _)) = named.last() {
+                    return Err(syn::Error::new_spanned(
+                        expr,
+                        format!(
+                            "positional arguments cannot follow named arguments such as `{name}`"
+                        ),
+                    ));
+                }
+                positional.push(expr);
+            }
+        }
+        Ok(FormatArgs {
+            lit,
+            positional,
+            named,
+        })
+    }
+}
+
+impl Parse for LevelAndFormat {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let level: Expr = input.parse()?;
+        if input.is_empty() {
+            return Err(input.error("expected a format string after the level"));
+        }
+        input.parse::<Token![,]>()?;
+        let format = input.parse()?;
+        Ok(LevelAndFormat { level, format })
+    }
+}

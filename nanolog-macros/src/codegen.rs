@@ -1,0 +1,187 @@
+//! Generates the call site: a static descriptor, the level test, and a typed
+//! encoder that writes exactly this call's arguments into the thread's ring.
+//!
+//! Expansions name only `::nanolog::__private`.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::Expr;
+
+use crate::check::{Resolved, ResolvedCount, ResolvedPiece};
+use crate::format::{Align, Ty};
+
+/// The level of a call: known at compile time (`info!`) or only at run time (`log!`).
+pub enum LevelSpec {
+    Static(&'static str),
+    Dynamic(Expr),
+}
+
+pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> TokenStream {
+    let p = quote!(::nanolog::__private);
+    let pieces = pieces_tokens(resolved);
+    let fmt_str = lit.value();
+    let n_pieces = resolved.pieces.len();
+
+    let arg_idents: Vec<_> = (0..resolved.args.len())
+        .map(|i| format_ident!("__nl_a{}", i))
+        .collect();
+    let prep_idents: Vec<_> = (0..resolved.args.len())
+        .map(|i| format_ident!("__nl_p{}", i))
+        .collect();
+    let arg_exprs = resolved.args.iter().map(|a| {
+        let e = &a.expr;
+        quote_spanned!(e.span()=> &(#e))
+    });
+
+    let preps = resolved.args.iter().enumerate().map(|(i, a)| {
+        let ai = &arg_idents[i];
+        let pi = &prep_idents[i];
+        let span = a.expr.span();
+        if a.value_uses.is_empty() {
+            // Only a width or precision: `format!` demands `usize`, and so do we.
+            return quote_spanned!(span=> let #pi = #p::count_arg(#ai););
+        }
+        let v = quote_spanned!(span=> __nl_v);
+        let renders = a.value_uses.iter().map(|&ph_ix| {
+            let ph = &resolved.placeholders[ph_ix];
+            let spec = ph.spec.spec_text("__nl_w", "__nl_pr");
+            let fmt = format!("{{:{spec}}}");
+            let mut extra = TokenStream::new();
+            if let Some(ResolvedCount::Arg(w)) = ph.width {
+                let wi = &arg_idents[w];
+                extra.extend(quote!(, __nl_w = *#wi));
+            }
+            if let Some(ResolvedCount::Arg(pr)) = ph.precision {
+                let pri = &arg_idents[pr];
+                extra.extend(quote!(, __nl_pr = *#pri));
+            }
+            quote_spanned!(span=> ::std::format!(#fmt, #v #extra))
+        });
+        quote_spanned! {span=>
+            let #pi = (&#p::Wrap(#ai)).__nl_prep(#p::fmt_closure(#ai, |#v| [#(#renders),*]));
+        }
+    });
+
+    let body = quote! {
+        #[allow(unused_imports)]
+        use #p::{PrepRaw as _, PrepFmt as _};
+        #[allow(clippy::match_single_binding, unused_parens)]
+        match (#(#arg_exprs,)*) {
+            (#(#arg_idents,)*) => {
+                #(#preps)*
+                #p::log(
+                    __NL_SITE,
+                    0 #(+ #p::encoded_len(&#prep_idents))*,
+                    || [#(#p::kind_of(&#prep_idents)),*],
+                    |__nl_dst| {
+                        #(let __nl_dst = #p::encode(&#prep_idents, __nl_dst);)*
+                        let _ = __nl_dst;
+                    },
+                );
+            }
+        };
+    };
+
+    let site = |lvl: TokenStream| {
+        quote! {
+            #p::Site::new(#lvl, ::core::file!(), ::core::line!(), ::core::module_path!(), #fmt_str, &__NL_PIECES)
+        }
+    };
+
+    match level {
+        LevelSpec::Static(name) => {
+            let lvl_ident = syn::Ident::new(name, Span::call_site());
+            let site = site(quote!(#p::Level::#lvl_ident));
+            quote! {{
+                if #p::enabled(#p::Level::#lvl_ident) {
+                    static __NL_PIECES: [#p::Piece; #n_pieces] = [#(#pieces),*];
+                    static __NL_SITE_STATIC: #p::Site = #site;
+                    let __NL_SITE: &'static #p::Site = &__NL_SITE_STATIC;
+                    #body
+                }
+            }}
+        }
+        LevelSpec::Dynamic(expr) => {
+            let sites = ["Trace", "Debug", "Info", "Warn", "Error"].map(|n| {
+                let id = syn::Ident::new(n, Span::call_site());
+                site(quote!(#p::Level::#id))
+            });
+            quote! {{
+                let __nl_level: #p::Level = #expr;
+                if #p::enabled(__nl_level) {
+                    static __NL_PIECES: [#p::Piece; #n_pieces] = [#(#pieces),*];
+                    static __NL_SITES: [#p::Site; 5] = [#(#sites),*];
+                    let __NL_SITE: &'static #p::Site = &__NL_SITES[__nl_level as usize];
+                    #body
+                }
+            }}
+        }
+    }
+}
+
+fn pieces_tokens(resolved: &Resolved) -> Vec<TokenStream> {
+    let p = quote!(::nanolog::__private);
+    resolved
+        .pieces
+        .iter()
+        .map(|piece| match piece {
+            ResolvedPiece::Lit(s) => quote!(#p::Piece::Lit(#p::Cow::Borrowed(#s))),
+            ResolvedPiece::Arg(ix) => {
+                let ph = &resolved.placeholders[*ix];
+                let s = &ph.spec;
+                let arg = ph.arg as u16;
+                let use_ix = ph.use_ix as u16;
+                let fill = s.fill.unwrap_or(' ');
+                let align = match s.align {
+                    None => quote!(#p::Align::Unknown),
+                    Some(Align::Left) => quote!(#p::Align::Left),
+                    Some(Align::Center) => quote!(#p::Align::Center),
+                    Some(Align::Right) => quote!(#p::Align::Right),
+                };
+                let mut flags = 0u8;
+                if s.plus {
+                    flags |= 1;
+                }
+                if s.minus {
+                    flags |= 2;
+                }
+                if s.alternate {
+                    flags |= 4;
+                }
+                if s.zero {
+                    flags |= 8;
+                }
+                let count = |c: Option<ResolvedCount>| match c {
+                    None => quote!(#p::Count::Implied),
+                    Some(ResolvedCount::Is(n)) => {
+                        let n = n as u32;
+                        quote!(#p::Count::Is(#n))
+                    }
+                    Some(ResolvedCount::Arg(i)) => {
+                        let i = i as u16;
+                        quote!(#p::Count::Arg(#i))
+                    }
+                };
+                let width = count(ph.width);
+                let precision = count(ph.precision);
+                let ty = match s.ty {
+                    Ty::Display => quote!(#p::Ty::Display),
+                    Ty::Debug => quote!(#p::Ty::Debug),
+                    Ty::LowerHex => quote!(#p::Ty::LowerHex),
+                    Ty::UpperHex => quote!(#p::Ty::UpperHex),
+                    Ty::Octal => quote!(#p::Ty::Octal),
+                    Ty::Binary => quote!(#p::Ty::Binary),
+                    Ty::LowerExp => quote!(#p::Ty::LowerExp),
+                    Ty::UpperExp => quote!(#p::Ty::UpperExp),
+                };
+                quote! {
+                    #p::Piece::Arg(#p::Spec {
+                        arg: #arg, use_ix: #use_ix, fill: #fill, align: #align, flags: #flags,
+                        width: #width, precision: #precision, ty: #ty,
+                    })
+                }
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,377 @@
+//! The flusher thread: drains the rings round-robin, compacts records into
+//! extents, and writes them at the end of each batch.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use crate::clock;
+use crate::logger::Shared;
+use crate::ring::{self, Consumer};
+use crate::site::{self, SiteInfo};
+use crate::wire::{dict, put_varint, record, tag};
+use crate::writer::{begin_entry, end_entry, Writer};
+
+pub(crate) struct Config {
+    pub(crate) wake_delay: Duration,
+    pub(crate) clock_interval: Duration,
+}
+
+/// Close an extent once its body passes this size.
+const EXTENT_MAX: usize = 64 << 10;
+/// Write the buffer out once it passes this size.
+const OUT_MAX: usize = 1 << 20;
+/// Hand ring space back to the producer after this many records.
+const RELEASE_EVERY: u32 = 256;
+
+struct RingState {
+    c: Consumer,
+    /// The (file generation, name version) last recorded for this thread.
+    thread_emitted: Option<(u64, u32)>,
+}
+
+struct Open {
+    start: usize,
+    prev_tick: u64,
+}
+
+struct Flusher {
+    rings: Vec<RingState>,
+    st: State,
+}
+
+/// Everything but the rings, so a ring can be drained while the rest changes.
+struct State {
+    shared: Arc<Shared>,
+    writer: Writer,
+    /// Bumped whenever the dictionary must be written again (a new file, or a
+    /// failed write that may have lost it).
+    generation: u64,
+    out: Vec<u8>,
+    /// Records in `out` not yet written.
+    out_records: u64,
+    sites: Vec<Option<Arc<SiteInfo>>>,
+    site_emitted: Vec<bool>,
+    clock_every: u64,
+    last_clock: u64,
+    logged: u64,
+}
+
+/// Marks the logger stopped when the flusher exits, even by panic, so no
+/// producer waits for it forever.
+struct RunningGuard(Arc<Shared>);
+
+impl Drop for RunningGuard {
+    fn drop(&mut self) {
+        self.0.running.store(false, Ordering::Release);
+        let _g = self
+            .0
+            .flush_done
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.0.flush_cv.notify_all();
+    }
+}
+
+pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
+    let _guard = RunningGuard(Arc::clone(&shared));
+    let hz = clock::ticks_per_second();
+    shared.counters.files.store(1, Ordering::Relaxed);
+    shared
+        .counters
+        .bytes_written
+        .store(crate::wire::HEADER_LEN as u64, Ordering::Relaxed);
+    let st = State {
+        shared,
+        writer,
+        generation: 0,
+        out: Vec::with_capacity(OUT_MAX + EXTENT_MAX),
+        out_records: 0,
+        sites: Vec::new(),
+        site_emitted: Vec::new(),
+        clock_every: (config.clock_interval.as_secs_f64() * hz) as u64,
+        last_clock: 0,
+        logged: 0,
+    };
+    let mut f = Flusher {
+        rings: Vec::new(),
+        st,
+    };
+    f.st.clock_pair();
+    let mut idle = 0u32;
+    loop {
+        // Acquire pairs with the SeqCst increment in `flush()`: records
+        // committed before that call are visible when we load the tails below.
+        let ticket = f.st.shared.flush_requested.load(Ordering::Acquire);
+        let stopping = f.st.shared.stop.load(Ordering::Acquire);
+        f.adopt_new_rings();
+        let mut n = 0;
+        for r in f.rings.iter_mut() {
+            n += f.st.drain(r);
+        }
+        f.rings.retain(|r| !r.c.ring.is_finished(r.c.head()));
+        if clock::now().wrapping_sub(f.st.last_clock) > f.st.clock_every {
+            f.st.clock_pair();
+        }
+        f.st.write_out();
+        if ticket > 0 {
+            f.st.complete_flush(ticket);
+        }
+        if stopping && n == 0 {
+            let st = &mut f.st;
+            st.writer.close_entries(&mut st.out);
+            st.write_out();
+            let _ = st.writer.sync();
+            let t = st.shared.flush_requested.load(Ordering::Acquire);
+            st.complete_flush(t);
+            return;
+        }
+        if n > 0 {
+            idle = 0;
+            continue;
+        }
+        idle += 1;
+        if idle < 64 {
+            std::hint::spin_loop();
+        } else if idle < 128 {
+            std::thread::yield_now();
+        } else {
+            std::thread::park_timeout(config.wake_delay);
+        }
+    }
+}
+
+impl Flusher {
+    fn adopt_new_rings(&mut self) {
+        // Acquire pairs with the Release store in `ThreadProducer::attach`.
+        if self.st.shared.has_new_rings.swap(false, Ordering::Acquire) {
+            let new = std::mem::take(
+                &mut *self
+                    .st
+                    .shared
+                    .new_rings
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+            self.rings.extend(new.into_iter().map(|r| RingState {
+                c: Consumer::new(r),
+                thread_emitted: None,
+            }));
+        }
+    }
+}
+
+impl State {
+    fn complete_flush(&mut self, ticket: u64) {
+        let mut done = self
+            .shared
+            .flush_done
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if *done < ticket {
+            *done = ticket;
+            self.shared.flush_cv.notify_all();
+        }
+    }
+
+    fn clock_pair(&mut self) {
+        let (tick, ns) = clock::pair();
+        let start = begin_entry(&mut self.out, tag::CLOCK);
+        dict::put_clock(&mut self.out, tick, ns);
+        end_entry(&mut self.out, start);
+        self.last_clock = tick;
+    }
+
+    /// Writes the buffer (end of batch, or buffer full) and rotates if due.
+    fn write_out(&mut self) {
+        if self.out.is_empty() {
+            return;
+        }
+        match self.writer.write(&self.out) {
+            Ok(()) => {
+                self.logged += self.out_records;
+                self.shared
+                    .counters
+                    .logged
+                    .store(self.logged, Ordering::Relaxed);
+                self.shared
+                    .counters
+                    .bytes_written
+                    .fetch_add(self.out.len() as u64, Ordering::Relaxed);
+            }
+            Err(e) => {
+                self.shared
+                    .counters
+                    .lost
+                    .fetch_add(self.out_records, Ordering::Relaxed);
+                let mut err = self
+                    .shared
+                    .error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                err.get_or_insert(e);
+                drop(err);
+                // The lost batch may have held dictionary entries: write them again.
+                self.forget_emitted();
+            }
+        }
+        self.out.clear();
+        self.out_records = 0;
+        if self.writer.should_rotate() {
+            match self.writer.rotate() {
+                Ok(header_len) => {
+                    self.shared.counters.files.fetch_add(1, Ordering::Relaxed);
+                    self.shared
+                        .counters
+                        .bytes_written
+                        .fetch_add(header_len, Ordering::Relaxed);
+                    self.forget_emitted();
+                    self.clock_pair();
+                }
+                Err(e) => {
+                    let mut err = self
+                        .shared
+                        .error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    err.get_or_insert(std::io::Error::other(e.to_string()));
+                }
+            }
+        }
+    }
+
+    fn forget_emitted(&mut self) {
+        self.site_emitted.iter_mut().for_each(|e| *e = false);
+        self.generation += 1;
+    }
+
+    fn site(&mut self, id: u32) -> Option<usize> {
+        let ix = id as usize;
+        if self.sites.get(ix).is_none_or(Option::is_none) {
+            let info = site::lookup(id)?;
+            if self.sites.len() <= ix {
+                self.sites.resize(ix + 1, None);
+                self.site_emitted.resize(ix + 1, false);
+            }
+            self.sites[ix] = Some(info);
+        }
+        Some(ix)
+    }
+
+    fn emit_site(&mut self, ix: usize) {
+        let Some(info) = self.sites[ix].as_ref() else {
+            return;
+        };
+        let s = info.site;
+        let start = begin_entry(&mut self.out, tag::SITE);
+        dict::put_site(
+            &mut self.out,
+            &dict::SiteRef {
+                id: ix as u32,
+                level: s.level,
+                file: s.file,
+                line: s.line,
+                module: s.module,
+                format: s.format,
+                kinds: &info.kinds,
+                pieces: s.pieces,
+            },
+        );
+        end_entry(&mut self.out, start);
+        self.site_emitted[ix] = true;
+    }
+
+    /// Drains a ring up to its current tail; returns the records taken.
+    fn drain(&mut self, r: &mut RingState) -> u64 {
+        let tail = r.c.available();
+        if r.c.head() >= tail {
+            return 0;
+        }
+        let ring = Arc::clone(&r.c.ring);
+        let thread = ring.thread;
+        let mut open: Option<Open> = None;
+        let mut n = 0u64;
+        let mut since_release = 0u32;
+        loop {
+            let version = ring.name_version.load(Ordering::Acquire);
+            if r.thread_emitted != Some((self.generation, version)) {
+                close(&mut self.out, &mut open);
+                let name = ring
+                    .name
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let start = begin_entry(&mut self.out, tag::THREAD);
+                dict::put_thread(&mut self.out, thread, &name);
+                end_entry(&mut self.out, start);
+                r.thread_emitted = Some((self.generation, version));
+            }
+            let Some(rec) = r.c.peek(tail) else { break };
+            let len = rec.len();
+            if rec.site == ring::DROPS {
+                let f = |k: usize| {
+                    rec.args
+                        .get(k * 8..k * 8 + 8)
+                        .and_then(|b| b.try_into().ok())
+                        .map(u64::from_le_bytes)
+                        .unwrap_or(0)
+                };
+                let (count, first, last) = (f(0), f(1), f(2));
+                close(&mut self.out, &mut open);
+                let start = begin_entry(&mut self.out, tag::DROP);
+                dict::put_drop(&mut self.out, thread, count, first, last);
+                end_entry(&mut self.out, start);
+            } else if let Some(ix) = self.site(rec.site) {
+                if !self.site_emitted[ix] {
+                    close(&mut self.out, &mut open);
+                    self.emit_site(ix);
+                }
+                let tick = rec.tick;
+                let out = &mut self.out;
+                let o = open.get_or_insert_with(|| {
+                    let start = begin_entry(out, tag::EXTENT);
+                    put_varint(out, u64::from(thread));
+                    out.extend_from_slice(&tick.to_le_bytes());
+                    Open {
+                        start,
+                        prev_tick: tick,
+                    }
+                });
+                // Ticks of one thread only go forward; clamp a backward step
+                // (a migration between cores whose counters disagree) to zero.
+                let delta = tick.saturating_sub(o.prev_tick);
+                o.prev_tick += delta;
+                put_varint(out, u64::from(rec.site));
+                put_varint(out, delta);
+                let kinds = self.sites[ix].as_ref().map(|s| &s.kinds[..]).unwrap_or(&[]);
+                let ok = record::compact(kinds, rec.args, out).is_some();
+                debug_assert!(ok, "ring record does not match its site's kinds");
+                self.out_records += 1;
+                n += 1;
+                if out.len() - o.start > EXTENT_MAX {
+                    close(out, &mut open);
+                }
+            }
+            r.c.advance(len);
+            since_release += 1;
+            if since_release >= RELEASE_EVERY {
+                r.c.release();
+                since_release = 0;
+            }
+            if self.out.len() >= OUT_MAX {
+                close(&mut self.out, &mut open);
+                r.c.release();
+                self.write_out();
+            }
+        }
+        close(&mut self.out, &mut open);
+        r.c.release();
+        n
+    }
+}
+
+fn close(out: &mut [u8], open: &mut Option<Open>) {
+    if let Some(o) = open.take() {
+        end_entry(out, o.start);
+    }
+}

@@ -1,0 +1,113 @@
+//! Levels and the run-time level test every call makes first.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The importance of a record, ordered `Trace < Debug < Info < Warn < Error`.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    Trace = 0,
+    Debug = 1,
+    Info = 2,
+    Warn = 3,
+    Error = 4,
+}
+
+/// Above every level: nothing is enabled (no logger runs).
+pub(crate) const OFF: u8 = 5;
+
+/// The minimum enabled level, or [`OFF`] while no logger runs. Read with one
+/// relaxed load on every call: the level is advisory, and a call that races a
+/// change may go either way, as in every logger.
+static MIN_LEVEL: AtomicU8 = AtomicU8::new(OFF);
+/// The level `set_level` asked for, applied when a logger runs.
+static CONFIGURED: AtomicU8 = AtomicU8::new(Level::Info as u8);
+
+impl Level {
+    pub const ALL: [Level; 5] = [
+        Level::Trace,
+        Level::Debug,
+        Level::Info,
+        Level::Warn,
+        Level::Error,
+    ];
+
+    /// The upper-case name used in decoded output: `INFO`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Trace => "TRACE",
+            Level::Debug => "DEBUG",
+            Level::Info => "INFO",
+            Level::Warn => "WARN",
+            Level::Error => "ERROR",
+        }
+    }
+
+    /// The level with this on-disk number.
+    pub fn from_u8(v: u8) -> Option<Level> {
+        Level::ALL.get(usize::from(v)).copied()
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// The error of parsing a [`Level`] from a string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseLevelError(String);
+
+impl fmt::Display for ParseLevelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown level `{}` (expected trace, debug, info, warn or error)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ParseLevelError {}
+
+impl FromStr for Level {
+    type Err = ParseLevelError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Level::ALL
+            .into_iter()
+            .find(|l| l.as_str().eq_ignore_ascii_case(s.trim()))
+            .or_else(|| {
+                s.trim()
+                    .eq_ignore_ascii_case("warning")
+                    .then_some(Level::Warn)
+            })
+            .ok_or_else(|| ParseLevelError(s.to_owned()))
+    }
+}
+
+/// Whether a call at `level` is enabled now. One relaxed load and a compare.
+#[inline(always)]
+pub fn enabled_at_runtime(level: Level) -> bool {
+    level as u8 >= MIN_LEVEL.load(Ordering::Relaxed)
+}
+
+/// Changes the minimum level at run time; takes effect at once if a logger runs,
+/// and is kept for loggers started later without an explicit level.
+pub fn set_level(level: Level) {
+    CONFIGURED.store(level as u8, Ordering::Relaxed);
+    if MIN_LEVEL.load(Ordering::Relaxed) != OFF {
+        MIN_LEVEL.store(level as u8, Ordering::Relaxed);
+    }
+}
+
+pub(crate) fn activate(level: Level) {
+    CONFIGURED.store(level as u8, Ordering::Relaxed);
+    MIN_LEVEL.store(level as u8, Ordering::Relaxed);
+}
+
+pub(crate) fn deactivate() {
+    MIN_LEVEL.store(OFF, Ordering::Relaxed);
+}

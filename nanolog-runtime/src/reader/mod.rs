@@ -1,0 +1,1 @@
+//! Reading nanolog files.

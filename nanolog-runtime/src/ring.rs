@@ -1,0 +1,291 @@
+//! The per-thread staging ring: a single-producer, single-consumer byte queue.
+//!
+//! Positions are byte counts since the ring was created (`u64`, never wrap in
+//! practice); the offset in the buffer is `pos & mask`. A record is contiguous:
+//! when it does not fit before the end of the buffer, the producer publishes a
+//! [`PAD`] word there and the record starts again at offset 0.
+//!
+//! Every record starts on an 8-byte boundary with a 16-byte header:
+//! `site id: u32`, `length: u32` (the whole record, padded to 8), `tick: u64`,
+//! then the raw argument bytes written by the call site's encoder.
+//!
+//! Producer and consumer positions sit on their own cache lines, and each side
+//! keeps a private copy of the other's position, rereading the shared one only
+//! when its copy says the ring is full (producer) or empty (consumer) —
+//! paper §4.2.1.
+
+use std::ptr::NonNull;
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicBool, AtomicU64};
+use std::sync::atomic::Ordering;
+
+/// Site id of the word that tells the consumer to skip to offset 0.
+pub(crate) const PAD: u32 = u32::MAX;
+/// Site id of a dropped-records marker (`OnFull::Drop`, or oversize records):
+/// `count: u64, first tick: u64, last tick: u64` after the header.
+pub(crate) const DROPS: u32 = u32::MAX - 1;
+/// Bytes of a record header.
+pub(crate) const HEADER: usize = 16;
+/// Bytes of a drop marker record.
+pub(crate) const DROPS_LEN: usize = HEADER + 24;
+
+/// The shared part of a ring.
+#[derive(Debug)]
+pub(crate) struct Ring {
+    /// Consumer position: bytes the flusher has finished with.
+    head: CachePadded<AtomicU64>,
+    /// Producer position: bytes published to the flusher.
+    tail: CachePadded<AtomicU64>,
+    buf: NonNull<u8>,
+    cap: usize,
+    /// Set by the producer's thread when it exits; the flusher frees the ring
+    /// once it is set and the ring is empty.
+    closed: AtomicBool,
+    /// The logger-assigned thread id.
+    pub(crate) thread: u32,
+    pub(crate) name: std::sync::Mutex<String>,
+    /// Bumped when the thread's name changes, so the flusher records it again.
+    pub(crate) name_version: std::sync::atomic::AtomicU32,
+}
+
+// SAFETY: the buffer is shared by exactly one producer and one consumer, which
+// touch disjoint byte ranges: the producer writes only in [tail, head + cap) and
+// the consumer reads only in [head, tail), and the Release/Acquire pairs on
+// `head` and `tail` order every hand-over of a range between them.
+unsafe impl Send for Ring {}
+// SAFETY: as for `Send`; all other fields are atomics or mutexes.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    /// A ring of `cap` bytes; `cap` is a power of two and at least 64.
+    pub(crate) fn new(cap: usize, thread: u32, name: String) -> Ring {
+        assert!(cap.is_power_of_two() && cap >= 64);
+        let buf: Box<[u8]> = vec![0u8; cap].into_boxed_slice();
+        // Zeroed allocation: pages the thread never writes are never touched.
+        let buf = NonNull::from(Box::leak(buf)).cast::<u8>();
+        Ring {
+            head: CachePadded::new(AtomicU64::new(0)),
+            tail: CachePadded::new(AtomicU64::new(0)),
+            buf,
+            cap,
+            closed: AtomicBool::new(false),
+            thread,
+            name: std::sync::Mutex::new(name),
+            name_version: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Called once by the producer's thread when it exits.
+    pub(crate) fn close(&self) {
+        // Release: the flusher that sees `closed` also sees every record
+        // committed before it (their `tail` stores precede this in program order).
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Whether the producer has gone and everything it wrote is consumed.
+    pub(crate) fn is_finished(&self, head: u64) -> bool {
+        // Acquire pairs with `close`: after it, `tail` is final.
+        self.closed.load(Ordering::Acquire) && self.tail.load(Ordering::Acquire) == head
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        let slice = std::ptr::slice_from_raw_parts_mut(self.buf.as_ptr(), self.cap);
+        // SAFETY: `buf` came from `Box::leak` of a boxed slice of `cap` bytes in
+        // `new`, and nothing else frees it.
+        drop(unsafe { Box::from_raw(slice) });
+    }
+}
+
+/// The producer's side of a ring, owned by the logging thread.
+pub(crate) struct Producer {
+    ring: std::sync::Arc<Ring>,
+    tail: u64,
+    cached_head: u64,
+}
+
+impl Producer {
+    pub(crate) fn new(ring: std::sync::Arc<Ring>) -> Producer {
+        Producer {
+            ring,
+            tail: 0,
+            cached_head: 0,
+        }
+    }
+
+    pub(crate) fn ring(&self) -> &Ring {
+        &self.ring
+    }
+
+    /// Reserves `len` contiguous bytes (a multiple of 8, at most the capacity)
+    /// and returns where they start, or `None` if the ring has no room now.
+    /// Nothing is visible to the consumer until [`commit`](Self::commit).
+    #[inline(always)]
+    pub(crate) fn try_reserve(&mut self, len: usize) -> Option<NonNull<u8>> {
+        debug_assert!(len % 8 == 0 && len <= self.ring.cap && len >= HEADER);
+        let cap = self.ring.cap;
+        let off = self.tail as usize & (cap - 1);
+        if off + len > cap {
+            return self.wrap_and_reserve(len);
+        }
+        if self.tail + len as u64 - self.cached_head > cap as u64 {
+            // Acquire pairs with the consumer's Release store of `head`: its reads
+            // of the bytes we are about to overwrite are finished.
+            self.cached_head = self.ring.head.load(Ordering::Acquire);
+            if self.tail + len as u64 - self.cached_head > cap as u64 {
+                return None;
+            }
+        }
+        // SAFETY: off + len <= cap, so the pointer stays inside the buffer.
+        Some(unsafe { self.ring.buf.add(off) })
+    }
+
+    /// The record does not fit before the end of the buffer: publish a PAD
+    /// word there (on its own, so the consumer can free the tail end even if
+    /// the record needs the whole ring), then reserve from offset 0.
+    #[cold]
+    fn wrap_and_reserve(&mut self, len: usize) -> Option<NonNull<u8>> {
+        let cap = self.ring.cap;
+        let off = self.tail as usize & (cap - 1);
+        let to_end = cap - off;
+        if self.tail + to_end as u64 - self.cached_head > cap as u64 {
+            self.cached_head = self.ring.head.load(Ordering::Acquire);
+            if self.tail + to_end as u64 - self.cached_head > cap as u64 {
+                return None;
+            }
+        }
+        // SAFETY: [off, cap) is between tail and head + cap (checked above), so
+        // the consumer does not read it; off is 8-aligned and to_end >= 8.
+        unsafe {
+            self.ring
+                .buf
+                .add(off)
+                .cast::<u32>()
+                .as_ptr()
+                .write_unaligned(PAD)
+        };
+        self.tail += to_end as u64;
+        // Release: publishes the PAD word (see `commit`).
+        self.ring.tail.store(self.tail, Ordering::Release);
+        self.try_reserve(len)
+    }
+
+    /// Publishes the `len` bytes reserved last.
+    #[inline(always)]
+    pub(crate) fn commit(&mut self, len: usize) {
+        self.tail += len as u64;
+        // Release pairs with the consumer's Acquire load of `tail`: the record's
+        // bytes, written before this store, are visible to it before it reads them.
+        self.ring.tail.store(self.tail, Ordering::Release);
+    }
+
+    /// Whether the consumer has taken everything published.
+    pub(crate) fn is_drained(&self) -> bool {
+        self.ring.head.load(Ordering::Acquire) == self.tail
+    }
+}
+
+/// The consumer's side of a ring, owned by the flusher.
+pub(crate) struct Consumer {
+    pub(crate) ring: std::sync::Arc<Ring>,
+    head: u64,
+}
+
+/// One record read from a ring, valid until the consumer releases it.
+pub(crate) struct RawRecord<'a> {
+    pub(crate) site: u32,
+    pub(crate) tick: u64,
+    /// The argument bytes (or the drop marker's payload).
+    pub(crate) args: &'a [u8],
+    /// Bytes the record occupies in the ring.
+    len: usize,
+}
+
+impl Consumer {
+    pub(crate) fn new(ring: std::sync::Arc<Ring>) -> Consumer {
+        Consumer { ring, head: 0 }
+    }
+
+    pub(crate) fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// The producer's published position; records before it may be read.
+    pub(crate) fn available(&self) -> u64 {
+        // Acquire pairs with the producer's Release store in `commit`.
+        self.ring.tail.load(Ordering::Acquire)
+    }
+
+    /// The record at the head, given the `tail` returned by `available`.
+    pub(crate) fn peek(&mut self, tail: u64) -> Option<RawRecord<'_>> {
+        let cap = self.ring.cap;
+        loop {
+            if self.head >= tail {
+                return None;
+            }
+            let off = self.head as usize & (cap - 1);
+            // SAFETY: head < tail, so the word at `off` was published by the
+            // producer (Acquire in `available`) and is not rewritten before we
+            // advance `head` past it.
+            let site = unsafe {
+                self.ring
+                    .buf
+                    .add(off)
+                    .cast::<u32>()
+                    .as_ptr()
+                    .read_unaligned()
+            };
+            if site == PAD {
+                self.head += (cap - off) as u64;
+                continue;
+            }
+            // SAFETY: a record header is 16 bytes inside [head, tail), published
+            // as above; off is 8-aligned and records never cross the end.
+            let (len, tick) = unsafe {
+                let p = self.ring.buf.add(off);
+                (
+                    p.add(4).cast::<u32>().as_ptr().read_unaligned() as usize,
+                    p.add(8).cast::<u64>().as_ptr().read_unaligned(),
+                )
+            };
+            debug_assert!(len >= HEADER && off + len <= cap);
+            let len = len.clamp(HEADER, cap - off);
+            // SAFETY: the record's `len` bytes lie in [head, tail) and inside
+            // the buffer (clamped above); they stay untouched until `advance`.
+            let args = unsafe {
+                std::slice::from_raw_parts(self.ring.buf.add(off + HEADER).as_ptr(), len - HEADER)
+            };
+            return Some(RawRecord {
+                site,
+                tick,
+                args,
+                len,
+            });
+        }
+    }
+
+    /// Moves past the record `peek` returned (locally; see `release`).
+    pub(crate) fn advance(&mut self, len: usize) {
+        self.head += len as u64;
+    }
+
+    /// Hands the consumed bytes back to the producer.
+    pub(crate) fn release(&self) {
+        // Release pairs with the producer's Acquire load of `head`: our reads
+        // of the freed bytes happen before it overwrites them.
+        self.ring.head.store(self.head, Ordering::Release);
+    }
+}
+
+impl RawRecord<'_> {
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}

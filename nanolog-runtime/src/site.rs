@@ -1,0 +1,273 @@
+//! Call-site descriptors: what the macro emits once per call site, and the
+//! process-wide table that gives each site a small id on its first call.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::level::Level;
+
+/// One piece of a pre-parsed format string.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// Literal text (`{{`/`}}` already unescaped).
+    Lit(Cow<'static, str>),
+    /// A placeholder.
+    Arg(Spec),
+}
+
+/// Alignment of a placeholder; `Unknown` means the type's default.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Unknown = 0,
+    Left = 1,
+    Center = 2,
+    Right = 3,
+}
+
+/// A width or precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Count {
+    /// Not given.
+    Implied,
+    /// A literal number.
+    Is(u32),
+    /// The value of argument N (a `usize`).
+    Arg(u16),
+}
+
+/// The formatting trait a placeholder asks for.
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    Display = 0,
+    Debug = 1,
+    LowerHex = 2,
+    UpperHex = 3,
+    Octal = 4,
+    Binary = 5,
+    LowerExp = 6,
+    UpperExp = 7,
+}
+
+impl Ty {
+    pub fn from_u8(v: u8) -> Option<Ty> {
+        Some(match v {
+            0 => Ty::Display,
+            1 => Ty::Debug,
+            2 => Ty::LowerHex,
+            3 => Ty::UpperHex,
+            4 => Ty::Octal,
+            5 => Ty::Binary,
+            6 => Ty::LowerExp,
+            7 => Ty::UpperExp,
+            _ => return None,
+        })
+    }
+}
+
+/// A placeholder's format spec, resolved to argument indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    /// The argument formatted.
+    pub arg: u16,
+    /// Which of that argument's value uses this is (selects the pre-rendered
+    /// string of a slow-path argument).
+    pub use_ix: u16,
+    pub fill: char,
+    pub align: Align,
+    /// `FLAG_*` bits.
+    pub flags: u8,
+    pub width: Count,
+    pub precision: Count,
+    pub ty: Ty,
+}
+
+impl Spec {
+    pub const FLAG_PLUS: u8 = 1;
+    pub const FLAG_MINUS: u8 = 2;
+    pub const FLAG_ALTERNATE: u8 = 4;
+    pub const FLAG_ZERO: u8 = 8;
+}
+
+/// How an argument is stored. The numbers are the on-disk codes (FORMAT.md).
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArgKind {
+    U8 = 1,
+    U16 = 2,
+    U32 = 3,
+    U64 = 4,
+    U128 = 5,
+    Usize = 6,
+    I8 = 7,
+    I16 = 8,
+    I32 = 9,
+    I64 = 10,
+    I128 = 11,
+    Isize = 12,
+    F32 = 13,
+    F64 = 14,
+    Bool = 15,
+    Char = 16,
+    /// A UTF-8 string recorded as-is (`&str`, `String`).
+    Str = 17,
+    /// Any other type: rendered at the call site, one string per placeholder
+    /// that formats it (the slow path).
+    Rendered = 18,
+}
+
+impl ArgKind {
+    pub fn from_u8(v: u8) -> Option<ArgKind> {
+        use ArgKind::*;
+        Some(match v {
+            1 => U8,
+            2 => U16,
+            3 => U32,
+            4 => U64,
+            5 => U128,
+            6 => Usize,
+            7 => I8,
+            8 => I16,
+            9 => I32,
+            10 => I64,
+            11 => I128,
+            12 => Isize,
+            13 => F32,
+            14 => F64,
+            15 => Bool,
+            16 => Char,
+            17 => Str,
+            18 => Rendered,
+            _ => return None,
+        })
+    }
+
+    /// Bytes of the raw value in a staging ring (strings: excluding their bytes).
+    pub fn ring_width(self) -> usize {
+        use ArgKind::*;
+        match self {
+            U8 | I8 | Bool => 1,
+            U16 | I16 => 2,
+            U32 | I32 | Char | F32 | Str => 4,
+            U64 | I64 | Usize | Isize | F64 => 8,
+            U128 | I128 => 16,
+            Rendered => 0,
+        }
+    }
+
+    pub fn is_signed(self) -> bool {
+        use ArgKind::*;
+        matches!(self, I8 | I16 | I32 | I64 | I128 | Isize)
+    }
+
+    /// The Rust type name, for `nanolog info`.
+    pub fn name(self) -> &'static str {
+        use ArgKind::*;
+        match self {
+            U8 => "u8",
+            U16 => "u16",
+            U32 => "u32",
+            U64 => "u64",
+            U128 => "u128",
+            Usize => "usize",
+            I8 => "i8",
+            I16 => "i16",
+            I32 => "i32",
+            I64 => "i64",
+            I128 => "i128",
+            Isize => "isize",
+            F32 => "f32",
+            F64 => "f64",
+            Bool => "bool",
+            Char => "char",
+            Str => "str",
+            Rendered => "rendered",
+        }
+    }
+}
+
+/// The static descriptor of one call site, emitted by the logging macros.
+#[derive(Debug)]
+pub struct Site {
+    pub level: Level,
+    pub file: &'static str,
+    pub line: u32,
+    pub module: &'static str,
+    pub format: &'static str,
+    pub pieces: &'static [Piece],
+    /// 0 until the first call registers the site.
+    id: AtomicU32,
+}
+
+impl Site {
+    #[doc(hidden)]
+    pub const fn new(
+        level: Level,
+        file: &'static str,
+        line: u32,
+        module: &'static str,
+        format: &'static str,
+        pieces: &'static [Piece],
+    ) -> Site {
+        Site {
+            level,
+            file,
+            line,
+            module,
+            format,
+            pieces,
+            id: AtomicU32::new(0),
+        }
+    }
+
+    /// The site's id, registering it on the first call.
+    #[inline(always)]
+    pub(crate) fn id<const N: usize>(&'static self, kinds: impl FnOnce() -> [ArgKind; N]) -> u32 {
+        // Acquire pairs with the Release store in `register`: a thread that sees
+        // the id also sees the table entry, so the flusher, which synchronizes
+        // with this thread through the ring, finds it.
+        let id = self.id.load(Ordering::Acquire);
+        if id != 0 {
+            return id;
+        }
+        register(self, &kinds())
+    }
+}
+
+/// A registered site: the static descriptor and its argument kinds.
+#[derive(Debug)]
+pub struct SiteInfo {
+    pub site: &'static Site,
+    pub kinds: Box<[ArgKind]>,
+}
+
+/// Site id -> descriptor; index 0 unused. Append-only for the life of the process.
+static TABLE: Mutex<Vec<Option<Arc<SiteInfo>>>> = Mutex::new(Vec::new());
+
+#[cold]
+#[inline(never)]
+fn register(site: &'static Site, kinds: &[ArgKind]) -> u32 {
+    let mut table = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
+    let id = site.id.load(Ordering::Relaxed);
+    if id != 0 {
+        return id;
+    }
+    if table.is_empty() {
+        table.push(None);
+    }
+    table.push(Some(Arc::new(SiteInfo {
+        site,
+        kinds: kinds.into(),
+    })));
+    let id = (table.len() - 1) as u32;
+    site.id.store(id, Ordering::Release);
+    id
+}
+
+/// The descriptor of a registered site.
+pub(crate) fn lookup(id: u32) -> Option<Arc<SiteInfo>> {
+    let table = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
+    table.get(id as usize).cloned().flatten()
+}

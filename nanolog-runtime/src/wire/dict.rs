@@ -1,0 +1,219 @@
+//! Bodies of the dictionary and control entries: SITE, THREAD, CLOCK, DROP, ROTATE.
+
+use std::borrow::Cow;
+
+use crate::level::Level;
+use crate::site::{Align, ArgKind, Count, Piece, Spec, Ty};
+
+use super::{get_array, get_str, get_varint, put_str, put_varint};
+
+/// A call site as the log describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SiteDef {
+    /// The id records refer to it by (unique within a file).
+    pub id: u32,
+    pub level: Level,
+    pub file: String,
+    pub line: u32,
+    pub module: String,
+    /// The format string as written.
+    pub format: String,
+    /// How each argument is stored, in argument order.
+    pub kinds: Vec<ArgKind>,
+    /// The pre-parsed format string.
+    pub pieces: Vec<Piece>,
+}
+
+/// SITE body: `id, level: u8, line, file, module, format, kinds, pieces`
+/// (integers are varints, strings length-prefixed; see FORMAT.md).
+pub fn put_site(out: &mut Vec<u8>, s: &SiteRef<'_>) {
+    put_varint(out, u64::from(s.id));
+    out.push(s.level as u8);
+    put_varint(out, u64::from(s.line));
+    put_str(out, s.file);
+    put_str(out, s.module);
+    put_str(out, s.format);
+    put_varint(out, s.kinds.len() as u64);
+    out.extend(s.kinds.iter().map(|k| *k as u8));
+    put_varint(out, s.pieces.len() as u64);
+    for p in s.pieces {
+        match p {
+            Piece::Lit(l) => {
+                out.push(0);
+                put_str(out, l);
+            }
+            Piece::Arg(spec) => {
+                out.push(1);
+                put_varint(out, u64::from(spec.arg));
+                put_varint(out, u64::from(spec.use_ix));
+                put_varint(out, u64::from(spec.fill as u32));
+                out.push(spec.align as u8);
+                out.push(spec.flags);
+                put_count(out, spec.width);
+                put_count(out, spec.precision);
+                out.push(spec.ty as u8);
+            }
+        }
+    }
+}
+
+/// The borrowed view of a site the writer encodes.
+pub struct SiteRef<'a> {
+    pub id: u32,
+    pub level: Level,
+    pub file: &'a str,
+    pub line: u32,
+    pub module: &'a str,
+    pub format: &'a str,
+    pub kinds: &'a [ArgKind],
+    pub pieces: &'a [Piece],
+}
+
+fn put_count(out: &mut Vec<u8>, c: Count) {
+    match c {
+        Count::Implied => out.push(0),
+        Count::Is(n) => {
+            out.push(1);
+            put_varint(out, u64::from(n));
+        }
+        Count::Arg(i) => {
+            out.push(2);
+            put_varint(out, u64::from(i));
+        }
+    }
+}
+
+fn get_count(b: &[u8], pos: &mut usize) -> Option<Count> {
+    let t = get_array::<1>(b, pos)?[0];
+    Some(match t {
+        0 => Count::Implied,
+        1 => Count::Is(u32::try_from(get_varint(b, pos)?).ok()?),
+        2 => Count::Arg(u16::try_from(get_varint(b, pos)?).ok()?),
+        _ => return None,
+    })
+}
+
+fn get_u32(b: &[u8], pos: &mut usize) -> Option<u32> {
+    u32::try_from(get_varint(b, pos)?).ok()
+}
+
+fn get_u16(b: &[u8], pos: &mut usize) -> Option<u16> {
+    u16::try_from(get_varint(b, pos)?).ok()
+}
+
+/// Decodes a SITE body; `None` if it is malformed or refers to arguments it
+/// does not have.
+pub fn get_site(b: &[u8]) -> Option<SiteDef> {
+    let pos = &mut 0;
+    let id = get_u32(b, pos)?;
+    let level = Level::from_u8(get_array::<1>(b, pos)?[0])?;
+    let line = get_u32(b, pos)?;
+    let file = get_str(b, pos)?.to_owned();
+    let module = get_str(b, pos)?.to_owned();
+    let format = get_str(b, pos)?.to_owned();
+    let n_kinds = usize::try_from(get_varint(b, pos)?).ok()?;
+    if n_kinds > b.len() {
+        return None;
+    }
+    let mut kinds = Vec::with_capacity(n_kinds);
+    for _ in 0..n_kinds {
+        kinds.push(ArgKind::from_u8(get_array::<1>(b, pos)?[0])?);
+    }
+    let n_pieces = usize::try_from(get_varint(b, pos)?).ok()?;
+    if n_pieces > b.len() {
+        return None;
+    }
+    let mut pieces = Vec::with_capacity(n_pieces);
+    for _ in 0..n_pieces {
+        let t = get_array::<1>(b, pos)?[0];
+        pieces.push(match t {
+            0 => Piece::Lit(Cow::Owned(get_str(b, pos)?.to_owned())),
+            1 => {
+                let arg = get_u16(b, pos)?;
+                let use_ix = get_u16(b, pos)?;
+                let fill = char::from_u32(get_u32(b, pos)?)?;
+                let align = match get_array::<1>(b, pos)?[0] {
+                    0 => Align::Unknown,
+                    1 => Align::Left,
+                    2 => Align::Center,
+                    3 => Align::Right,
+                    _ => return None,
+                };
+                let flags = get_array::<1>(b, pos)?[0];
+                let width = get_count(b, pos)?;
+                let precision = get_count(b, pos)?;
+                let ty = Ty::from_u8(get_array::<1>(b, pos)?[0])?;
+                let spec = Spec {
+                    arg,
+                    use_ix,
+                    fill,
+                    align,
+                    flags,
+                    width,
+                    precision,
+                    ty,
+                };
+                let in_range = |c: Count| !matches!(c, Count::Arg(i) if i as usize >= n_kinds);
+                if arg as usize >= n_kinds || !in_range(width) || !in_range(precision) {
+                    return None;
+                }
+                Piece::Arg(spec)
+            }
+            _ => return None,
+        });
+    }
+    Some(SiteDef {
+        id,
+        level,
+        file,
+        line,
+        module,
+        format,
+        kinds,
+        pieces,
+    })
+}
+
+/// THREAD body: `id: varint, name: str`.
+pub fn put_thread(out: &mut Vec<u8>, id: u32, name: &str) {
+    put_varint(out, u64::from(id));
+    put_str(out, name);
+}
+
+pub fn get_thread(b: &[u8]) -> Option<(u32, &str)> {
+    let pos = &mut 0;
+    Some((get_u32(b, pos)?, get_str(b, pos)?))
+}
+
+/// CLOCK body: `tick: u64 LE, unix ns: i64 LE`.
+pub fn put_clock(out: &mut Vec<u8>, tick: u64, unix_ns: i64) {
+    out.extend_from_slice(&tick.to_le_bytes());
+    out.extend_from_slice(&unix_ns.to_le_bytes());
+}
+
+pub fn get_clock(b: &[u8]) -> Option<(u64, i64)> {
+    let pos = &mut 0;
+    Some((
+        u64::from_le_bytes(get_array(b, pos)?),
+        i64::from_le_bytes(get_array(b, pos)?),
+    ))
+}
+
+/// DROP body: `thread: varint, count: varint, first tick: u64 LE, last tick: u64 LE`.
+pub fn put_drop(out: &mut Vec<u8>, thread: u32, count: u64, first: u64, last: u64) {
+    put_varint(out, u64::from(thread));
+    put_varint(out, count);
+    out.extend_from_slice(&first.to_le_bytes());
+    out.extend_from_slice(&last.to_le_bytes());
+}
+
+/// `(thread, count, first tick, last tick)`.
+pub fn get_drop(b: &[u8]) -> Option<(u32, u64, u64, u64)> {
+    let pos = &mut 0;
+    Some((
+        get_u32(b, pos)?,
+        get_varint(b, pos)?,
+        u64::from_le_bytes(get_array(b, pos)?),
+        u64::from_le_bytes(get_array(b, pos)?),
+    ))
+}

@@ -1,0 +1,104 @@
+//! The on-disk format, shared by the writer and the reader. FORMAT.md is the
+//! specification; this module is its code.
+//!
+//! A file is a [`header`] followed by entries. Every entry is framed as
+//! `tag: u8, body length: u32 LE, CRC-32 of tag, length and body: u32 LE, body`,
+//! so a reader can check it and skip past anything it does not understand or
+//! that is damaged.
+
+pub mod dict;
+pub mod header;
+pub mod record;
+
+/// The first eight bytes of every nanolog file.
+pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
+/// The format version this crate writes and reads.
+pub const VERSION: u16 = 1;
+/// Bytes of the fixed file header.
+pub const HEADER_LEN: usize = 48;
+/// Bytes of an entry's frame before its body.
+pub const FRAME_LEN: usize = 9;
+/// The largest entry body a reader accepts (a guard against corrupt lengths).
+pub const MAX_BODY: usize = 64 << 20;
+
+/// Entry tags.
+pub mod tag {
+    /// A call site's dictionary entry.
+    pub const SITE: u8 = 1;
+    /// A logging thread's id and name.
+    pub const THREAD: u8 = 2;
+    /// A run of one thread's records.
+    pub const EXTENT: u8 = 3;
+    /// A (tick, Unix ns) clock pair.
+    pub const CLOCK: u8 = 4;
+    /// Records a thread dropped (`OnFull::Drop`, or too large for its ring).
+    pub const DROP: u8 = 5;
+    /// The log continues in another file.
+    pub const ROTATE: u8 = 6;
+    /// The logger closed the file cleanly.
+    pub const END: u8 = 7;
+}
+
+/// CRC-32 (IEEE) of an entry's tag, length and body.
+pub fn entry_crc(tag: u8, body: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&[tag]);
+    h.update(&(body.len() as u32).to_le_bytes());
+    h.update(body);
+    h.finalize()
+}
+
+/// Appends an unsigned LEB128 varint.
+#[inline(always)]
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads an unsigned LEB128 varint at `*pos`.
+#[inline(always)]
+pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        if shift == 63 && b > 1 {
+            return None;
+        }
+        v |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+/// Appends a length-prefixed UTF-8 string.
+pub fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Reads a length-prefixed UTF-8 string.
+pub fn get_str<'a>(buf: &'a [u8], pos: &mut usize) -> Option<&'a str> {
+    let len = usize::try_from(get_varint(buf, pos)?).ok()?;
+    let end = pos.checked_add(len)?;
+    let s = std::str::from_utf8(buf.get(*pos..end)?).ok()?;
+    *pos = end;
+    Some(s)
+}
+
+/// Reads a fixed-size little-endian array.
+#[inline(always)]
+pub fn get_array<const N: usize>(buf: &[u8], pos: &mut usize) -> Option<[u8; N]> {
+    let a: [u8; N] = buf.get(*pos..pos.checked_add(N)?)?.try_into().ok()?;
+    *pos += N;
+    Some(a)
+}

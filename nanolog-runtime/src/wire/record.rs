@@ -1,0 +1,299 @@
+//! Record bodies inside an extent, and the argument encoding.
+//!
+//! A record is `site id: varint, tick delta: varint, nibbles, payloads`.
+//! Integer-like arguments (all integers, `char`, and the length of each
+//! string) get one 4-bit code each, packed two to a byte, low nibble first;
+//! their payload is the value in the fewest bytes (paper §4.2.2):
+//!
+//! | code | payload |
+//! |---|---|
+//! | 0..=7 | a non-negative value in `code + 1` bytes LE |
+//! | 8..=14 | a negative value `v` as `!v` in `code - 7` bytes LE |
+//! | 15 | the value in the full width of its type, LE two's complement |
+//!
+//! Floats are raw IEEE LE (4 or 8 bytes), `bool` one byte, a string is its
+//! length (nibble-coded) then its UTF-8 bytes, and a call-site-rendered value
+//! is `count: varint` then `count` strings of `len: varint, bytes`.
+
+use crate::site::ArgKind;
+
+use super::{get_array, get_varint, put_varint};
+
+/// One decoded argument value, borrowing strings from the log.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
+    /// Any unsigned integer type (`u8` to `u128`, `usize`).
+    Uint(u128),
+    /// Any signed integer type (`i8` to `i128`, `isize`).
+    Int(i128),
+    F32(f32),
+    F64(f64),
+    Bool(bool),
+    Char(char),
+    Str(&'a str),
+    /// A value rendered at the call site: one string per placeholder using it.
+    Rendered(RenderedStrs<'a>),
+}
+
+/// The strings of a call-site-rendered argument, undecoded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RenderedStrs<'a> {
+    count: usize,
+    bytes: &'a [u8],
+}
+
+impl<'a> RenderedStrs<'a> {
+    /// How many strings there are.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The `i`-th string (placeholder use `i` of the argument).
+    pub fn get(&self, i: usize) -> Option<&'a str> {
+        self.iter().nth(i)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let bytes = self.bytes;
+        let mut pos = 0;
+        (0..self.count).map_while(move |_| super::get_str(bytes, &mut pos))
+    }
+}
+
+impl Value<'_> {
+    /// The value as an `f64`, for aggregation (integers and floats only).
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Uint(v) => Some(v as f64),
+            Value::Int(v) => Some(v as f64),
+            Value::F32(v) => Some(f64::from(v)),
+            Value::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+fn full_width(kind: ArgKind) -> usize {
+    match kind {
+        ArgKind::Char => 4,
+        ArgKind::Str | ArgKind::Rendered => 8,
+        k => k.ring_width(),
+    }
+}
+
+fn is_nibbled(kind: ArgKind) -> bool {
+    !matches!(
+        kind,
+        ArgKind::F32 | ArgKind::F64 | ArgKind::Bool | ArgKind::Rendered
+    )
+}
+
+/// How many nibble codes a record of these kinds carries.
+pub fn nibble_count(kinds: &[ArgKind]) -> usize {
+    kinds.iter().filter(|k| is_nibbled(**k)).count()
+}
+
+#[inline(always)]
+fn bytes_needed(v: u128) -> usize {
+    (((128 - v.leading_zeros()) as usize).div_ceil(8)).max(1)
+}
+
+/// Appends one nibble-coded value and returns its code.
+#[inline(always)]
+fn put_nibbled(out: &mut Vec<u8>, kind: ArgKind, raw: &[u8]) -> u8 {
+    // `raw` is the LE value in the ring at its natural width.
+    let mut b = [0u8; 16];
+    b[..raw.len()].copy_from_slice(raw);
+    let signed = kind.is_signed();
+    let negative = signed && raw.last().is_some_and(|x| x & 0x80 != 0);
+    if negative {
+        // Sign-extend, then code the one's complement.
+        for x in &mut b[raw.len()..] {
+            *x = 0xff;
+        }
+        let m = !i128::from_le_bytes(b) as u128;
+        let n = bytes_needed(m);
+        if n <= 7 {
+            out.extend_from_slice(&m.to_le_bytes()[..n]);
+            return 7 + n as u8;
+        }
+    } else {
+        let v = u128::from_le_bytes(b);
+        let n = bytes_needed(v);
+        if n <= 8 {
+            out.extend_from_slice(&v.to_le_bytes()[..n]);
+            return n as u8 - 1;
+        }
+    }
+    out.extend_from_slice(&b[..full_width(kind)]);
+    15
+}
+
+/// Compacts one record's raw ring arguments into `out`. Returns `None` if the
+/// raw bytes do not match the kinds (which would be a bug in the encoders).
+pub fn compact(kinds: &[ArgKind], raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    if kinds.is_empty() {
+        return Some(());
+    }
+    let nib_at = out.len();
+    let n_nibbles = nibble_count(kinds);
+    out.resize(nib_at + n_nibbles.div_ceil(2), 0);
+    let mut nib_ix = 0;
+    let mut set_nibble = |out: &mut Vec<u8>, code: u8| {
+        out[nib_at + nib_ix / 2] |= code << ((nib_ix & 1) * 4);
+        nib_ix += 1;
+    };
+    let mut pos = 0usize;
+    for &kind in kinds {
+        match kind {
+            ArgKind::F32 | ArgKind::F64 | ArgKind::Bool => {
+                let w = kind.ring_width();
+                out.extend_from_slice(raw.get(pos..pos + w)?);
+                pos += w;
+            }
+            ArgKind::Str => {
+                let len_raw = raw.get(pos..pos + 4)?;
+                let len = u32::from_le_bytes(len_raw.try_into().ok()?) as usize;
+                let code = put_nibbled(out, ArgKind::U32, len_raw);
+                set_nibble(out, code);
+                out.extend_from_slice(raw.get(pos + 4..pos + 4 + len)?);
+                pos += 4 + len;
+            }
+            ArgKind::Rendered => {
+                let n = u32::from_le_bytes(raw.get(pos..pos + 4)?.try_into().ok()?);
+                pos += 4;
+                put_varint(out, u64::from(n));
+                for _ in 0..n {
+                    let len = u32::from_le_bytes(raw.get(pos..pos + 4)?.try_into().ok()?) as usize;
+                    put_varint(out, len as u64);
+                    out.extend_from_slice(raw.get(pos + 4..pos + 4 + len)?);
+                    pos += 4 + len;
+                }
+            }
+            _ => {
+                let w = kind.ring_width();
+                let code = put_nibbled(out, kind, raw.get(pos..pos + w)?);
+                set_nibble(out, code);
+                pos += w;
+            }
+        }
+    }
+    Some(())
+}
+
+#[inline(always)]
+fn get_nibbled(buf: &[u8], pos: &mut usize, kind: ArgKind, code: u8) -> Option<(u128, bool)> {
+    // Returns the value's bits (two's complement for negatives) and whether
+    // the value is negative.
+    match code {
+        0..=7 => {
+            let n = code as usize + 1;
+            let mut b = [0u8; 16];
+            b[..n].copy_from_slice(buf.get(*pos..*pos + n)?);
+            *pos += n;
+            Some((u128::from_le_bytes(b), false))
+        }
+        8..=14 => {
+            let n = code as usize - 7;
+            let mut b = [0u8; 16];
+            b[..n].copy_from_slice(buf.get(*pos..*pos + n)?);
+            *pos += n;
+            Some((!u128::from_le_bytes(b), true))
+        }
+        _ => {
+            let w = full_width(kind);
+            let mut b = [0u8; 16];
+            b[..w].copy_from_slice(buf.get(*pos..*pos + w)?);
+            *pos += w;
+            let negative = kind.is_signed() && b[w - 1] & 0x80 != 0;
+            if negative {
+                for x in &mut b[w..] {
+                    *x = 0xff;
+                }
+            }
+            Some((u128::from_le_bytes(b), negative))
+        }
+    }
+}
+
+/// Decodes the arguments of one record starting at `*pos`, calling `f` with
+/// each value in order. Returns `None` on malformed input.
+#[inline]
+pub fn decode_args<'a>(
+    kinds: &[ArgKind],
+    buf: &'a [u8],
+    pos: &mut usize,
+    mut f: impl FnMut(Value<'a>),
+) -> Option<()> {
+    if kinds.is_empty() {
+        return Some(());
+    }
+    let nib_at = *pos;
+    let n_nibbles = nibble_count(kinds);
+    *pos += n_nibbles.div_ceil(2);
+    if *pos > buf.len() {
+        return None;
+    }
+    let mut nib_ix = 0;
+    let mut next_code = || {
+        let c = (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf;
+        nib_ix += 1;
+        c
+    };
+    for &kind in kinds {
+        let v = match kind {
+            ArgKind::F32 => Value::F32(f32::from_le_bytes(get_array(buf, pos)?)),
+            ArgKind::F64 => Value::F64(f64::from_le_bytes(get_array(buf, pos)?)),
+            ArgKind::Bool => Value::Bool(get_array::<1>(buf, pos)?[0] != 0),
+            ArgKind::Str => {
+                let (len, neg) = get_nibbled(buf, pos, ArgKind::U64, next_code())?;
+                if neg || len > (buf.len() - *pos) as u128 {
+                    return None;
+                }
+                let end = *pos + len as usize;
+                let s = std::str::from_utf8(&buf[*pos..end]).ok()?;
+                *pos = end;
+                Value::Str(s)
+            }
+            ArgKind::Char => {
+                let (v, _) = get_nibbled(buf, pos, kind, next_code())?;
+                Value::Char(char::from_u32(u32::try_from(v).ok()?)?)
+            }
+            ArgKind::Rendered => {
+                let count = usize::try_from(get_varint(buf, pos)?).ok()?;
+                let start = *pos;
+                for _ in 0..count {
+                    super::get_str(buf, pos)?;
+                }
+                Value::Rendered(RenderedStrs {
+                    count,
+                    bytes: &buf[start..*pos],
+                })
+            }
+            _ => {
+                let (v, neg) = get_nibbled(buf, pos, kind, next_code())?;
+                if kind.is_signed() {
+                    let s = v as i128;
+                    // Values outside the kind's range mean corruption.
+                    let bits = kind.ring_width() * 8;
+                    if bits < 128 && (s >= 1i128 << (bits - 1) || s < -(1i128 << (bits - 1))) {
+                        return None;
+                    }
+                    Value::Int(s)
+                } else {
+                    let bits = kind.ring_width() * 8;
+                    if neg || (bits < 128 && v >> bits != 0) {
+                        return None;
+                    }
+                    Value::Uint(v)
+                }
+            }
+        };
+        f(v);
+    }
+    Some(())
+}

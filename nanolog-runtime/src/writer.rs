@@ -1,0 +1,142 @@
+//! The log file: header on creation, appends, rotation, and recovery from
+//! failed writes.
+
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::clock;
+use crate::error::Error;
+use crate::wire::header::Header;
+use crate::wire::{self, dict, tag};
+
+pub(crate) struct Writer {
+    base: PathBuf,
+    path: PathBuf,
+    file: File,
+    /// Bytes known to be in the file.
+    len: u64,
+    index: u32,
+    rotate_bytes: Option<u64>,
+}
+
+/// The path of the `index`-th file of a rotated set: `app.nlog`, `app.1.nlog`, ...
+pub fn rotated_path(base: &Path, index: u32) -> PathBuf {
+    if index == 0 {
+        return base.to_path_buf();
+    }
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match base.extension() {
+        Some(ext) => format!("{stem}.{index}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{index}"),
+    };
+    base.with_file_name(name)
+}
+
+fn open(path: &Path) -> Result<(File, u64), Error> {
+    let open_err = |source| Error::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = File::create(path).map_err(open_err)?;
+    let (tick, unix_ns) = clock::pair();
+    let header = Header {
+        version: wire::VERSION,
+        ticks_per_second: clock::ticks_per_second(),
+        base_tick: tick,
+        base_unix_ns: unix_ns,
+        pid: std::process::id(),
+    };
+    file.write_all(&header.encode()).map_err(open_err)?;
+    Ok((file, wire::HEADER_LEN as u64))
+}
+
+impl Writer {
+    pub(crate) fn create(path: &Path, rotate_bytes: Option<u64>) -> Result<Writer, Error> {
+        let (file, len) = open(path)?;
+        Ok(Writer {
+            base: path.to_path_buf(),
+            path: path.to_path_buf(),
+            file,
+            len,
+            index: 0,
+            rotate_bytes,
+        })
+    }
+
+    /// Appends `buf`. On failure the file is cut back to its last good length,
+    /// so it stays decodable, and the error is returned.
+    pub(crate) fn write(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self.file.write_all(buf) {
+            Ok(()) => {
+                self.len += buf.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.file.set_len(self.len);
+                let _ = self.file.seek(SeekFrom::Start(self.len));
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn should_rotate(&self) -> bool {
+        self.rotate_bytes.is_some_and(|max| self.len >= max)
+    }
+
+    /// Ends this file with a ROTATE entry and opens the next one. Returns the
+    /// header bytes count of the new file.
+    pub(crate) fn rotate(&mut self) -> Result<u64, Error> {
+        let next = rotated_path(&self.base, self.index + 1);
+        let mut out = Vec::new();
+        let name = next
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let start = begin_entry(&mut out, tag::ROTATE);
+        wire::put_str(&mut out, &name);
+        end_entry(&mut out, start);
+        self.close_entries(&mut out);
+        self.write(&out).map_err(Error::Write)?;
+        let (file, len) = open(&next)?;
+        self.file = file;
+        self.path = next;
+        self.len = len;
+        self.index += 1;
+        Ok(len)
+    }
+
+    /// Appends a final clock pair and the END entry.
+    pub(crate) fn close_entries(&self, out: &mut Vec<u8>) {
+        let (tick, ns) = clock::pair();
+        let start = begin_entry(out, tag::CLOCK);
+        dict::put_clock(out, tick, ns);
+        end_entry(out, start);
+        let start = begin_entry(out, tag::END);
+        end_entry(out, start);
+    }
+
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// Starts an entry in `out`; returns where it starts, for [`end_entry`].
+#[inline]
+pub(crate) fn begin_entry(out: &mut Vec<u8>, t: u8) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&[t, 0, 0, 0, 0, 0, 0, 0, 0]);
+    start
+}
+
+/// Fills in the length and checksum of the entry begun at `start`.
+#[inline]
+pub(crate) fn end_entry(out: &mut [u8], start: usize) {
+    let body_len = (out.len() - start - wire::FRAME_LEN) as u32;
+    out[start + 1..start + 5].copy_from_slice(&body_len.to_le_bytes());
+    let crc = wire::entry_crc(out[start], &out[start + wire::FRAME_LEN..]);
+    out[start + 5..start + 9].copy_from_slice(&crc.to_le_bytes());
+}

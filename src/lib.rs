@@ -1,0 +1,110 @@
+//! nanolog: nanosecond-scale binary logging for Rust.
+//!
+//! A logging call checks its level, then copies its raw arguments into the
+//! calling thread's own ring, stamped with the CPU's time-stamp counter. No
+//! formatting, no lock, no allocation, no system call. A flusher thread drains
+//! the rings, compacts each record to a few bytes and writes the binary log;
+//! the `nanolog` command (or [`reader`]) turns it back into text, filters it
+//! and aggregates it offline.
+//!
+//! ```no_run
+//! let logger = nanolog::Logger::builder()
+//!     .path("app.nlog")
+//!     .level(nanolog::Level::Info)
+//!     .start()?;
+//! let ms = 12;
+//! nanolog::info!("ready after {} ms", ms);
+//! nanolog::warn!("queue {name} at {pct:.1}%", name = "orders", pct = 93.25);
+//! logger.flush()?;
+//! # Ok::<(), nanolog::Error>(())
+//! ```
+//!
+//! # Format strings
+//!
+//! The macros take Rust's `format!` syntax, checked at compile time, and the
+//! decoded message equals `format!` of the same literal and arguments.
+//! Integers, floats, `bool`, `char`, `&str` and `String` are recorded in
+//! binary. Any other `Display` or `Debug` type is formatted on the calling
+//! thread (the slow path: it allocates).
+//!
+//! # Levels
+//!
+//! A disabled call costs one relaxed load and a branch and does not evaluate
+//! its arguments. The Cargo features `max_level_*` and `release_max_level_*`
+//! (as in the `log` crate) remove calls below a level at compile time.
+//!
+//! # Features
+//!
+//! - `max_level_off`, `max_level_error`, ..., `max_level_trace`: compile-time cap.
+//! - `release_max_level_*`: the same, for builds without `debug_assertions`.
+
+pub use nanolog_macros::{debug, error, info, log, trace, warn};
+pub use nanolog_runtime::{
+    flush, reader, set_level, set_thread_name, Builder, Error, Level, Logger, OnFull,
+    ParseLevelError, Stats,
+};
+
+/// What macro expansions use. Not a public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    pub use nanolog_runtime::__private::*;
+    pub use nanolog_runtime::{Align, ArgKind, Count, Level, Piece, Spec, Ty};
+    pub use std::borrow::Cow;
+
+    /// The most verbose level compiled in, from the `max_level_*` features.
+    pub const STATIC_MAX_LEVEL: u8 = static_max_level();
+
+    const fn static_max_level() -> u8 {
+        // 0 = trace ... 4 = error, 5 = off: calls below it are compiled out.
+        if cfg!(all(
+            not(debug_assertions),
+            feature = "release_max_level_off"
+        )) {
+            5
+        } else if cfg!(all(
+            not(debug_assertions),
+            feature = "release_max_level_error"
+        )) {
+            4
+        } else if cfg!(all(
+            not(debug_assertions),
+            feature = "release_max_level_warn"
+        )) {
+            3
+        } else if cfg!(all(
+            not(debug_assertions),
+            feature = "release_max_level_info"
+        )) {
+            2
+        } else if cfg!(all(
+            not(debug_assertions),
+            feature = "release_max_level_debug"
+        )) {
+            1
+        } else if cfg!(all(
+            not(debug_assertions),
+            feature = "release_max_level_trace"
+        )) {
+            0
+        } else if cfg!(feature = "max_level_off") {
+            5
+        } else if cfg!(feature = "max_level_error") {
+            4
+        } else if cfg!(feature = "max_level_warn") {
+            3
+        } else if cfg!(feature = "max_level_info") {
+            2
+        } else if cfg!(feature = "max_level_debug") {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// Whether a call at `level` runs: the compile-time cap (folded away),
+    /// then one relaxed load and a compare.
+    #[inline(always)]
+    pub fn enabled(level: Level) -> bool {
+        level as u8 >= STATIC_MAX_LEVEL && enabled_at_runtime(level)
+    }
+}
