@@ -1,1 +1,69 @@
-fn main() {}
+//! The `nanolog` command.
+//!
+//! Exit status: 0 on success (including output cut short by a closed pipe),
+//! 1 on any error (unreadable or invalid log, bad arguments), 2 on a usage
+//! error reported by clap.
+
+mod cli;
+mod decode;
+mod info;
+mod output;
+mod stats;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            let mut msg = format!("nanolog: {e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!(": {cause}"));
+            }
+            let _ = writeln!(io::stderr(), "{msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        cli::Command::Decode(a) => decode::run(&a),
+        cli::Command::Stats(a) => stats::run(&a),
+        cli::Command::Info(a) => info::run(&a),
+    }?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Opens every file, printing each file's warnings (torn tail, skipped
+/// corruption) to stderr.
+pub(crate) fn open_all(
+    files: &[std::path::PathBuf],
+    warn: bool,
+) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let log = nanolog_runtime::reader::LogFile::open(f)?;
+        if warn {
+            for w in log.warnings() {
+                let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
+            }
+        }
+        out.push(log);
+    }
+    Ok(out)
+}

@@ -1,0 +1,101 @@
+//! The command line, as clap types only; `main.rs` resolves them.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Decode, filter and aggregate nanolog binary logs.
+#[derive(Debug, Parser)]
+#[command(name = "nanolog", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print records as text or JSON, merged into time order across threads and files.
+    Decode(DecodeArgs),
+    /// Aggregate records per call site, thread or level, straight from the binary log.
+    Stats(StatsArgs),
+    /// Show the header, clock calibration, call-site dictionary and threads of a log.
+    Info(InfoArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// Log files (a rotated set, or logs of several processes).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// File order: no merge into time order.
+    #[arg(long)]
+    pub unsorted: bool,
+    /// Minimum level (trace, debug, info, warn, error).
+    #[arg(long)]
+    pub level: Option<String>,
+    /// Only records at or after this time (RFC 3339).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only records at or before this time (RFC 3339).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only records of this thread id (repeatable).
+    #[arg(long)]
+    pub thread: Vec<u32>,
+    /// Only records whose rendered message matches this regular expression.
+    #[arg(long)]
+    pub grep: Option<String>,
+    /// Stop after this many records.
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// Keep printing records as the file grows (and across rotation), until interrupted.
+    #[arg(short, long)]
+    pub follow: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GroupBy {
+    Site,
+    Thread,
+    Level,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Log files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Only call sites whose format string matches this regular expression.
+    #[arg(long)]
+    pub site: Option<String>,
+    /// Aggregate the N-th argument (0-based) of the selected records.
+    #[arg(long, value_name = "N")]
+    pub arg: Option<usize>,
+    /// Group counts by call site (default), thread or level.
+    #[arg(long, value_enum)]
+    pub by: Option<GroupBy>,
+    /// A time series: counts per interval (e.g. 1s, 100ms) per group.
+    #[arg(long, value_name = "DURATION")]
+    pub every: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// The log file.
+    pub file: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}

@@ -1,0 +1,154 @@
+//! `nanolog info`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use nanolog_runtime::reader::render::json_string;
+use nanolog_runtime::reader::time::rfc3339;
+use nanolog_runtime::reader::{Event, Filter, Merge};
+
+use crate::cli::{Format, InfoArgs};
+
+pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
+    let files = crate::open_all(std::slice::from_ref(&a.file), true)?;
+    let log = &files[0];
+    let h = log.header();
+    let mut per_thread: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut per_site: BTreeMap<u32, u64> = BTreeMap::new();
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    let mut dropped = 0u64;
+    let mut records = 0u64;
+    for ev in Merge::unsorted(&files, Filter::default()) {
+        match ev {
+            Event::Record(r) => {
+                records += 1;
+                *per_thread.entry(r.thread()).or_default() += 1;
+                *per_site.entry(r.site().id).or_default() += 1;
+                let ns = r.unix_ns();
+                first = first.min(ns);
+                last = last.max(ns);
+            }
+            Event::Gap(g, _) => dropped += g.count,
+        }
+    }
+    let mut s = String::new();
+    let time = |ns: i64| {
+        if ns == i64::MAX || ns == i64::MIN {
+            "-".to_owned()
+        } else {
+            rfc3339(ns)
+        }
+    };
+    match a.format {
+        Format::Text => {
+            let _ = writeln!(s, "file:            {}", log.path().display());
+            let _ = writeln!(s, "format version:  {}", h.version);
+            let _ = writeln!(s, "process id:      {}", h.pid);
+            let _ = writeln!(
+                s,
+                "clock:           {:.0} ticks/s (base tick {} = {})",
+                h.ticks_per_second,
+                h.base_tick,
+                rfc3339(h.base_unix_ns)
+            );
+            let _ = writeln!(s, "clock pairs:     {}", log.time_map().pairs().len());
+            let _ = writeln!(s, "first record:    {}", time(first));
+            let _ = writeln!(s, "last record:     {}", time(last));
+            let _ = writeln!(s, "records:         {records}");
+            let _ = writeln!(s, "dropped:         {dropped}");
+            let _ = writeln!(
+                s,
+                "complete:        {}",
+                if log.is_complete() {
+                    "yes"
+                } else {
+                    "no (no END entry: the writer is running or died)"
+                }
+            );
+            if let Some(n) = log.rotated_to() {
+                let _ = writeln!(s, "continues in:    {n}");
+            }
+            let _ = writeln!(s, "\ncall sites:");
+            let _ = writeln!(
+                s,
+                "{:>5} {:<5} {:>10}  {:<30} {:<20} format",
+                "id", "level", "records", "file:line", "args"
+            );
+            for site in log.sites() {
+                let kinds: Vec<&str> = site.kinds.iter().map(|k| k.name()).collect();
+                let _ = writeln!(
+                    s,
+                    "{:>5} {:<5} {:>10}  {:<30} {:<20} {:?}",
+                    site.id,
+                    site.level.as_str(),
+                    per_site.get(&site.id).copied().unwrap_or(0),
+                    format!("{}:{}", site.file, site.line),
+                    kinds.join(","),
+                    site.format
+                );
+            }
+            let _ = writeln!(s, "\nthreads:");
+            let _ = writeln!(s, "{:>5} {:>10}  name", "id", "records");
+            for t in log.threads() {
+                let _ = writeln!(
+                    s,
+                    "{:>5} {:>10}  {}",
+                    t.id,
+                    per_thread.get(&t.id).copied().unwrap_or(0),
+                    t.name
+                );
+            }
+        }
+        Format::Json => {
+            let _ = write!(
+                s,
+                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"complete\":{},\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
+                json(&log.path().to_string_lossy()),
+                h.version,
+                h.pid,
+                h.ticks_per_second,
+                h.base_tick,
+                h.base_unix_ns,
+                log.is_complete(),
+                if records > 0 { first.to_string() } else { "null".into() },
+                if records > 0 { last.to_string() } else { "null".into() },
+            );
+            for (i, site) in log.sites().enumerate() {
+                let kinds: Vec<String> = site.kinds.iter().map(|k| json(k.name())).collect();
+                let _ = write!(
+                    s,
+                    "{}{{\"id\":{},\"level\":\"{}\",\"file\":{},\"line\":{},\"fmt\":{},\"args\":[{}],\"records\":{}}}",
+                    if i > 0 { "," } else { "" },
+                    site.id,
+                    site.level.as_str(),
+                    json(&site.file),
+                    site.line,
+                    json(&site.format),
+                    kinds.join(","),
+                    per_site.get(&site.id).copied().unwrap_or(0)
+                );
+            }
+            s.push_str("],\"threads\":[");
+            for (i, t) in log.threads().enumerate() {
+                let _ = write!(
+                    s,
+                    "{}{{\"id\":{},\"name\":{},\"records\":{}}}",
+                    if i > 0 { "," } else { "" },
+                    t.id,
+                    json(&t.name),
+                    per_thread.get(&t.id).copied().unwrap_or(0)
+                );
+            }
+            s.push_str("]}\n");
+        }
+    }
+    io::stdout().lock().write_all(s.as_bytes())?;
+    Ok(())
+}
+
+fn json(v: &str) -> String {
+    let mut s = String::new();
+    json_string(v, &mut s);
+    s
+}

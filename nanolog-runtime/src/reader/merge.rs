@@ -1,0 +1,374 @@
+//! Interleaving threads and files into one time order: a heap over one cursor
+//! per (file, thread), each already in time order (paper §4.3). Memory is one
+//! cursor per stream, whatever the size of the logs.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::{Extent, Gap, Item, LogFile, ReadError, Record, SiteDef};
+use crate::Level;
+
+/// Which records to yield. Everything here is decided from the dictionary and
+/// the record header, before arguments are formatted.
+#[derive(Default)]
+pub struct Filter {
+    /// Minimum level.
+    pub min_level: Option<Level>,
+    /// Earliest time, Unix ns (inclusive).
+    pub since_ns: Option<i64>,
+    /// Latest time, Unix ns (inclusive).
+    pub until_ns: Option<i64>,
+    /// Only these thread ids.
+    pub threads: Option<Vec<u32>>,
+    /// Only call sites for which this returns true.
+    #[allow(clippy::type_complexity)]
+    pub site: Option<Box<dyn Fn(&SiteDef) -> bool>>,
+    /// Leave out dropped-record gaps.
+    pub no_gaps: bool,
+    /// Only entries at or after this byte offset (for following a growing file).
+    pub min_offset: usize,
+}
+
+impl std::fmt::Debug for Filter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Filter")
+            .field("min_level", &self.min_level)
+            .field("since_ns", &self.since_ns)
+            .field("until_ns", &self.until_ns)
+            .field("threads", &self.threads)
+            .field("site", &self.site.as_ref().map(|_| ".."))
+            .finish()
+    }
+}
+
+/// An item of the merged stream.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    Record(Record<'a>),
+    /// Records the thread dropped (`OnFull::Drop`, or larger than its ring).
+    Gap(Gap, &'a LogFile),
+}
+
+impl Event<'_> {
+    pub fn unix_ns(&self) -> i64 {
+        match self {
+            Event::Record(r) => r.unix_ns(),
+            Event::Gap(g, _) => g.first_unix_ns,
+        }
+    }
+}
+
+/// Where an event came from: index of its file in the slice given to [`Merge`].
+pub type Origin = usize;
+
+struct Cursor<'a> {
+    file: &'a LogFile,
+    file_ix: usize,
+    thread: u32,
+    items: &'a [Item],
+    next_item: usize,
+    extent: Option<Extent<'a>>,
+    done: bool,
+}
+
+/// The merged (or, with [`Merge::unsorted`], file-order) stream of events.
+pub struct Merge<'a> {
+    files: &'a [LogFile],
+    allowed: Vec<Vec<bool>>,
+    filter: Filter,
+    cursors: Vec<Cursor<'a>>,
+    /// (time, file, tick, thread, cursor) of each cursor's pending event.
+    heap: BinaryHeap<Reverse<(i64, usize, u64, u32, usize)>>,
+    pending: Vec<Option<Event<'a>>>,
+    sorted: bool,
+    started: bool,
+    /// Unsorted mode: position in files and their entry order.
+    u_file: usize,
+    u_item: usize,
+    u_extent: Option<Extent<'a>>,
+    errors: Vec<ReadError>,
+}
+
+impl<'a> Merge<'a> {
+    /// Events of all `files` in time order.
+    pub fn new(files: &'a [LogFile], filter: Filter) -> Merge<'a> {
+        Self::build(files, filter, true)
+    }
+
+    /// Events in file order: each file's entries as written, files one after another.
+    pub fn unsorted(files: &'a [LogFile], filter: Filter) -> Merge<'a> {
+        Self::build(files, filter, false)
+    }
+
+    fn build(files: &'a [LogFile], filter: Filter, sorted: bool) -> Merge<'a> {
+        let allowed = files
+            .iter()
+            .map(|f| {
+                let n = f.sites.len();
+                (0..n)
+                    .map(|i| {
+                        f.sites[i].as_ref().is_some_and(|s| {
+                            filter.min_level.is_none_or(|l| s.level >= l)
+                                && filter.site.as_ref().is_none_or(|p| p(s))
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut cursors = Vec::new();
+        if sorted {
+            for (file_ix, f) in files.iter().enumerate() {
+                for thread in f.stream_ids() {
+                    if filter
+                        .threads
+                        .as_ref()
+                        .is_some_and(|t| !t.contains(&thread))
+                    {
+                        continue;
+                    }
+                    cursors.push(Cursor {
+                        file: f,
+                        file_ix,
+                        thread,
+                        items: f.stream(thread),
+                        next_item: 0,
+                        extent: None,
+                        done: false,
+                    });
+                }
+            }
+        }
+        let n = cursors.len();
+        Merge {
+            files,
+            allowed,
+            filter,
+            cursors,
+            heap: BinaryHeap::with_capacity(n),
+            pending: vec![None; n],
+            sorted,
+            started: false,
+            u_file: 0,
+            u_item: 0,
+            u_extent: None,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The files being read.
+    pub fn files(&self) -> &'a [LogFile] {
+        self.files
+    }
+
+    fn keep_record(&self, file_ix: usize, rec: &Record<'a>) -> Option<bool> {
+        // Some(false): skip; None: past `until`, the stream is finished.
+        let ns = rec.unix_ns();
+        if self.filter.until_ns.is_some_and(|u| ns > u) {
+            return None;
+        }
+        if self.filter.since_ns.is_some_and(|s| ns < s) {
+            return Some(false);
+        }
+        Some(
+            self.allowed[file_ix]
+                .get(rec.site.id as usize)
+                .copied()
+                .unwrap_or(false),
+        )
+    }
+
+    fn keep_gap(&self, g: &Gap) -> bool {
+        !self.filter.no_gaps
+            && self
+                .filter
+                .threads
+                .as_ref()
+                .is_none_or(|t| t.contains(&g.thread))
+            && self.filter.since_ns.is_none_or(|s| g.last_unix_ns >= s)
+            && self.filter.until_ns.is_none_or(|u| g.first_unix_ns <= u)
+    }
+
+    /// Advances cursor `c` to its next kept event.
+    fn advance(&mut self, c: usize) -> Option<Event<'a>> {
+        loop {
+            let cur = &mut self.cursors[c];
+            if cur.done {
+                return None;
+            }
+            if let Some(ext) = cur.extent.as_mut() {
+                match ext.next_header() {
+                    Some(Ok((site, tick))) => {
+                        let (args, len) = match ext.take_args(site) {
+                            Ok(a) => a,
+                            Err(e) => {
+                                cur.extent = None;
+                                self.errors.push(e);
+                                continue;
+                            }
+                        };
+                        let rec = Record {
+                            file: cur.file,
+                            site,
+                            thread: cur.thread,
+                            tick,
+                            args,
+                            len,
+                        };
+                        let file_ix = cur.file_ix;
+                        match self.keep_record(file_ix, &rec) {
+                            Some(true) => return Some(Event::Record(rec)),
+                            Some(false) => continue,
+                            None => {
+                                self.cursors[c].done = true;
+                                return None;
+                            }
+                        }
+                    }
+                    Some(Err(e)) => {
+                        cur.extent = None;
+                        self.errors.push(e);
+                    }
+                    None => cur.extent = None,
+                }
+                continue;
+            }
+            let Some(&item) = cur.items.get(cur.next_item) else {
+                cur.done = true;
+                return None;
+            };
+            cur.next_item += 1;
+            match item {
+                Item::Extent { start, end } if start >= self.filter.min_offset => {
+                    cur.extent = Some(cur.file.extent(cur.thread, start, end))
+                }
+                Item::Extent { .. } => {}
+                Item::Drop {
+                    count,
+                    first,
+                    last,
+                    offset,
+                } => {
+                    let g = cur.file.gap(cur.thread, count, first, last);
+                    let file = cur.file;
+                    if offset >= self.filter.min_offset && self.keep_gap(&g) {
+                        return Some(Event::Gap(g, file));
+                    }
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, c: usize, ev: Event<'a>) {
+        let cur = &self.cursors[c];
+        let (ns, tick) = match &ev {
+            Event::Record(r) => (r.unix_ns(), r.tick),
+            Event::Gap(g, _) => (g.first_unix_ns, g.first_tick),
+        };
+        self.heap
+            .push(Reverse((ns, cur.file_ix, tick, cur.thread, c)));
+        self.pending[c] = Some(ev);
+    }
+
+    fn next_sorted(&mut self) -> Option<Event<'a>> {
+        if !self.started {
+            self.started = true;
+            for c in 0..self.cursors.len() {
+                if let Some(ev) = self.advance(c) {
+                    self.push(c, ev);
+                }
+            }
+        }
+        let Reverse((_, _, _, _, c)) = self.heap.pop()?;
+        let ev = self.pending[c].take()?;
+        if let Some(next) = self.advance(c) {
+            self.push(c, next);
+        }
+        Some(ev)
+    }
+
+    fn next_unsorted(&mut self) -> Option<Event<'a>> {
+        loop {
+            let file = self.files.get(self.u_file)?;
+            if let Some(ext) = self.u_extent.as_mut() {
+                match ext.next_header() {
+                    Some(Ok((site, tick))) => {
+                        let thread = ext.thread;
+                        match ext.take_args(site) {
+                            Ok((args, len)) => {
+                                let rec = Record {
+                                    file,
+                                    site,
+                                    thread,
+                                    tick,
+                                    args,
+                                    len,
+                                };
+                                if self.keep_record(self.u_file, &rec) == Some(true) {
+                                    return Some(Event::Record(rec));
+                                }
+                            }
+                            Err(e) => {
+                                self.errors.push(e);
+                                self.u_extent = None;
+                            }
+                        }
+                    }
+                    Some(Err(e)) => {
+                        self.errors.push(e);
+                        self.u_extent = None;
+                    }
+                    None => self.u_extent = None,
+                }
+                continue;
+            }
+            let Some(&(thread, item)) = file.order().get(self.u_item) else {
+                self.u_file += 1;
+                self.u_item = 0;
+                continue;
+            };
+            self.u_item += 1;
+            if self
+                .filter
+                .threads
+                .as_ref()
+                .is_some_and(|t| !t.contains(&thread))
+            {
+                continue;
+            }
+            match item {
+                Item::Extent { start, end } if start >= self.filter.min_offset => {
+                    self.u_extent = Some(file.extent(thread, start, end))
+                }
+                Item::Extent { .. } => {}
+                Item::Drop {
+                    count,
+                    first,
+                    last,
+                    offset,
+                } => {
+                    let g = file.gap(thread, count, first, last);
+                    if offset >= self.filter.min_offset && self.keep_gap(&g) {
+                        return Some(Event::Gap(g, file));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Damaged extents met so far (their remaining records are skipped).
+    pub fn take_errors(&mut self) -> Vec<ReadError> {
+        std::mem::take(&mut self.errors)
+    }
+}
+
+impl<'a> Iterator for Merge<'a> {
+    type Item = Event<'a>;
+
+    fn next(&mut self) -> Option<Event<'a>> {
+        if self.sorted {
+            self.next_sorted()
+        } else {
+            self.next_unsorted()
+        }
+    }
+}
