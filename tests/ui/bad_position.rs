@@ -1,0 +1,3 @@
+fn main() {
+    nanolog::info!("{0} {3}", 1, 2);
+}

@@ -1,0 +1,3 @@
+fn main() {
+    nanolog::info!("only {}", 1, 2);
+}

@@ -1,0 +1,3 @@
+fn main() {
+    nanolog::info!("{} and {}", 1);
+}

@@ -1,0 +1,4 @@
+fn main() {
+    let fmt = "{}";
+    nanolog::info!(fmt, 1);
+}

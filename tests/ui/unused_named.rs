@@ -1,0 +1,3 @@
+fn main() {
+    nanolog::warn!("{}", 1, extra = 2);
+}
