@@ -198,6 +198,7 @@ impl Logger {
     /// written to the OS. Reports a write error that happened since the last
     /// call.
     pub fn flush(&self) -> Result<(), Error> {
+        report_own_drops();
         self.shared.flush()
     }
 
@@ -209,6 +210,7 @@ impl Logger {
 
 impl Drop for Logger {
     fn drop(&mut self) {
+        report_own_drops();
         level::deactivate();
         {
             let mut current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
@@ -238,9 +240,29 @@ pub fn flush() -> Result<(), Error> {
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
     match shared {
-        Some(s) => s.flush(),
+        Some(s) => {
+            report_own_drops();
+            s.flush()
+        }
         None => Ok(()),
     }
+}
+
+/// Writes the calling thread's pending drop marker, so a flush covers it.
+/// (Other threads report theirs with their next record, or when they exit.)
+fn report_own_drops() {
+    let _ = PRODUCER.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return };
+        let Some(p) = slot.as_mut() else { return };
+        if p.pending_drops == 0 || p.epoch != EPOCH.load(Ordering::Relaxed) {
+            return;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(1);
+        while !p.try_write_drops() && std::time::Instant::now() < deadline {
+            p.shared.wake_flusher();
+            std::thread::yield_now();
+        }
+    });
 }
 
 /// Names the calling thread in the log (shown by `nanolog decode` as

@@ -1,0 +1,253 @@
+//! Starting, stopping, levels, full rings, oversize records, panicking
+//! Display impls, thread names and rotation, as a user sees them.
+//!
+//! One logger runs per process, so these tests take turns.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use nanolog::reader::{Event, Filter, LogFile, Merge};
+use nanolog::{Level, Logger, OnFull};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
+}
+
+fn messages(path: &PathBuf) -> Vec<String> {
+    let files = [LogFile::open(path).unwrap()];
+    Merge::new(&files, Filter::default())
+        .filter_map(|e| match e {
+            Event::Record(r) => Some(r.message()),
+            Event::Gap(g, _) => Some(format!("<gap {}>", g.count)),
+        })
+        .collect()
+}
+
+#[test]
+fn second_logger_is_refused_and_restart_after_drop_works() {
+    let _s = serial();
+    let path = temp("restart");
+    let first = Logger::builder().path(&path).start().unwrap();
+    let err = Logger::builder().path(temp("restart-2")).start().unwrap_err();
+    assert!(matches!(err, nanolog::Error::AlreadyRunning), "{err}");
+    nanolog::info!("first {}", 1);
+    drop(first);
+    assert_eq!(messages(&path), ["first 1"]);
+
+    let second = Logger::builder().path(&path).start().unwrap();
+    nanolog::info!("second {}", 2);
+    drop(second);
+    assert_eq!(messages(&path), ["second 2"]);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn logging_without_a_logger_is_silent_and_does_not_evaluate_arguments() {
+    let _s = serial();
+    let calls = AtomicU32::new(0);
+    let arg = || calls.fetch_add(1, Ordering::Relaxed);
+    nanolog::info!("nobody listens {}", arg());
+    nanolog::error!("still nobody {}", arg());
+    nanolog::flush().unwrap();
+    assert_eq!(calls.load(Ordering::Relaxed), 0);
+
+    let path = temp("levels");
+    let logger = Logger::builder().path(&path).level(Level::Info).start().unwrap();
+    nanolog::debug!("hidden {}", arg());
+    assert_eq!(calls.load(Ordering::Relaxed), 0, "a disabled call evaluated its argument");
+    nanolog::info!("shown {}", arg());
+    nanolog::set_level(Level::Debug);
+    nanolog::debug!("now shown {}", arg());
+    nanolog::set_level(Level::Error);
+    nanolog::warn!("hidden again {}", arg());
+    nanolog::set_level(Level::Info);
+    drop(logger);
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
+    assert_eq!(messages(&path), ["shown 0", "now shown 1"]);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn drop_mode_counts_what_it_drops_and_the_log_reports_the_gaps() {
+    let _s = serial();
+    let path = temp("drop");
+    let logger = Logger::builder()
+        .path(&path)
+        .staging_capacity(256)
+        .on_full(OnFull::Drop)
+        .start()
+        .unwrap();
+    const N: u64 = 200_000;
+    for i in 0..N {
+        nanolog::info!("burst {} {}", i, "padding to make the record longer");
+    }
+    logger.flush().unwrap();
+    let stats = logger.stats();
+    drop(logger);
+    assert!(stats.dropped > 0, "a 256-byte ring should overflow: {stats:?}");
+    assert_eq!(stats.logged + stats.dropped, N, "{stats:?}");
+
+    let files = [LogFile::open(&path).unwrap()];
+    let (mut records, mut gap_total) = (0u64, 0u64);
+    for ev in Merge::new(&files, Filter::default()) {
+        match ev {
+            Event::Record(_) => records += 1,
+            Event::Gap(g, _) => {
+                assert!(g.first_unix_ns <= g.last_unix_ns);
+                gap_total += g.count;
+            }
+        }
+    }
+    assert_eq!(records, stats.logged);
+    assert_eq!(gap_total, stats.dropped, "every dropped record is reported in the log");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn record_larger_than_the_ring_is_dropped_counted_and_reported() {
+    let _s = serial();
+    let path = temp("oversize");
+    let logger = Logger::builder()
+        .path(&path)
+        .staging_capacity(256)
+        .on_full(OnFull::Block)
+        .start()
+        .unwrap();
+    let long = "x".repeat(1000);
+    nanolog::info!("before");
+    nanolog::info!("too long: {}", long);
+    nanolog::info!("after {}", 1);
+    logger.flush().unwrap();
+    let stats = logger.stats();
+    drop(logger);
+    assert_eq!((stats.dropped, stats.oversize, stats.logged), (1, 1, 2));
+    assert_eq!(messages(&path), ["before", "<gap 1>", "after 1"]);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn panicking_display_is_logged_as_a_marker() {
+    struct Bad;
+    impl std::fmt::Display for Bad {
+        fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            panic!("broken Display")
+        }
+    }
+    let _s = serial();
+    let path = temp("panic");
+    let logger = Logger::builder().path(&path).start().unwrap();
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    nanolog::info!("value: {} then {}", Bad, 7);
+    std::panic::set_hook(hook);
+    nanolog::info!("still logging");
+    drop(logger);
+    assert_eq!(messages(&path), ["value: <Display panicked> then 7", "still logging"]);
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn thread_names_reach_the_log() {
+    let _s = serial();
+    let path = temp("names");
+    let logger = Logger::builder().path(&path).start().unwrap();
+    std::thread::Builder::new()
+        .name("std-named".into())
+        .spawn(|| nanolog::info!("from std name"))
+        .unwrap()
+        .join()
+        .unwrap();
+    std::thread::spawn(|| {
+        nanolog::set_thread_name("custom");
+        nanolog::info!("from custom name");
+    })
+    .join()
+    .unwrap();
+    std::thread::spawn(|| {
+        nanolog::info!("before rename");
+        nanolog::set_thread_name("renamed");
+        nanolog::info!("after rename");
+    })
+    .join()
+    .unwrap();
+    // Another thread's flush covers this thread's records.
+    std::thread::spawn(|| nanolog::flush().unwrap()).join().unwrap();
+    drop(logger);
+    let files = [LogFile::open(&path).unwrap()];
+    let names: Vec<(String, Option<String>)> = Merge::new(&files, Filter::default())
+        .filter_map(|e| match e {
+            Event::Record(r) => Some((r.message(), r.thread_name().map(str::to_owned))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names[0], ("from std name".into(), Some("std-named".into())));
+    assert_eq!(names[1], ("from custom name".into(), Some("custom".into())));
+    // A rename applies to the thread as a whole in the file's dictionary.
+    assert_eq!(names[3], ("after rename".into(), Some("renamed".into())));
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn rotation_splits_the_log_into_self_contained_files() {
+    let _s = serial();
+    let base = temp("rotate");
+    let logger = Logger::builder().path(&base).rotate_bytes(64 << 10).start().unwrap();
+    const N: u64 = 100_000;
+    for i in 0..N {
+        nanolog::info!("rotating record {} {}", i, "with some text to fill the files faster");
+        if i % 10_000 == 0 {
+            logger.flush().unwrap();
+        }
+    }
+    logger.flush().unwrap();
+    let stats = logger.stats();
+    drop(logger);
+    assert!(stats.files > 2, "{stats:?}");
+    let paths: Vec<PathBuf> = (0..stats.files as u32)
+        .map(|i| nanolog_rotated(&base, i))
+        .collect();
+    let files: Vec<LogFile> = paths.iter().map(|p| LogFile::open(p).unwrap()).collect();
+    for (i, f) in files.iter().enumerate() {
+        assert!(f.is_complete(), "file {i} not closed");
+        assert_eq!(f.rotated_to().is_some(), i + 1 < files.len());
+        let has_records = f.records().next().is_some();
+        assert!(!has_records || f.sites().count() >= 1, "file {i} has records but no dictionary");
+    }
+    let mut expect = 0u64;
+    for ev in Merge::new(&files, Filter::default()) {
+        if let Event::Record(r) = ev {
+            assert_eq!(r.arg(0), Some(nanolog::reader::Value::Uint(expect as u128)));
+            expect += 1;
+        }
+    }
+    assert_eq!(expect, N);
+    for p in paths {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+fn nanolog_rotated(base: &std::path::Path, i: u32) -> PathBuf {
+    if i == 0 {
+        return base.to_path_buf();
+    }
+    let stem = base.file_stem().unwrap().to_string_lossy();
+    base.with_file_name(format!("{stem}.{i}.nlog"))
+}
+
+#[test]
+fn unwritable_path_is_a_clear_error() {
+    let _s = serial();
+    let err = Logger::builder().path("/nonexistent-dir/x.nlog").start().unwrap_err();
+    assert!(err.to_string().contains("/nonexistent-dir/x.nlog"), "{err}");
+    // The failed start leaves nothing running.
+    let ok = Logger::builder().path(temp("after-error")).start().unwrap();
+    drop(ok);
+    let _ = std::fs::remove_file(temp("after-error"));
+}
