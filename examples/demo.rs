@@ -22,7 +22,9 @@ struct Order {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "demo.nlog".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "demo.nlog".into());
     let logger = Logger::builder().path(&path).level(Level::Info).start()?;
     info!("demo starting, writing to {}", path);
 
@@ -38,11 +40,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         match i % 6 {
                             0 => info!("Starting backup replica garbage collector thread"),
                             1 => info!("request {} took {} us", i, (i * 37) % 1000),
-                            2 => info!("price {:.4} qty {:>6} side {:?}", 100.0 + (i % 50) as f64 / 8.0, i % 977, 'B'),
-                            3 => warn!("queue {name} at {pct:.1}% (worker {w})", name = "orders", pct = (i % 100) as f32),
+                            2 => info!(
+                                "price {:.4} qty {:>6} side {:?}",
+                                100.0 + (i % 50) as f64 / 8.0,
+                                i % 977,
+                                'B'
+                            ),
+                            3 => warn!(
+                                "queue {name} at {pct:.1}% (worker {w})",
+                                name = "orders",
+                                pct = (i % 100) as f32
+                            ),
                             4 => debug!("debug detail {} (filtered out at Info)", i),
-                            _ if i % 5000 == 5 => error!("order rejected: {:?}", Order { id: i, side: "sell" }),
-                            _ => info!("flag={} code={:#x} peer={}", i % 2 == 0, i as u32, "10.0.0.7:9000"),
+                            _ if i % 5000 == 5 => error!(
+                                "order rejected: {:?}",
+                                Order {
+                                    id: i,
+                                    side: "sell"
+                                }
+                            ),
+                            _ => info!(
+                                "flag={} code={:#x} peer={}",
+                                i % 2 == 0,
+                                i as u32,
+                                "10.0.0.7:9000"
+                            ),
                         }
                     }
                 })
@@ -76,7 +98,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 last.remove(0);
             }
             let name = r.thread_name().unwrap_or("?");
-            last.push(format!("{} {}[{}:{}]: {}", r.unix_ns(), r.level(), name, r.thread(), r.message()));
+            last.push(format!(
+                "{} {}[{}:{}]: {}",
+                r.unix_ns(),
+                r.level(),
+                name,
+                r.thread(),
+                r.message()
+            ));
         }
     }
     println!("\nlast records:");
@@ -86,7 +115,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nrecords per call site:");
     for (id, n) in &per_site {
         let s = files[0].site(*id).expect("site in dictionary");
-        println!("  {n:>8}  {}:{:<4} {:<5} {:?}", s.file, s.line, s.level, s.format);
+        println!(
+            "  {n:>8}  {}:{:<4} {:<5} {:?}",
+            s.file, s.line, s.level, s.format
+        );
     }
     Ok(())
 }

@@ -35,7 +35,10 @@ fn second_logger_is_refused_and_restart_after_drop_works() {
     let _s = serial();
     let path = temp("restart");
     let first = Logger::builder().path(&path).start().unwrap();
-    let err = Logger::builder().path(temp("restart-2")).start().unwrap_err();
+    let err = Logger::builder()
+        .path(temp("restart-2"))
+        .start()
+        .unwrap_err();
     assert!(matches!(err, nanolog::Error::AlreadyRunning), "{err}");
     nanolog::info!("first {}", 1);
     drop(first);
@@ -59,9 +62,17 @@ fn logging_without_a_logger_is_silent_and_does_not_evaluate_arguments() {
     assert_eq!(calls.load(Ordering::Relaxed), 0);
 
     let path = temp("levels");
-    let logger = Logger::builder().path(&path).level(Level::Info).start().unwrap();
+    let logger = Logger::builder()
+        .path(&path)
+        .level(Level::Info)
+        .start()
+        .unwrap();
     nanolog::debug!("hidden {}", arg());
-    assert_eq!(calls.load(Ordering::Relaxed), 0, "a disabled call evaluated its argument");
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        0,
+        "a disabled call evaluated its argument"
+    );
     nanolog::info!("shown {}", arg());
     nanolog::set_level(Level::Debug);
     nanolog::debug!("now shown {}", arg());
@@ -91,7 +102,10 @@ fn drop_mode_counts_what_it_drops_and_the_log_reports_the_gaps() {
     logger.flush().unwrap();
     let stats = logger.stats();
     drop(logger);
-    assert!(stats.dropped > 0, "a 256-byte ring should overflow: {stats:?}");
+    assert!(
+        stats.dropped > 0,
+        "a 256-byte ring should overflow: {stats:?}"
+    );
     assert_eq!(stats.logged + stats.dropped, N, "{stats:?}");
 
     let files = [LogFile::open(&path).unwrap()];
@@ -106,7 +120,10 @@ fn drop_mode_counts_what_it_drops_and_the_log_reports_the_gaps() {
         }
     }
     assert_eq!(records, stats.logged);
-    assert_eq!(gap_total, stats.dropped, "every dropped record is reported in the log");
+    assert_eq!(
+        gap_total, stats.dropped,
+        "every dropped record is reported in the log"
+    );
     let _ = std::fs::remove_file(&path);
 }
 
@@ -149,7 +166,10 @@ fn panicking_display_is_logged_as_a_marker() {
     std::panic::set_hook(hook);
     nanolog::info!("still logging");
     drop(logger);
-    assert_eq!(messages(&path), ["value: <Display panicked> then 7", "still logging"]);
+    assert_eq!(
+        messages(&path),
+        ["value: <Display panicked> then 7", "still logging"]
+    );
     let _ = std::fs::remove_file(&path);
 }
 
@@ -178,7 +198,9 @@ fn thread_names_reach_the_log() {
     .join()
     .unwrap();
     // Another thread's flush covers this thread's records.
-    std::thread::spawn(|| nanolog::flush().unwrap()).join().unwrap();
+    std::thread::spawn(|| nanolog::flush().unwrap())
+        .join()
+        .unwrap();
     drop(logger);
     let files = [LogFile::open(&path).unwrap()];
     let names: Vec<(String, Option<String>)> = Merge::new(&files, Filter::default())
@@ -198,10 +220,18 @@ fn thread_names_reach_the_log() {
 fn rotation_splits_the_log_into_self_contained_files() {
     let _s = serial();
     let base = temp("rotate");
-    let logger = Logger::builder().path(&base).rotate_bytes(64 << 10).start().unwrap();
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_bytes(64 << 10)
+        .start()
+        .unwrap();
     const N: u64 = 100_000;
     for i in 0..N {
-        nanolog::info!("rotating record {} {}", i, "with some text to fill the files faster");
+        nanolog::info!(
+            "rotating record {} {}",
+            i,
+            "with some text to fill the files faster"
+        );
         if i % 10_000 == 0 {
             logger.flush().unwrap();
         }
@@ -218,7 +248,10 @@ fn rotation_splits_the_log_into_self_contained_files() {
         assert!(f.is_complete(), "file {i} not closed");
         assert_eq!(f.rotated_to().is_some(), i + 1 < files.len());
         let has_records = f.records().next().is_some();
-        assert!(!has_records || f.sites().count() >= 1, "file {i} has records but no dictionary");
+        assert!(
+            !has_records || f.sites().count() >= 1,
+            "file {i} has records but no dictionary"
+        );
     }
     let mut expect = 0u64;
     for ev in Merge::new(&files, Filter::default()) {
@@ -244,7 +277,10 @@ fn nanolog_rotated(base: &std::path::Path, i: u32) -> PathBuf {
 #[test]
 fn unwritable_path_is_a_clear_error() {
     let _s = serial();
-    let err = Logger::builder().path("/nonexistent-dir/x.nlog").start().unwrap_err();
+    let err = Logger::builder()
+        .path("/nonexistent-dir/x.nlog")
+        .start()
+        .unwrap_err();
     assert!(err.to_string().contains("/nonexistent-dir/x.nlog"), "{err}");
     // The failed start leaves nothing running.
     let ok = Logger::builder().path(temp("after-error")).start().unwrap();

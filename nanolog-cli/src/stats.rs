@@ -1,3 +1,471 @@
-pub fn run(_a: &crate::cli::StatsArgs) -> anyhow::Result<()> {
-    anyhow::bail!("stats: not implemented yet")
+//! `nanolog stats`: aggregations computed from the binary values, without
+//! formatting, split across cores by extent.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use anyhow::{bail, Context};
+use nanolog_runtime::reader::render::json_string;
+use nanolog_runtime::reader::time::{parse_duration_ns, rfc3339};
+use nanolog_runtime::reader::{LogFile, Record, SiteDef, Value};
+use regex::Regex;
+
+use crate::cli::{Format, GroupBy, StatsArgs};
+
+/// A group's key: a call site (by location and format, so a rotated set or
+/// several processes add up), a thread, or a level.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Key {
+    Site {
+        level: u8,
+        file: String,
+        line: u32,
+        format: String,
+    },
+    Thread {
+        source: usize,
+        id: u32,
+    },
+    Level(u8),
+}
+
+#[derive(Debug, Clone, Default)]
+struct Row {
+    count: u64,
+    bytes: u64,
+    first: i64,
+    last: i64,
+}
+
+impl Row {
+    fn add(&mut self, ns: i64, bytes: u64) {
+        if self.count == 0 {
+            self.first = ns;
+            self.last = ns;
+        }
+        self.count += 1;
+        self.bytes += bytes;
+        self.first = self.first.min(ns);
+        self.last = self.last.max(ns);
+    }
+
+    fn merge(&mut self, o: &Row) {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            *self = o.clone();
+            return;
+        }
+        self.count += o.count;
+        self.bytes += o.bytes;
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+    }
+}
+
+/// One worker's results.
+#[derive(Default)]
+struct Partial {
+    groups: HashMap<Key, Row>,
+    series: HashMap<(i64, Key), u64>,
+    values: Vec<f64>,
+    non_numeric: Option<String>,
+    errors: Vec<String>,
+}
+
+struct Plan<'a> {
+    by: GroupBy,
+    every_ns: Option<i64>,
+    arg: Option<usize>,
+    /// Per file, per site id: selected by --site.
+    selected: Vec<Vec<bool>>,
+    /// Per file, per site id: the group key of that site (for `--by site`).
+    site_keys: Vec<Vec<Option<Key>>>,
+    files: &'a [LogFile],
+}
+
+fn site_key(s: &SiteDef) -> Key {
+    Key::Site {
+        level: s.level as u8,
+        file: s.file.clone(),
+        line: s.line,
+        format: s.format.clone(),
+    }
+}
+
+pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
+    let files = crate::open_all(&a.files, true)?;
+    let site_re = a
+        .site
+        .as_deref()
+        .map(Regex::new)
+        .transpose()
+        .context("--site: invalid regular expression")?;
+    if a.arg.is_some() && site_re.is_none() {
+        bail!("--arg needs --site to choose the call sites whose argument to aggregate");
+    }
+    let every_ns = a
+        .every
+        .as_deref()
+        .map(parse_duration_ns)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--every: {e}"))?
+        .map(|n| n as i64);
+    let mut selected = Vec::new();
+    let mut site_keys = Vec::new();
+    for f in &files {
+        let n = f.sites().map(|s| s.id as usize + 1).max().unwrap_or(0);
+        let mut sel = vec![false; n];
+        let mut keys = vec![None; n];
+        for s in f.sites() {
+            sel[s.id as usize] = site_re.as_ref().is_none_or(|re| re.is_match(&s.format));
+            keys[s.id as usize] = Some(site_key(s));
+        }
+        selected.push(sel);
+        site_keys.push(keys);
+    }
+    if site_re.is_some() && !selected.iter().flatten().any(|&b| b) {
+        bail!(
+            "--site {:?} matches no call site's format string",
+            a.site.as_deref().unwrap_or("")
+        );
+    }
+    let plan = Plan {
+        by: a.by.unwrap_or(GroupBy::Site),
+        every_ns,
+        arg: a.arg,
+        selected,
+        site_keys,
+        files: &files,
+    };
+
+    // Work items: (file, extent range), about four per core.
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let mut work = Vec::new();
+    for (fi, f) in files.iter().enumerate() {
+        let n = f.extent_count();
+        let step = n.div_ceil(cores * 4).max(1);
+        let mut s = 0;
+        while s < n {
+            work.push((fi, s..(s + step).min(n)));
+            s += step;
+        }
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let partials: Vec<Partial> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..cores.min(work.len()).max(1))
+            .map(|_| {
+                sc.spawn(|| {
+                    let mut p = Partial::default();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((fi, range)) = work.get(i) else {
+                            break;
+                        };
+                        scan(&plan, *fi, range.clone(), &mut p);
+                    }
+                    p
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+
+    let mut total = Partial::default();
+    for p in partials {
+        for (k, r) in p.groups {
+            total.groups.entry(k).or_default().merge(&r);
+        }
+        for (k, c) in p.series {
+            *total.series.entry(k).or_default() += c;
+        }
+        total.values.extend(p.values);
+        total.non_numeric = total.non_numeric.or(p.non_numeric);
+        total.errors.extend(p.errors);
+    }
+    for e in &total.errors {
+        let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
+    }
+    let mut out = String::new();
+    if let Some(n) = a.arg {
+        if let Some(kind) = total.non_numeric {
+            bail!("argument {n} of the selected call sites is {kind}, not a number");
+        }
+        write_arg_summary(a, n, &mut total.values, &mut out);
+    } else if every_ns.is_some() {
+        write_series(a.format, &plan, &total.series, &mut out);
+    } else {
+        write_groups(a.format, &plan, &total.groups, &mut out);
+    }
+    io::stdout().lock().write_all(out.as_bytes())?;
+    Ok(())
+}
+
+fn scan(plan: &Plan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut Partial) {
+    let f = &plan.files[fi];
+    let sel = &plan.selected[fi];
+    for rec in f.records_of_extents(range) {
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                p.errors.push(e.to_string());
+                continue;
+            }
+        };
+        let id = rec.site().id as usize;
+        if !sel.get(id).copied().unwrap_or(false) {
+            continue;
+        }
+        if let Some(n) = plan.arg {
+            match rec.arg(n) {
+                Some(v) => match v.as_f64() {
+                    Some(x) => p.values.push(x),
+                    None => {
+                        p.non_numeric
+                            .get_or_insert_with(|| kind_name(&v).to_owned());
+                    }
+                },
+                None => {
+                    p.non_numeric.get_or_insert_with(|| "missing".to_owned());
+                }
+            }
+            continue;
+        }
+        let key = group_key(plan, fi, &rec);
+        if let Some(every) = plan.every_ns {
+            let ns = rec.unix_ns();
+            *p.series
+                .entry((ns.div_euclid(every) * every, key))
+                .or_default() += 1;
+        } else {
+            p.groups
+                .entry(key)
+                .or_default()
+                .add(rec.unix_ns(), rec.encoded_len() as u64);
+        }
+    }
+}
+
+fn group_key(plan: &Plan<'_>, fi: usize, rec: &Record<'_>) -> Key {
+    match plan.by {
+        GroupBy::Site => plan.site_keys[fi][rec.site().id as usize]
+            .clone()
+            .unwrap_or(Key::Level(rec.level() as u8)),
+        GroupBy::Thread => Key::Thread {
+            source: fi,
+            id: rec.thread(),
+        },
+        GroupBy::Level => Key::Level(rec.level() as u8),
+    }
+}
+
+fn kind_name(v: &Value<'_>) -> &'static str {
+    match v {
+        Value::Bool(_) => "a bool",
+        Value::Char(_) => "a char",
+        Value::Str(_) => "a string",
+        Value::Rendered(_) => "a value formatted at the call site",
+        _ => "a number",
+    }
+}
+
+fn level_name(l: u8) -> &'static str {
+    nanolog_runtime::Level::from_u8(l)
+        .map(|l| l.as_str())
+        .unwrap_or("?")
+}
+
+fn key_label(plan: &Plan<'_>, k: &Key) -> (String, String) {
+    // (short label, long description)
+    match k {
+        Key::Site {
+            level,
+            file,
+            line,
+            format,
+        } => (
+            format!("{file}:{line}"),
+            format!("{} {format:?}", level_name(*level)),
+        ),
+        Key::Thread { source, id } => {
+            let name = plan.files[*source].thread_name(*id).unwrap_or("");
+            let label = if plan.files.len() > 1 {
+                format!("{}#{id}", plan.files[*source].path().display())
+            } else {
+                id.to_string()
+            };
+            (label, name.to_owned())
+        }
+        Key::Level(l) => (level_name(*l).to_owned(), String::new()),
+    }
+}
+
+fn write_groups(format: Format, plan: &Plan<'_>, groups: &HashMap<Key, Row>, out: &mut String) {
+    let mut rows: Vec<(&Key, &Row)> = groups.iter().collect();
+    rows.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0)));
+    let total: u64 = rows.iter().map(|r| r.1.count).sum();
+    match format {
+        Format::Text => {
+            let what = match plan.by {
+                GroupBy::Site => "site",
+                GroupBy::Thread => "thread",
+                GroupBy::Level => "level",
+            };
+            let _ = writeln!(
+                out,
+                "{:>12} {:>12} {:>7}  {:<30} {:<30}  {:<24} {}",
+                "count", "bytes", "share", "first", "last", what, ""
+            );
+            for (k, r) in rows {
+                let (label, desc) = key_label(plan, k);
+                let _ = writeln!(
+                    out,
+                    "{:>12} {:>12} {:>6.2}%  {:<30} {:<30}  {:<24} {}",
+                    r.count,
+                    r.bytes,
+                    100.0 * r.count as f64 / total.max(1) as f64,
+                    rfc3339(r.first),
+                    rfc3339(r.last),
+                    label,
+                    desc
+                );
+            }
+        }
+        Format::Json => {
+            for (k, r) in rows {
+                out.push('{');
+                match k {
+                    Key::Site {
+                        level,
+                        file,
+                        line,
+                        format,
+                    } => {
+                        out.push_str("\"level\":\"");
+                        out.push_str(level_name(*level));
+                        out.push_str("\",\"file\":");
+                        json_string(file, out);
+                        let _ = write!(out, ",\"line\":{line},\"fmt\":");
+                        json_string(format, out);
+                    }
+                    Key::Thread { source, id } => {
+                        let _ = write!(out, "\"thread\":{id},\"thread_name\":");
+                        json_string(plan.files[*source].thread_name(*id).unwrap_or(""), out);
+                        out.push_str(",\"source\":");
+                        json_string(&plan.files[*source].path().to_string_lossy(), out);
+                    }
+                    Key::Level(l) => {
+                        let _ = write!(out, "\"level\":\"{}\"", level_name(*l));
+                    }
+                }
+                let _ = writeln!(
+                    out,
+                    ",\"count\":{},\"bytes\":{},\"share\":{},\"first_ts_ns\":{},\"last_ts_ns\":{}}}",
+                    r.count,
+                    r.bytes,
+                    r.count as f64 / total.max(1) as f64,
+                    r.first,
+                    r.last
+                );
+            }
+        }
+    }
+}
+
+fn write_series(
+    format: Format,
+    plan: &Plan<'_>,
+    series: &HashMap<(i64, Key), u64>,
+    out: &mut String,
+) {
+    let mut rows: Vec<(&(i64, Key), &u64)> = series.iter().collect();
+    rows.sort_by(|a, b| {
+        a.0 .0
+            .cmp(&b.0 .0)
+            .then_with(|| b.1.cmp(a.1))
+            .then_with(|| a.0 .1.cmp(&b.0 .1))
+    });
+    for ((t, k), c) in rows {
+        let (label, desc) = key_label(plan, k);
+        match format {
+            Format::Text => {
+                let _ = writeln!(out, "{}  {:>10}  {:<24} {}", rfc3339(*t), c, label, desc);
+            }
+            Format::Json => {
+                let _ = write!(
+                    out,
+                    "{{\"ts_ns\":{t},\"ts\":\"{}\",\"count\":{c},\"group\":",
+                    rfc3339(*t)
+                );
+                json_string(&label, out);
+                out.push_str(",\"detail\":");
+                json_string(&desc, out);
+                out.push_str("}\n");
+            }
+        }
+    }
+}
+
+fn write_arg_summary(a: &StatsArgs, n: usize, values: &mut [f64], out: &mut String) {
+    let count = values.len();
+    values.sort_unstable_by(f64::total_cmp);
+    let pct = |p: f64| -> Option<f64> {
+        if count == 0 {
+            return None;
+        }
+        // Nearest rank.
+        let rank = ((p / 100.0) * count as f64).ceil().max(1.0) as usize;
+        Some(values[rank.min(count) - 1])
+    };
+    let sum: f64 = values.iter().sum();
+    let mean = (count > 0).then(|| sum / count as f64);
+    let fields = [
+        ("min", values.first().copied()),
+        ("max", values.last().copied()),
+        ("mean", mean),
+        ("p50", pct(50.0)),
+        ("p90", pct(90.0)),
+        ("p99", pct(99.0)),
+    ];
+    match a.format {
+        Format::Text => {
+            let _ = writeln!(out, "site:  {}", a.site.as_deref().unwrap_or(""));
+            let _ = writeln!(out, "arg:   {n}");
+            let _ = writeln!(out, "count: {count}");
+            for (name, v) in fields {
+                match v {
+                    Some(v) => {
+                        let _ = writeln!(out, "{name:<6} {v}");
+                    }
+                    None => {
+                        let _ = writeln!(out, "{name:<6} -");
+                    }
+                }
+            }
+        }
+        Format::Json => {
+            let _ = write!(out, "{{\"arg\":{n},\"count\":{count}");
+            for (name, v) in fields {
+                match v {
+                    Some(v) if v.is_finite() => {
+                        let _ = write!(out, ",\"{name}\":{v:?}");
+                    }
+                    Some(v) => {
+                        let _ = write!(out, ",\"{name}\":\"{v}\"");
+                    }
+                    None => {
+                        let _ = write!(out, ",\"{name}\":null");
+                    }
+                }
+            }
+            out.push_str("}\n");
+        }
+    }
 }

@@ -252,7 +252,9 @@ pub fn flush() -> Result<(), Error> {
 /// (Other threads report theirs with their next record, or when they exit.)
 fn report_own_drops() {
     let _ = PRODUCER.try_with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else { return };
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return;
+        };
         let Some(p) = slot.as_mut() else { return };
         if p.pending_drops == 0 || p.epoch != EPOCH.load(Ordering::Relaxed) {
             return;

@@ -485,6 +485,32 @@ impl LogFile {
             .flatten()
     }
 
+    /// How many extents (runs of one thread's records) the file holds.
+    pub fn extent_count(&self) -> usize {
+        self.order
+            .iter()
+            .filter(|(_, it)| matches!(it, Item::Extent { .. }))
+            .count()
+    }
+
+    /// The records of every extent in `range` (extents counted in file
+    /// order), for splitting work across threads. Records come thread-run by
+    /// thread-run, not in time order.
+    pub fn records_of_extents(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = Result<Record<'_>, ReadError>> + '_ {
+        self.order
+            .iter()
+            .filter_map(|&(thread, it)| match it {
+                Item::Extent { start, end } => Some((thread, start, end)),
+                Item::Drop { .. } => None,
+            })
+            .skip(range.start)
+            .take(range.len())
+            .flat_map(move |(thread, start, end)| self.extent(thread, start, end))
+    }
+
     /// The records of one extent.
     pub(crate) fn extent(&self, thread: u32, start: usize, end: usize) -> Extent<'_> {
         let body = &self.data[start..end];
