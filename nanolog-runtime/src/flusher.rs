@@ -55,6 +55,8 @@ struct State {
     clock_every: u64,
     last_clock: u64,
     logged: u64,
+    /// The END entry is in `out`: no rotation after it.
+    closing: bool,
 }
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
@@ -92,6 +94,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         clock_every: (config.clock_interval.as_secs_f64() * hz) as u64,
         last_clock: 0,
         logged: 0,
+        closing: false,
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -120,6 +123,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         if stopping && n == 0 {
             let st = &mut f.st;
             st.writer.close_entries(&mut st.out);
+            st.closing = true;
             st.write_out();
             let _ = st.writer.sync();
             let t = st.shared.flush_requested.load(Ordering::Acquire);
@@ -217,7 +221,7 @@ impl State {
         }
         self.out.clear();
         self.out_records = 0;
-        if self.writer.should_rotate() {
+        if self.writer.should_rotate() && !self.closing {
             match self.writer.rotate() {
                 Ok(header_len) => {
                     self.shared.counters.files.fetch_add(1, Ordering::Relaxed);

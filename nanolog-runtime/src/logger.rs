@@ -147,7 +147,7 @@ impl Builder {
             new_rings: Mutex::new(Vec::new()),
             has_new_rings: AtomicBool::new(false),
             next_thread: AtomicU32::new(1),
-            flusher: Mutex::new(None),
+            flusher: std::sync::OnceLock::new(),
             flush_requested: AtomicU64::new(0),
             flush_done: Mutex::new(0),
             flush_cv: Condvar::new(),
@@ -163,13 +163,10 @@ impl Builder {
             .name("nanolog-flusher".into())
             .spawn(move || flusher::run(s2, writer, config))
             .map_err(|e| Error::Flusher(e.to_string()))?;
-        *shared
-            .flusher
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(handle.thread().clone());
+        let _ = shared.flusher.set(handle.thread().clone());
         *current = Some(Arc::clone(&shared));
-        // Release pairs with the Acquire in `Producer::attach`... the epoch is
-        // read under the CURRENT lock there, so Relaxed suffices; the lock orders it.
+        // Relaxed: producers compare their ring's epoch with this one; a
+        // stale read only sends them to `attach`, which takes the CURRENT lock.
         EPOCH.store(epoch, Ordering::Relaxed);
         drop(current);
         level::activate(self.level);
@@ -321,7 +318,7 @@ pub(crate) struct Shared {
     pub(crate) new_rings: Mutex<Vec<Arc<Ring>>>,
     pub(crate) has_new_rings: AtomicBool,
     next_thread: AtomicU32,
-    flusher: Mutex<Option<Thread>>,
+    flusher: std::sync::OnceLock<Thread>,
     pub(crate) flush_requested: AtomicU64,
     pub(crate) flush_done: Mutex<u64>,
     pub(crate) flush_cv: Condvar,
@@ -332,12 +329,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn wake_flusher(&self) {
-        if let Some(t) = self
-            .flusher
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-        {
+        if let Some(t) = self.flusher.get() {
             t.unpark();
         }
     }
@@ -475,6 +467,11 @@ impl ThreadProducer {
     #[inline(never)]
     fn wait_for_room(&mut self, len: usize) -> Option<std::ptr::NonNull<u8>> {
         if self.on_full_drop() {
+            // Wake an idle flusher at the start of a run of drops (and now
+            // and then during one), so a burst does not wait out its sleep.
+            if self.pending_drops % 1024 == 0 {
+                self.shared.wake_flusher();
+            }
             self.dropped(clock::now(), false);
             return None;
         }

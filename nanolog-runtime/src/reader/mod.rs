@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use crate::writer::rotated_path;
 pub use merge::{Event, Filter, Merge, Origin};
 pub use time::TimeMap;
 
@@ -276,14 +277,21 @@ impl LogFile {
                     pos = end;
                     self.valid_len = end;
                 }
+                Frame::Truncated if skipped_from.is_some() => pos += 1,
                 Frame::Truncated => {
-                    if skipped_from.is_none() {
-                        self.warnings.push(format!(
-                            "{}: torn tail: {} bytes after offset {pos} are not a whole entry (decoded up to the last whole record)",
-                            self.path.display(),
-                            data.len() - pos
-                        ));
+                    // Either a torn tail (the writer died mid-entry) or a
+                    // damaged length: it is damage if a whole entry follows.
+                    if (pos + 1..data.len()).any(|p| matches!(frame_at(data, p), Frame::Ok { .. }))
+                    {
+                        skipped_from = Some(pos);
+                        pos += 1;
+                        continue;
                     }
+                    self.warnings.push(format!(
+                        "{}: torn tail: {} bytes after offset {pos} are not a whole entry (decoded up to the last whole record)",
+                        self.path.display(),
+                        data.len() - pos
+                    ));
                     break;
                 }
                 Frame::Bad => {
