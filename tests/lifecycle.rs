@@ -23,9 +23,9 @@ fn temp(name: &str) -> PathBuf {
 fn messages(path: &PathBuf) -> Vec<String> {
     let files = [LogFile::open(path).unwrap()];
     Merge::new(&files, Filter::default())
-        .filter_map(|e| match e {
-            Event::Record(r) => Some(r.message()),
-            Event::Gap(g, _) => Some(format!("<gap {}>", g.count)),
+        .map(|e| match e {
+            Event::Record(r) => r.message(),
+            Event::Gap(g, _) => format!("<gap {}>", g.count),
         })
         .collect()
 }

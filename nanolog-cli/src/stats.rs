@@ -320,8 +320,8 @@ fn write_groups(format: Format, plan: &Plan<'_>, groups: &HashMap<Key, Row>, out
             };
             let _ = writeln!(
                 out,
-                "{:>12} {:>12} {:>7}  {:<30} {:<30}  {:<24} {}",
-                "count", "bytes", "share", "first", "last", what, ""
+                "{:>12} {:>12} {:>7}  {:<30} {:<30}  {:<24}",
+                "count", "bytes", "share", "first", "last", what
             );
             for (k, r) in rows {
                 let (label, desc) = key_label(plan, k);

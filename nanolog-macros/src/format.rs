@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(one("{2}").arg, ArgRef::Index(2));
         assert_eq!(one("{name}").arg, ArgRef::Name("name".into()));
         assert_eq!(one("{:?}").ty, Ty::Debug);
-        assert_eq!(one("{x:#?}").alternate, true);
+        assert!(one("{x:#?}").alternate);
     }
 
     #[test]

@@ -61,6 +61,10 @@ impl Event<'_> {
 /// Where an event came from: index of its file in the slice given to [`Merge`].
 pub type Origin = usize;
 
+/// (time, file, tick, thread, cursor) of a cursor's pending event: the
+/// order of the merged output, ties broken the same way every run.
+type HeapKey = (i64, usize, u64, u32, usize);
+
 struct Cursor<'a> {
     file: &'a LogFile,
     file_ix: usize,
@@ -77,8 +81,7 @@ pub struct Merge<'a> {
     allowed: Vec<Vec<bool>>,
     filter: Filter,
     cursors: Vec<Cursor<'a>>,
-    /// (time, file, tick, thread, cursor) of each cursor's pending event.
-    heap: BinaryHeap<Reverse<(i64, usize, u64, u32, usize)>>,
+    heap: BinaryHeap<Reverse<HeapKey>>,
     pending: Vec<Option<Event<'a>>>,
     sorted: bool,
     started: bool,
