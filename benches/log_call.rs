@@ -1,1 +1,69 @@
-fn main() {}
+//! Criterion: the cost of one logging call on the calling thread, with room
+//! in the ring (the common case the paper's Table 2 measures), and of a call
+//! below the minimum level.
+//!
+//! Calls are timed in bursts that fit the ring; the ring is flushed between
+//! bursts, outside the timing, so the flusher's speed does not leak in
+//! (`throughput` measures that).
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+
+const BURST: u64 = 16_384;
+
+fn bursts(iters: u64, logger: &nanolog::Logger, mut call: impl FnMut(u64)) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let n = BURST.min(iters - done);
+        let t = Instant::now();
+        for i in 0..n {
+            call(i);
+        }
+        total += t.elapsed();
+        done += n;
+        logger.flush().expect("flush");
+    }
+    total
+}
+
+fn bench(c: &mut Criterion) {
+    let path = std::env::temp_dir().join(format!("nanolog-bench-{}.nlog", std::process::id()));
+    let logger = nanolog::Logger::builder().path(&path).start().expect("start");
+    let mut g = c.benchmark_group("log_call");
+    g.bench_function("static_message", |b| {
+        b.iter_custom(|iters| {
+            bursts(iters, &logger, |_| {
+                nanolog::info!("Starting backup replica garbage collector thread")
+            })
+        })
+    });
+    g.bench_function("one_integer", |b| {
+        b.iter_custom(|iters| {
+            bursts(iters, &logger, |i| {
+                nanolog::info!("Backup storage speeds (min/avg): {} MB/s", std::hint::black_box(i))
+            })
+        })
+    });
+    g.bench_function("string_and_float", |b| {
+        b.iter_custom(|iters| {
+            bursts(iters, &logger, |i| {
+                nanolog::info!("peer {} rtt {:.3} ms", std::hint::black_box("10.0.0.7:9000"), i as f64 * 0.001)
+            })
+        })
+    });
+    g.bench_function("disabled_level", |b| {
+        b.iter(|| nanolog::debug!("not logged {}", std::hint::black_box(1)))
+    });
+    g.finish();
+    drop(logger);
+    let _ = std::fs::remove_file(&path);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    targets = bench
+}
+criterion_main!(benches);
