@@ -30,7 +30,10 @@ fn bursts(iters: u64, logger: &nanolog::Logger, mut call: impl FnMut(u64)) -> Du
 
 fn bench(c: &mut Criterion) {
     let path = std::env::temp_dir().join(format!("nanolog-bench-{}.nlog", std::process::id()));
-    let logger = nanolog::Logger::builder().path(&path).start().expect("start");
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .start()
+        .expect("start");
     let mut g = c.benchmark_group("log_call");
     g.bench_function("static_message", |b| {
         b.iter_custom(|iters| {
@@ -42,14 +45,21 @@ fn bench(c: &mut Criterion) {
     g.bench_function("one_integer", |b| {
         b.iter_custom(|iters| {
             bursts(iters, &logger, |i| {
-                nanolog::info!("Backup storage speeds (min/avg): {} MB/s", std::hint::black_box(i))
+                nanolog::info!(
+                    "Backup storage speeds (min/avg): {} MB/s",
+                    std::hint::black_box(i)
+                )
             })
         })
     });
     g.bench_function("string_and_float", |b| {
         b.iter_custom(|iters| {
             bursts(iters, &logger, |i| {
-                nanolog::info!("peer {} rtt {:.3} ms", std::hint::black_box("10.0.0.7:9000"), i as f64 * 0.001)
+                nanolog::info!(
+                    "peer {} rtt {:.3} ms",
+                    std::hint::black_box("10.0.0.7:9000"),
+                    i as f64 * 0.001
+                )
             })
         })
     });

@@ -39,29 +39,48 @@ fn latencies(logger: &Logger, samples: usize, mut call: impl FnMut(u64)) -> Vec<
 
 fn main() {
     // `cargo bench` passes `--bench`; ignore arguments.
-    let n: u64 = std::env::var("NANOLOG_BENCH_N").ok().and_then(|s| s.parse().ok()).unwrap_or(10_000_000);
+    let n: u64 = std::env::var("NANOLOG_BENCH_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000_000);
     let dir = std::env::temp_dir();
     let hz = nanolog_runtime::clock::ticks_per_second();
     let ns = |ticks: u64| ticks as f64 * 1e9 / hz;
 
     // Timing overhead: two back-to-back TSC reads.
-    let mut empty: Vec<u64> = (0..200_000).map(|_| {
-        let t0 = tsc();
-        let t1 = tsc();
-        t1 - t0
-    }).collect();
+    let mut empty: Vec<u64> = (0..200_000)
+        .map(|_| {
+            let t0 = tsc();
+            let t1 = tsc();
+            t1 - t0
+        })
+        .collect();
     empty.sort_unstable();
     let overhead = percentile(&empty, 50.0);
 
     let path = dir.join("nanolog-bench-latency.nlog");
     let logger = Logger::builder().path(&path).start().unwrap();
     let samples = 1_000_000;
-    let mut stat = latencies(&logger, samples, |_| nanolog::info!("Starting backup replica garbage collector thread"));
-    let mut int = latencies(&logger, samples, |i| nanolog::info!("Backup storage speeds (min/avg): {} MB/s", std::hint::black_box(i % 1000)));
+    let mut stat = latencies(&logger, samples, |_| {
+        nanolog::info!("Starting backup replica garbage collector thread")
+    });
+    let mut int = latencies(&logger, samples, |i| {
+        nanolog::info!(
+            "Backup storage speeds (min/avg): {} MB/s",
+            std::hint::black_box(i % 1000)
+        )
+    });
     drop(logger);
     stat.sort_unstable();
     int.sort_unstable();
-    println!("machine: {} cores, TSC {:.3} GHz; timer overhead {:.1} ns (subtracted)", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0), hz / 1e9, ns(overhead));
+    println!(
+        "machine: {} cores, TSC {:.3} GHz; timer overhead {:.1} ns (subtracted)",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
+        hz / 1e9,
+        ns(overhead)
+    );
     for (name, v) in [("static message", &stat), ("one integer", &int)] {
         let adj = |p: f64| ns(percentile(v, p).saturating_sub(overhead));
         println!("latency  {name:<16} median {:6.1} ns   p90 {:6.1} ns   p99 {:6.1} ns   p99.9 {:7.1} ns", adj(50.0), adj(90.0), adj(99.0), adj(99.9));
@@ -78,7 +97,10 @@ fn main() {
             }
         } else {
             for i in 0..n {
-                nanolog::info!("Backup storage speeds (min/avg): {} MB/s", std::hint::black_box(i % 1000));
+                nanolog::info!(
+                    "Backup storage speeds (min/avg): {} MB/s",
+                    std::hint::black_box(i % 1000)
+                );
             }
         }
         let logged = t.elapsed();

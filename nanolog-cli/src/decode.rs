@@ -88,6 +88,56 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Renders events into output text, one call per event.
+struct Renderer {
+    text: output::Text,
+    msg: String,
+}
+
+impl Renderer {
+    fn new() -> Renderer {
+        Renderer {
+            text: Default::default(),
+            msg: String::with_capacity(256),
+        }
+    }
+
+    /// Appends the event's line to `out`; returns whether it was a record
+    /// that passed `--grep`.
+    fn event(&mut self, plan: &Plan, ev: &Event<'_>, out: &mut String) -> bool {
+        match ev {
+            Event::Record(rec) => {
+                match (&plan.grep, plan.format) {
+                    (None, Format::Text) => {
+                        output::text_record_direct(&mut self.text, rec, out, &mut self.msg)
+                    }
+                    (grep, format) => {
+                        self.msg.clear();
+                        rec.render(&mut self.msg);
+                        if grep.as_ref().is_some_and(|re| !re.is_match(&self.msg)) {
+                            return false;
+                        }
+                        match format {
+                            Format::Text => {
+                                output::text_record(&mut self.text, rec, &self.msg, out)
+                            }
+                            Format::Json => output::json_record(rec, &self.msg, out),
+                        }
+                    }
+                }
+                true
+            }
+            Event::Gap(g, file) => {
+                match plan.format {
+                    Format::Text => output::text_gap(&mut self.text, g, file, out),
+                    Format::Json => output::json_gap(g, file, out),
+                }
+                false
+            }
+        }
+    }
+}
+
 /// Prints the events of `files` from `min_offset` on; returns false once
 /// `--limit` is reached.
 fn print(
@@ -103,31 +153,38 @@ fn print(
     } else {
         Merge::unsorted(files, filter)
     };
-    let mut msg = String::with_capacity(256);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+        - 1;
+    // With --grep, how many records pass is known only after rendering, so
+    // --limit needs the serial path.
+    let more = if workers >= 1 && (plan.grep.is_none() || plan.limit.is_none()) {
+        print_parallel(plan, &mut merge, workers, w, printed)?
+    } else {
+        print_serial(plan, &mut merge, w, printed)?
+    };
+    for e in merge.take_errors() {
+        let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
+    }
+    Ok(more)
+}
+
+fn print_serial(
+    plan: &Plan,
+    merge: &mut Merge<'_>,
+    w: &mut impl Write,
+    printed: &mut u64,
+) -> anyhow::Result<bool> {
+    let mut r = Renderer::new();
     let mut line = String::with_capacity(1 << 17);
-    let mut more = true;
     for ev in merge.by_ref() {
         if plan.limit.is_some_and(|l| *printed >= l) {
-            more = false;
-            break;
+            w.write_all(line.as_bytes())?;
+            return Ok(false);
         }
-        match ev {
-            Event::Record(rec) => {
-                msg.clear();
-                rec.render(&mut msg);
-                if plan.grep.as_ref().is_some_and(|re| !re.is_match(&msg)) {
-                    continue;
-                }
-                match plan.format {
-                    Format::Text => output::text_record(&rec, &msg, &mut line),
-                    Format::Json => output::json_record(&rec, &msg, &mut line),
-                }
-                *printed += 1;
-            }
-            Event::Gap(g, file) => match plan.format {
-                Format::Text => output::text_gap(&g, file, &mut line),
-                Format::Json => output::json_gap(&g, file, &mut line),
-            },
+        if r.event(plan, &ev, &mut line) {
+            *printed += 1;
         }
         if line.len() >= 1 << 16 {
             w.write_all(line.as_bytes())?;
@@ -135,10 +192,140 @@ fn print(
         }
     }
     w.write_all(line.as_bytes())?;
-    for e in merge.take_errors() {
-        let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
-    }
-    Ok(more)
+    Ok(true)
+}
+
+const BATCH: usize = 4096;
+
+/// A batch of output, in order: rendered here, or by worker `k`.
+enum Slot {
+    Local(String, u64),
+    Remote(usize),
+}
+
+/// The merge runs on this thread; batches of events are rendered by worker
+/// threads, or here when every worker is busy (so the work balances itself
+/// whatever the cost of merging against rendering), and written back in
+/// their original order.
+fn print_parallel(
+    plan: &Plan,
+    merge: &mut Merge<'_>,
+    workers: usize,
+    w: &mut impl Write,
+    printed: &mut u64,
+) -> anyhow::Result<bool> {
+    use std::collections::VecDeque;
+    use std::sync::mpsc::{channel, sync_channel, TrySendError};
+    std::thread::scope(|s| {
+        let mut to = Vec::new();
+        let mut from = Vec::new();
+        for _ in 0..workers {
+            let (tx, rx) = sync_channel::<Vec<Event<'_>>>(1);
+            let (rtx, rrx) = channel::<(String, u64)>();
+            s.spawn(move || {
+                let mut r = Renderer::new();
+                for batch in rx {
+                    let mut out = String::with_capacity(batch.len() * 96);
+                    let mut n = 0;
+                    for ev in &batch {
+                        n += u64::from(r.event(plan, ev, &mut out));
+                    }
+                    if rtx.send((out, n)).is_err() {
+                        break;
+                    }
+                }
+            });
+            to.push(tx);
+            from.push(rrx);
+        }
+        let mut local = Renderer::new();
+        // Each slot with the number of records its batch holds (for --limit).
+        let mut queue: VecDeque<(Slot, u64)> = VecDeque::new();
+        let mut in_queue = 0u64;
+        let mut next_worker = 0;
+        let mut more = true;
+        loop {
+            let mut batch = Vec::with_capacity(BATCH);
+            let mut in_batch = 0u64;
+            while batch.len() < BATCH {
+                if plan
+                    .limit
+                    .is_some_and(|l| *printed + in_queue + in_batch >= l)
+                {
+                    more = false;
+                    break;
+                }
+                let Some(ev) = merge.next() else { break };
+                in_batch += u64::from(matches!(ev, Event::Record(_)));
+                batch.push(ev);
+            }
+            let last = batch.len() < BATCH;
+            in_queue += in_batch;
+            if !batch.is_empty() {
+                let mut unsent = Some(batch);
+                for k in 0..workers {
+                    let idx = (next_worker + k) % workers;
+                    let Some(b) = unsent.take() else { break };
+                    match to[idx].try_send(b) {
+                        Ok(()) => {
+                            next_worker = idx + 1;
+                            queue.push_back((Slot::Remote(idx), in_batch));
+                        }
+                        Err(TrySendError::Full(b) | TrySendError::Disconnected(b)) => {
+                            unsent = Some(b)
+                        }
+                    }
+                }
+                if let Some(batch) = unsent {
+                    let mut out = String::with_capacity(batch.len() * 96);
+                    let mut n = 0;
+                    for ev in &batch {
+                        n += u64::from(local.event(plan, ev, &mut out));
+                    }
+                    queue.push_back((Slot::Local(out, n), in_batch));
+                }
+            }
+            // Write what is ready at the front; wait only at the end or when
+            // too much is queued.
+            while let Some((front, recs)) = queue.front() {
+                let recs = *recs;
+                let (out, n) = match front {
+                    Slot::Local(..) => match queue.pop_front() {
+                        Some((Slot::Local(out, n), _)) => (out, n),
+                        _ => break,
+                    },
+                    Slot::Remote(k) => {
+                        let k = *k;
+                        let got = if last || queue.len() > 2 * workers + 2 {
+                            from[k].recv().ok()
+                        } else {
+                            from[k].try_recv().ok()
+                        };
+                        match got {
+                            Some(r) => {
+                                queue.pop_front();
+                                r
+                            }
+                            None if last => {
+                                queue.pop_front();
+                                in_queue -= recs;
+                                continue;
+                            }
+                            None => break,
+                        }
+                    }
+                };
+                in_queue -= recs;
+                *printed += n;
+                w.write_all(out.as_bytes())?;
+            }
+            if last {
+                break;
+            }
+        }
+        drop(to);
+        Ok(more)
+    })
 }
 
 /// `--follow`: print what is there, then poll for growth; move on to the

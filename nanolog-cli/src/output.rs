@@ -1,12 +1,81 @@
 //! Text and JSON lines for records and gaps.
 
-use nanolog_runtime::reader::render::{escape_line, json_string, json_value};
-use nanolog_runtime::reader::time::{rfc3339, write_utc};
+use nanolog_runtime::reader::render::{
+    escape_line, json_string, json_value, needs_escape, push_u64,
+};
+use nanolog_runtime::reader::time::{rfc3339, UtcWriter};
 use nanolog_runtime::reader::{Gap, LogFile, Record};
 
 /// `2026-11-22 11:02:03.123456789 src/main.rs:42 INFO[name:3]: message`
-pub fn text_record(rec: &Record<'_>, msg: &str, out: &mut String) {
-    write_utc(out, rec.unix_ns(), ' ');
+pub fn text_record(t: &mut Text, rec: &Record<'_>, msg: &str, out: &mut String) {
+    text_prefix(t, rec, out);
+    escape_line(msg, out);
+    out.push('\n');
+}
+
+/// As [`text_record`], rendering straight into `out` (no copy unless the
+/// message needs escaping; `scratch` is used then).
+pub fn text_record_direct(t: &mut Text, rec: &Record<'_>, out: &mut String, scratch: &mut String) {
+    text_prefix(t, rec, out);
+    let start = out.len();
+    rec.render(out);
+    if rec.may_need_escape() && needs_escape(&out.as_bytes()[start..]) {
+        scratch.clear();
+        scratch.push_str(&out[start..]);
+        out.truncate(start);
+        escape_line(scratch, out);
+    }
+    out.push('\n');
+}
+
+/// (file address, site id, thread id, prefix text).
+type PrefixSlot = (usize, u32, u32, Box<str>);
+
+/// The text of a line between the time and the message (`" src/main.rs:42
+/// INFO[main:1]: "`), cached per (file, site, thread): it is the same for
+/// every record of a call site on a thread.
+#[derive(Default)]
+pub struct PrefixCache {
+    slots: Vec<Option<PrefixSlot>>,
+}
+
+impl PrefixCache {
+    const SLOTS: usize = 1024;
+
+    fn get(&mut self, rec: &Record<'_>) -> &str {
+        if self.slots.is_empty() {
+            self.slots = vec![None; Self::SLOTS];
+        }
+        let file = rec.file() as *const _ as usize;
+        let (site, thread) = (rec.site().id, rec.thread());
+        let h = (u64::from(site) << 32 | u64::from(thread)) ^ file as u64;
+        let ix = (h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % Self::SLOTS;
+        let hit = matches!(&self.slots[ix], Some((f, s, t, _)) if *f == file && *s == site && *t == thread);
+        if !hit {
+            let mut p = String::new();
+            prefix_text(rec, &mut p);
+            self.slots[ix] = Some((file, site, thread, p.into_boxed_str()));
+        }
+        match &self.slots[ix] {
+            Some((.., p)) => p,
+            None => "",
+        }
+    }
+}
+
+/// State kept across text lines: the formatted second and the prefixes.
+#[derive(Default)]
+pub struct Text {
+    utc: UtcWriter,
+    prefixes: PrefixCache,
+}
+
+fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
+    t.utc.write(out, rec.unix_ns(), ' ');
+    out.push_str(t.prefixes.get(rec));
+}
+
+fn prefix_text(rec: &Record<'_>, out: &mut String) {
     out.push(' ');
     let site = rec.site();
     out.push_str(&site.file);
@@ -16,8 +85,6 @@ pub fn text_record(rec: &Record<'_>, msg: &str, out: &mut String) {
     out.push_str(site.level.as_str());
     thread_tag(out, rec.thread(), rec.thread_name());
     out.push_str(": ");
-    escape_line(msg, out);
-    out.push('\n');
 }
 
 fn thread_tag(out: &mut String, id: u32, name: Option<&str>) {
@@ -28,21 +95,6 @@ fn thread_tag(out: &mut String, id: u32, name: Option<&str>) {
     }
     push_u64(out, u64::from(id));
     out.push(']');
-}
-
-fn push_u64(out: &mut String, v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("?"));
 }
 
 /// One JSON object for a record.
@@ -87,8 +139,8 @@ pub fn json_record(rec: &Record<'_>, msg: &str, out: &mut String) {
 }
 
 /// The line that reports a dropped-records gap.
-pub fn text_gap(g: &Gap, file: &LogFile, out: &mut String) {
-    write_utc(out, g.first_unix_ns, ' ');
+pub fn text_gap(t: &mut Text, g: &Gap, file: &LogFile, out: &mut String) {
+    t.utc.write(out, g.first_unix_ns, ' ');
     out.push_str(" - DROPPED");
     thread_tag(out, g.thread, file.thread_name(g.thread));
     out.push_str(": ");

@@ -415,24 +415,39 @@ fn write_series(
 
 fn write_arg_summary(a: &StatsArgs, n: usize, values: &mut [f64], out: &mut String) {
     let count = values.len();
-    values.sort_unstable_by(f64::total_cmp);
-    let pct = |p: f64| -> Option<f64> {
+    let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+    for &v in values.iter() {
+        min = min.min(v);
+        max = max.max(v);
+        sum += v;
+    }
+    let (min, max) = if count > 0 {
+        (Some(min), Some(max))
+    } else {
+        (None, None)
+    };
+    // Nearest-rank percentiles by selection, O(n) each; later selections
+    // work on the part above the previous one.
+    let mut lo = 0;
+    let mut pct = |p: f64| -> Option<f64> {
         if count == 0 {
             return None;
         }
-        // Nearest rank.
-        let rank = ((p / 100.0) * count as f64).ceil().max(1.0) as usize;
-        Some(values[rank.min(count) - 1])
+        let rank = (((p / 100.0) * count as f64).ceil().max(1.0) as usize).min(count) - 1;
+        let (_, v, _) = values[lo..].select_nth_unstable_by(rank - lo, f64::total_cmp);
+        let v = *v;
+        lo = rank;
+        Some(v)
     };
-    let sum: f64 = values.iter().sum();
+    let (p50, p90, p99) = (pct(50.0), pct(90.0), pct(99.0));
     let mean = (count > 0).then(|| sum / count as f64);
     let fields = [
-        ("min", values.first().copied()),
-        ("max", values.last().copied()),
+        ("min", min),
+        ("max", max),
         ("mean", mean),
-        ("p50", pct(50.0)),
-        ("p90", pct(90.0)),
-        ("p99", pct(99.0)),
+        ("p50", p50),
+        ("p90", p90),
+        ("p99", p99),
     ];
     match a.format {
         Format::Text => {

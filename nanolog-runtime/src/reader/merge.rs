@@ -209,14 +209,7 @@ impl<'a> Merge<'a> {
                                 continue;
                             }
                         };
-                        let rec = Record {
-                            file: cur.file,
-                            site,
-                            thread: cur.thread,
-                            tick,
-                            args,
-                            len,
-                        };
+                        let rec = Record::new(cur.file, site, cur.thread, tick, args, len);
                         let file_ix = cur.file_ix;
                         match self.keep_record(file_ix, &rec) {
                             Some(true) => return Some(Event::Record(rec)),
@@ -261,14 +254,18 @@ impl<'a> Merge<'a> {
         }
     }
 
-    fn push(&mut self, c: usize, ev: Event<'a>) {
+    fn key(&self, c: usize, ev: &Event<'a>) -> HeapKey {
         let cur = &self.cursors[c];
-        let (ns, tick) = match &ev {
+        let (ns, tick) = match ev {
             Event::Record(r) => (r.unix_ns(), r.tick),
             Event::Gap(g, _) => (g.first_unix_ns, g.first_tick),
         };
-        self.heap
-            .push(Reverse((ns, cur.file_ix, tick, cur.thread, c)));
+        (ns, cur.file_ix, tick, cur.thread, c)
+    }
+
+    fn push(&mut self, c: usize, ev: Event<'a>) {
+        let key = self.key(c, &ev);
+        self.heap.push(Reverse(key));
         self.pending[c] = Some(ev);
     }
 
@@ -281,10 +278,22 @@ impl<'a> Merge<'a> {
                 }
             }
         }
-        let Reverse((_, _, _, _, c)) = self.heap.pop()?;
+        let top = self.heap.peek_mut()?;
+        let c = top.0 .4;
         let ev = self.pending[c].take()?;
-        if let Some(next) = self.advance(c) {
-            self.push(c, next);
+        // Replace the top in place (one sift) rather than pop and push.
+        drop(top);
+        match self.advance(c) {
+            Some(next) => {
+                let key = self.key(c, &next);
+                self.pending[c] = Some(next);
+                if let Some(mut top) = self.heap.peek_mut() {
+                    *top = Reverse(key);
+                }
+            }
+            None => {
+                self.heap.pop();
+            }
         }
         Some(ev)
     }
@@ -298,14 +307,7 @@ impl<'a> Merge<'a> {
                         let thread = ext.thread;
                         match ext.take_args(site) {
                             Ok((args, len)) => {
-                                let rec = Record {
-                                    file,
-                                    site,
-                                    thread,
-                                    tick,
-                                    args,
-                                    len,
-                                };
+                                let rec = Record::new(file, site, thread, tick, args, len);
                                 if self.keep_record(self.u_file, &rec) == Some(true) {
                                     return Some(Event::Record(rec));
                                 }

@@ -28,6 +28,7 @@ pub use crate::writer::rotated_path;
 pub use merge::{Event, Filter, Merge, Origin};
 pub use time::TimeMap;
 
+use crate::site::ArgKind;
 pub use crate::wire::dict::SiteDef;
 pub use crate::wire::header::{Header, HeaderError};
 pub use crate::wire::record::{RenderedStrs, Value};
@@ -159,6 +160,10 @@ pub struct LogFile {
     header: Header,
     sites: Vec<Option<SiteDef>>,
     threads: BTreeMap<u32, String>,
+    /// Per site id: see [`Record::may_need_escape`].
+    site_may_escape: Vec<bool>,
+    /// Names of the low thread ids, for a lookup per record.
+    thread_names: Vec<Option<String>>,
     /// Per thread, its extents and drops in file order.
     streams: BTreeMap<u32, Vec<Item>>,
     /// All extents and drops in file order.
@@ -241,6 +246,8 @@ impl LogFile {
             header,
             sites: Vec::new(),
             threads: BTreeMap::new(),
+            thread_names: Vec::new(),
+            site_may_escape: Vec::new(),
             streams: BTreeMap::new(),
             order: Vec::new(),
             time: TimeMap::new(header.ticks_per_second, vec![]),
@@ -252,6 +259,36 @@ impl LogFile {
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(&mut pairs);
         f.time = TimeMap::new(header.ticks_per_second, pairs);
+        let dense = f
+            .threads
+            .keys()
+            .copied()
+            .filter(|&id| id < 1 << 16)
+            .max()
+            .map_or(0, |m| m as usize + 1);
+        f.site_may_escape = f
+            .sites
+            .iter()
+            .map(|s| {
+                s.as_ref().is_none_or(|s| {
+                    s.kinds
+                        .iter()
+                        .any(|k| matches!(k, ArgKind::Str | ArgKind::Char | ArgKind::Rendered))
+                        || s.pieces.iter().any(|p| match p {
+                            crate::site::Piece::Lit(l) => render::needs_escape(l.as_bytes()),
+                            crate::site::Piece::Arg(spec) => spec.fill != ' ',
+                        })
+                })
+            })
+            .collect();
+        f.thread_names = (0..dense)
+            .map(|id| {
+                f.threads
+                    .get(&(id as u32))
+                    .filter(|n| !n.is_empty())
+                    .cloned()
+            })
+            .collect();
         Ok(f)
     }
 
@@ -504,19 +541,14 @@ impl LogFile {
     /// The records of every extent in `range` (extents counted in file
     /// order), for splitting work across threads. Records come thread-run by
     /// thread-run, not in time order.
-    pub fn records_of_extents(
-        &self,
-        range: std::ops::Range<usize>,
-    ) -> impl Iterator<Item = Result<Record<'_>, ReadError>> + '_ {
-        self.order
-            .iter()
-            .filter_map(|&(thread, it)| match it {
-                Item::Extent { start, end } => Some((thread, start, end)),
-                Item::Drop { .. } => None,
-            })
-            .skip(range.start)
-            .take(range.len())
-            .flat_map(move |(thread, start, end)| self.extent(thread, start, end))
+    pub fn records_of_extents(&self, range: std::ops::Range<usize>) -> ExtentRecords<'_> {
+        ExtentRecords {
+            file: self,
+            items: self.order.iter(),
+            skip: range.start,
+            left: range.len(),
+            current: None,
+        }
     }
 
     /// The records of one extent.
@@ -534,6 +566,7 @@ impl LogFile {
             tick: base.unwrap_or(0),
             failed: base.is_none(),
             rec_start: 0,
+            untimed: false,
         }
     }
 
@@ -580,6 +613,47 @@ fn frame_at(data: &[u8], pos: usize) -> Frame<'_> {
     Frame::Ok { tag: t, body }
 }
 
+/// The records of a range of extents, from [`LogFile::records_of_extents`];
+/// their wall-clock time is computed only when asked for.
+pub struct ExtentRecords<'a> {
+    file: &'a LogFile,
+    items: std::slice::Iter<'a, (u32, Item)>,
+    skip: usize,
+    left: usize,
+    current: Option<Extent<'a>>,
+}
+
+impl<'a> Iterator for ExtentRecords<'a> {
+    type Item = Result<Record<'a>, ReadError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.current.as_mut() {
+                match e.next() {
+                    Some(r) => return Some(r),
+                    None => self.current = None,
+                }
+            }
+            if self.left == 0 {
+                return None;
+            }
+            let &(thread, item) = self.items.next()?;
+            let Item::Extent { start, end } = item else {
+                continue;
+            };
+            if self.skip > 0 {
+                self.skip -= 1;
+                continue;
+            }
+            self.left -= 1;
+            let mut e = self.file.extent(thread, start, end);
+            e.untimed = true;
+            self.current = Some(e);
+        }
+    }
+}
+
 /// The records of one extent, in order.
 pub(crate) struct Extent<'a> {
     file: &'a LogFile,
@@ -590,6 +664,8 @@ pub(crate) struct Extent<'a> {
     tick: u64,
     failed: bool,
     rec_start: usize,
+    /// Leave the wall-clock time to be computed on demand.
+    untimed: bool,
 }
 
 impl<'a> Extent<'a> {
@@ -622,7 +698,7 @@ impl<'a> Extent<'a> {
     #[inline]
     fn take_args(&mut self, site: &SiteDef) -> Result<(&'a [u8], u32), ReadError> {
         let start = self.pos;
-        match wire::record::decode_args(&site.kinds, self.body, &mut self.pos, |_| {}) {
+        match wire::record::skip_args(&site.kinds, self.body, &mut self.pos) {
             Some(()) => Ok((
                 &self.body[start..self.pos],
                 (self.pos - self.rec_start) as u32,
@@ -646,16 +722,19 @@ impl<'a> Iterator for Extent<'a> {
             Ok(h) => h,
             Err(e) => return Some(Err(e)),
         };
-        Some(self.take_args(site).map(|(args, len)| Record {
-            file: self.file,
-            site,
-            thread: self.thread,
-            tick,
-            args,
-            len,
+        let untimed = self.untimed;
+        Some(self.take_args(site).map(|(args, len)| {
+            let mut r = Record::new_untimed(self.file, site, self.thread, tick, args, len);
+            if !untimed {
+                r.ns = self.file.time.unix_ns(tick);
+            }
+            r
         }))
     }
 }
+
+/// `Record::ns` before it is computed.
+const UNTIMED: i64 = i64::MIN;
 
 /// One record: its time, thread, call site and undecoded arguments.
 #[derive(Clone, Copy)]
@@ -667,6 +746,7 @@ pub struct Record<'a> {
     args: &'a [u8],
     /// Bytes of the record in the file.
     len: u32,
+    ns: i64,
 }
 
 impl fmt::Debug for Record<'_> {
@@ -681,6 +761,47 @@ impl fmt::Debug for Record<'_> {
 }
 
 impl<'a> Record<'a> {
+    #[inline]
+    pub(crate) fn new(
+        file: &'a LogFile,
+        site: &'a SiteDef,
+        thread: u32,
+        tick: u64,
+        args: &'a [u8],
+        len: u32,
+    ) -> Record<'a> {
+        Record {
+            file,
+            site,
+            thread,
+            tick,
+            args,
+            len,
+            ns: file.time.unix_ns(tick),
+        }
+    }
+
+    /// A record whose wall-clock time is computed when asked for.
+    #[inline]
+    fn new_untimed(
+        file: &'a LogFile,
+        site: &'a SiteDef,
+        thread: u32,
+        tick: u64,
+        args: &'a [u8],
+        len: u32,
+    ) -> Record<'a> {
+        Record {
+            file,
+            site,
+            thread,
+            tick,
+            args,
+            len,
+            ns: UNTIMED,
+        }
+    }
+
     /// Bytes the record takes in the file (header and arguments).
     pub fn encoded_len(&self) -> usize {
         self.len as usize
@@ -693,7 +814,11 @@ impl<'a> Record<'a> {
 
     /// Nanoseconds since the Unix epoch.
     pub fn unix_ns(&self) -> i64 {
-        self.file.time.unix_ns(self.tick)
+        if self.ns == UNTIMED {
+            self.file.time.unix_ns(self.tick)
+        } else {
+            self.ns
+        }
     }
 
     pub fn level(&self) -> Level {
@@ -730,25 +855,27 @@ impl<'a> Record<'a> {
 
     /// The `n`-th argument (0-based), decoded without allocating.
     pub fn arg(&self, n: usize) -> Option<Value<'a>> {
-        let mut pos = 0;
-        let mut i = 0;
-        let mut out = None;
-        wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |x| {
-            if i == n {
-                out = Some(x);
-            }
-            i += 1;
-        })?;
-        out
+        wire::record::nth_arg(&self.site.kinds, self.args, 0, n)
+    }
+
+    /// Whether the rendered message can hold characters a one-line text
+    /// output must escape: false when the literal text is plain and no
+    /// argument is a string or char.
+    pub fn may_need_escape(&self) -> bool {
+        self.file
+            .site_may_escape
+            .get(self.site.id as usize)
+            .copied()
+            .unwrap_or(true)
     }
 
     /// Calls `f` with the arguments as a slice, without allocating for up
-    /// to 16 arguments.
+    /// to 8 arguments.
     pub fn with_args<R>(&self, f: impl FnOnce(&[Value<'a>]) -> R) -> R {
         let n = self.site.kinds.len();
         let mut pos = 0;
-        if n <= 16 {
-            let mut buf = [Value::Bool(false); 16];
+        if n <= 8 {
+            let mut buf = [Value::Bool(false); 8];
             let mut i = 0;
             let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |x| {
                 buf[i] = x;

@@ -42,7 +42,6 @@ fn count(c: Count, args: &[Value<'_>]) -> Option<usize> {
 fn render_arg(spec: &Spec, kind: ArgKind, v: &Value<'_>, args: &[Value<'_>], out: &mut String) {
     let width = count(spec.width, args);
     let precision = count(spec.precision, args);
-    let plus = spec.flags & Spec::FLAG_PLUS != 0;
     let alt = spec.flags & Spec::FLAG_ALTERNATE != 0;
     match *v {
         Value::Rendered(r) => out.push_str(r.get(spec.use_ix as usize).unwrap_or("")),
@@ -73,42 +72,129 @@ fn render_arg(spec: &Spec, kind: ArgKind, v: &Value<'_>, args: &[Value<'_>], out
         ),
         Value::Uint(u) => render_int(spec, kind, u, false, width, precision, out),
         Value::Int(i) => render_int(spec, kind, i as u128, i < 0, width, precision, out),
-        Value::F32(f) => {
-            let s = float_body(spec.ty, precision, f);
-            pad_number(
-                &s,
-                plus && !f.is_nan() && !s.starts_with('-'),
-                spec,
-                width,
-                out,
-            );
-        }
-        Value::F64(f) => {
-            let s = float_body(spec.ty, precision, f);
-            pad_number(
-                &s,
-                plus && !f.is_nan() && !s.starts_with('-'),
-                spec,
-                width,
-                out,
-            );
-        }
+        Value::F32(f) => render_float(spec, f, f.is_nan(), width, precision, out),
+        Value::F64(f) => render_float(spec, f, f.is_nan(), width, precision, out),
     }
 }
 
-fn float_body<F>(ty: Ty, precision: Option<usize>, f: F) -> String
-where
+fn render_float<F>(
+    spec: &Spec,
+    f: F,
+    nan: bool,
+    width: Option<usize>,
+    precision: Option<usize>,
+    out: &mut String,
+) where
     F: std::fmt::Display + std::fmt::Debug + std::fmt::LowerExp + std::fmt::UpperExp,
 {
-    match (ty, precision) {
-        (Ty::Debug, None) => format!("{f:?}"),
-        (Ty::Debug, Some(p)) => format!("{f:.p$?}"),
-        (Ty::LowerExp, None) => format!("{f:e}"),
-        (Ty::LowerExp, Some(p)) => format!("{f:.p$e}"),
-        (Ty::UpperExp, None) => format!("{f:E}"),
-        (Ty::UpperExp, Some(p)) => format!("{f:.p$E}"),
-        (_, None) => format!("{f}"),
-        (_, Some(p)) => format!("{f:.p$}"),
+    let start = out.len();
+    let _ = match (spec.ty, precision) {
+        (Ty::Debug, None) => write!(out, "{f:?}"),
+        (Ty::Debug, Some(p)) => write!(out, "{f:.p$?}"),
+        (Ty::LowerExp, None) => write!(out, "{f:e}"),
+        (Ty::LowerExp, Some(p)) => write!(out, "{f:.p$e}"),
+        (Ty::UpperExp, None) => write!(out, "{f:E}"),
+        (Ty::UpperExp, Some(p)) => write!(out, "{f:.p$E}"),
+        (_, None) => write!(out, "{f}"),
+        (_, Some(p)) => write!(out, "{f:.p$}"),
+    };
+    // `+` shows on everything but NaN (whose sign `format!` never prints).
+    if spec.flags & Spec::FLAG_PLUS != 0 && !nan && !out[start..].starts_with('-') {
+        out.insert(start, '+');
+    }
+    pad_number(out, start, 0, spec, width);
+}
+
+/// Appends ASCII bytes (digits) without a UTF-8 check.
+#[inline]
+pub fn push_ascii(out: &mut String, digits: &[u8]) {
+    out.extend(digits.iter().map(|&b| char::from(b)));
+}
+
+const DIGITS3_BYTES: [u8; 3000] = {
+    let mut b = [0u8; 3000];
+    let mut i = 0;
+    while i < 1000 {
+        b[3 * i] = b'0' + (i / 100) as u8;
+        b[3 * i + 1] = b'0' + (i / 10 % 10) as u8;
+        b[3 * i + 2] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    b
+};
+
+/// "000001002...999": three decimal digits of every number below 1000.
+const DIGITS3: &str = match std::str::from_utf8(&DIGITS3_BYTES) {
+    Ok(s) => s,
+    Err(_) => panic!("digits are ASCII"),
+};
+
+#[inline(always)]
+fn three(n: u64) -> &'static str {
+    let i = n as usize * 3;
+    &DIGITS3[i..i + 3]
+}
+
+/// Appends `v` in decimal, three digits at a time.
+#[inline]
+pub fn push_u64(out: &mut String, v: u64) {
+    if v < 1000 {
+        let t = three(v);
+        let skip = if v < 10 {
+            2
+        } else if v < 100 {
+            1
+        } else {
+            0
+        };
+        out.push_str(&t[skip..]);
+        return;
+    }
+    let mut groups = [0u64; 7];
+    let mut n = 0;
+    let mut w = v;
+    while w >= 1000 {
+        groups[n] = w % 1000;
+        w /= 1000;
+        n += 1;
+    }
+    push_u64(out, w);
+    for g in groups[..n].iter().rev() {
+        out.push_str(three(*g));
+    }
+}
+
+/// Appends `v` (below 10^9) as exactly nine digits.
+#[inline]
+pub fn push_nine_digits(out: &mut String, v: u32) {
+    let v = u64::from(v);
+    out.push_str(three(v / 1_000_000 % 1000));
+    out.push_str(three(v / 1000 % 1000));
+    out.push_str(three(v % 1000));
+}
+
+/// Decimal digits of `v`, into the end of `buf`; returns where they start.
+#[inline]
+fn decimal(mut v: u128, buf: &mut [u8; 40]) -> usize {
+    let mut i = buf.len();
+    if v <= u64::MAX as u128 {
+        let mut w = v as u64;
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (w % 10) as u8;
+            w /= 10;
+            if w == 0 {
+                return i;
+            }
+        }
+    }
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return i;
+        }
     }
 }
 
@@ -123,6 +209,7 @@ fn render_int(
 ) {
     let plus = spec.flags & Spec::FLAG_PLUS != 0;
     let alt = spec.flags & Spec::FLAG_ALTERNATE != 0;
+    let start = out.len();
     // Radix formats show a negative number's two's complement at its type's width.
     let type_bits = kind.ring_width() * 8;
     let masked = if type_bits >= 128 {
@@ -130,110 +217,95 @@ fn render_int(
     } else {
         bits & ((1u128 << type_bits) - 1)
     };
-    let mut buf = String::new();
-    let (nonneg, prefix, digits): (bool, &str, &str) = match spec.ty {
+    let prefix = match spec.ty {
         Ty::Display | Ty::Debug => {
             let mag = if negative {
                 (bits as i128).unsigned_abs()
             } else {
                 bits
             };
-            let _ = write!(buf, "{mag}");
-            (!negative, "", &buf)
-        }
-        Ty::LowerHex => {
-            let _ = write!(buf, "{masked:x}");
-            (true, "0x", &buf)
-        }
-        Ty::UpperHex => {
-            let _ = write!(buf, "{masked:X}");
-            (true, "0x", &buf)
-        }
-        Ty::Octal => {
-            let _ = write!(buf, "{masked:o}");
-            (true, "0o", &buf)
-        }
-        Ty::Binary => {
-            let _ = write!(buf, "{masked:b}");
-            (true, "0b", &buf)
+            if negative {
+                out.push('-');
+            } else if plus {
+                out.push('+');
+            }
+            match u64::try_from(mag) {
+                Ok(m) => push_u64(out, m),
+                Err(_) => {
+                    let mut buf = [0u8; 40];
+                    let at = decimal(mag, &mut buf);
+                    push_ascii(out, &buf[at..]);
+                }
+            }
+            if width.is_some() {
+                pad_number(out, start, 0, spec, width);
+            }
+            return;
         }
         Ty::LowerExp | Ty::UpperExp => {
             let upper = spec.ty == Ty::UpperExp;
-            let s = match (negative, upper, precision) {
-                (true, false, None) => format!("{:e}", bits as i128),
-                (true, false, Some(p)) => format!("{:.p$e}", bits as i128),
-                (true, true, None) => format!("{:E}", bits as i128),
-                (true, true, Some(p)) => format!("{:.p$E}", bits as i128),
-                (false, false, None) => format!("{bits:e}"),
-                (false, false, Some(p)) => format!("{bits:.p$e}"),
-                (false, true, None) => format!("{bits:E}"),
-                (false, true, Some(p)) => format!("{bits:.p$E}"),
+            let _ = match (negative, upper, precision) {
+                (true, false, None) => write!(out, "{:e}", bits as i128),
+                (true, false, Some(p)) => write!(out, "{:.p$e}", bits as i128),
+                (true, true, None) => write!(out, "{:E}", bits as i128),
+                (true, true, Some(p)) => write!(out, "{:.p$E}", bits as i128),
+                (false, false, None) => write!(out, "{bits:e}"),
+                (false, false, Some(p)) => write!(out, "{bits:.p$e}"),
+                (false, true, None) => write!(out, "{bits:E}"),
+                (false, true, Some(p)) => write!(out, "{bits:.p$E}"),
             };
-            pad_number(&s, plus && !negative, spec, width, out);
+            if plus && !negative {
+                out.insert(start, '+');
+            }
+            pad_number(out, start, 0, spec, width);
             return;
         }
+        Ty::LowerHex | Ty::UpperHex => "0x",
+        Ty::Octal => "0o",
+        Ty::Binary => "0b",
     };
-    let sign = if !nonneg {
-        "-"
-    } else if plus {
-        "+"
-    } else {
-        ""
-    };
-    let prefix = if alt { prefix } else { "" };
-    let len = sign.len() + prefix.len() + digits.len();
-    match width {
-        Some(w) if w > len => {
-            if spec.flags & Spec::FLAG_ZERO != 0 {
-                out.push_str(sign);
-                out.push_str(prefix);
-                out.extend(std::iter::repeat_n('0', w - len));
-                out.push_str(digits);
-            } else {
-                let (pre, post) = split_pad(w - len, spec.align, Align::Right);
-                out.extend(std::iter::repeat_n(spec.fill, pre));
-                out.push_str(sign);
-                out.push_str(prefix);
-                out.push_str(digits);
-                out.extend(std::iter::repeat_n(spec.fill, post));
-            }
-        }
-        _ => {
-            out.push_str(sign);
-            out.push_str(prefix);
-            out.push_str(digits);
-        }
+    if plus {
+        out.push('+');
     }
+    if alt {
+        out.push_str(prefix);
+    }
+    let _ = match spec.ty {
+        Ty::LowerHex => write!(out, "{masked:x}"),
+        Ty::UpperHex => write!(out, "{masked:X}"),
+        Ty::Octal => write!(out, "{masked:o}"),
+        _ => write!(out, "{masked:b}"),
+    };
+    pad_number(out, start, if alt { 2 } else { 0 }, spec, width);
 }
 
-/// Pads an already-formatted number `s` (which carries its own `-`), adding
-/// `+` first if asked; zero-padding goes after the sign.
-fn pad_number(s: &str, add_plus: bool, spec: &Spec, width: Option<usize>, out: &mut String) {
-    let len = s.chars().count() + usize::from(add_plus);
-    let sign = if add_plus { "+" } else { "" };
-    match width {
-        Some(w) if w > len => {
-            if spec.flags & Spec::FLAG_ZERO != 0 {
-                let (sgn, rest) = match s.as_bytes().first() {
-                    Some(b'-' | b'+') => s.split_at(1),
-                    _ => ("", s),
-                };
-                out.push_str(sign);
-                out.push_str(sgn);
-                out.extend(std::iter::repeat_n('0', w - len));
-                out.push_str(rest);
-            } else {
-                let (pre, post) = split_pad(w - len, spec.align, Align::Right);
-                out.extend(std::iter::repeat_n(spec.fill, pre));
-                out.push_str(sign);
-                out.push_str(s);
-                out.extend(std::iter::repeat_n(spec.fill, post));
-            }
+/// Pads the number written to `out[start..]` (sign included) to `width`:
+/// with zeros after the sign and the `prefix_len`-byte radix prefix if the
+/// `0` flag is set, else with the fill character (right-aligned by default).
+fn pad_number(
+    out: &mut String,
+    start: usize,
+    prefix_len: usize,
+    spec: &Spec,
+    width: Option<usize>,
+) {
+    let Some(w) = width else { return };
+    let len = out[start..].chars().count();
+    if len >= w {
+        return;
+    }
+    let pad = w - len;
+    if spec.flags & Spec::FLAG_ZERO != 0 {
+        let sign = usize::from(matches!(out.as_bytes().get(start), Some(b'+' | b'-')));
+        let at = start + sign + prefix_len;
+        out.insert_str(at, &"0".repeat(pad));
+    } else {
+        let (pre, post) = split_pad(pad, spec.align, Align::Right);
+        if pre > 0 {
+            let fill: String = std::iter::repeat_n(spec.fill, pre).collect();
+            out.insert_str(start, &fill);
         }
-        _ => {
-            out.push_str(sign);
-            out.push_str(s);
-        }
+        out.extend(std::iter::repeat_n(spec.fill, post));
     }
 }
 
@@ -275,13 +347,43 @@ fn split_pad(pad: usize, align: Align, default: Align) -> (usize, usize) {
     }
 }
 
+/// Whether `b` holds a byte that [`escape_line`] must look at: a control
+/// character, the backslash, or the first byte of U+0085, U+2028 or U+2029
+/// (0xC2, 0xE2). Eight bytes at a time.
+pub fn needs_escape(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    #[inline(always)]
+    fn has_zero(x: u64) -> u64 {
+        x.wrapping_sub(ONES) & !x & HIGH
+    }
+    #[inline(always)]
+    fn has_less_than(x: u64, n: u8) -> u64 {
+        x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH
+    }
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let x = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let hit = has_less_than(x, 0x20)
+            | has_zero(x ^ (ONES * 0x7f))
+            | has_zero(x ^ (ONES * u64::from(b'\\')))
+            | has_zero(x ^ (ONES * 0xc2))
+            | has_zero(x ^ (ONES * 0xe2));
+        if hit != 0 {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&c| c < 0x20 || c == 0x7f || c == b'\\' || c == 0xc2 || c == 0xe2)
+}
+
 /// Appends `msg` with what could break the one-line-per-record text output
 /// escaped: newlines, carriage returns, tabs, other control characters
 /// (terminal escape sequences start with one), and backslashes.
 pub fn escape_line(msg: &str, out: &mut String) {
-    if !msg.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\')
-        && !msg.contains(['\u{85}', '\u{2028}', '\u{2029}'])
-    {
+    if !needs_escape(msg.as_bytes()) {
         out.push_str(msg);
         return;
     }

@@ -7,6 +7,9 @@
 #[derive(Debug, Clone)]
 pub struct TimeMap {
     pairs: Vec<(u64, i64)>,
+    /// Per segment between pairs `i` and `i + 1`: ns per tick as a 32.32
+    /// fixed-point number, so mapping a tick is a multiply and a shift.
+    slopes: Vec<u64>,
     ns_per_tick: f64,
 }
 
@@ -19,8 +22,16 @@ impl TimeMap {
             max = max.max(p.1);
             p.1 = max;
         }
+        let slopes = pairs
+            .windows(2)
+            .map(|w| {
+                let (dt, dn) = (w[1].0 - w[0].0, (w[1].1 - w[0].1) as u128);
+                u64::try_from((dn << 32) / u128::from(dt)).unwrap_or(u64::MAX)
+            })
+            .collect();
         TimeMap {
             pairs,
+            slopes,
             ns_per_tick: 1e9 / ticks_per_second,
         }
     }
@@ -40,11 +51,8 @@ impl TimeMap {
             return n0 - ((t0 - tick) as f64 * self.ns_per_tick) as i64;
         }
         let (ta, na) = p[i - 1];
-        match p.get(i) {
-            Some(&(tb, nb)) => {
-                let span = (tb - ta) as i128;
-                na + ((tick - ta) as i128 * (nb - na) as i128 / span) as i64
-            }
+        match self.slopes.get(i - 1) {
+            Some(&slope) => na + ((u128::from(tick - ta) * u128::from(slope)) >> 32) as i64,
             None => na.saturating_add(((tick - ta) as f64 * self.ns_per_tick) as i64),
         }
     }
@@ -72,6 +80,30 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+/// Formats UTC timestamps, remembering the date and time of the last whole
+/// second (consecutive records mostly share it).
+#[derive(Debug, Default)]
+pub struct UtcWriter {
+    sec: Option<i64>,
+    prefix: String,
+}
+
+impl UtcWriter {
+    /// Appends `YYYY-MM-DD<sep>HH:MM:SS.nnnnnnnnn` (UTC) to `out`.
+    #[inline]
+    pub fn write(&mut self, out: &mut String, unix_ns: i64, sep: char) {
+        let secs = unix_ns.div_euclid(1_000_000_000);
+        if self.sec != Some(secs) {
+            self.prefix.clear();
+            write_utc(&mut self.prefix, secs * 1_000_000_000, sep);
+            self.prefix.truncate(self.prefix.len() - 9);
+            self.sec = Some(secs);
+        }
+        out.push_str(&self.prefix);
+        super::render::push_nine_digits(out, unix_ns.rem_euclid(1_000_000_000) as u32);
+    }
 }
 
 /// Appends `YYYY-MM-DD<sep>HH:MM:SS.nnnnnnnnn` (UTC) to `out`.
@@ -254,7 +286,8 @@ mod tests {
             assert!(ns >= last, "went backwards at {t}");
             last = ns;
         }
-        assert_eq!(m.unix_ns(1500), 5450);
+        // 32.32 fixed point: within a nanosecond.
+        assert!((m.unix_ns(1500) - 5450).abs() <= 1);
         assert_eq!(m.unix_ns(3500), 7600);
     }
 

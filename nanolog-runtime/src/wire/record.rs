@@ -68,8 +68,14 @@ impl Value<'_> {
     /// The value as an `f64`, for aggregation (integers and floats only).
     pub fn as_f64(&self) -> Option<f64> {
         match *self {
-            Value::Uint(v) => Some(v as f64),
-            Value::Int(v) => Some(v as f64),
+            Value::Uint(v) => Some(match u64::try_from(v) {
+                Ok(v) => v as f64,
+                Err(_) => v as f64,
+            }),
+            Value::Int(v) => Some(match i64::try_from(v) {
+                Ok(v) => v as f64,
+                Err(_) => v as f64,
+            }),
             Value::F32(v) => Some(f64::from(v)),
             Value::F64(v) => Some(v),
             _ => None,
@@ -239,61 +245,161 @@ pub fn decode_args<'a>(
         return None;
     }
     let mut nib_ix = 0;
-    let mut next_code = || {
-        let c = (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf;
-        nib_ix += 1;
-        c
-    };
     for &kind in kinds {
-        let v = match kind {
-            ArgKind::F32 => Value::F32(f32::from_le_bytes(get_array(buf, pos)?)),
-            ArgKind::F64 => Value::F64(f64::from_le_bytes(get_array(buf, pos)?)),
-            ArgKind::Bool => Value::Bool(get_array::<1>(buf, pos)?[0] != 0),
-            ArgKind::Str => {
-                let (len, neg) = get_nibbled(buf, pos, ArgKind::U64, next_code())?;
-                if neg || len > (buf.len() - *pos) as u128 {
+        let code = if is_nibbled(kind) {
+            let c = (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf;
+            nib_ix += 1;
+            c
+        } else {
+            0
+        };
+        f(decode_one(kind, code, buf, pos)?);
+    }
+    Some(())
+}
+
+/// Decodes one argument at `*pos`; `code` is its nibble (if it has one).
+#[inline(always)]
+fn decode_one<'a>(kind: ArgKind, code: u8, buf: &'a [u8], pos: &mut usize) -> Option<Value<'a>> {
+    Some(match kind {
+        ArgKind::F32 => Value::F32(f32::from_le_bytes(get_array(buf, pos)?)),
+        ArgKind::F64 => Value::F64(f64::from_le_bytes(get_array(buf, pos)?)),
+        ArgKind::Bool => Value::Bool(get_array::<1>(buf, pos)?[0] != 0),
+        ArgKind::Str => {
+            let (len, neg) = get_nibbled(buf, pos, ArgKind::U64, code)?;
+            if neg || len > (buf.len() - *pos) as u128 {
+                return None;
+            }
+            let end = *pos + len as usize;
+            let s = std::str::from_utf8(&buf[*pos..end]).ok()?;
+            *pos = end;
+            Value::Str(s)
+        }
+        ArgKind::Char => {
+            let (v, _) = get_nibbled(buf, pos, kind, code)?;
+            Value::Char(char::from_u32(u32::try_from(v).ok()?)?)
+        }
+        ArgKind::Rendered => {
+            let count = usize::try_from(get_varint(buf, pos)?).ok()?;
+            let start = *pos;
+            for _ in 0..count {
+                super::get_str(buf, pos)?;
+            }
+            Value::Rendered(RenderedStrs {
+                count,
+                bytes: &buf[start..*pos],
+            })
+        }
+        _ => {
+            let (v, neg) = get_nibbled(buf, pos, kind, code)?;
+            if kind.is_signed() {
+                let s = v as i128;
+                // Values outside the kind's range mean corruption.
+                let bits = kind.ring_width() * 8;
+                if bits < 128 && (s >= 1i128 << (bits - 1) || s < -(1i128 << (bits - 1))) {
                     return None;
                 }
-                let end = *pos + len as usize;
-                let s = std::str::from_utf8(&buf[*pos..end]).ok()?;
-                *pos = end;
-                Value::Str(s)
-            }
-            ArgKind::Char => {
-                let (v, _) = get_nibbled(buf, pos, kind, next_code())?;
-                Value::Char(char::from_u32(u32::try_from(v).ok()?)?)
-            }
-            ArgKind::Rendered => {
-                let count = usize::try_from(get_varint(buf, pos)?).ok()?;
-                let start = *pos;
-                for _ in 0..count {
-                    super::get_str(buf, pos)?;
+                Value::Int(s)
+            } else {
+                let bits = kind.ring_width() * 8;
+                if neg || (bits < 128 && v >> bits != 0) {
+                    return None;
                 }
-                Value::Rendered(RenderedStrs {
-                    count,
-                    bytes: &buf[start..*pos],
-                })
+                Value::Uint(v)
             }
-            _ => {
-                let (v, neg) = get_nibbled(buf, pos, kind, next_code())?;
-                if kind.is_signed() {
-                    let s = v as i128;
-                    // Values outside the kind's range mean corruption.
-                    let bits = kind.ring_width() * 8;
-                    if bits < 128 && (s >= 1i128 << (bits - 1) || s < -(1i128 << (bits - 1))) {
-                        return None;
-                    }
-                    Value::Int(s)
-                } else {
-                    let bits = kind.ring_width() * 8;
-                    if neg || (bits < 128 && v >> bits != 0) {
-                        return None;
-                    }
-                    Value::Uint(v)
-                }
+        }
+    })
+}
+
+/// Decodes only the `n`-th argument of a record at `pos`, skipping the
+/// ones before it.
+#[inline]
+pub fn nth_arg<'a>(
+    kinds: &[ArgKind],
+    buf: &'a [u8],
+    mut pos: usize,
+    n: usize,
+) -> Option<Value<'a>> {
+    let kind = *kinds.get(n)?;
+    let nib_at = pos;
+    pos += nibble_count(kinds).div_ceil(2);
+    if pos > buf.len() {
+        return None;
+    }
+    let mut nib_ix = 0;
+    for &k in &kinds[..n] {
+        if is_nibbled(k) {
+            let code = (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf;
+            nib_ix += 1;
+            skip_nibbled(k, code, buf, &mut pos)?;
+        } else {
+            skip_plain(k, buf, &mut pos)?;
+        }
+    }
+    let code = if is_nibbled(kind) {
+        (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf
+    } else {
+        0
+    };
+    decode_one(kind, code, buf, &mut pos)
+}
+
+#[inline(always)]
+fn skip_plain(kind: ArgKind, buf: &[u8], pos: &mut usize) -> Option<()> {
+    match kind {
+        ArgKind::F32 => *pos += 4,
+        ArgKind::F64 => *pos += 8,
+        ArgKind::Bool => *pos += 1,
+        _ => {
+            let count = get_varint(buf, pos)?;
+            for _ in 0..count {
+                let len = usize::try_from(get_varint(buf, pos)?).ok()?;
+                *pos = pos.checked_add(len)?;
             }
+        }
+    }
+    (*pos <= buf.len()).then_some(())
+}
+
+#[inline(always)]
+fn skip_nibbled(kind: ArgKind, code: u8, buf: &[u8], pos: &mut usize) -> Option<()> {
+    if kind == ArgKind::Str {
+        let (len, neg) = get_nibbled(buf, pos, ArgKind::U64, code)?;
+        if neg || len > (buf.len().saturating_sub(*pos)) as u128 {
+            return None;
+        }
+        *pos += len as usize;
+    } else {
+        *pos += match code {
+            0..=7 => code as usize + 1,
+            8..=14 => code as usize - 7,
+            _ => full_width(kind),
         };
-        f(v);
+    }
+    (*pos <= buf.len()).then_some(())
+}
+
+/// Moves `*pos` past one record's arguments without decoding them (strings
+/// are not checked for UTF-8 here; [`decode_args`] does that).
+#[inline]
+pub fn skip_args(kinds: &[ArgKind], buf: &[u8], pos: &mut usize) -> Option<()> {
+    if kinds.is_empty() {
+        return Some(());
+    }
+    let nib_at = *pos;
+    *pos += nibble_count(kinds).div_ceil(2);
+    if *pos > buf.len() {
+        return None;
+    }
+    let mut nib_ix = 0;
+    for &kind in kinds {
+        if is_nibbled(kind) {
+            let code = (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf;
+            nib_ix += 1;
+            skip_nibbled(kind, code, buf, pos)?;
+        } else {
+            skip_plain(kind, buf, pos)?;
+        }
     }
     Some(())
 }
