@@ -195,9 +195,15 @@ impl LogFile {
             path: path.to_path_buf(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        let data = if len == 0 {
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        let len = meta.len();
+        let data = if !meta.is_file() {
+            // A pipe or device (`nanolog decode <(...)`): read it whole.
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut v).map_err(io)?;
+            Data::Owned(v)
+        } else if len == 0 {
             Data::Owned(Vec::new())
         } else {
             // SAFETY: the map is read-only. A writer still appending to the file

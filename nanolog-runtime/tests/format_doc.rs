@@ -1,0 +1,118 @@
+//! FORMAT.md's worked example is decoded here, so the specification cannot
+//! drift from the code: the hex dump in the document is parsed, checked
+//! against bytes built with the writer's own encoders, and decoded.
+
+use std::borrow::Cow;
+
+use nanolog_runtime::reader::{LogFile, Value};
+use nanolog_runtime::wire::{self, dict, header::Header, record, tag};
+use nanolog_runtime::{Align, ArgKind, Count, Level, Piece, Spec, Ty};
+
+fn entry(out: &mut Vec<u8>, t: u8, body: &[u8]) {
+    out.push(t);
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&wire::entry_crc(t, body).to_le_bytes());
+    out.extend_from_slice(body);
+}
+
+/// The example file of FORMAT.md, built with the encoders.
+fn example() -> Vec<u8> {
+    let mut f = Header {
+        version: 1,
+        ticks_per_second: 1e9,
+        base_tick: 1000,
+        base_unix_ns: 1_795_000_000_000_000_000,
+        pid: 42,
+    }
+    .encode()
+    .to_vec();
+    let pieces = [
+        Piece::Lit(Cow::Borrowed("took ")),
+        Piece::Arg(Spec {
+            arg: 0,
+            use_ix: 0,
+            fill: ' ',
+            align: Align::Unknown,
+            flags: 0,
+            width: Count::Implied,
+            precision: Count::Implied,
+            ty: Ty::Display,
+        }),
+        Piece::Lit(Cow::Borrowed(" ms")),
+    ];
+    let mut b = Vec::new();
+    dict::put_site(
+        &mut b,
+        &dict::SiteRef {
+            id: 1,
+            level: Level::Info,
+            file: "src/main.rs",
+            line: 7,
+            module: "app",
+            format: "took {} ms",
+            kinds: &[ArgKind::U32],
+            pieces: &pieces,
+        },
+    );
+    entry(&mut f, tag::SITE, &b);
+    b.clear();
+    dict::put_thread(&mut b, 1, "main");
+    entry(&mut f, tag::THREAD, &b);
+    b.clear();
+    wire::put_varint(&mut b, 1); // thread
+    b.extend_from_slice(&2000u64.to_le_bytes()); // base tick
+    for (delta, ms) in [(0u64, 12u32), (500, 300)] {
+        wire::put_varint(&mut b, 1); // site
+        wire::put_varint(&mut b, delta);
+        record::compact(&[ArgKind::U32], &ms.to_le_bytes(), &mut b).unwrap();
+    }
+    entry(&mut f, tag::EXTENT, &b);
+    b.clear();
+    dict::put_clock(&mut b, 3000, 1_795_000_000_000_002_000);
+    entry(&mut f, tag::CLOCK, &b);
+    entry(&mut f, tag::END, &[]);
+    f
+}
+
+/// The hex dump between the markers in FORMAT.md.
+fn documented() -> Vec<u8> {
+    let doc = include_str!("../../FORMAT.md");
+    let start = doc.find("<!-- example:begin -->").expect("begin marker");
+    let end = doc.find("<!-- example:end -->").expect("end marker");
+    let mut bytes = Vec::new();
+    for line in doc[start..end].lines() {
+        let Some((_, hex)) = line.split_once(": ") else { continue };
+        let hex = hex.split("  ").next().unwrap_or("");
+        for pair in hex.split_whitespace() {
+            bytes.push(u8::from_str_radix(pair, 16).expect("hex byte"));
+        }
+    }
+    bytes
+}
+
+#[test]
+fn documented_example_matches_the_encoders_and_decodes() {
+    let built = example();
+    if std::env::var_os("NANOLOG_PRINT_EXAMPLE").is_some() {
+        for (i, chunk) in built.chunks(16).enumerate() {
+            let hex: Vec<String> = chunk.iter().map(|b| format!("{b:02x}")).collect();
+            println!("{:04x}: {}", i * 16, hex.join(" "));
+        }
+    }
+    assert_eq!(documented(), built, "FORMAT.md's hex dump differs from what the encoders write");
+
+    let log = LogFile::from_bytes("FORMAT.md", documented()).unwrap();
+    assert!(log.is_complete());
+    assert!(log.warnings().is_empty());
+    let recs: Vec<_> = log.records().map(Result::unwrap).collect();
+    assert_eq!(recs.len(), 2);
+    assert_eq!(recs[0].message(), "took 12 ms");
+    assert_eq!(recs[1].message(), "took 300 ms");
+    assert_eq!(recs[0].arg(0), Some(Value::Uint(12)));
+    assert_eq!(recs[0].unix_ns(), 1_795_000_000_000_001_000);
+    assert_eq!(recs[1].unix_ns(), 1_795_000_000_000_001_500);
+    assert_eq!(recs[1].thread_name(), Some("main"));
+    let ts = nanolog_runtime::reader::time::rfc3339(recs[0].unix_ns());
+    assert_eq!(ts, "2026-11-18T11:06:40.000001000Z");
+    assert!(include_str!("../../FORMAT.md").contains("2026-11-18 11:06:40.000001000 src/main.rs:7 INFO[main:1]: took 12 ms"));
+}
