@@ -457,7 +457,7 @@ fn write_arg_summary(a: &StatsArgs, n: usize, values: &mut [f64], out: &mut Stri
             for (name, v) in fields {
                 match v {
                     Some(v) => {
-                        let _ = writeln!(out, "{name:<6} {v}");
+                        let _ = writeln!(out, "{name:<6} {}", number(v));
                     }
                     None => {
                         let _ = writeln!(out, "{name:<6} -");
@@ -470,7 +470,7 @@ fn write_arg_summary(a: &StatsArgs, n: usize, values: &mut [f64], out: &mut Stri
             for (name, v) in fields {
                 match v {
                     Some(v) if v.is_finite() => {
-                        let _ = write!(out, ",\"{name}\":{v:?}");
+                        let _ = write!(out, ",\"{name}\":{}", number(v));
                     }
                     Some(v) => {
                         let _ = write!(out, ",\"{name}\":\"{v}\"");
@@ -482,5 +482,14 @@ fn write_arg_summary(a: &StatsArgs, n: usize, values: &mut [f64], out: &mut Stri
             }
             out.push_str("}\n");
         }
+    }
+}
+
+/// A value as text: integral values (exact below 2^53) without a fraction.
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:?}")
     }
 }
