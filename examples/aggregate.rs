@@ -30,6 +30,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    println!("{n} records: min {min} mean {} max {max}", sum / n.max(1) as f64);
+    println!(
+        "{n} records: min {min} mean {} max {max}",
+        sum / n.max(1) as f64
+    );
     Ok(())
 }

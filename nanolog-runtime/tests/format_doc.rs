@@ -81,7 +81,9 @@ fn documented() -> Vec<u8> {
     let end = doc.find("<!-- example:end -->").expect("end marker");
     let mut bytes = Vec::new();
     for line in doc[start..end].lines() {
-        let Some((_, hex)) = line.split_once(": ") else { continue };
+        let Some((_, hex)) = line.split_once(": ") else {
+            continue;
+        };
         let hex = hex.split("  ").next().unwrap_or("");
         for pair in hex.split_whitespace() {
             bytes.push(u8::from_str_radix(pair, 16).expect("hex byte"));
@@ -99,7 +101,11 @@ fn documented_example_matches_the_encoders_and_decodes() {
             println!("{:04x}: {}", i * 16, hex.join(" "));
         }
     }
-    assert_eq!(documented(), built, "FORMAT.md's hex dump differs from what the encoders write");
+    assert_eq!(
+        documented(),
+        built,
+        "FORMAT.md's hex dump differs from what the encoders write"
+    );
 
     let log = LogFile::from_bytes("FORMAT.md", documented()).unwrap();
     assert!(log.is_complete());
@@ -114,5 +120,6 @@ fn documented_example_matches_the_encoders_and_decodes() {
     assert_eq!(recs[1].thread_name(), Some("main"));
     let ts = nanolog_runtime::reader::time::rfc3339(recs[0].unix_ns());
     assert_eq!(ts, "2026-11-18T11:06:40.000001000Z");
-    assert!(include_str!("../../FORMAT.md").contains("2026-11-18 11:06:40.000001000 src/main.rs:7 INFO[main:1]: took 12 ms"));
+    assert!(include_str!("../../FORMAT.md")
+        .contains("2026-11-18 11:06:40.000001000 src/main.rs:7 INFO[main:1]: took 12 ms"));
 }

@@ -1,0 +1,98 @@
+//! A full disk: writes fail, the logger says so, counts what it lost, keeps
+//! running, and the file holds everything written before, decodable.
+//!
+//! The "disk" is a file-size limit (`ulimit -f`, with SIGXFSZ ignored so a
+//! write past it fails with EFBIG instead of killing the process). The test
+//! runs itself again as a child process under that limit.
+
+use std::process::Command;
+
+use nanolog::reader::{Event, Filter, LogFile, Merge};
+
+const CHILD_ENV: &str = "NANOLOG_DISK_FULL_CHILD";
+const LIMIT_KIB: u64 = 64;
+
+#[test]
+fn full_disk_is_reported_counted_and_leaves_a_decodable_file() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return child();
+    }
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: no bash to set a file-size limit");
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("nanolog-full-{}.nlog", std::process::id()));
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "trap '' XFSZ; ulimit -f {LIMIT_KIB}; exec \"$0\" --exact full_disk_is_reported_counted_and_leaves_a_decodable_file --nocapture"
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .arg(&exe)
+        .env(CHILD_ENV, &path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("child: write error reported"), "{stdout}");
+
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size <= LIMIT_KIB * 1024, "{size}");
+    let files = [LogFile::open(&path).unwrap()];
+    assert!(
+        files[0].warnings().is_empty(),
+        "the file was cut back to whole entries: {:?}",
+        files[0].warnings()
+    );
+    let mut expect = 0u64;
+    let mut after = 0;
+    for ev in Merge::new(&files, Filter::default()) {
+        let Event::Record(r) = ev else { continue };
+        if r.site().format.ends_with("after the error") {
+            after += 1;
+            continue;
+        }
+        // Records before the failure are all there, in order.
+        assert_eq!(
+            r.arg(0),
+            Some(nanolog::reader::Value::Uint(u128::from(expect)))
+        );
+        expect += 1;
+    }
+    assert!(expect > 1000, "only {expect} records survived");
+    // The record logged after the error is there if its (smaller) write
+    // fitted under the limit, and never twice.
+    assert!(after <= 1);
+    let _ = std::fs::remove_file(&path);
+}
+
+fn child() {
+    let path = std::env::var_os(CHILD_ENV).unwrap();
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let mut failed = false;
+    for i in 0..200_000u64 {
+        nanolog::info!("record {} with some text to fill the disk quickly", i);
+        if i % 5_000 == 4_999 {
+            match logger.flush() {
+                Ok(()) => {}
+                Err(nanolog::Error::Write(e)) => {
+                    println!("child: write error reported: {e}");
+                    failed = true;
+                    break;
+                }
+                Err(e) => panic!("unexpected error {e}"),
+            }
+        }
+    }
+    assert!(failed, "no write error at a {LIMIT_KIB} KiB limit");
+    let stats = logger.stats();
+    assert!(stats.lost > 0, "{stats:?}");
+    // Logging goes on after the error without blocking or panicking.
+    nanolog::info!("record {} after the error", 0u64);
+    drop(logger);
+}
