@@ -98,7 +98,7 @@ impl<T: ?Sized> PrepFmt for &Wrap<'_, T> {
 /// Strings rendered at the call site, one per placeholder of the argument.
 pub struct Rendered<const N: usize>(pub [String; N]);
 
-/// Where an encoder writes next. Only [`crate::log`] creates one, over exactly
+/// Where an encoder writes next. Only `log` creates one, over exactly
 /// the bytes it reserved, and every write checks the remaining room.
 pub struct Cursor {
     ptr: NonNull<u8>,

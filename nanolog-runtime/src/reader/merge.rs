@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{Extent, Gap, Item, LogFile, ReadError, Record, SiteDef};
+use super::{Extent, Gap, Item, LogFile, ReadError, Record, SiteDef, TimeMap};
 use crate::Level;
 
 /// Which records to yield. Everything here is decided from the dictionary and
@@ -61,9 +61,10 @@ impl Event<'_> {
 /// Where an event came from: index of its file in the slice given to [`Merge`].
 pub type Origin = usize;
 
-/// (time, file, tick, thread, cursor) of a cursor's pending event: the
-/// order of the merged output, ties broken the same way every run.
-type HeapKey = (i64, usize, u64, u32, usize);
+/// (time, clock domain, tick, file, thread, cursor) of a cursor's pending
+/// event: the order of the merged output. Within one clock (one process's
+/// files) ties are broken by tick, so rotation boundaries keep their order.
+type HeapKey = (i64, usize, u64, usize, u32, usize);
 
 struct Cursor<'a> {
     file: &'a LogFile,
@@ -90,6 +91,12 @@ pub struct Merge<'a> {
     u_item: usize,
     u_extent: Option<Extent<'a>>,
     errors: Vec<ReadError>,
+    /// Per file, the clock its ticks are read by: files written by one
+    /// process (a rotated set) share one map built from all their clock
+    /// pairs, so records on both sides of a rotation keep their order.
+    clocks: Vec<std::sync::Arc<TimeMap>>,
+    /// Per file, the index of the first file sharing its clock.
+    domains: Vec<usize>,
 }
 
 impl<'a> Merge<'a> {
@@ -142,6 +149,7 @@ impl<'a> Merge<'a> {
             }
         }
         let n = cursors.len();
+        let (clocks, domains) = shared_clocks(files);
         Merge {
             files,
             allowed,
@@ -155,6 +163,8 @@ impl<'a> Merge<'a> {
             u_item: 0,
             u_extent: None,
             errors: Vec::new(),
+            clocks,
+            domains,
         }
     }
 
@@ -209,7 +219,9 @@ impl<'a> Merge<'a> {
                                 continue;
                             }
                         };
-                        let rec = Record::new(cur.file, site, cur.thread, tick, args, len);
+                        let mut rec =
+                            Record::new_untimed(cur.file, site, cur.thread, tick, args, len);
+                        rec.set_unix_ns(self.clocks[cur.file_ix].unix_ns(tick));
                         let file_ix = cur.file_ix;
                         match self.keep_record(file_ix, &rec) {
                             Some(true) => return Some(Event::Record(rec)),
@@ -244,7 +256,9 @@ impl<'a> Merge<'a> {
                     last,
                     offset,
                 } => {
-                    let g = cur.file.gap(cur.thread, count, first, last);
+                    let g =
+                        cur.file
+                            .gap_in(&self.clocks[cur.file_ix], cur.thread, count, first, last);
                     let file = cur.file;
                     if offset >= self.filter.min_offset && self.keep_gap(&g) {
                         return Some(Event::Gap(g, file));
@@ -260,7 +274,14 @@ impl<'a> Merge<'a> {
             Event::Record(r) => (r.unix_ns(), r.tick),
             Event::Gap(g, _) => (g.first_unix_ns, g.first_tick),
         };
-        (ns, cur.file_ix, tick, cur.thread, c)
+        (
+            ns,
+            self.domains[cur.file_ix],
+            tick,
+            cur.file_ix,
+            cur.thread,
+            c,
+        )
     }
 
     fn push(&mut self, c: usize, ev: Event<'a>) {
@@ -279,7 +300,7 @@ impl<'a> Merge<'a> {
             }
         }
         let top = self.heap.peek_mut()?;
-        let c = top.0 .4;
+        let c = top.0 .5;
         let ev = self.pending[c].take()?;
         // Replace the top in place (one sift) rather than pop and push.
         drop(top);
@@ -307,7 +328,9 @@ impl<'a> Merge<'a> {
                         let thread = ext.thread;
                         match ext.take_args(site) {
                             Ok((args, len)) => {
-                                let rec = Record::new(file, site, thread, tick, args, len);
+                                let mut rec =
+                                    Record::new_untimed(file, site, thread, tick, args, len);
+                                rec.set_unix_ns(self.clocks[self.u_file].unix_ns(tick));
                                 if self.keep_record(self.u_file, &rec) == Some(true) {
                                     return Some(Event::Record(rec));
                                 }
@@ -351,7 +374,7 @@ impl<'a> Merge<'a> {
                     last,
                     offset,
                 } => {
-                    let g = file.gap(thread, count, first, last);
+                    let g = file.gap_in(&self.clocks[self.u_file], thread, count, first, last);
                     if offset >= self.filter.min_offset && self.keep_gap(&g) {
                         return Some(Event::Gap(g, file));
                     }
@@ -376,4 +399,35 @@ impl<'a> Iterator for Merge<'a> {
             self.next_unsorted()
         }
     }
+}
+
+/// Groups files by the clock that stamped them: the same process id and the
+/// same calibrated rate (measured once per process, so equal bit for bit
+/// only within one process).
+fn shared_clocks(files: &[LogFile]) -> (Vec<std::sync::Arc<TimeMap>>, Vec<usize>) {
+    let key = |f: &LogFile| (f.header().pid, f.header().ticks_per_second.to_bits());
+    let mut out: Vec<Option<std::sync::Arc<TimeMap>>> = vec![None; files.len()];
+    let mut domains = vec![0; files.len()];
+    for i in 0..files.len() {
+        if out[i].is_some() {
+            continue;
+        }
+        let group: Vec<usize> = (i..files.len())
+            .filter(|&j| key(&files[j]) == key(&files[i]))
+            .collect();
+        let map = if group.len() == 1 {
+            files[i].time_map().clone()
+        } else {
+            TimeMap::union(
+                files[i].header().ticks_per_second,
+                group.iter().map(|&j| files[j].time_map()),
+            )
+        };
+        let map = std::sync::Arc::new(map);
+        for j in group {
+            out[j] = Some(std::sync::Arc::clone(&map));
+            domains[j] = i;
+        }
+    }
+    (out.into_iter().flatten().collect(), domains)
 }

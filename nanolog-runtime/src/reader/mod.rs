@@ -500,13 +500,24 @@ impl LogFile {
     }
 
     fn gap(&self, thread: u32, count: u64, first: u64, last: u64) -> Gap {
+        self.gap_in(&self.time, thread, count, first, last)
+    }
+
+    pub(crate) fn gap_in(
+        &self,
+        time: &TimeMap,
+        thread: u32,
+        count: u64,
+        first: u64,
+        last: u64,
+    ) -> Gap {
         Gap {
             thread,
             count,
             first_tick: first,
             last_tick: last,
-            first_unix_ns: self.time.unix_ns(first),
-            last_unix_ns: self.time.unix_ns(last),
+            first_unix_ns: time.unix_ns(first),
+            last_unix_ns: time.unix_ns(last),
         }
     }
 
@@ -739,6 +750,14 @@ impl<'a> Iterator for Extent<'a> {
     }
 }
 
+impl Record<'_> {
+    /// Sets the wall-clock time (by a clock shared with other files).
+    #[inline]
+    pub(crate) fn set_unix_ns(&mut self, ns: i64) {
+        self.ns = ns;
+    }
+}
+
 /// `Record::ns` before it is computed.
 const UNTIMED: i64 = i64::MIN;
 
@@ -767,29 +786,9 @@ impl fmt::Debug for Record<'_> {
 }
 
 impl<'a> Record<'a> {
-    #[inline]
-    pub(crate) fn new(
-        file: &'a LogFile,
-        site: &'a SiteDef,
-        thread: u32,
-        tick: u64,
-        args: &'a [u8],
-        len: u32,
-    ) -> Record<'a> {
-        Record {
-            file,
-            site,
-            thread,
-            tick,
-            args,
-            len,
-            ns: file.time.unix_ns(tick),
-        }
-    }
-
     /// A record whose wall-clock time is computed when asked for.
     #[inline]
-    fn new_untimed(
+    pub(crate) fn new_untimed(
         file: &'a LogFile,
         site: &'a SiteDef,
         thread: u32,
