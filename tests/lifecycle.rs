@@ -82,6 +82,9 @@ fn logging_without_a_logger_is_silent_and_does_not_evaluate_arguments() {
     drop(logger);
     assert_eq!(calls.load(Ordering::Relaxed), 2);
     assert_eq!(messages(&path), ["shown 0", "now shown 1"]);
+    // After the logger is gone: silent again, arguments not evaluated.
+    nanolog::error!("after stop {}", arg());
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
     let _ = std::fs::remove_file(&path);
 }
 
