@@ -72,23 +72,79 @@ fn render_arg(spec: &Spec, kind: ArgKind, v: &Value<'_>, args: &[Value<'_>], out
         ),
         Value::Uint(u) => render_int(spec, kind, u, false, width, precision, out),
         Value::Int(i) => render_int(spec, kind, i as u128, i < 0, width, precision, out),
-        Value::F32(f) => render_float(spec, f, f.is_nan(), width, precision, out),
-        Value::F64(f) => render_float(spec, f, f.is_nan(), width, precision, out),
+        Value::F32(f) => render_float(spec, f, f64::from(f), width, precision, out),
+        Value::F64(f) => render_float(spec, f, f, width, precision, out),
     }
+}
+
+/// `{:.p}` of `v` for small `p`, when it can be decided without the exact
+/// decimal expansion: `v * 10^p` is computed with an error below one unit in
+/// its last place, so unless it lies within a few units of a rounding tie,
+/// rounding it gives the digits `format!` prints (which rounds the exact
+/// value, ties to even). Returns false, writing nothing, when it cannot decide.
+fn fixed_fast(v: f64, p: usize, out: &mut String) -> bool {
+    const POW10: [f64; 10] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
+    const POW10_U: [u64; 10] = [
+        1,
+        10,
+        100,
+        1_000,
+        10_000,
+        100_000,
+        1_000_000,
+        10_000_000,
+        100_000_000,
+        1_000_000_000,
+    ];
+    if p >= POW10.len() || !v.is_finite() {
+        return false;
+    }
+    let a = v.abs();
+    let s = a * POW10[p];
+    if s >= 4.0e15 {
+        return false;
+    }
+    let k = s.floor();
+    let frac = s - k;
+    // Distance from the tie, against a generous bound on the error of `s`.
+    let err = s * f64::EPSILON * 4.0 + f64::MIN_POSITIVE;
+    if (frac - 0.5).abs() <= err {
+        return false;
+    }
+    let r = k as u64 + u64::from(frac > 0.5);
+    if v.is_sign_negative() {
+        out.push('-');
+    }
+    push_u64(out, r / POW10_U[p]);
+    if p > 0 {
+        out.push('.');
+        let f = r % POW10_U[p];
+        let mut buf = [b'0'; 9];
+        let mut x = f;
+        for i in (0..p).rev() {
+            buf[i] = b'0' + (x % 10) as u8;
+            x /= 10;
+        }
+        push_ascii(out, &buf[..p]);
+    }
+    true
 }
 
 fn render_float<F>(
     spec: &Spec,
     f: F,
-    nan: bool,
+    as_f64: f64,
     width: Option<usize>,
     precision: Option<usize>,
     out: &mut String,
 ) where
     F: std::fmt::Display + std::fmt::Debug + std::fmt::LowerExp + std::fmt::UpperExp,
 {
+    let nan = as_f64.is_nan();
     let start = out.len();
+    let fast = spec.ty == Ty::Display && precision.is_some_and(|p| fixed_fast(as_f64, p, out));
     let _ = match (spec.ty, precision) {
+        _ if fast => Ok(()),
         (Ty::Debug, None) => write!(out, "{f:?}"),
         (Ty::Debug, Some(p)) => write!(out, "{f:.p$?}"),
         (Ty::LowerExp, None) => write!(out, "{f:e}"),
@@ -331,6 +387,88 @@ fn pad_str(s: &str, spec: &Spec, width: Option<usize>, precision: Option<usize>,
             }
         }
         None => out.push_str(s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(precision: Count) -> Spec {
+        Spec {
+            arg: 0,
+            use_ix: 0,
+            fill: ' ',
+            align: Align::Unknown,
+            flags: 0,
+            width: Count::Implied,
+            precision,
+            ty: Ty::Display,
+        }
+    }
+
+    /// The fixed-precision fast path against `format!`, over values near
+    /// ties, tiny, huge and random, for every precision it takes.
+    #[test]
+    fn fixed_precision_floats_match_format() {
+        let mut vals: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            -2.5,
+            0.25,
+            0.125,
+            0.05,
+            0.15,
+            0.35,
+            1.005,
+            2.675,
+            1e-10,
+            -1e-10,
+            123456.789,
+            0.1 + 0.2,
+            9.9999999,
+            999999999.9999,
+            4.0e15,
+            1.0 / 3.0,
+            -2.0 / 3.0,
+            1e300,
+            f64::MIN_POSITIVE,
+        ];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = match i % 4 {
+                0 => (x % 1_000_000) as f64 / 1000.0,
+                1 => (x % 100_000) as f64 / 7.0,
+                2 => f64::from_bits(x >> 2) * 1e-300,
+                _ => (x as i64 as f64) / 1e12,
+            };
+            vals.push(v);
+            vals.push(-v);
+        }
+        for &v in &vals {
+            for p in 0..10u32 {
+                let mut got = String::new();
+                render_float(&spec(Count::Is(p)), v, v, None, Some(p as usize), &mut got);
+                assert_eq!(got, format!("{v:.*}", p as usize), "{v:e} at .{p}");
+            }
+            let f = v as f32;
+            let mut got = String::new();
+            render_float(
+                &spec(Count::Is(3)),
+                f,
+                f64::from(f),
+                None,
+                Some(3),
+                &mut got,
+            );
+            assert_eq!(got, format!("{f:.3}"), "{f:e} f32");
+        }
     }
 }
 
