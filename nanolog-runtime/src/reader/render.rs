@@ -390,88 +390,6 @@ fn pad_str(s: &str, spec: &Spec, width: Option<usize>, precision: Option<usize>,
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(precision: Count) -> Spec {
-        Spec {
-            arg: 0,
-            use_ix: 0,
-            fill: ' ',
-            align: Align::Unknown,
-            flags: 0,
-            width: Count::Implied,
-            precision,
-            ty: Ty::Display,
-        }
-    }
-
-    /// The fixed-precision fast path against `format!`, over values near
-    /// ties, tiny, huge and random, for every precision it takes.
-    #[test]
-    fn fixed_precision_floats_match_format() {
-        let mut vals: Vec<f64> = vec![
-            0.0,
-            -0.0,
-            0.5,
-            1.5,
-            2.5,
-            -2.5,
-            0.25,
-            0.125,
-            0.05,
-            0.15,
-            0.35,
-            1.005,
-            2.675,
-            1e-10,
-            -1e-10,
-            123456.789,
-            0.1 + 0.2,
-            9.9999999,
-            999999999.9999,
-            4.0e15,
-            1.0 / 3.0,
-            -2.0 / 3.0,
-            1e300,
-            f64::MIN_POSITIVE,
-        ];
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        for i in 0..200_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let v = match i % 4 {
-                0 => (x % 1_000_000) as f64 / 1000.0,
-                1 => (x % 100_000) as f64 / 7.0,
-                2 => f64::from_bits(x >> 2) * 1e-300,
-                _ => (x as i64 as f64) / 1e12,
-            };
-            vals.push(v);
-            vals.push(-v);
-        }
-        for &v in &vals {
-            for p in 0..10u32 {
-                let mut got = String::new();
-                render_float(&spec(Count::Is(p)), v, v, None, Some(p as usize), &mut got);
-                assert_eq!(got, format!("{v:.*}", p as usize), "{v:e} at .{p}");
-            }
-            let f = v as f32;
-            let mut got = String::new();
-            render_float(
-                &spec(Count::Is(3)),
-                f,
-                f64::from(f),
-                None,
-                Some(3),
-                &mut got,
-            );
-            assert_eq!(got, format!("{f:.3}"), "{f:e} f32");
-        }
-    }
-}
-
 fn split_pad(pad: usize, align: Align, default: Align) -> (usize, usize) {
     let align = if align == Align::Unknown {
         default
@@ -590,5 +508,87 @@ fn json_float(f: f64, debug: &str, out: &mut String) {
         out.push_str(debug);
     } else {
         out.push_str(debug);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(precision: Count) -> Spec {
+        Spec {
+            arg: 0,
+            use_ix: 0,
+            fill: ' ',
+            align: Align::Unknown,
+            flags: 0,
+            width: Count::Implied,
+            precision,
+            ty: Ty::Display,
+        }
+    }
+
+    /// The fixed-precision fast path against `format!`, over values near
+    /// ties, tiny, huge and random, for every precision it takes.
+    #[test]
+    fn fixed_precision_floats_match_format() {
+        let mut vals: Vec<f64> = vec![
+            0.0,
+            -0.0,
+            0.5,
+            1.5,
+            2.5,
+            -2.5,
+            0.25,
+            0.125,
+            0.05,
+            0.15,
+            0.35,
+            1.005,
+            2.675,
+            1e-10,
+            -1e-10,
+            123456.789,
+            0.1 + 0.2,
+            9.9999999,
+            999999999.9999,
+            4.0e15,
+            1.0 / 3.0,
+            -2.0 / 3.0,
+            1e300,
+            f64::MIN_POSITIVE,
+        ];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = match i % 4 {
+                0 => (x % 1_000_000) as f64 / 1000.0,
+                1 => (x % 100_000) as f64 / 7.0,
+                2 => f64::from_bits(x >> 2) * 1e-300,
+                _ => (x as i64 as f64) / 1e12,
+            };
+            vals.push(v);
+            vals.push(-v);
+        }
+        for &v in &vals {
+            for p in 0..10u32 {
+                let mut got = String::new();
+                render_float(&spec(Count::Is(p)), v, v, None, Some(p as usize), &mut got);
+                assert_eq!(got, format!("{v:.*}", p as usize), "{v:e} at .{p}");
+            }
+            let f = v as f32;
+            let mut got = String::new();
+            render_float(
+                &spec(Count::Is(3)),
+                f,
+                f64::from(f),
+                None,
+                Some(3),
+                &mut got,
+            );
+            assert_eq!(got, format!("{f:.3}"), "{f:e} f32");
+        }
     }
 }
