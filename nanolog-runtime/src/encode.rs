@@ -7,8 +7,8 @@
 //! first and falls back to [`PrepFmt`] on `&Wrap<T>`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::ptr::NonNull;
 
+pub use crate::ring::Cursor;
 use crate::site::ArgKind;
 
 /// A borrowed argument, the receiver of `__nl_prep`.
@@ -98,45 +98,6 @@ impl<T: ?Sized> PrepFmt for &Wrap<'_, T> {
 /// Strings rendered at the call site, one per placeholder of the argument.
 pub struct Rendered<const N: usize>(pub [String; N]);
 
-/// Where an encoder writes next. Only `log` creates one, over exactly
-/// the bytes it reserved, and every write checks the remaining room.
-pub struct Cursor {
-    ptr: NonNull<u8>,
-    remaining: usize,
-}
-
-impl Cursor {
-    /// # Safety
-    /// `ptr` must be valid for writes of `len` bytes for the cursor's lifetime.
-    pub(crate) unsafe fn new(ptr: NonNull<u8>, len: usize) -> Cursor {
-        Cursor {
-            ptr,
-            remaining: len,
-        }
-    }
-
-    #[inline(always)]
-    fn put(self, bytes: &[u8]) -> Cursor {
-        if bytes.len() > self.remaining {
-            // Unreachable from the macros (the record size is computed from the
-            // same values); refuse rather than write out of bounds.
-            return Cursor {
-                remaining: 0,
-                ..self
-            };
-        }
-        // SAFETY: the cursor's invariant makes `ptr` valid for `remaining`
-        // bytes, and bytes.len() <= remaining.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr(), bytes.len());
-            Cursor {
-                ptr: self.ptr.add(bytes.len()),
-                remaining: self.remaining - bytes.len(),
-            }
-        }
-    }
-}
-
 mod sealed {
     pub trait Sealed {}
 }
@@ -148,7 +109,7 @@ pub trait Encode: sealed::Sealed {
     /// Bytes it takes in the ring.
     fn ring_len(&self) -> usize;
     /// Writes it and returns the cursor past it.
-    fn write(&self, c: Cursor) -> Cursor;
+    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a>;
 }
 
 macro_rules! encode_int {
@@ -161,7 +122,7 @@ macro_rules! encode_int {
                 std::mem::size_of::<$t>()
             }
             #[inline(always)]
-            fn write(&self, c: Cursor) -> Cursor {
+            fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
                 c.put(&self.to_le_bytes())
             }
         }
@@ -179,7 +140,7 @@ impl Encode for usize {
         8
     }
     #[inline(always)]
-    fn write(&self, c: Cursor) -> Cursor {
+    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
         c.put(&(*self as u64).to_le_bytes())
     }
 }
@@ -192,7 +153,7 @@ impl Encode for isize {
         8
     }
     #[inline(always)]
-    fn write(&self, c: Cursor) -> Cursor {
+    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
         c.put(&(*self as i64).to_le_bytes())
     }
 }
@@ -205,7 +166,7 @@ impl Encode for bool {
         1
     }
     #[inline(always)]
-    fn write(&self, c: Cursor) -> Cursor {
+    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
         c.put(&[*self as u8])
     }
 }
@@ -218,7 +179,7 @@ impl Encode for char {
         4
     }
     #[inline(always)]
-    fn write(&self, c: Cursor) -> Cursor {
+    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
         c.put(&(*self as u32).to_le_bytes())
     }
 }
@@ -231,7 +192,7 @@ impl Encode for &str {
         4 + self.len()
     }
     #[inline(always)]
-    fn write(&self, c: Cursor) -> Cursor {
+    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
         // Strings longer than u32::MAX bytes cannot fit a ring; the record is
         // dropped as oversize before we get here.
         c.put(&(self.len() as u32).to_le_bytes())
@@ -245,7 +206,7 @@ impl<const N: usize> Encode for Rendered<N> {
     fn ring_len(&self) -> usize {
         4 + self.0.iter().map(|s| 4 + s.len()).sum::<usize>()
     }
-    fn write(&self, c: Cursor) -> Cursor {
+    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
         let mut c = c.put(&(N as u32).to_le_bytes());
         for s in &self.0 {
             c = c.put(&(s.len() as u32).to_le_bytes()).put(s.as_bytes());
@@ -268,6 +229,6 @@ pub fn encoded_len<T: Encode>(v: &T) -> usize {
 
 /// Writes the argument.
 #[inline(always)]
-pub fn encode<T: Encode>(v: &T, c: Cursor) -> Cursor {
+pub fn encode<'a, T: Encode>(v: &T, c: Cursor<'a>) -> Cursor<'a> {
     v.write(c)
 }

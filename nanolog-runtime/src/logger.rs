@@ -7,9 +7,9 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
-use crate::encode::Cursor;
 use crate::error::Error;
 use crate::level::{self, Level};
+use crate::ring::Cursor;
 use crate::ring::{self, Producer, Ring};
 use crate::site::{ArgKind, Site};
 use crate::{clock, flusher};
@@ -437,35 +437,22 @@ impl ThreadProducer {
     }
 
     #[inline(always)]
-    fn write(&mut self, id: u32, len: usize, enc: impl FnOnce(Cursor)) {
+    fn write(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
         if self.pending_drops > 0 && !self.try_write_drops() {
             self.dropped(clock::now(), false);
             return;
         }
-        let mut slot = self.producer.try_reserve(len);
-        if slot.is_none() {
-            slot = self.wait_for_room(len);
+        if !self.producer.try_reserve(len) && !self.wait_for_room(len) {
+            return;
         }
-        let Some(p) = slot else { return };
-        let tick = clock::now();
-        // SAFETY: `try_reserve` returned `len` writable bytes at `p`, and
-        // len >= HEADER (16), so the header fits.
-        let args = unsafe {
-            let h = p.as_ptr();
-            h.cast::<u32>().write_unaligned(id);
-            h.add(4).cast::<u32>().write_unaligned(len as u32);
-            h.add(8).cast::<u64>().write_unaligned(tick);
-            std::ptr::NonNull::new_unchecked(h.add(ring::HEADER))
-        };
-        // SAFETY: the rest of the reservation, len - HEADER bytes, is ours
-        // until `commit`.
-        enc(unsafe { Cursor::new(args, len - ring::HEADER) });
-        self.producer.commit(len);
+        // The tick is read after the reservation, so a thread's records are
+        // in tick order in its ring.
+        self.producer.commit_record(id, clock::now(), enc);
     }
 
     #[cold]
     #[inline(never)]
-    fn wait_for_room(&mut self, len: usize) -> Option<std::ptr::NonNull<u8>> {
+    fn wait_for_room(&mut self, len: usize) -> bool {
         if self.on_full_drop() {
             // Wake an idle flusher at the start of a run of drops (and now
             // and then during one), so a burst does not wait out its sleep.
@@ -473,18 +460,18 @@ impl ThreadProducer {
                 self.shared.wake_flusher();
             }
             self.dropped(clock::now(), false);
-            return None;
+            return false;
         }
         let mut spins = 0u32;
         loop {
-            if let Some(p) = self.producer.try_reserve(len) {
-                return Some(p);
+            if self.producer.try_reserve(len) {
+                return true;
             }
             if !self.shared.running.load(Ordering::Acquire)
                 || self.shared.stop.load(Ordering::Acquire) && spins > 10_000
             {
                 self.dropped(clock::now(), false);
-                return None;
+                return false;
             }
             spins += 1;
             if spins % 64 == 1 {
@@ -521,28 +508,11 @@ impl ThreadProducer {
     /// Writes the pending drop marker; false if the ring has no room for it.
     #[cold]
     fn try_write_drops(&mut self) -> bool {
-        let Some(p) = self.producer.try_reserve(ring::DROPS_LEN) else {
+        if !self.producer.try_reserve(ring::DROPS_LEN) {
             return false;
-        };
-        let fields = [
-            self.last_drop,
-            self.pending_drops,
-            self.first_drop,
-            self.last_drop,
-        ];
-        // SAFETY: DROPS_LEN bytes are reserved at `p`: a 16-byte header whose
-        // tick field is fields[0], then the three u64 fields.
-        unsafe {
-            let h = p.as_ptr();
-            h.cast::<u32>().write_unaligned(ring::DROPS);
-            h.add(4)
-                .cast::<u32>()
-                .write_unaligned(ring::DROPS_LEN as u32);
-            for (i, f) in fields.iter().enumerate() {
-                h.add(8 + 8 * i).cast::<u64>().write_unaligned(*f);
-            }
         }
-        self.producer.commit(ring::DROPS_LEN);
+        self.producer
+            .commit_drops(self.pending_drops, self.first_drop, self.last_drop);
         self.pending_drops = 0;
         true
     }
@@ -557,7 +527,7 @@ pub fn log<const N: usize>(
     site: &'static Site,
     args_len: usize,
     kinds: impl FnOnce() -> [ArgKind; N],
-    enc: impl FnOnce(Cursor),
+    enc: impl for<'a> FnOnce(Cursor<'a>),
 ) {
     let id = site.id(kinds);
     let len = (ring::HEADER + args_len + 7) & !7;
@@ -574,7 +544,12 @@ pub fn log<const N: usize>(
 
 #[cold]
 #[inline(never)]
-fn log_attaching(slot: &mut Option<ThreadProducer>, id: u32, len: usize, enc: impl FnOnce(Cursor)) {
+fn log_attaching(
+    slot: &mut Option<ThreadProducer>,
+    id: u32,
+    len: usize,
+    enc: impl for<'a> FnOnce(Cursor<'a>),
+) {
     *slot = None;
     if let Some(p) = ThreadProducer::attach() {
         slot.insert(p).log(id, len, enc);
@@ -583,7 +558,7 @@ fn log_attaching(slot: &mut Option<ThreadProducer>, id: u32, len: usize, enc: im
 
 impl ThreadProducer {
     #[inline(always)]
-    fn log(&mut self, id: u32, len: usize, enc: impl FnOnce(Cursor)) {
+    fn log(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
         if len > self.producer.ring().capacity() {
             self.dropped(clock::now(), true);
             return;

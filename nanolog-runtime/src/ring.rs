@@ -109,6 +109,44 @@ pub(crate) struct Producer {
     ring: std::sync::Arc<Ring>,
     tail: u64,
     cached_head: u64,
+    /// Where the last successful `try_reserve` reserved its bytes.
+    reserved: Option<(NonNull<u8>, usize)>,
+}
+
+/// Where an encoder writes a record's arguments: the reserved bytes after
+/// the header. Only the ring creates one, over exactly the reserved bytes;
+/// its lifetime ends before the record is published, and every write checks
+/// the room left.
+pub struct Cursor<'a> {
+    ptr: NonNull<u8>,
+    remaining: usize,
+    _slot: std::marker::PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Cursor<'a> {
+    /// Writes `bytes` and returns the cursor past them.
+    #[inline(always)]
+    pub(crate) fn put(self, bytes: &[u8]) -> Cursor<'a> {
+        if bytes.len() > self.remaining {
+            // Unreachable from the macros (the record size is computed from
+            // the same values); refuse rather than write out of bounds.
+            return Cursor {
+                remaining: 0,
+                ..self
+            };
+        }
+        // SAFETY: a cursor covers `remaining` reserved bytes at `ptr` that
+        // nothing else reads or writes until the record is published, after
+        // the cursor's lifetime; bytes.len() <= remaining.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr(), bytes.len());
+            Cursor {
+                ptr: self.ptr.add(bytes.len()),
+                remaining: self.remaining - bytes.len(),
+                _slot: std::marker::PhantomData,
+            }
+        }
+    }
 }
 
 impl Producer {
@@ -117,6 +155,7 @@ impl Producer {
             ring,
             tail: 0,
             cached_head: 0,
+            reserved: None,
         }
     }
 
@@ -124,11 +163,72 @@ impl Producer {
         &self.ring
     }
 
-    /// Reserves `len` contiguous bytes (a multiple of 8, at most the capacity)
-    /// and returns where they start, or `None` if the ring has no room now.
-    /// Nothing is visible to the consumer until [`commit`](Self::commit).
+    /// Reserves `len` contiguous bytes (a multiple of 8, at least a header,
+    /// at most the capacity) for [`commit_record`](Self::commit_record) or
+    /// [`commit_drops`](Self::commit_drops); false if the ring has no room now.
     #[inline(always)]
-    pub(crate) fn try_reserve(&mut self, len: usize) -> Option<NonNull<u8>> {
+    pub(crate) fn try_reserve(&mut self, len: usize) -> bool {
+        match self.reserve(len) {
+            Some(p) => {
+                self.reserved = Some((p, len));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes a record into the reserved bytes, its arguments by `enc`, and
+    /// publishes it.
+    #[inline(always)]
+    pub(crate) fn commit_record(
+        &mut self,
+        site: u32,
+        tick: u64,
+        enc: impl for<'a> FnOnce(Cursor<'a>),
+    ) {
+        let Some((p, len)) = self.reserved.take() else {
+            return;
+        };
+        // SAFETY: `reserve` returned `len` >= HEADER writable bytes at `p`
+        // that the consumer does not read before `commit`.
+        let args = unsafe {
+            let h = p.as_ptr();
+            h.cast::<u32>().write_unaligned(site);
+            h.add(4).cast::<u32>().write_unaligned(len as u32);
+            h.add(8).cast::<u64>().write_unaligned(tick);
+            p.add(HEADER)
+        };
+        enc(Cursor {
+            ptr: args,
+            remaining: len - HEADER,
+            _slot: std::marker::PhantomData,
+        });
+        self.commit(len);
+    }
+
+    /// Writes a drop marker (`count` records dropped between the ticks) into
+    /// the reserved bytes and publishes it.
+    pub(crate) fn commit_drops(&mut self, count: u64, first: u64, last: u64) {
+        let Some((p, len)) = self.reserved.take() else {
+            return;
+        };
+        debug_assert_eq!(len, DROPS_LEN);
+        // SAFETY: DROPS_LEN bytes are reserved at `p` (checked by the caller
+        // reserving exactly that): a header whose tick is `last`, then three
+        // u64 fields.
+        unsafe {
+            let h = p.as_ptr();
+            h.cast::<u32>().write_unaligned(DROPS);
+            h.add(4).cast::<u32>().write_unaligned(DROPS_LEN as u32);
+            for (i, f) in [last, count, first, last].iter().enumerate() {
+                h.add(8 + 8 * i).cast::<u64>().write_unaligned(*f);
+            }
+        }
+        self.commit(DROPS_LEN);
+    }
+
+    #[inline(always)]
+    fn reserve(&mut self, len: usize) -> Option<NonNull<u8>> {
         debug_assert!(len % 8 == 0 && len <= self.ring.cap && len >= HEADER);
         let cap = self.ring.cap;
         let off = self.tail as usize & (cap - 1);
@@ -174,12 +274,12 @@ impl Producer {
         self.tail += to_end as u64;
         // Release: publishes the PAD word (see `commit`).
         self.ring.tail.store(self.tail, Ordering::Release);
-        self.try_reserve(len)
+        self.reserve(len)
     }
 
     /// Publishes the `len` bytes reserved last.
     #[inline(always)]
-    pub(crate) fn commit(&mut self, len: usize) {
+    fn commit(&mut self, len: usize) {
         self.tail += len as u64;
         // Release pairs with the consumer's Acquire load of `tail`: the record's
         // bytes, written before this store, are visible to it before it reads them.
@@ -307,20 +407,13 @@ mod loom_tests {
             let sizes = [24usize, 32, 16, 40];
             let t = loom::thread::spawn(move || {
                 for (i, &len) in sizes.iter().enumerate() {
-                    let p = loop {
-                        match prod.try_reserve(len) {
-                            Some(p) => break p,
-                            None => loom::thread::yield_now(),
-                        }
-                    };
-                    // SAFETY: `len` bytes are reserved at `p`.
-                    unsafe {
-                        let h = p.as_ptr();
-                        h.cast::<u32>().write_unaligned(i as u32 + 1);
-                        h.add(4).cast::<u32>().write_unaligned(len as u32);
-                        h.add(8).cast::<u64>().write_unaligned(100 + i as u64);
+                    while !prod.try_reserve(len) {
+                        loom::thread::yield_now();
                     }
-                    prod.commit(len);
+                    let fill = [i as u8; 64];
+                    prod.commit_record(i as u32 + 1, 100 + i as u64, |c| {
+                        let _ = c.put(&fill[..len - HEADER]);
+                    });
                 }
             });
             let mut seen = 0;
@@ -331,6 +424,10 @@ mod loom_tests {
                         assert_eq!(r.site, seen as u32 + 1);
                         assert_eq!(r.tick, 100 + seen as u64);
                         assert_eq!(r.len(), sizes[seen]);
+                        assert!(
+                            r.args.iter().all(|&b| b == seen as u8),
+                            "argument bytes intact"
+                        );
                         let len = r.len();
                         cons.advance(len);
                         cons.release();
