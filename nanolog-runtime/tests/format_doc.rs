@@ -123,3 +123,61 @@ fn documented_example_matches_the_encoders_and_decodes() {
     assert!(include_str!("../../FORMAT.md")
         .contains("2026-11-18 11:06:40.000001000 src/main.rs:7 INFO[main:1]: took 12 ms"));
 }
+
+/// Every prefix of a log (a writer that died at any byte) and every single
+/// bit flip: the reader never panics, never invents a record, and reports
+/// what it skipped.
+#[test]
+fn every_prefix_and_bit_flip_is_handled() {
+    let good = example();
+    let decode = |bytes: Vec<u8>| -> Option<(Vec<String>, usize)> {
+        let log = LogFile::from_bytes("x", bytes).ok()?;
+        let msgs = log
+            .records()
+            .filter_map(Result::ok)
+            .map(|r| r.message())
+            .collect();
+        Some((msgs, log.warnings().len()))
+    };
+    let valid = ["took 12 ms", "took 300 ms"];
+    // Where entries end: a prefix cut there is a clean (if unfinished) log.
+    let mut boundaries = vec![wire::HEADER_LEN];
+    let mut at = wire::HEADER_LEN;
+    while at < good.len() {
+        let len = u32::from_le_bytes(good[at + 1..at + 5].try_into().unwrap()) as usize;
+        at += wire::FRAME_LEN + len;
+        boundaries.push(at);
+    }
+    for n in 0..good.len() {
+        match decode(good[..n].to_vec()) {
+            None => assert!(n < wire::HEADER_LEN, "prefix {n} refused"),
+            Some((msgs, warnings)) => {
+                assert!(
+                    msgs.iter().all(|m| valid.contains(&m.as_str())),
+                    "prefix {n}: {msgs:?}"
+                );
+                let at_boundary = boundaries.contains(&n);
+                assert!(
+                    at_boundary || warnings > 0,
+                    "prefix {n} cut an entry without a warning"
+                );
+            }
+        }
+    }
+    for i in 0..good.len() {
+        for bit in 0..8 {
+            let mut b = good.clone();
+            b[i] ^= 1 << bit;
+            if let Some((msgs, warnings)) = decode(b) {
+                assert!(
+                    msgs.iter().all(|m| valid.contains(&m.as_str())),
+                    "flip {i}.{bit}: {msgs:?}"
+                );
+                assert!(
+                    warnings > 0 || msgs.len() == 2,
+                    "flip {i}.{bit} lost records silently"
+                );
+            }
+        }
+    }
+}

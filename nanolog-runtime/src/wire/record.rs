@@ -403,3 +403,127 @@ pub fn skip_args(kinds: &[ArgKind], buf: &[u8], pos: &mut usize) -> Option<()> {
     }
     Some(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Raw ring bytes of a value of `kind` built from `bits` (truncated to
+    /// the kind's width), and the value the reader must give back.
+    fn sample(kind: ArgKind, bits: u128) -> (Vec<u8>, Value<'static>) {
+        let w = kind.ring_width();
+        let raw = bits.to_le_bytes()[..w].to_vec();
+        let v = match kind {
+            ArgKind::U8
+            | ArgKind::U16
+            | ArgKind::U32
+            | ArgKind::U64
+            | ArgKind::U128
+            | ArgKind::Usize => Value::Uint(if w == 16 {
+                bits
+            } else {
+                bits & ((1u128 << (8 * w)) - 1)
+            }),
+            _ => {
+                let shift = 128 - 8 * w as u32;
+                Value::Int(((bits << shift) as i128) >> shift)
+            }
+        };
+        (raw, v)
+    }
+
+    #[test]
+    fn integers_round_trip_at_every_width_and_length() {
+        let kinds = [
+            ArgKind::U8,
+            ArgKind::U16,
+            ArgKind::U32,
+            ArgKind::U64,
+            ArgKind::U128,
+            ArgKind::Usize,
+            ArgKind::I8,
+            ArgKind::I16,
+            ArgKind::I32,
+            ArgKind::I64,
+            ArgKind::I128,
+            ArgKind::Isize,
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut values: Vec<u128> = vec![0, 1, u128::MAX, u128::MAX >> 1, 1 << 127];
+        for shift in 0..128 {
+            values.push(1u128 << shift);
+            values.push((1u128 << shift) - 1);
+            values.push(!((1u128 << shift) - 1));
+        }
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(u128::from(x) << (x % 64) | u128::from(x >> 7));
+        }
+        for &a in &kinds {
+            for &b in &kinds {
+                for w in values.windows(2).step_by(3) {
+                    let (ra, va) = sample(a, w[0]);
+                    let (rb, vb) = sample(b, w[1]);
+                    let raw = [ra, rb].concat();
+                    let mut out = vec![0xAA];
+                    compact(&[a, b], &raw, &mut out).unwrap();
+                    let mut pos = 1;
+                    let mut got = Vec::new();
+                    decode_args(&[a, b], &out, &mut pos, |v| got.push(v)).unwrap();
+                    assert_eq!(got, [va, vb], "{a:?} {b:?} {:x} {:x}", w[0], w[1]);
+                    assert_eq!(pos, out.len(), "all bytes consumed");
+                    let mut skip = 1;
+                    skip_args(&[a, b], &out, &mut skip).unwrap();
+                    assert_eq!(skip, out.len());
+                    assert_eq!(nth_arg(&[a, b], &out, 1, 1), Some(vb));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strings_floats_and_rendered_round_trip() {
+        let kinds = [
+            ArgKind::Str,
+            ArgKind::F64,
+            ArgKind::Bool,
+            ArgKind::Char,
+            ArgKind::Rendered,
+            ArgKind::F32,
+        ];
+        let s = "héllo";
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        raw.extend_from_slice(s.as_bytes());
+        raw.extend_from_slice(&(-0.0f64).to_le_bytes());
+        raw.push(1);
+        raw.extend_from_slice(&('🎉' as u32).to_le_bytes());
+        raw.extend_from_slice(&2u32.to_le_bytes());
+        for r in ["P(3)", ""] {
+            raw.extend_from_slice(&(r.len() as u32).to_le_bytes());
+            raw.extend_from_slice(r.as_bytes());
+        }
+        raw.extend_from_slice(&f32::NAN.to_le_bytes());
+        let mut out = Vec::new();
+        compact(&kinds, &raw, &mut out).unwrap();
+        let mut got = Vec::new();
+        decode_args(&kinds, &out, &mut 0, |v| got.push(v)).unwrap();
+        assert_eq!(got[0], Value::Str(s));
+        assert!(matches!(got[1], Value::F64(f) if f == 0.0 && f.is_sign_negative()));
+        assert_eq!(got[2], Value::Bool(true));
+        assert_eq!(got[3], Value::Char('🎉'));
+        let Value::Rendered(r) = got[4] else { panic!() };
+        assert_eq!(r.iter().collect::<Vec<_>>(), ["P(3)", ""]);
+        assert!(matches!(got[5], Value::F32(f) if f.is_nan()));
+        // Truncated anywhere: an error, never a panic or a wrong value.
+        for n in 0..out.len() {
+            assert!(
+                decode_args(&kinds, &out[..n], &mut 0, |_| {}).is_none(),
+                "prefix {n}"
+            );
+            assert!(skip_args(&kinds, &out[..n], &mut 0).is_none(), "prefix {n}");
+        }
+    }
+}
