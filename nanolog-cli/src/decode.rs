@@ -197,10 +197,25 @@ fn print_serial(
 
 const BATCH: usize = 4096;
 
+/// A batch of events and the text rendered from it (the buffers go round
+/// and round, so steady state allocates nothing).
+type Job<'a> = (Vec<Event<'a>>, String);
+
 /// A batch of output, in order: rendered here, or by worker `k`.
-enum Slot {
-    Local(String, u64),
+enum Slot<'a> {
+    Local(Job<'a>, u64),
     Remote(usize),
+}
+
+fn render_job(r: &mut Renderer, plan: &Plan, job: &mut Job<'_>) -> u64 {
+    let (batch, out) = job;
+    out.clear();
+    let mut n = 0;
+    for ev in batch.iter() {
+        n += u64::from(r.event(plan, ev, out));
+    }
+    batch.clear();
+    n
 }
 
 /// The merge runs on this thread; batches of events are rendered by worker
@@ -220,17 +235,13 @@ fn print_parallel(
         let mut to = Vec::new();
         let mut from = Vec::new();
         for _ in 0..workers {
-            let (tx, rx) = sync_channel::<Vec<Event<'_>>>(1);
-            let (rtx, rrx) = channel::<(String, u64)>();
+            let (tx, rx) = sync_channel::<Job<'_>>(1);
+            let (rtx, rrx) = channel::<(Job<'_>, u64)>();
             s.spawn(move || {
                 let mut r = Renderer::new();
-                for batch in rx {
-                    let mut out = String::with_capacity(batch.len() * 96);
-                    let mut n = 0;
-                    for ev in &batch {
-                        n += u64::from(r.event(plan, ev, &mut out));
-                    }
-                    if rtx.send((out, n)).is_err() {
+                for mut job in rx {
+                    let n = render_job(&mut r, plan, &mut job);
+                    if rtx.send((job, n)).is_err() {
                         break;
                     }
                 }
@@ -240,12 +251,15 @@ fn print_parallel(
         }
         let mut local = Renderer::new();
         // Each slot with the number of records its batch holds (for --limit).
-        let mut queue: VecDeque<(Slot, u64)> = VecDeque::new();
+        let mut queue: VecDeque<(Slot<'_>, u64)> = VecDeque::new();
+        let mut spare: Vec<Job<'_>> = Vec::new();
         let mut in_queue = 0u64;
         let mut next_worker = 0;
         let mut more = true;
         loop {
-            let mut batch = Vec::with_capacity(BATCH);
+            let (mut batch, text) = spare
+                .pop()
+                .unwrap_or_else(|| (Vec::with_capacity(BATCH), String::with_capacity(BATCH * 96)));
             let mut in_batch = 0u64;
             while batch.len() < BATCH {
                 if plan
@@ -261,8 +275,10 @@ fn print_parallel(
             }
             let last = batch.len() < BATCH;
             in_queue += in_batch;
-            if !batch.is_empty() {
-                let mut unsent = Some(batch);
+            if batch.is_empty() {
+                spare.push((batch, text));
+            } else {
+                let mut unsent = Some((batch, text));
                 for k in 0..workers {
                     let idx = (next_worker + k) % workers;
                     let Some(b) = unsent.take() else { break };
@@ -276,22 +292,18 @@ fn print_parallel(
                         }
                     }
                 }
-                if let Some(batch) = unsent {
-                    let mut out = String::with_capacity(batch.len() * 96);
-                    let mut n = 0;
-                    for ev in &batch {
-                        n += u64::from(local.event(plan, ev, &mut out));
-                    }
-                    queue.push_back((Slot::Local(out, n), in_batch));
+                if let Some(mut job) = unsent {
+                    let n = render_job(&mut local, plan, &mut job);
+                    queue.push_back((Slot::Local(job, n), in_batch));
                 }
             }
             // Write what is ready at the front; wait only at the end or when
             // too much is queued.
             while let Some((front, recs)) = queue.front() {
                 let recs = *recs;
-                let (out, n) = match front {
+                let (job, n) = match front {
                     Slot::Local(..) => match queue.pop_front() {
-                        Some((Slot::Local(out, n), _)) => (out, n),
+                        Some((Slot::Local(job, n), _)) => (job, n),
                         _ => break,
                     },
                     Slot::Remote(k) => {
@@ -317,7 +329,8 @@ fn print_parallel(
                 };
                 in_queue -= recs;
                 *printed += n;
-                w.write_all(out.as_bytes())?;
+                w.write_all(job.1.as_bytes())?;
+                spare.push(job);
             }
             if last {
                 break;

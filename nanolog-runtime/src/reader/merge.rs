@@ -83,6 +83,8 @@ pub struct Merge<'a> {
     filter: Filter,
     cursors: Vec<Cursor<'a>>,
     heap: BinaryHeap<Reverse<HeapKey>>,
+    /// The key of the cursor whose event comes next (not in `heap`).
+    current: Option<HeapKey>,
     pending: Vec<Option<Event<'a>>>,
     sorted: bool,
     started: bool,
@@ -156,6 +158,7 @@ impl<'a> Merge<'a> {
             filter,
             cursors,
             heap: BinaryHeap::with_capacity(n),
+            current: None,
             pending: vec![None; n],
             sorted,
             started: false,
@@ -298,23 +301,27 @@ impl<'a> Merge<'a> {
                     self.push(c, ev);
                 }
             }
+            self.current = self.heap.pop().map(|Reverse(k)| k);
         }
-        let top = self.heap.peek_mut()?;
-        let c = top.0 .5;
+        // The cursor with the earliest event is kept out of the heap: while
+        // its next event is still no later than the heap's earliest (a thread
+        // that ran alone for a while), no heap operation is needed.
+        let key = self.current?;
+        let c = key.5;
         let ev = self.pending[c].take()?;
-        // Replace the top in place (one sift) rather than pop and push.
-        drop(top);
         match self.advance(c) {
             Some(next) => {
-                let key = self.key(c, &next);
+                let k = self.key(c, &next);
                 self.pending[c] = Some(next);
-                if let Some(mut top) = self.heap.peek_mut() {
-                    *top = Reverse(key);
+                match self.heap.peek_mut() {
+                    Some(mut top) if top.0 < k => {
+                        self.current = Some(top.0);
+                        *top = Reverse(k);
+                    }
+                    _ => self.current = Some(k),
                 }
             }
-            None => {
-                self.heap.pop();
-            }
+            None => self.current = self.heap.pop().map(|Reverse(k)| k),
         }
         Some(ev)
     }
