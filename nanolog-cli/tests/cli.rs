@@ -708,3 +708,38 @@ fn follow_picks_up_appended_records_and_rotation() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn parallel_rendering_matches_the_single_threaded_path() {
+    // One CPU makes `decode` render on its main thread alone.
+    if Command::new("taskset")
+        .arg("-c")
+        .arg("0")
+        .arg("true")
+        .status()
+        .is_err()
+    {
+        eprintln!("skipped: no taskset");
+        return;
+    }
+    let f = fixtures();
+    let rot: Vec<&str> = f.rotated.iter().map(|x| p(x)).collect();
+    for format in ["text", "json"] {
+        let mut args = vec!["decode", "--format", format];
+        args.extend(&rot);
+        let parallel = ok(&args);
+        let serial = Command::new("taskset")
+            .arg("-c")
+            .arg("0")
+            .arg(BIN)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(serial.status.success());
+        assert!(parallel.lines().count() > 3 * 4096, "several batches");
+        assert!(
+            stdout(&serial) == parallel,
+            "{format} output differs between one and several threads"
+        );
+    }
+}
