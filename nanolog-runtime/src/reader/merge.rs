@@ -212,36 +212,20 @@ impl<'a> Merge<'a> {
                 return None;
             }
             if let Some(ext) = cur.extent.as_mut() {
-                match ext.next_header() {
-                    Some(Ok((site, tick))) => {
-                        let (args, len) = match ext.take_args(site) {
-                            Ok(a) => a,
-                            Err(e) => {
-                                cur.extent = None;
-                                self.errors.push(e);
-                                continue;
-                            }
-                        };
-                        let mut rec =
-                            Record::new_untimed(cur.file, site, cur.thread, tick, args, len);
-                        rec.set_unix_ns(self.clocks[cur.file_ix].unix_ns(tick));
-                        let file_ix = cur.file_ix;
-                        match self.keep_record(file_ix, &rec) {
-                            Some(true) => return Some(Event::Record(rec)),
-                            Some(false) => continue,
-                            None => {
-                                self.cursors[c].done = true;
-                                return None;
-                            }
-                        }
+                let Some(rec) = extent_next(ext, &self.clocks[cur.file_ix], &mut self.errors)
+                else {
+                    cur.extent = None;
+                    continue;
+                };
+                let file_ix = cur.file_ix;
+                match self.keep_record(file_ix, &rec) {
+                    Some(true) => return Some(Event::Record(rec)),
+                    Some(false) => continue,
+                    None => {
+                        self.cursors[c].done = true;
+                        return None;
                     }
-                    Some(Err(e)) => {
-                        cur.extent = None;
-                        self.errors.push(e);
-                    }
-                    None => cur.extent = None,
                 }
-                continue;
             }
             let Some(&item) = cur.items.get(cur.next_item) else {
                 cur.done = true;
@@ -330,28 +314,11 @@ impl<'a> Merge<'a> {
         loop {
             let file = self.files.get(self.u_file)?;
             if let Some(ext) = self.u_extent.as_mut() {
-                match ext.next_header() {
-                    Some(Ok((site, tick))) => {
-                        let thread = ext.thread;
-                        match ext.take_args(site) {
-                            Ok((args, len)) => {
-                                let mut rec =
-                                    Record::new_untimed(file, site, thread, tick, args, len);
-                                rec.set_unix_ns(self.clocks[self.u_file].unix_ns(tick));
-                                if self.keep_record(self.u_file, &rec) == Some(true) {
-                                    return Some(Event::Record(rec));
-                                }
-                            }
-                            Err(e) => {
-                                self.errors.push(e);
-                                self.u_extent = None;
-                            }
-                        }
+                match extent_next(ext, &self.clocks[self.u_file], &mut self.errors) {
+                    Some(rec) if self.keep_record(self.u_file, &rec) == Some(true) => {
+                        return Some(Event::Record(rec))
                     }
-                    Some(Err(e)) => {
-                        self.errors.push(e);
-                        self.u_extent = None;
-                    }
+                    Some(_) => {}
                     None => self.u_extent = None,
                 }
                 continue;
@@ -404,6 +371,35 @@ impl<'a> Iterator for Merge<'a> {
             self.next_sorted()
         } else {
             self.next_unsorted()
+        }
+    }
+}
+
+/// The next record of `ext`, stamped by `clock`; `None` at the end of the
+/// extent, or at damage (reported in `errors`; the rest of the extent is
+/// skipped).
+#[inline]
+fn extent_next<'a>(
+    ext: &mut Extent<'a>,
+    clock: &TimeMap,
+    errors: &mut Vec<ReadError>,
+) -> Option<Record<'a>> {
+    let (site, tick) = match ext.next_header()? {
+        Ok(h) => h,
+        Err(e) => {
+            errors.push(e);
+            return None;
+        }
+    };
+    match ext.take_args(site) {
+        Ok((args, len)) => {
+            let mut rec = Record::new_untimed(ext.file, site, ext.thread, tick, args, len);
+            rec.set_unix_ns(clock.unix_ns(tick));
+            Some(rec)
+        }
+        Err(e) => {
+            errors.push(e);
+            None
         }
     }
 }
