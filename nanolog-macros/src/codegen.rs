@@ -38,10 +38,10 @@ pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> Token
         let ai = &arg_idents[i];
         let pi = &prep_idents[i];
         let span = a.expr.span();
-        if a.value_uses.is_empty() {
-            // Only a width or precision: `format!` demands `usize`, and so do we.
-            return quote_spanned!(span=> let #pi = #p::count_arg(#ai););
-        }
+        // An argument used only as a width or precision has no placeholder of
+        // its own (N = 0) and is recorded raw; the `usize` that `format!`
+        // demands is checked where it is used, in the closure below, with the
+        // error spanned on the argument.
         let v = quote_spanned!(span=> __nl_v);
         let renders = a.value_uses.iter().map(|&ph_ix| {
             let ph = &resolved.placeholders[ph_ix];
@@ -50,11 +50,13 @@ pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> Token
             let mut extra = TokenStream::new();
             if let Some(ResolvedCount::Arg(w)) = ph.width {
                 let wi = &arg_idents[w];
-                extra.extend(quote!(, __nl_w = *#wi));
+                let sp = resolved.args[w].expr.span();
+                extra.extend(quote_spanned!(sp=> , __nl_w = *#wi));
             }
             if let Some(ResolvedCount::Arg(pr)) = ph.precision {
                 let pri = &arg_idents[pr];
-                extra.extend(quote!(, __nl_pr = *#pri));
+                let sp = resolved.args[pr].expr.span();
+                extra.extend(quote_spanned!(sp=> , __nl_pr = *#pri));
             }
             quote_spanned!(span=> ::std::format!(#fmt, #v #extra))
         });

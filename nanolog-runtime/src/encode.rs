@@ -37,12 +37,6 @@ pub fn fmt_closure<T: ?Sized, R, F: FnOnce(&T) -> R>(_: &T, f: F) -> F {
     f
 }
 
-/// A width or precision argument (`{:1$}`, `{:.*}`): must be a `usize`, as for `format!`.
-#[inline(always)]
-pub fn count_arg(v: &usize) -> usize {
-    *v
-}
-
 macro_rules! raw {
     ($($t:ty),*) => {$(
         impl PrepRaw for Wrap<'_, $t> {

@@ -34,8 +34,7 @@ pub use writer::rotated_path;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::encode::{
-        count_arg, encode, encoded_len, fmt_closure, kind_of, Cursor, Encode, PrepFmt, PrepRaw,
-        Rendered, Wrap,
+        encode, encoded_len, fmt_closure, kind_of, Cursor, Encode, PrepFmt, PrepRaw, Rendered, Wrap,
     };
     pub use crate::level::enabled_at_runtime;
     pub use crate::logger::{log, thread_ring_drained};
