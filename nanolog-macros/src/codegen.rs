@@ -60,8 +60,11 @@ pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> Token
             }
             quote_spanned!(span=> ::std::format!(#fmt, #v #extra))
         });
+        let n = a.value_uses.len();
         quote_spanned! {span=>
-            let #pi = (&#p::Wrap(#ai)).__nl_prep(#p::fmt_closure(#ai, |#v| [#(#renders),*]));
+            let #pi = (&#p::Wrap(#ai)).__nl_prep(
+                #p::fmt_closure(#ai, |#v| -> [::std::string::String; #n] { [#(#renders),*] }),
+            );
         }
     });
 
