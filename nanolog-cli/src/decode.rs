@@ -347,33 +347,37 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut w = stdout.lock();
     let mut path: PathBuf = first.to_path_buf();
+    let mut log: Option<LogFile> = None;
     let mut offset = 0usize;
-    let mut seen_len = 0u64;
     let mut printed = 0u64;
     loop {
-        let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        if len != seen_len && len > 0 {
-            seen_len = len;
-            let log = match LogFile::open(&path) {
-                Ok(l) => l,
-                // A file just created may not hold its header yet.
-                Err(_) if len < 64 => {
-                    std::thread::sleep(Duration::from_millis(50));
+        let grew = match log.as_mut() {
+            Some(l) => l.refresh()?,
+            None => match LogFile::open(&path) {
+                Ok(l) => {
+                    log = Some(l);
+                    true
+                }
+                // Not there yet, or its header is not written yet.
+                Err(_) if std::fs::metadata(&path).map_or(true, |m| m.len() < 64) => false,
+                Err(e) => return Err(e.into()),
+            },
+        };
+        if grew {
+            if let Some(l) = log.take() {
+                let files = [l];
+                if !print(plan, &files, offset, &mut w, &mut printed)? {
+                    break;
+                }
+                w.flush()?;
+                let [l] = files;
+                offset = l.valid_len();
+                if let Some(next) = l.rotated_to() {
+                    path = path.with_file_name(next);
+                    offset = 0;
                     continue;
                 }
-                Err(e) => return Err(e.into()),
-            };
-            let files = [log];
-            if !print(plan, &files, offset, &mut w, &mut printed)? {
-                break;
-            }
-            w.flush()?;
-            offset = files[0].valid_len();
-            if let Some(next) = files[0].rotated_to() {
-                path = path.with_file_name(next);
-                offset = 0;
-                seen_len = 0;
-                continue;
+                log = Some(l);
             }
         }
         std::thread::sleep(Duration::from_millis(100));

@@ -181,3 +181,28 @@ fn every_prefix_and_bit_flip_is_handled() {
         }
     }
 }
+
+/// A live log: opened while the writer is mid-entry, then refreshed as it
+/// grows, indexes only what is new and ends up with every record.
+#[test]
+fn refresh_indexes_what_a_growing_file_gained() {
+    let good = example();
+    let path = std::env::temp_dir().join(format!("nanolog-refresh-{}.nlog", std::process::id()));
+    std::fs::write(&path, &good[..140]).unwrap();
+    let mut log = LogFile::open(&path).unwrap();
+    assert_eq!(log.records().count(), 0, "the extent is not whole yet");
+    assert!(log.warnings().iter().any(|w| w.contains("torn tail")));
+    assert!(!log.refresh().unwrap(), "nothing new");
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&good[140..]).unwrap();
+    }
+    assert!(log.refresh().unwrap());
+    let msgs: Vec<String> = log.records().map(|r| r.unwrap().message()).collect();
+    assert_eq!(msgs, ["took 12 ms", "took 300 ms"]);
+    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    assert!(log.is_complete());
+    assert_eq!(log.valid_len(), good.len());
+    let _ = std::fs::remove_file(&path);
+}

@@ -191,28 +191,25 @@ impl LogFile {
     /// Opens and indexes a log file (memory-mapped).
     pub fn open(path: impl AsRef<Path>) -> Result<LogFile, ReadError> {
         let path = path.as_ref();
-        let io = |source| ReadError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut file = std::fs::File::open(path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        let len = meta.len();
-        let data = if !meta.is_file() {
-            // A pipe or device (`nanolog decode <(...)`): read it whole.
-            let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut file, &mut v).map_err(io)?;
-            Data::Owned(v)
-        } else if len == 0 {
-            Data::Owned(Vec::new())
-        } else {
-            // SAFETY: the map is read-only. A writer still appending to the file
-            // only adds bytes past those we index; one that truncates the file
-            // under us (which nanolog never does to a finished file) would make
-            // reads fault, as with any mmap-based reader.
-            Data::Map(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
-        };
-        Self::index(path.to_path_buf(), data)
+        Self::index(path.to_path_buf(), load(path)?)
+    }
+
+    /// Indexes what a growing file (a live log) has gained since it was
+    /// opened or last refreshed: the file is mapped again and only the new
+    /// entries are read. Returns whether the file grew.
+    pub fn refresh(&mut self) -> Result<bool, ReadError> {
+        let data = load(&self.path)?;
+        if data.len() <= self.data.len() {
+            return Ok(false);
+        }
+        self.data = data;
+        let mut pairs = self.time.pairs().to_vec();
+        // A torn tail seen before may be whole now: read from the last whole entry.
+        self.warnings.retain(|w| !w.contains("torn tail"));
+        self.scan(self.valid_len, &mut pairs);
+        self.time = TimeMap::new(self.header.ticks_per_second, pairs);
+        self.derive();
+        Ok(true)
     }
 
     /// Indexes a log held in memory.
@@ -263,8 +260,15 @@ impl LogFile {
             valid_len: wire::HEADER_LEN,
         };
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
-        f.scan(&mut pairs);
+        f.scan(wire::HEADER_LEN, &mut pairs);
         f.time = TimeMap::new(header.ticks_per_second, pairs);
+        f.derive();
+        Ok(f)
+    }
+
+    /// Tables derived from the dictionary, for per-record lookups.
+    fn derive(&mut self) {
+        let f = self;
         let dense = f
             .threads
             .keys()
@@ -295,14 +299,13 @@ impl LogFile {
                     .cloned()
             })
             .collect();
-        Ok(f)
     }
 
-    fn scan(&mut self, pairs: &mut Vec<(u64, i64)>) {
+    fn scan(&mut self, from: usize, pairs: &mut Vec<(u64, i64)>) {
         // Moved out while indexing, so `entry` can update `self`.
         let owned = std::mem::replace(&mut self.data, Data::Owned(Vec::new()));
         let data = &owned[..];
-        let mut pos = wire::HEADER_LEN;
+        let mut pos = from;
         let mut skipped_from: Option<usize> = None;
         while pos < data.len() {
             match frame_at(data, pos) {
@@ -594,6 +597,30 @@ impl LogFile {
             reason,
         }
     }
+}
+
+/// A file's bytes: mapped, or read whole when it is not a regular file.
+fn load(path: &Path) -> Result<Data, ReadError> {
+    let io = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    Ok(if !meta.is_file() {
+        // A pipe or device (`nanolog decode <(...)`): read it whole.
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut v).map_err(io)?;
+        Data::Owned(v)
+    } else if meta.len() == 0 {
+        Data::Owned(Vec::new())
+    } else {
+        // SAFETY: the map is read-only. A writer still appending to the file
+        // only adds bytes past those we index; one that truncates the file
+        // under us (which nanolog never does to a finished file) would make
+        // reads fault, as with any mmap-based reader.
+        Data::Map(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
+    })
 }
 
 enum Frame<'a> {
