@@ -195,7 +195,10 @@ fn refresh_indexes_what_a_growing_file_gained() {
     assert!(!log.refresh().unwrap(), "nothing new");
     {
         use std::io::Write;
-        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(&good[140..]).unwrap();
     }
     assert!(log.refresh().unwrap());
