@@ -120,7 +120,11 @@ impl Builder {
         self
     }
 
-    /// Opens the file and starts the flusher thread.
+    /// Opens the file and starts the flusher thread. The first start in a
+    /// process also calibrates the clock (about 20 ms).
+    ///
+    /// Fails if a logger is already running, if the file cannot be created,
+    /// or if a setting is out of range.
     pub fn start(self) -> Result<Logger, Error> {
         if self.staging_capacity > 1 << 31 {
             return Err(Error::Config(format!(
