@@ -144,11 +144,7 @@ pub fn text_gap(t: &mut Text, g: &Gap, file: &LogFile, out: &mut String) {
     out.push_str(" - DROPPED");
     thread_tag(out, g.thread, file.thread_name(g.thread));
     out.push_str(": ");
-    push_u64(out, g.count);
-    out.push_str(" records dropped between ");
-    out.push_str(&rfc3339(g.first_unix_ns));
-    out.push_str(" and ");
-    out.push_str(&rfc3339(g.last_unix_ns));
+    out.push_str(&gap_message(g));
     out.push('\n');
 }
 
@@ -170,7 +166,20 @@ pub fn json_gap(g: &Gap, file: &LogFile, out: &mut String) {
     out.push_str(&g.first_unix_ns.to_string());
     out.push_str(",\"last_ts_ns\":");
     out.push_str(&g.last_unix_ns.to_string());
+    // The record keys too, so a consumer reading every line as a record
+    // finds them; `dropped` is what marks a gap.
+    out.push_str(",\"level\":null,\"file\":null,\"line\":null,\"fmt\":null,\"args\":[],\"msg\":");
+    json_string(&gap_message(g), out);
     out.push_str(",\"source\":");
     json_string(&file.path().to_string_lossy(), out);
     out.push_str("}\n");
+}
+
+fn gap_message(g: &Gap) -> String {
+    format!(
+        "{} records dropped between {} and {}",
+        g.count,
+        rfc3339(g.first_unix_ns),
+        rfc3339(g.last_unix_ns)
+    )
 }
