@@ -22,8 +22,6 @@ pub(crate) const OFF: u8 = 5;
 /// relaxed load on every call: the level is advisory, and a call that races a
 /// change may go either way, as in every logger.
 static MIN_LEVEL: AtomicU8 = AtomicU8::new(OFF);
-/// The level `set_level` asked for, applied when a logger runs.
-static CONFIGURED: AtomicU8 = AtomicU8::new(Level::Info as u8);
 
 impl Level {
     pub const ALL: [Level; 5] = [
@@ -94,17 +92,16 @@ pub fn enabled_at_runtime(level: Level) -> bool {
     level as u8 >= MIN_LEVEL.load(Ordering::Relaxed)
 }
 
-/// Changes the minimum level at run time; takes effect at once if a logger runs,
-/// and is kept for loggers started later without an explicit level.
+/// Changes the minimum level of the running logger, at once. (A logger
+/// started later takes its builder's level; with no logger running this does
+/// nothing.)
 pub fn set_level(level: Level) {
-    CONFIGURED.store(level as u8, Ordering::Relaxed);
     if MIN_LEVEL.load(Ordering::Relaxed) != OFF {
         MIN_LEVEL.store(level as u8, Ordering::Relaxed);
     }
 }
 
 pub(crate) fn activate(level: Level) {
-    CONFIGURED.store(level as u8, Ordering::Relaxed);
     MIN_LEVEL.store(level as u8, Ordering::Relaxed);
 }
 
