@@ -101,7 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let name = r.thread_name().unwrap_or("?");
             last.push(format!(
                 "{} {}[{}:{}]: {}",
-                r.unix_ns(),
+                rfc3339(r.unix_ns()),
                 r.level(),
                 name,
                 r.thread(),
