@@ -311,6 +311,8 @@ fn write_groups(format: Format, plan: &Plan<'_>, groups: &HashMap<Key, Row>, out
     let mut rows: Vec<(&Key, &Row)> = groups.iter().collect();
     rows.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0)));
     let total: u64 = rows.iter().map(|r| r.1.count).sum();
+    // "Share" is of the files' bytes: what each group costs on disk.
+    let file_bytes: u64 = plan.files.iter().map(|f| f.valid_len() as u64).sum();
     match format {
         Format::Text => {
             let what = match plan.by {
@@ -320,17 +322,18 @@ fn write_groups(format: Format, plan: &Plan<'_>, groups: &HashMap<Key, Row>, out
             };
             let _ = writeln!(
                 out,
-                "{:>12} {:>12} {:>7}  {:<30} {:<30}  {:<24}",
-                "count", "bytes", "share", "first", "last", what
+                "{:>12} {:>7} {:>12} {:>7}  {:<30} {:<30}  {:<24}",
+                "count", "count%", "bytes", "bytes%", "first", "last", what
             );
             for (k, r) in rows {
                 let (label, desc) = key_label(plan, k);
                 let _ = writeln!(
                     out,
-                    "{:>12} {:>12} {:>6.2}%  {:<30} {:<30}  {:<24} {}",
+                    "{:>12} {:>6.2}% {:>12} {:>6.2}%  {:<30} {:<30}  {:<24} {}",
                     r.count,
-                    r.bytes,
                     100.0 * r.count as f64 / total.max(1) as f64,
+                    r.bytes,
+                    100.0 * r.bytes as f64 / file_bytes.max(1) as f64,
                     rfc3339(r.first),
                     rfc3339(r.last),
                     label,
@@ -367,10 +370,11 @@ fn write_groups(format: Format, plan: &Plan<'_>, groups: &HashMap<Key, Row>, out
                 }
                 let _ = writeln!(
                     out,
-                    ",\"count\":{},\"bytes\":{},\"share\":{},\"first_ts_ns\":{},\"last_ts_ns\":{}}}",
+                    ",\"count\":{},\"count_share\":{},\"bytes\":{},\"share\":{},\"first_ts_ns\":{},\"last_ts_ns\":{}}}",
                     r.count,
-                    r.bytes,
                     r.count as f64 / total.max(1) as f64,
+                    r.bytes,
+                    r.bytes as f64 / file_bytes.max(1) as f64,
                     r.first,
                     r.last
                 );

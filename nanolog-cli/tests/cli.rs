@@ -434,6 +434,17 @@ fn stats_counts_and_aggregates_match_direct_computation() {
     }
     let counts: Vec<u64> = rows.iter().map(|r| r["count"].as_u64().unwrap()).collect();
     assert!(counts.windows(2).all(|w| w[0] >= w[1]), "sorted by count");
+    // Bytes are the records' own bytes: most of the file, never more.
+    let bytes: u64 = rows.iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
+    let size = std::fs::metadata(&f.main).unwrap().len();
+    assert!(bytes < size && bytes > size / 2, "{bytes} of {size}");
+    let share: f64 = rows.iter().map(|r| r["share"].as_f64().unwrap()).sum();
+    assert!((share - bytes as f64 / size as f64).abs() < 1e-9);
+    let count_share: f64 = rows
+        .iter()
+        .map(|r| r["count_share"].as_f64().unwrap())
+        .sum();
+    assert!((count_share - 1.0).abs() < 1e-9);
 
     // --site/--arg against the values in the JSON output.
     let mut vals: Vec<f64> = all
