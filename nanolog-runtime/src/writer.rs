@@ -87,8 +87,8 @@ impl Writer {
         self.rotate_bytes.is_some_and(|max| self.len >= max)
     }
 
-    /// Ends this file with a ROTATE entry and opens the next one. Returns the
-    /// header bytes count of the new file.
+    /// Opens the next file and ends this one with a ROTATE entry. Returns
+    /// the header bytes of the new file.
     pub(crate) fn rotate(&mut self) -> Result<u64, Error> {
         let next = rotated_path(&self.base, self.index + 1);
         let mut out = Vec::new();
@@ -96,12 +96,16 @@ impl Writer {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // Open the next file first: if that fails, this file carries on
+        // unchanged (and rotation is tried again after the next write).
+        let (file, len) = open(&next)?;
         let start = begin_entry(&mut out, tag::ROTATE);
         wire::put_str(&mut out, &name);
         end_entry(&mut out, start);
         self.close_entries(&mut out);
-        self.write(&out).map_err(Error::Write)?;
-        let (file, len) = open(&next)?;
+        // If the old file cannot take its last entries, it still ends at a
+        // whole entry (see `write`); the log goes on in the new file.
+        let _ = self.write(&out);
         self.file = file;
         self.path = next;
         self.len = len;
