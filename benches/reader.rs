@@ -1,0 +1,87 @@
+//! Criterion: the reader on a log of 1,000,000 records from 4 threads (the
+//! same mix as `examples/gen_log.rs`): merging into time order, merging and
+//! rendering every message, and aggregating one argument from the binary
+//! values. `benches/offline.sh` measures the `nanolog` command end to end.
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use nanolog::reader::{Event, Filter, LogFile, Merge};
+
+const RECORDS: u64 = 1_000_000;
+
+fn write_log(path: &std::path::Path) {
+    let logger = nanolog::Logger::builder()
+        .path(path)
+        .start()
+        .expect("start");
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            s.spawn(move || {
+                for i in 0..RECORDS / 4 {
+                    match i % 4 {
+                        0 | 1 => nanolog::info!("Hello World # {}", i),
+                        2 => nanolog::info!("Starting backup replica garbage collector thread"),
+                        _ => nanolog::warn!(
+                            "request {} from worker {} took {:.3} ms",
+                            i,
+                            t,
+                            (i % 1000) as f64 / 7.0
+                        ),
+                    }
+                }
+            });
+        }
+    });
+    drop(logger);
+}
+
+fn bench(c: &mut Criterion) {
+    let path =
+        std::env::temp_dir().join(format!("nanolog-bench-reader-{}.nlog", std::process::id()));
+    write_log(&path);
+    let files = [LogFile::open(&path).expect("open")];
+    let mut g = c.benchmark_group("reader");
+    g.throughput(Throughput::Elements(RECORDS));
+    g.bench_function("merge_only", |b| {
+        b.iter(|| Merge::new(&files, Filter::default()).count())
+    });
+    g.bench_function("merge_and_render", |b| {
+        let mut out = String::with_capacity(1 << 20);
+        b.iter(|| {
+            let mut n = 0usize;
+            for ev in Merge::new(&files, Filter::default()) {
+                if let Event::Record(r) = ev {
+                    r.render(&mut out);
+                    n += out.len();
+                    out.clear();
+                }
+            }
+            n
+        })
+    });
+    g.bench_function("aggregate_arg0", |b| {
+        b.iter(|| {
+            let (mut n, mut sum) = (0u64, 0f64);
+            let all = 0..files[0].extent_count();
+            for r in files[0].records_of_extents(all).flatten() {
+                if r.site().format == "Hello World # {}" {
+                    if let Some(v) = r.arg(0).and_then(|v| v.as_f64()) {
+                        n += 1;
+                        sum += v;
+                    }
+                }
+            }
+            (n, sum)
+        })
+    });
+    g.finish();
+    let _ = std::fs::remove_file(&path);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+    targets = bench
+}
+criterion_main!(benches);
