@@ -296,19 +296,25 @@ impl State {
         let mut open: Option<Open> = None;
         let mut n = 0u64;
         let mut since_release = 0u32;
+        // The THREAD entry is due at the start of a drain, and again after a
+        // write that may have started a new file or lost the last one.
+        let mut check_thread = true;
         loop {
-            let version = ring.name_version.load(Ordering::Acquire);
-            if r.thread_emitted != Some((self.generation, version)) {
-                close(&mut self.out, &mut open);
-                let name = ring
-                    .name
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                let start = begin_entry(&mut self.out, tag::THREAD);
-                dict::put_thread(&mut self.out, thread, &name);
-                end_entry(&mut self.out, start);
-                r.thread_emitted = Some((self.generation, version));
+            if check_thread {
+                check_thread = false;
+                let version = ring.name_version.load(Ordering::Acquire);
+                if r.thread_emitted != Some((self.generation, version)) {
+                    close(&mut self.out, &mut open);
+                    let name = ring
+                        .name
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    let start = begin_entry(&mut self.out, tag::THREAD);
+                    dict::put_thread(&mut self.out, thread, &name);
+                    end_entry(&mut self.out, start);
+                    r.thread_emitted = Some((self.generation, version));
+                }
             }
             let Some(rec) = r.c.peek(tail) else { break };
             let len = rec.len();
@@ -366,6 +372,7 @@ impl State {
                 close(&mut self.out, &mut open);
                 r.c.release();
                 self.write_out();
+                check_thread = true;
             }
         }
         close(&mut self.out, &mut open);
