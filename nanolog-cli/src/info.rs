@@ -15,6 +15,7 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
     let log = &files[0];
     let h = log.header();
     let mut per_thread: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut thread_drops: BTreeMap<u32, u64> = BTreeMap::new();
     let mut per_site: BTreeMap<u32, u64> = BTreeMap::new();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     let mut dropped = 0u64;
@@ -29,7 +30,10 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
                 first = first.min(ns);
                 last = last.max(ns);
             }
-            Event::Gap(g, _) => dropped += g.count,
+            Event::Gap(g, _) => {
+                dropped += g.count;
+                *thread_drops.entry(g.thread).or_default() += g.count;
+            }
         }
     }
     let mut s = String::new();
@@ -89,13 +93,14 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
                 );
             }
             let _ = writeln!(s, "\nthreads:");
-            let _ = writeln!(s, "{:>5} {:>10}  name", "id", "records");
+            let _ = writeln!(s, "{:>5} {:>10} {:>10}  name", "id", "records", "dropped");
             for t in log.threads() {
                 let _ = writeln!(
                     s,
-                    "{:>5} {:>10}  {}",
+                    "{:>5} {:>10} {:>10}  {}",
                     t.id,
                     per_thread.get(&t.id).copied().unwrap_or(0),
+                    thread_drops.get(&t.id).copied().unwrap_or(0),
                     t.name
                 );
             }
@@ -133,11 +138,12 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             for (i, t) in log.threads().enumerate() {
                 let _ = write!(
                     s,
-                    "{}{{\"id\":{},\"name\":{},\"records\":{}}}",
+                    "{}{{\"id\":{},\"name\":{},\"records\":{},\"dropped\":{}}}",
                     if i > 0 { "," } else { "" },
                     t.id,
                     json(&t.name),
-                    per_thread.get(&t.id).copied().unwrap_or(0)
+                    per_thread.get(&t.id).copied().unwrap_or(0),
+                    thread_drops.get(&t.id).copied().unwrap_or(0)
                 );
             }
             s.push_str("]}\n");
