@@ -8,6 +8,9 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use nanolog::reader::{Event, Filter, LogFile, Merge};
 
+#[path = "../examples/common/workload.rs"]
+mod workload;
+
 const RECORDS: u64 = 1_000_000;
 
 fn write_log(path: &std::path::Path) {
@@ -17,20 +20,7 @@ fn write_log(path: &std::path::Path) {
         .expect("start");
     std::thread::scope(|s| {
         for t in 0..4u64 {
-            s.spawn(move || {
-                for i in 0..RECORDS / 4 {
-                    match i % 4 {
-                        0 | 1 => nanolog::info!("Hello World # {}", i),
-                        2 => nanolog::info!("Starting backup replica garbage collector thread"),
-                        _ => nanolog::warn!(
-                            "request {} from worker {} took {:.3} ms",
-                            i,
-                            t,
-                            (i % 1000) as f64 / 7.0
-                        ),
-                    }
-                }
-            });
+            s.spawn(move || workload::log_mixed(t, RECORDS / 4));
         }
     });
     drop(logger);

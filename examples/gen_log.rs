@@ -1,6 +1,8 @@
 //! Writes a benchmark log: `cargo run --release --example gen_log -- PATH THREADS TOTAL`.
-//! Each thread logs TOTAL/THREADS records, cycling through the paper's
-//! Figure 7 message ("Hello World # {}") and a few other kinds.
+//! Each thread logs TOTAL/THREADS records of the mix in `common/workload.rs`.
+
+#[path = "common/workload.rs"]
+mod workload;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
@@ -14,20 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let logger = nanolog::Logger::builder().path(&path).start()?;
     std::thread::scope(|s| {
         for t in 0..threads {
-            s.spawn(move || {
-                for i in 0..total / threads {
-                    match i % 4 {
-                        0 | 1 => nanolog::info!("Hello World # {}", i),
-                        2 => nanolog::info!("Starting backup replica garbage collector thread"),
-                        _ => nanolog::warn!(
-                            "request {} from worker {} took {:.3} ms",
-                            i,
-                            t,
-                            (i % 1000) as f64 / 7.0
-                        ),
-                    }
-                }
-            });
+            s.spawn(move || workload::log_mixed(t, total / threads));
         }
     });
     logger.flush()?;

@@ -37,6 +37,6 @@ pub mod __private {
         encode, encoded_len, fmt_closure, kind_of, Cursor, Encode, PrepFmt, PrepRaw, Rendered, Wrap,
     };
     pub use crate::level::enabled_at_runtime;
-    pub use crate::logger::{log, thread_ring_drained};
+    pub use crate::logger::log;
     pub use crate::site::Site;
 }

@@ -570,11 +570,3 @@ impl ThreadProducer {
         self.write(id, len, enc);
     }
 }
-
-/// For tests: whether the calling thread's ring is empty.
-#[doc(hidden)]
-pub fn thread_ring_drained() -> bool {
-    PRODUCER
-        .try_with(|p| p.borrow().as_ref().is_none_or(|p| p.producer.is_drained()))
-        .unwrap_or(true)
-}

@@ -285,11 +285,6 @@ impl Producer {
         // bytes, written before this store, are visible to it before it reads them.
         self.ring.tail.store(self.tail, Ordering::Release);
     }
-
-    /// Whether the consumer has taken everything published.
-    pub(crate) fn is_drained(&self) -> bool {
-        self.ring.head.load(Ordering::Acquire) == self.tail
-    }
 }
 
 /// The consumer's side of a ring, owned by the flusher.

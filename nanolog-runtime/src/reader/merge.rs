@@ -58,13 +58,16 @@ impl Event<'_> {
     }
 }
 
-/// Where an event came from: index of its file in the slice given to [`Merge`].
-pub type Origin = usize;
-
 /// (time, clock domain, tick, file, thread, cursor) of a cursor's pending
 /// event: the order of the merged output. Within one clock (one process's
 /// files) ties are broken by tick, so rotation boundaries keep their order.
 type HeapKey = (i64, usize, u64, usize, u32, usize);
+
+enum Opened<'a> {
+    Extent(Extent<'a>),
+    Gap(Event<'a>),
+    Nothing,
+}
 
 struct Cursor<'a> {
     file: &'a LogFile,
@@ -204,6 +207,30 @@ impl<'a> Merge<'a> {
             && self.filter.until_ns.is_none_or(|u| g.first_unix_ns <= u)
     }
 
+    /// What a thread's next item yields: an extent to read, a gap to
+    /// report, or nothing (filtered out, or before `min_offset`).
+    fn open_item(&self, file: &'a LogFile, file_ix: usize, thread: u32, item: Item) -> Opened<'a> {
+        match item {
+            Item::Extent { start, end } if start >= self.filter.min_offset => {
+                Opened::Extent(file.extent(thread, start, end))
+            }
+            Item::Drop {
+                count,
+                first,
+                last,
+                offset,
+            } if offset >= self.filter.min_offset => {
+                let g = file.gap_in(&self.clocks[file_ix], thread, count, first, last);
+                if self.keep_gap(&g) {
+                    Opened::Gap(Event::Gap(g, file))
+                } else {
+                    Opened::Nothing
+                }
+            }
+            _ => Opened::Nothing,
+        }
+    }
+
     /// Advances cursor `c` to its next kept event.
     fn advance(&mut self, c: usize) -> Option<Event<'a>> {
         loop {
@@ -232,25 +259,11 @@ impl<'a> Merge<'a> {
                 return None;
             };
             cur.next_item += 1;
-            match item {
-                Item::Extent { start, end } if start >= self.filter.min_offset => {
-                    cur.extent = Some(cur.file.extent(cur.thread, start, end))
-                }
-                Item::Extent { .. } => {}
-                Item::Drop {
-                    count,
-                    first,
-                    last,
-                    offset,
-                } => {
-                    let g =
-                        cur.file
-                            .gap_in(&self.clocks[cur.file_ix], cur.thread, count, first, last);
-                    let file = cur.file;
-                    if offset >= self.filter.min_offset && self.keep_gap(&g) {
-                        return Some(Event::Gap(g, file));
-                    }
-                }
+            let (file, file_ix, thread) = (cur.file, cur.file_ix, cur.thread);
+            match self.open_item(file, file_ix, thread, item) {
+                Opened::Extent(e) => self.cursors[c].extent = Some(e),
+                Opened::Gap(ev) => return Some(ev),
+                Opened::Nothing => {}
             }
         }
     }
@@ -337,22 +350,10 @@ impl<'a> Merge<'a> {
             {
                 continue;
             }
-            match item {
-                Item::Extent { start, end } if start >= self.filter.min_offset => {
-                    self.u_extent = Some(file.extent(thread, start, end))
-                }
-                Item::Extent { .. } => {}
-                Item::Drop {
-                    count,
-                    first,
-                    last,
-                    offset,
-                } => {
-                    let g = file.gap_in(&self.clocks[self.u_file], thread, count, first, last);
-                    if offset >= self.filter.min_offset && self.keep_gap(&g) {
-                        return Some(Event::Gap(g, file));
-                    }
-                }
+            match self.open_item(file, self.u_file, thread, item) {
+                Opened::Extent(e) => self.u_extent = Some(e),
+                Opened::Gap(ev) => return Some(ev),
+                Opened::Nothing => {}
             }
         }
     }

@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use crate::writer::rotated_path;
-pub use merge::{Event, Filter, Merge, Origin};
+pub use merge::{Event, Filter, Merge};
 pub use time::TimeMap;
 
 use crate::site::ArgKind;

@@ -230,20 +230,9 @@ pub fn push_nine_digits(out: &mut String, v: u32) {
 }
 
 /// Decimal digits of `v`, into the end of `buf`; returns where they start.
-#[inline]
+/// (For 128-bit magnitudes; [`push_u64`] does the rest.)
 fn decimal(mut v: u128, buf: &mut [u8; 40]) -> usize {
     let mut i = buf.len();
-    if v <= u64::MAX as u128 {
-        let mut w = v as u64;
-        loop {
-            i -= 1;
-            buf[i] = b'0' + (w % 10) as u8;
-            w /= 10;
-            if w == 0 {
-                return i;
-            }
-        }
-    }
     loop {
         i -= 1;
         buf[i] = b'0' + (v % 10) as u8;

@@ -1,0 +1,20 @@
+//! The benchmark workload shared by `examples/gen_log.rs` and
+//! `benches/reader.rs`: half the paper's Figure 7 message, a quarter a static
+//! message, a quarter a warning with two integers and a `{:.3}` float.
+
+/// Logs `records` records of the mix from the calling thread, `worker` being
+/// its number.
+pub fn log_mixed(worker: u64, records: u64) {
+    for i in 0..records {
+        match i % 4 {
+            0 | 1 => nanolog::info!("Hello World # {}", i),
+            2 => nanolog::info!("Starting backup replica garbage collector thread"),
+            _ => nanolog::warn!(
+                "request {} from worker {} took {:.3} ms",
+                i,
+                worker,
+                (i % 1000) as f64 / 7.0
+            ),
+        }
+    }
+}
