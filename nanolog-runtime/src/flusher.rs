@@ -6,8 +6,8 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use crate::clock;
-use crate::logger::Shared;
 use crate::ring::{self, Consumer};
+use crate::shared::Shared;
 use crate::site::{self, SiteInfo};
 use crate::wire::{dict, put_varint, record, tag};
 use crate::writer::{begin_entry, end_entry, Writer};
@@ -65,6 +65,13 @@ struct RunningGuard(Arc<Shared>);
 
 impl Drop for RunningGuard {
     fn drop(&mut self) {
+        // Rings attached too late to be drained would otherwise live as long
+        // as `Shared` (which the signal handler's copy keeps forever).
+        self.0
+            .new_rings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
         self.0.running.store(false, Ordering::Release);
         let _g = self
             .0
@@ -75,8 +82,21 @@ impl Drop for RunningGuard {
     }
 }
 
+thread_local! {
+    static IS_FLUSHER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is a flusher (which must not wait for itself).
+pub(crate) fn is_flusher_thread() -> bool {
+    IS_FLUSHER.try_with(std::cell::Cell::get).unwrap_or(false)
+}
+
 pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     let _guard = RunningGuard(Arc::clone(&shared));
+    IS_FLUSHER.with(|f| f.set(true));
+    shared
+        .flusher_id
+        .store(crate::hooks::thread_id(), Ordering::Relaxed);
     let hz = clock::ticks_per_second();
     shared.counters.files.store(1, Ordering::Relaxed);
     shared
@@ -102,10 +122,14 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     };
     f.st.clock_pair();
     let mut idle = 0u32;
+    let (mut flushed, mut synced) = (0u64, 0u64);
     loop {
-        // Acquire pairs with the SeqCst increment in `flush()`: records
-        // committed before that call are visible when we load the tails below.
+        f.st.shared.heartbeat.fetch_add(1, Ordering::Relaxed);
+        // Acquire pairs with the SeqCst increments in `request_flush`: records
+        // committed before a flush (or sync) request are visible when we load
+        // the tails below.
         let ticket = f.st.shared.flush_requested.load(Ordering::Acquire);
+        let sync_ticket = f.st.shared.sync_requested.load(Ordering::Acquire);
         let stopping = f.st.shared.stop.load(Ordering::Acquire);
         f.adopt_new_rings();
         let mut n = 0;
@@ -117,17 +141,22 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             f.st.clock_pair();
         }
         f.st.write_out();
-        if ticket > 0 {
-            f.st.complete_flush(ticket);
+        if sync_ticket > synced {
+            f.st.sync();
+            synced = sync_ticket;
+        }
+        if ticket > flushed || synced > flushed {
+            flushed = ticket.max(synced);
+            f.st.shared.complete_flush(flushed, synced);
         }
         if stopping && n == 0 {
             let st = &mut f.st;
             st.writer.close_entries(&mut st.out);
             st.closing = true;
             st.write_out();
-            let _ = st.writer.sync();
+            st.sync();
             let t = st.shared.flush_requested.load(Ordering::Acquire);
-            st.complete_flush(t);
+            st.shared.complete_flush(t, t);
             return;
         }
         if n > 0 {
@@ -166,15 +195,15 @@ impl Flusher {
 }
 
 impl State {
-    fn complete_flush(&mut self, ticket: u64) {
-        let mut done = self
-            .shared
-            .flush_done
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if *done < ticket {
-            *done = ticket;
-            self.shared.flush_cv.notify_all();
+    /// `fdatasync` of the current file; a failure is reported like a
+    /// failed write, by the next flush.
+    fn sync(&mut self) {
+        if let Err(e) = self.writer.sync() {
+            self.shared
+                .error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_or_insert(e);
         }
     }
 

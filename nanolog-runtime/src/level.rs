@@ -96,9 +96,14 @@ pub fn enabled_at_runtime(level: Level) -> bool {
 /// started later takes its builder's level; with no logger running this does
 /// nothing.)
 pub fn set_level(level: Level) {
-    if MIN_LEVEL.load(Ordering::Relaxed) != OFF {
-        MIN_LEVEL.store(level as u8, Ordering::Relaxed);
-    }
+    // One read-modify-write, not a load then a store: a logger's stop
+    // (`deactivate`) that falls between the two would otherwise be undone,
+    // and calls would evaluate their arguments with no logger running.
+    // Relaxed: the level is advisory (see MIN_LEVEL); atomicity is what
+    // matters here, and every RMW of one atomic sees the latest value.
+    let _ = MIN_LEVEL.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cur| {
+        (cur != OFF).then_some(level as u8)
+    });
 }
 
 pub(crate) fn activate(level: Level) {

@@ -15,10 +15,13 @@ pub mod clock;
 mod encode;
 mod error;
 mod flusher;
+mod hooks;
 mod level;
 mod logger;
+mod producer;
 pub mod reader;
 mod ring;
+mod shared;
 mod site;
 mod sync;
 pub mod wire;
@@ -26,7 +29,9 @@ mod writer;
 
 pub use error::Error;
 pub use level::{set_level, Level, ParseLevelError};
-pub use logger::{flush, set_thread_name, Builder, Logger, OnFull, Stats};
+pub use logger::{flush, sync, Builder, Logger};
+pub use producer::set_thread_name;
+pub use shared::{OnFull, Stats};
 pub use site::{Align, ArgKind, Count, Piece, Spec, Ty};
 pub use writer::rotated_path;
 
@@ -37,6 +42,6 @@ pub mod __private {
         encode, encoded_len, fmt_closure, kind_of, Cursor, Encode, PrepFmt, PrepRaw, Rendered, Wrap,
     };
     pub use crate::level::enabled_at_runtime;
-    pub use crate::logger::log;
+    pub use crate::producer::log;
     pub use crate::site::Site;
 }

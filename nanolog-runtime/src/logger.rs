@@ -1,50 +1,17 @@
-//! Starting and stopping the logger, and the calling thread's side of logging.
+//! Starting and stopping the logger: the builder, the handle, and the
+//! process-wide state that says which logger runs.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::{JoinHandle, Thread};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::level::{self, Level};
-use crate::ring::Cursor;
-use crate::ring::{self, Producer, Ring};
-use crate::site::{ArgKind, Site};
-use crate::{clock, flusher};
-
-/// What a logging call does when its thread's ring is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnFull {
-    /// Wait for the flusher to make room: nothing is lost (the default).
-    #[default]
-    Block,
-    /// Drop the record and count it; the count reaches the log, so `nanolog
-    /// decode` reports the gap.
-    Drop,
-}
-
-/// Counters of a running logger, from [`Logger::stats`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Records the flusher has taken from the rings and written out.
-    pub logged: u64,
-    /// Records dropped by `OnFull::Drop` or because they were larger than a
-    /// whole ring (`oversize` of them).
-    pub dropped: u64,
-    /// Of `dropped`, records larger than the ring.
-    pub oversize: u64,
-    /// Bytes written to log files, headers included.
-    pub bytes_written: u64,
-    /// Records lost to failed writes (disk full, I/O error).
-    pub lost: u64,
-    /// Log files opened (more than one after rotation).
-    pub files: u64,
-    /// Logging threads seen.
-    pub threads: u64,
-}
+use crate::producer::report_own_drops;
+use crate::shared::{OnFull, Shared, Stats};
+use crate::{flusher, hooks};
 
 /// Configures and starts a [`Logger`].
 #[derive(Debug, Clone)]
@@ -56,6 +23,7 @@ pub struct Builder {
     pub(crate) rotate_bytes: Option<u64>,
     pub(crate) wake_delay: Duration,
     pub(crate) clock_interval: Duration,
+    pub(crate) flush_on_signals: bool,
 }
 
 impl Default for Builder {
@@ -68,6 +36,7 @@ impl Default for Builder {
             rotate_bytes: None,
             wake_delay: Duration::from_millis(1),
             clock_interval: Duration::from_secs(1),
+            flush_on_signals: false,
         }
     }
 }
@@ -120,6 +89,18 @@ impl Builder {
         self
     }
 
+    /// Also write out every record logged before a fatal signal (default
+    /// `false`): on SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM,
+    /// SIGINT, SIGHUP and SIGQUIT the handler wakes the flusher and waits
+    /// for it (at most 1 s), then calls the handler installed before
+    /// nanolog's, or restores the default action and raises the signal
+    /// again, so the process ends as the signal would have ended it. The
+    /// handler allocates nothing and takes no lock.
+    pub fn flush_on_signals(mut self, on: bool) -> Self {
+        self.flush_on_signals = on;
+        self
+    }
+
     /// Opens the file and starts the flusher thread. The first start in a
     /// process also calibrates the clock (about 20 ms).
     ///
@@ -136,28 +117,21 @@ impl Builder {
             return Err(Error::Config("wake delay is longer than 10 s".into()));
         }
         let capacity = self.staging_capacity.max(256).next_power_of_two();
-        let mut current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
-        if current.is_some() {
-            return Err(Error::AlreadyRunning);
+        let mut current = lock_current();
+        // A logger being dropped still owns the file until its flusher has
+        // exited: wait for it rather than write the file from two flushers.
+        while let Some(c) = current.as_ref() {
+            if !c.stop.load(Ordering::Acquire) {
+                return Err(Error::AlreadyRunning);
+            }
+            current = SLOT_FREED
+                .wait_timeout(current, Duration::from_millis(50))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         let writer = crate::writer::Writer::create(&self.path, self.rotate_bytes)?;
         let epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
-        let shared = Arc::new(Shared {
-            epoch,
-            capacity,
-            on_full: self.on_full,
-            running: AtomicBool::new(true),
-            stop: AtomicBool::new(false),
-            new_rings: Mutex::new(Vec::new()),
-            has_new_rings: AtomicBool::new(false),
-            next_thread: AtomicU32::new(1),
-            flusher: std::sync::OnceLock::new(),
-            flush_requested: AtomicU64::new(0),
-            flush_done: Mutex::new(0),
-            flush_cv: Condvar::new(),
-            error: Mutex::new(None),
-            counters: Counters::default(),
-        });
+        let shared = Arc::new(Shared::new(epoch, capacity, self.on_full));
         let config = flusher::Config {
             wake_delay: self.wake_delay,
             clock_interval: self.clock_interval,
@@ -168,9 +142,15 @@ impl Builder {
             .spawn(move || flusher::run(s2, writer, config))
             .map_err(|e| Error::Flusher(e.to_string()))?;
         let _ = shared.flusher.set(handle.thread().clone());
+        hooks::install_process_hooks();
+        if self.flush_on_signals {
+            hooks::install_signal_handlers(&shared)
+                .map_err(|e| Error::Config(format!("cannot install the signal handlers: {e}")))?;
+        }
         *current = Some(Arc::clone(&shared));
+        EXITING.store(false, Ordering::Relaxed);
         // Relaxed: producers compare their ring's epoch with this one; a
-        // stale read only sends them to `attach`, which takes the CURRENT lock.
+        // stale read only sends them to the slow path, which takes the lock.
         EPOCH.store(epoch, Ordering::Relaxed);
         drop(current);
         level::activate(self.level);
@@ -190,7 +170,8 @@ pub struct Logger {
 }
 
 impl Logger {
-    /// A builder with the defaults of CONTRACT §3.
+    /// A builder with the defaults: `nanolog.nlog`, `Info`, 1 MiB rings,
+    /// `OnFull::Block`, no rotation.
     pub fn builder() -> Builder {
         Builder::default()
     }
@@ -200,7 +181,15 @@ impl Logger {
     /// call.
     pub fn flush(&self) -> Result<(), Error> {
         report_own_drops();
-        self.shared.flush()
+        self.shared.flush(false, None)
+    }
+
+    /// Does what [`flush`](Self::flush) does, and returns only once the data
+    /// is on stable storage (`fdatasync`): the way to make one record
+    /// durable, such as an audit record, while all others stay asynchronous.
+    pub fn sync(&self) -> Result<(), Error> {
+        report_own_drops();
+        self.shared.flush(true, None)
     }
 
     /// The logger's counters.
@@ -211,362 +200,182 @@ impl Logger {
 
 impl Drop for Logger {
     fn drop(&mut self) {
+        if !self.shared.in_owner_process() {
+            // A forked child's copy: the flusher and the file are the parent's.
+            return;
+        }
         report_own_drops();
-        level::deactivate();
         {
-            let mut current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
+            // Under the CURRENT lock: no `start` or `flush` sees a logger
+            // that is neither running nor stopping.
+            let current = lock_current();
             if current
                 .as_ref()
                 .is_some_and(|c| Arc::ptr_eq(c, &self.shared))
             {
-                *current = None;
+                level::deactivate();
                 EPOCH.store(0, Ordering::Relaxed);
             }
+            // Under the `new_rings` lock (see `ThreadProducer::attach`).
+            let _rings = self
+                .shared
+                .new_rings
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            // Release pairs with the flusher's Acquire load: it drains what
+            // was committed before this store, then exits.
+            self.shared.stop.store(true, Ordering::Release);
         }
-        // Release pairs with the flusher's Acquire load: it drains what was
-        // committed before this store, then exits.
-        self.shared.stop.store(true, Ordering::Release);
+        hooks::forget_signal_target(&self.shared);
         self.shared.wake_flusher();
+        // Bounded: a flusher stuck in a write (a FIFO nobody reads, a hung
+        // network filesystem) is left behind after STALL_LIMIT without
+        // progress, rather than hanging the program.
+        let exited = self.shared.wait_stopped();
         if let Some(h) = self.handle.take() {
-            let _ = h.join();
+            if exited {
+                let _ = h.join();
+            }
         }
-        self.shared.running.store(false, Ordering::Release);
+        if !exited {
+            let _ = writeln_stderr(
+                "nanolog: the flusher thread made no progress for 10 s; \
+                 stopping without it (records it still holds are lost)",
+            );
+            self.shared.running.store(false, Ordering::Release);
+        }
+        let mut current = lock_current();
+        if current
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, &self.shared))
+        {
+            *current = None;
+        }
+        drop(current);
+        SLOT_FREED.notify_all();
     }
+}
+
+fn writeln_stderr(msg: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    writeln!(std::io::stderr(), "{msg}")
 }
 
 /// Flushes the running logger, if any (see [`Logger::flush`]).
 pub fn flush() -> Result<(), Error> {
-    let shared = CURRENT
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
-    match shared {
+    match running() {
         Some(s) => {
             report_own_drops();
-            s.flush()
+            s.flush(false, None)
         }
         None => Ok(()),
     }
 }
 
-/// Writes the calling thread's pending drop marker, so a flush covers it.
-/// (Other threads report theirs with their next record, or when they exit.)
-fn report_own_drops() {
-    let _ = PRODUCER.try_with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else {
-            return;
-        };
-        let Some(p) = slot.as_mut() else { return };
-        if p.pending_drops == 0 || p.epoch != EPOCH.load(Ordering::Relaxed) {
-            return;
+/// Syncs the running logger, if any (see [`Logger::sync`]).
+pub fn sync() -> Result<(), Error> {
+    match running() {
+        Some(s) => {
+            report_own_drops();
+            s.flush(true, None)
         }
-        let deadline = std::time::Instant::now() + Duration::from_secs(1);
-        while !p.try_write_drops() && std::time::Instant::now() < deadline {
-            p.shared.wake_flusher();
-            std::thread::yield_now();
-        }
-    });
-}
-
-/// Names the calling thread in the log (shown by `nanolog decode` as
-/// `[name:id]`). By default a thread is named after `std::thread::current()`.
-pub fn set_thread_name(name: &str) {
-    THREAD_NAME.with(|n| *n.borrow_mut() = Some(name.to_owned()));
-    let _ = PRODUCER.try_with(|p| {
-        if let Ok(p) = p.try_borrow() {
-            if let Some(p) = p.as_ref() {
-                let ring = p.producer.ring();
-                *ring.name.lock().unwrap_or_else(PoisonError::into_inner) = name.to_owned();
-                ring.name_version.fetch_add(1, Ordering::Release);
-            }
-        }
-    });
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) logged: AtomicU64,
-    pub(crate) dropped: AtomicU64,
-    pub(crate) oversize: AtomicU64,
-    pub(crate) bytes_written: AtomicU64,
-    pub(crate) lost: AtomicU64,
-    pub(crate) files: AtomicU64,
-    pub(crate) threads: AtomicU64,
-}
-
-impl Counters {
-    fn snapshot(&self) -> Stats {
-        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Stats {
-            logged: r(&self.logged),
-            dropped: r(&self.dropped),
-            oversize: r(&self.oversize),
-            bytes_written: r(&self.bytes_written),
-            lost: r(&self.lost),
-            files: r(&self.files),
-            threads: r(&self.threads),
-        }
+        None => Ok(()),
     }
 }
 
-/// State shared by the logger handle, the flusher and the logging threads.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    epoch: u64,
-    pub(crate) capacity: usize,
-    on_full: OnFull,
-    /// False once the flusher has exited: blocked producers give up.
-    pub(crate) running: AtomicBool,
-    /// Set by `Logger::drop`: the flusher drains and exits.
-    pub(crate) stop: AtomicBool,
-    pub(crate) new_rings: Mutex<Vec<Arc<Ring>>>,
-    pub(crate) has_new_rings: AtomicBool,
-    next_thread: AtomicU32,
-    flusher: std::sync::OnceLock<Thread>,
-    pub(crate) flush_requested: AtomicU64,
-    pub(crate) flush_done: Mutex<u64>,
-    pub(crate) flush_cv: Condvar,
-    /// The first write error since the last `flush`.
-    pub(crate) error: Mutex<Option<std::io::Error>>,
-    pub(crate) counters: Counters,
-}
-
-impl Shared {
-    pub(crate) fn wake_flusher(&self) {
-        if let Some(t) = self.flusher.get() {
-            t.unpark();
-        }
-    }
-
-    fn flush(&self) -> Result<(), Error> {
-        // SeqCst: the flusher's Acquire load of this counter, taken before it
-        // loads the rings' tails, orders this request after every record
-        // committed before the call.
-        let ticket = self.flush_requested.fetch_add(1, Ordering::SeqCst) + 1;
-        self.wake_flusher();
-        let mut done = self
-            .flush_done
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        while *done < ticket {
-            if !self.running.load(Ordering::Acquire) {
-                return Err(Error::Flusher("the flusher thread has stopped".into()));
-            }
-            done = self
-                .flush_cv
-                .wait_timeout(done, Duration::from_millis(50))
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        drop(done);
-        match self
-            .error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            Some(e) => Err(Error::Write(e)),
-            None => Ok(()),
-        }
-    }
-}
-
-/// The running logger, for threads attaching their rings.
+/// The running logger, for threads attaching their rings; `Some` and
+/// stopping while its `Logger` is being dropped.
 static CURRENT: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
-/// The running logger's epoch (0: none). A thread whose ring belongs to
-/// another epoch attaches a new ring before logging.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
+/// Notified when a stopping logger leaves CURRENT.
+static SLOT_FREED: Condvar = Condvar::new();
+/// The running logger's epoch (0: none; [`EXIT_EPOCH`] once the process
+/// exits). A call whose ring belongs to another epoch takes the slow path.
+pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
 static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
+/// An epoch no logger has: every call takes the slow path.
+const EXIT_EPOCH: u64 = u64::MAX;
+/// Set by the exit hook: from then on each call flushes its own record.
+static EXITING: AtomicBool = AtomicBool::new(false);
 
-thread_local! {
-    static PRODUCER: RefCell<Option<ThreadProducer>> = const { RefCell::new(None) };
-    static THREAD_NAME: RefCell<Option<String>> = const { RefCell::new(None) };
+/// The longest a hook (exit, panic, and a call made after the exit hook)
+/// waits for the flusher.
+pub(crate) const HOOK_FLUSH_LIMIT: Duration = Duration::from_secs(5);
+
+fn lock_current() -> MutexGuard<'static, Option<Arc<Shared>>> {
+    CURRENT.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A thread's producer: its ring and the logger it belongs to.
-struct ThreadProducer {
-    epoch: u64,
-    shared: Arc<Shared>,
-    producer: Producer,
-    /// Records dropped since the last drop marker was written.
-    pending_drops: u64,
-    first_drop: u64,
-    last_drop: u64,
+/// The running logger, unless none runs or it is stopping.
+pub(crate) fn running() -> Option<Arc<Shared>> {
+    if FORKED.load(Ordering::Relaxed) {
+        // The lock may have been held by another thread at the fork: it
+        // would never be released in this process.
+        return running_from_hook();
+    }
+    lock_current()
+        .as_ref()
+        .filter(|s| !s.stop.load(Ordering::Acquire))
+        .cloned()
 }
 
-impl Drop for ThreadProducer {
-    fn drop(&mut self) {
-        // The thread is exiting (or moving to a new logger): report drops not
-        // yet reported, then let the flusher free the ring once it is empty.
-        if self.pending_drops > 0 && self.shared.running.load(Ordering::Acquire) {
-            let deadline = std::time::Instant::now() + Duration::from_millis(100);
-            while !self.try_write_drops() && std::time::Instant::now() < deadline {
-                self.shared.wake_flusher();
-                std::thread::yield_now();
+/// Like [`running`], but never waits long for the lock: for hooks that may
+/// run while this thread (panicking, or exiting) holds it.
+fn running_from_hook() -> Option<Arc<Shared>> {
+    let deadline = Instant::now() + Duration::from_millis(500);
+    loop {
+        match CURRENT.try_lock() {
+            Ok(g) => {
+                return g
+                    .as_ref()
+                    .filter(|s| !s.stop.load(Ordering::Acquire))
+                    .cloned()
             }
+            Err(TryLockError::Poisoned(p)) => {
+                return p
+                    .into_inner()
+                    .as_ref()
+                    .filter(|s| !s.stop.load(Ordering::Acquire))
+                    .cloned()
+            }
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(TryLockError::WouldBlock) => return None,
         }
-        self.producer.ring().close();
     }
 }
 
-impl ThreadProducer {
-    fn attach() -> Option<ThreadProducer> {
-        let current = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
-        let shared = current.as_ref()?.clone();
-        drop(current);
-        let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
-        let name = THREAD_NAME
-            .try_with(|n| n.borrow().clone())
-            .ok()
-            .flatten()
-            .or_else(|| std::thread::current().name().map(str::to_owned))
-            .unwrap_or_default();
-        let ring = Arc::new(Ring::new(shared.capacity, thread, name));
-        shared
-            .new_rings
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Arc::clone(&ring));
-        // Release pairs with the flusher's Acquire: it sees the pushed ring.
-        shared.has_new_rings.store(true, Ordering::Release);
-        shared.counters.threads.fetch_add(1, Ordering::Relaxed);
-        Some(ThreadProducer {
-            epoch: shared.epoch,
-            shared,
-            producer: Producer::new(ring),
-            pending_drops: 0,
-            first_drop: 0,
-            last_drop: 0,
-        })
-    }
-
-    #[inline(always)]
-    fn write(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
-        if self.pending_drops > 0 && !self.try_write_drops() {
-            self.dropped(clock::now(), false);
-            return;
-        }
-        if !self.producer.try_reserve(len) && !self.wait_for_room(len) {
-            return;
-        }
-        // The tick is read after the reservation, so a thread's records are
-        // in tick order in its ring.
-        self.producer.commit_record(id, clock::now(), enc);
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn wait_for_room(&mut self, len: usize) -> bool {
-        if self.on_full_drop() {
-            // Wake an idle flusher at the start of a run of drops (and now
-            // and then during one), so a burst does not wait out its sleep.
-            if self.pending_drops % 1024 == 0 {
-                self.shared.wake_flusher();
-            }
-            self.dropped(clock::now(), false);
-            return false;
-        }
-        let mut spins = 0u32;
-        loop {
-            if self.producer.try_reserve(len) {
-                return true;
-            }
-            if !self.shared.running.load(Ordering::Acquire)
-                || self.shared.stop.load(Ordering::Acquire) && spins > 10_000
-            {
-                self.dropped(clock::now(), false);
-                return false;
-            }
-            spins += 1;
-            if spins % 64 == 1 {
-                self.shared.wake_flusher();
-            }
-            if spins < 100 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    fn on_full_drop(&self) -> bool {
-        self.shared.on_full == OnFull::Drop
-    }
-
-    #[cold]
-    fn dropped(&mut self, tick: u64, oversize: bool) {
-        if self.pending_drops == 0 {
-            self.first_drop = tick;
-        }
-        self.pending_drops += 1;
-        self.last_drop = tick;
-        self.shared.counters.dropped.fetch_add(1, Ordering::Relaxed);
-        if oversize {
-            self.shared
-                .counters
-                .oversize
-                .fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Writes the pending drop marker; false if the ring has no room for it.
-    #[cold]
-    fn try_write_drops(&mut self) -> bool {
-        if !self.producer.try_reserve(ring::DROPS_LEN) {
-            return false;
-        }
-        self.producer
-            .commit_drops(self.pending_drops, self.first_drop, self.last_drop);
-        self.pending_drops = 0;
-        true
-    }
+pub(crate) fn exiting() -> bool {
+    EXITING.load(Ordering::Relaxed)
 }
 
-/// Logs one record: the entry point of every macro expansion.
-///
-/// `args_len` is the bytes the encoders write; `kinds` is called once per
-/// site, on its first call; `enc` writes the arguments.
-#[inline(always)]
-pub fn log<const N: usize>(
-    site: &'static Site,
-    args_len: usize,
-    kinds: impl FnOnce() -> [ArgKind; N],
-    enc: impl for<'a> FnOnce(Cursor<'a>),
-) {
-    let id = site.id(kinds);
-    let len = (ring::HEADER + args_len + 7) & !7;
-    let _ = PRODUCER.try_with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else {
-            return;
-        };
-        match slot.as_mut() {
-            Some(p) if p.epoch == EPOCH.load(Ordering::Relaxed) => p.log(id, len, enc),
-            _ => log_attaching(&mut slot, id, len, enc),
-        }
-    });
+/// The exit hook: write out everything logged so far, and make every later
+/// call (from other exit hooks, thread-local destructors, threads still
+/// running) flush its own record, since nothing else will.
+pub(crate) fn on_exit() {
+    EXITING.store(true, Ordering::Relaxed);
+    EPOCH.store(EXIT_EPOCH, Ordering::Relaxed);
+    flush_from_hook();
 }
 
-#[cold]
-#[inline(never)]
-fn log_attaching(
-    slot: &mut Option<ThreadProducer>,
-    id: u32,
-    len: usize,
-    enc: impl for<'a> FnOnce(Cursor<'a>),
-) {
-    *slot = None;
-    if let Some(p) = ThreadProducer::attach() {
-        slot.insert(p).log(id, len, enc);
+/// The panic hook's flush: bounded, and skipped on the flusher thread.
+pub(crate) fn flush_from_hook() {
+    let Some(shared) = running_from_hook() else {
+        return;
+    };
+    if !shared.in_owner_process() || flusher::is_flusher_thread() {
+        return;
     }
+    report_own_drops();
+    let _ = shared.flush(false, Some(HOOK_FLUSH_LIMIT));
 }
 
-impl ThreadProducer {
-    #[inline(always)]
-    fn log(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
-        if len > self.producer.ring().capacity() {
-            self.dropped(clock::now(), true);
-            return;
-        }
-        self.write(id, len, enc);
-    }
+/// In a forked child: every call takes the slow path, which counts it as
+/// dropped (the child has no flusher). Async-signal-safe: one store.
+pub(crate) fn on_fork_child() {
+    FORKED.store(true, Ordering::Relaxed);
+    EPOCH.store(EXIT_EPOCH, Ordering::Relaxed);
 }
+
+/// Set in a forked child of a process that started a logger.
+static FORKED: AtomicBool = AtomicBool::new(false);

@@ -113,6 +113,13 @@ pub(crate) struct Producer {
     reserved: Option<(NonNull<u8>, usize)>,
 }
 
+// SAFETY: a `Producer` is the ring's only writer; `reserved` points into
+// the buffer its `Arc<Ring>` keeps alive, at bytes the consumer does not read
+// until they are committed. Moving the producer to another thread (the
+// fallback ring behind a mutex) moves that sole write right with it; nothing
+// else refers to the reserved bytes.
+unsafe impl Send for Producer {}
+
 /// Where an encoder writes a record's arguments: the reserved bytes after
 /// the header. Only the ring creates one, over exactly the reserved bytes;
 /// its lifetime ends before the record is published, and every write checks

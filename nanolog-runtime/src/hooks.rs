@@ -1,0 +1,236 @@
+//! What makes records survive the ways a process ends: an exit hook, a
+//! panic hook and a fork handler (installed once per process by the first
+//! `start()`), and the fatal-signal handlers of `Builder::flush_on_signals`.
+//!
+//! The signal handler may run on any thread at any instruction, so it uses
+//! only what is async-signal-safe: atomic loads and stores, a futex wake
+//! (`Thread::unpark`), `sched_yield`, `sigaction` and `raise`. It reaches
+//! the logger through a raw pointer to a `Shared` that is never freed.
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Once, OnceLock};
+use std::time::Duration;
+
+use crate::logger;
+use crate::shared::Shared;
+
+/// The longest the signal handler waits for the flusher.
+const SIGNAL_FLUSH_LIMIT: Duration = Duration::from_secs(1);
+
+/// Installs the exit hook, the panic hook and the fork handler, once.
+pub(crate) fn install_process_hooks() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            // Before the previous hook (which may abort, as under
+            // `panic = "abort"` the runtime does right after the hooks) and
+            // after it (it may log the panic itself).
+            logger::flush_from_hook();
+            previous(info);
+            logger::flush_from_hook();
+        }));
+        #[cfg(target_os = "linux")]
+        os::install_exit_and_fork_hooks();
+    });
+}
+
+/// The logger the signal handler flushes: a leaked `Arc`, so the pointer
+/// stays valid however late a signal arrives. Null when none asked for it.
+static SIGNAL_TARGET: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Points the signal handlers at `shared` (installing them on first use).
+pub(crate) fn install_signal_handlers(shared: &Arc<Shared>) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        static INSTALLED: OnceLock<std::io::Result<()>> = OnceLock::new();
+        if let Err(e) = INSTALLED.get_or_init(os::install_signal_handlers) {
+            return Err(std::io::Error::new(e.kind(), e.to_string()));
+        }
+        // Leaked on purpose (one small struct per logger started with
+        // signals): a handler may still be reading it after the logger stops.
+        let ptr = Arc::into_raw(Arc::clone(shared)).cast_mut();
+        // Release pairs with the handler's Acquire load: it sees a fully
+        // built `Shared`.
+        let old = SIGNAL_TARGET.swap(ptr, Ordering::AcqRel);
+        let _ = old; // the previous target stays leaked for the same reason
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = shared;
+    Ok(())
+}
+
+/// Stops the signal handlers flushing `shared` (its logger is stopping).
+pub(crate) fn forget_signal_target(shared: &Arc<Shared>) {
+    let ptr = Arc::as_ptr(shared).cast_mut();
+    let _ = SIGNAL_TARGET.compare_exchange(
+        ptr,
+        std::ptr::null_mut(),
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
+}
+
+/// The signal handler's flush: wake the flusher and wait (bounded) until it
+/// has written every record committed before the signal.
+fn flush_for_signal() {
+    // Acquire pairs with the Release swap in `install_signal_handlers`.
+    let ptr = SIGNAL_TARGET.load(Ordering::Acquire);
+    if ptr.is_null() {
+        return;
+    }
+    // SAFETY: a non-null target is a leaked `Arc<Shared>` (never freed), so
+    // it is valid for the life of the process.
+    let shared: &Shared = unsafe { &*ptr };
+    if !shared.running.load(Ordering::Acquire) || !shared.in_owner_process() {
+        return;
+    }
+    // A fault on the flusher thread: it cannot flush while in this handler.
+    if shared.flusher_id.load(Ordering::Relaxed) == os::thread_id() {
+        return;
+    }
+    let ticket = shared.request_flush(false);
+    shared.wait_flushed_lock_free(ticket, SIGNAL_FLUSH_LIMIT);
+}
+
+pub(crate) use os::thread_id;
+
+#[cfg(target_os = "linux")]
+mod os {
+    use super::*;
+
+    /// The signals `flush_on_signals` handles.
+    const SIGNALS: [libc::c_int; 9] = [
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGILL,
+        libc::SIGFPE,
+        libc::SIGABRT,
+        libc::SIGTERM,
+        libc::SIGINT,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+    ];
+
+    /// The handlers that were installed before nanolog's, by signal, written
+    /// once before nanolog's handlers are installed.
+    static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
+
+    /// An id of the calling thread (`pthread_self`), async-signal-safe.
+    pub(crate) fn thread_id() -> u64 {
+        // SAFETY: pthread_self has no preconditions and is async-signal-safe.
+        unsafe { libc::pthread_self() as u64 }
+    }
+
+    extern "C" fn at_exit() {
+        logger::on_exit();
+    }
+
+    extern "C" fn at_fork_child() {
+        logger::on_fork_child();
+    }
+
+    pub(super) fn install_exit_and_fork_hooks() {
+        // SAFETY: both callbacks are `extern "C" fn()` that live for the
+        // whole program; atexit and pthread_atfork only record them.
+        unsafe {
+            libc::atexit(at_exit);
+            libc::pthread_atfork(None, None, Some(at_fork_child));
+        }
+    }
+
+    pub(super) fn install_signal_handlers() -> std::io::Result<()> {
+        let mut previous = [zeroed_action(); SIGNALS.len()];
+        for (i, &sig) in SIGNALS.iter().enumerate() {
+            // SAFETY: a null new action only reads the current one into a
+            // valid, writable sigaction.
+            if unsafe { libc::sigaction(sig, std::ptr::null(), &mut previous[i]) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        // Stored before any of our handlers can run, so a handler always
+        // finds the previous actions.
+        let _ = PREVIOUS.set(previous);
+        for &sig in &SIGNALS {
+            let mut action = zeroed_action();
+            let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                on_signal;
+            action.sa_sigaction = handler as usize;
+            // SA_ONSTACK: run on the alternate stack std sets up, so a stack
+            // overflow's SIGSEGV still reaches the handler (and then std's).
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+            // SAFETY: `action.sa_mask` is a valid sigset_t to initialise.
+            unsafe { libc::sigemptyset(&mut action.sa_mask) };
+            // SAFETY: `action` is a fully initialised sigaction whose handler
+            // is an `extern "C"` function of the SA_SIGINFO signature.
+            if unsafe { libc::sigaction(sig, &action, std::ptr::null_mut()) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    fn zeroed_action() -> libc::sigaction {
+        // SAFETY: sigaction is a plain C struct for which all-zero bytes are
+        // a valid value (SIG_DFL, empty mask, no flags).
+        unsafe { std::mem::zeroed() }
+    }
+
+    extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        // The interrupted code may be between a failing call and its read
+        // of errno: keep it as it was.
+        // SAFETY: __errno_location returns the calling thread's errno slot,
+        // valid for the thread's life.
+        let errno = unsafe { *libc::__errno_location() };
+        flush_for_signal();
+        chain(sig, info, ctx);
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = errno };
+    }
+
+    /// Hands the signal on: to the handler installed before ours, else to
+    /// the default action (restored, and the signal raised again; it is
+    /// delivered when this handler returns, so the process ends as the
+    /// signal would have ended it).
+    fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        let prev = PREVIOUS
+            .get()
+            .and_then(|p| SIGNALS.iter().position(|&s| s == sig).map(|i| p[i]));
+        match prev {
+            Some(p) if p.sa_sigaction == libc::SIG_IGN => {}
+            Some(p) if p.sa_sigaction != libc::SIG_DFL => {
+                if p.sa_flags & libc::SA_SIGINFO != 0 {
+                    // SAFETY: with SA_SIGINFO the previous handler has this
+                    // signature (it was installed as such); we pass on the
+                    // kernel's own arguments.
+                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                        unsafe { std::mem::transmute(p.sa_sigaction) };
+                    f(sig, info, ctx);
+                } else {
+                    // SAFETY: without SA_SIGINFO the previous handler is a
+                    // plain `void (*)(int)`.
+                    let f: extern "C" fn(libc::c_int) =
+                        unsafe { std::mem::transmute(p.sa_sigaction) };
+                    f(sig);
+                }
+            }
+            _ => {
+                let mut dfl = zeroed_action();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                // SAFETY: restoring the default action and raising the signal
+                // are async-signal-safe; `dfl` is a valid sigaction.
+                unsafe {
+                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
+                    libc::raise(sig);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod os {
+    pub(crate) fn thread_id() -> u64 {
+        0
+    }
+}

@@ -1,0 +1,327 @@
+//! The calling thread's side of logging: its ring, and the fallback ring for
+//! calls that cannot use their own.
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
+use std::time::{Duration, Instant};
+
+use crate::clock;
+use crate::logger::{self, EPOCH};
+use crate::ring::{self, Cursor, Producer, Ring};
+use crate::shared::{OnFull, Shared};
+use crate::site::{ArgKind, Site};
+
+thread_local! {
+    static PRODUCER: RefCell<Option<ThreadProducer>> = const { RefCell::new(None) };
+    static THREAD_NAME: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The ring of calls that cannot use their thread's own: a call from a
+/// thread-local destructor that runs after the ring's own destructor, from
+/// an exit hook after `main` returned, or from a `Display` impl called by a
+/// logging call of the same thread. Shared by those threads under a lock;
+/// a call that finds the lock taken (re-entered from inside it) is counted
+/// as dropped instead of waiting.
+static FALLBACK: Mutex<Option<ThreadProducer>> = Mutex::new(None);
+
+/// Logs one record: the entry point of every macro expansion.
+///
+/// `args_len` is the bytes the encoders write; `kinds` is called once per
+/// site, on its first call; `enc` writes the arguments.
+#[inline(always)]
+pub fn log<const N: usize>(
+    site: &'static Site,
+    args_len: usize,
+    kinds: impl FnOnce() -> [ArgKind; N],
+    enc: impl for<'a> FnOnce(Cursor<'a>),
+) {
+    let id = site.id(kinds);
+    let len = (ring::HEADER + args_len + 7) & !7;
+    let mut enc = Some(enc);
+    let used_own = PRODUCER.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return false;
+        };
+        let Some(enc) = enc.take() else { return true };
+        match slot.as_mut() {
+            Some(p) if p.epoch == EPOCH.load(Ordering::Relaxed) => p.log(id, len, enc),
+            _ => log_slow(&mut slot, id, len, enc),
+        }
+        true
+    });
+    if used_own != Ok(true) {
+        if let Some(enc) = enc.take() {
+            log_fallback(id, len, enc);
+        }
+    }
+}
+
+/// A call whose ring belongs to another logger (or none yet), or any call
+/// while the process exits: attach a ring to the running logger, if any.
+#[cold]
+#[inline(never)]
+fn log_slow(
+    slot: &mut Option<ThreadProducer>,
+    id: u32,
+    len: usize,
+    enc: impl for<'a> FnOnce(Cursor<'a>),
+) {
+    let Some(shared) = logger::running() else {
+        *slot = None;
+        return;
+    };
+    if !shared.in_owner_process() {
+        // A forked child: its copy of the logger has no flusher.
+        shared.count_dropped();
+        return;
+    }
+    if slot.as_ref().is_none_or(|p| p.epoch != shared.epoch) {
+        *slot = None;
+        *slot = ThreadProducer::attach(shared);
+    }
+    let Some(p) = slot.as_mut() else { return };
+    p.log(id, len, enc);
+    if logger::exiting() {
+        p.flush_after_exit();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
+    let Some(shared) = logger::running() else {
+        return;
+    };
+    if !shared.in_owner_process() {
+        shared.count_dropped();
+        return;
+    }
+    let mut slot = match FALLBACK.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => {
+            // Either another thread holds it (wait for it, briefly), or this
+            // thread does, re-entered from inside the locked call: taking it
+            // again would deadlock, so give up after a bound.
+            let deadline = Instant::now() + Duration::from_millis(100);
+            loop {
+                match FALLBACK.try_lock() {
+                    Ok(g) => break g,
+                    Err(TryLockError::Poisoned(p)) => break p.into_inner(),
+                    Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                        std::thread::yield_now()
+                    }
+                    Err(TryLockError::WouldBlock) => {
+                        shared.count_dropped();
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    if slot.as_ref().is_none_or(|p| p.epoch != shared.epoch) {
+        *slot = None;
+        *slot = ThreadProducer::attach(shared);
+    }
+    let Some(p) = slot.as_mut() else { return };
+    p.log(id, len, enc);
+    if logger::exiting() {
+        p.flush_after_exit();
+    }
+}
+
+/// Writes the calling thread's pending drop marker, so a flush covers it.
+/// (Other threads report theirs with their next record, or when they exit.)
+pub(crate) fn report_own_drops() {
+    let _ = PRODUCER.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return;
+        };
+        let Some(p) = slot.as_mut() else { return };
+        if p.pending_drops == 0 || p.epoch != EPOCH.load(Ordering::Relaxed) {
+            return;
+        }
+        p.write_drops_within(Duration::from_secs(1));
+    });
+}
+
+/// Names the calling thread in the log (shown by `nanolog decode` as
+/// `[name:id]`). By default a thread is named after `std::thread::current()`.
+pub fn set_thread_name(name: &str) {
+    let _ = THREAD_NAME.try_with(|n| *n.borrow_mut() = Some(name.to_owned()));
+    let _ = PRODUCER.try_with(|p| {
+        if let Ok(p) = p.try_borrow() {
+            if let Some(p) = p.as_ref() {
+                let ring = p.producer.ring();
+                *ring.name.lock().unwrap_or_else(PoisonError::into_inner) = name.to_owned();
+                ring.name_version.fetch_add(1, Ordering::Release);
+            }
+        }
+    });
+}
+
+/// A thread's producer: its ring and the logger it belongs to.
+pub(crate) struct ThreadProducer {
+    epoch: u64,
+    shared: Arc<Shared>,
+    producer: Producer,
+    /// Records dropped since the last drop marker was written.
+    pending_drops: u64,
+    first_drop: u64,
+    last_drop: u64,
+}
+
+impl Drop for ThreadProducer {
+    fn drop(&mut self) {
+        // The thread is exiting (or moving to a new logger): report drops not
+        // yet reported, then let the flusher free the ring once it is empty.
+        if self.pending_drops > 0 && self.shared.running.load(Ordering::Acquire) {
+            self.write_drops_within(Duration::from_millis(100));
+        }
+        self.producer.ring().close();
+    }
+}
+
+impl ThreadProducer {
+    /// A new ring for the calling thread, handed to `shared`'s flusher;
+    /// `None` if that logger is stopping.
+    fn attach(shared: Arc<Shared>) -> Option<ThreadProducer> {
+        let name = THREAD_NAME
+            .try_with(|n| n.borrow().clone())
+            .ok()
+            .flatten()
+            .or_else(|| std::thread::current().name().map(str::to_owned))
+            .unwrap_or_default();
+        let mut rings = shared
+            .new_rings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // `Logger::drop` sets `stop` under this lock too: either the stop
+        // comes first and no ring is pushed, or the ring and its flag are
+        // published before the stop, and the flusher, which reads `stop`
+        // before it adopts new rings, adopts and drains it.
+        if shared.stop.load(Ordering::Acquire) {
+            return None;
+        }
+        let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
+        let ring = Arc::new(Ring::new(shared.capacity, thread, name));
+        rings.push(Arc::clone(&ring));
+        // Release pairs with the flusher's Acquire swap: it sees the pushed ring.
+        shared.has_new_rings.store(true, Ordering::Release);
+        drop(rings);
+        shared.counters.threads.fetch_add(1, Ordering::Relaxed);
+        Some(ThreadProducer {
+            epoch: shared.epoch,
+            shared,
+            producer: Producer::new(ring),
+            pending_drops: 0,
+            first_drop: 0,
+            last_drop: 0,
+        })
+    }
+
+    #[inline(always)]
+    fn log(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
+        if len > self.producer.ring().capacity() {
+            self.dropped(clock::now(), true);
+            return;
+        }
+        if self.pending_drops > 0 && !self.try_write_drops() {
+            self.dropped(clock::now(), false);
+            return;
+        }
+        if !self.producer.try_reserve(len) && !self.wait_for_room(len) {
+            return;
+        }
+        // The tick is read after the reservation, so a thread's records are
+        // in tick order in its ring.
+        self.producer.commit_record(id, clock::now(), enc);
+    }
+
+    /// After the exit hook has run, nothing will flush again: each call
+    /// flushes its own record (bounded, as the hooks are).
+    #[cold]
+    fn flush_after_exit(&mut self) {
+        if self.pending_drops > 0 {
+            self.write_drops_within(Duration::from_millis(100));
+        }
+        let _ = self.shared.flush(false, Some(logger::HOOK_FLUSH_LIMIT));
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_for_room(&mut self, len: usize) -> bool {
+        if self.shared.on_full == OnFull::Drop {
+            // Wake an idle flusher at the start of a run of drops (and now
+            // and then during one), so a burst does not wait out its sleep.
+            if self.pending_drops % 1024 == 0 {
+                self.shared.wake_flusher();
+            }
+            self.dropped(clock::now(), false);
+            return false;
+        }
+        let mut spins = 0u32;
+        loop {
+            if self.producer.try_reserve(len) {
+                return true;
+            }
+            // Give up when the flusher has gone, or the logger is stopping
+            // and has had time to drain (its drop waits for a stuck flusher
+            // only so long; see `Logger::drop`).
+            if !self.shared.running.load(Ordering::Acquire)
+                || self.shared.stop.load(Ordering::Acquire) && spins > 10_000
+            {
+                self.dropped(clock::now(), false);
+                return false;
+            }
+            spins += 1;
+            if spins % 64 == 1 {
+                self.shared.wake_flusher();
+            }
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    #[cold]
+    fn dropped(&mut self, tick: u64, oversize: bool) {
+        if self.pending_drops == 0 {
+            self.first_drop = tick;
+        }
+        self.pending_drops += 1;
+        self.last_drop = tick;
+        self.shared.count_dropped();
+        if oversize {
+            self.shared
+                .counters
+                .oversize
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes the pending drop marker; false if the ring has no room for it.
+    #[cold]
+    fn try_write_drops(&mut self) -> bool {
+        if !self.producer.try_reserve(ring::DROPS_LEN) {
+            return false;
+        }
+        self.producer
+            .commit_drops(self.pending_drops, self.first_drop, self.last_drop);
+        self.pending_drops = 0;
+        true
+    }
+
+    /// Writes the pending drop marker, waiting for room up to `limit`.
+    #[cold]
+    fn write_drops_within(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self.try_write_drops() && Instant::now() < deadline {
+            self.shared.wake_flusher();
+            std::thread::yield_now();
+        }
+    }
+}
