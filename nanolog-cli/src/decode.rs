@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use nanolog_runtime::reader::time::parse_rfc3339;
-use nanolog_runtime::reader::{Event, Filter, LogFile, Merge};
+use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, Refresh};
 use nanolog_runtime::Level;
 use regex::Regex;
 
@@ -350,11 +350,37 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
     let mut log: Option<LogFile> = None;
     let mut offset = 0usize;
     let mut printed = 0u64;
+    // The header of the file last read at `path`, to tell a new run there
+    // from the same file cut back.
+    let mut seen_header: Option<nanolog_runtime::reader::Header> = None;
     loop {
         let grew = match log.as_mut() {
-            Some(l) => l.refresh()?,
+            Some(l) => match l.refresh()? {
+                Refresh::Grew => true,
+                Refresh::Unchanged => false,
+                Refresh::Replaced => {
+                    // A new run at the same path, or the file was cut back by
+                    // another program: open what is there now (below).
+                    log = None;
+                    continue;
+                }
+            },
             None => match LogFile::open(&path) {
                 Ok(l) => {
+                    if seen_header.is_some_and(|h| h != *l.header()) {
+                        // Another run's file: its records are all new, and
+                        // none is read with the previous run's dictionary.
+                        let _ = writeln!(
+                            io::stderr(),
+                            "nanolog: warning: {} now holds another run; following it from its start",
+                            path.display()
+                        );
+                        offset = 0;
+                    } else {
+                        // The same file cut back: go on from what was printed.
+                        offset = offset.min(l.valid_len());
+                    }
+                    seen_header = Some(*l.header());
                     log = Some(l);
                     true
                 }
@@ -371,10 +397,23 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
                 }
                 w.flush()?;
                 let [l] = files;
+                if l.shrank() {
+                    // Truncated while we read it: what was printed is good
+                    // (records in lost bytes are errors, never printed);
+                    // reopen and go on from there.
+                    let _ = writeln!(
+                        io::stderr(),
+                        "nanolog: warning: {} shrank while being read",
+                        path.display()
+                    );
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
                 offset = l.valid_len();
                 if let Some(next) = l.rotated_to() {
                     path = path.with_file_name(next);
                     offset = 0;
+                    seen_header = None;
                     continue;
                 }
                 log = Some(l);

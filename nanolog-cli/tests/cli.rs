@@ -720,6 +720,40 @@ fn follow_picks_up_appended_records_and_rotation() {
     let _ = child.wait();
 }
 
+/// A new run rewrites the followed file in place (as a logger restarting
+/// at the same path does): the follower starts over on it and prints its
+/// records, never the old run's formats applied to the new run's bytes.
+#[test]
+fn follow_starts_over_when_a_new_run_replaces_the_file() {
+    let f = fixtures();
+    let dir = f.dir.join("follow-replaced");
+    std::fs::create_dir_all(&dir).unwrap();
+    let live = dir.join("app.nlog");
+    std::fs::copy(&f.main, &live).unwrap();
+    let first: Vec<String> = stdout(&run(&["decode", p(&f.main)]))
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let second: Vec<String> = stdout(&run(&["decode", p(&f.second)]))
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut child = Command::new(BIN)
+        .args(["decode", "-f", p(&live)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let rx = line_reader(&mut child);
+    assert_eq!(collect(&rx, first.len()), first);
+    // The new run truncates the file and writes its own header and records.
+    write(&live, &std::fs::read(&f.second).unwrap());
+    let got = collect(&rx, second.len());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(got, second);
+}
+
 #[test]
 fn parallel_rendering_matches_the_single_threaded_path() {
     // One CPU makes `decode` render on its main thread alone.

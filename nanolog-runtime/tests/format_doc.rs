@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use nanolog_runtime::reader::{LogFile, Value};
+use nanolog_runtime::reader::{LogFile, Refresh, Value};
 use nanolog_runtime::wire::{self, dict, header::Header, record, tag};
 use nanolog_runtime::{Align, ArgKind, Count, Level, Piece, Spec, Ty};
 
@@ -192,7 +192,7 @@ fn refresh_indexes_what_a_growing_file_gained() {
     let mut log = LogFile::open(&path).unwrap();
     assert_eq!(log.records().count(), 0, "the extent is not whole yet");
     assert!(log.warnings().iter().any(|w| w.contains("torn tail")));
-    assert!(!log.refresh().unwrap(), "nothing new");
+    assert_eq!(log.refresh().unwrap(), Refresh::Unchanged, "nothing new");
     {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new()
@@ -201,7 +201,7 @@ fn refresh_indexes_what_a_growing_file_gained() {
             .unwrap();
         f.write_all(&good[140..]).unwrap();
     }
-    assert!(log.refresh().unwrap());
+    assert_eq!(log.refresh().unwrap(), Refresh::Grew);
     let msgs: Vec<String> = log.records().map(|r| r.unwrap().message()).collect();
     assert_eq!(msgs, ["took 12 ms", "took 300 ms"]);
     assert!(log.warnings().is_empty(), "{:?}", log.warnings());

@@ -16,6 +16,7 @@
 //!
 //! [`Merge`] interleaves the threads of one or more files into time order.
 
+mod map;
 mod merge;
 pub mod render;
 pub mod time;
@@ -105,8 +106,18 @@ impl std::error::Error for ReadError {
 }
 
 enum Data {
-    Map(memmap2::Mmap),
+    Map(map::GuardedMap),
     Owned(Vec<u8>),
+}
+
+impl Data {
+    /// Whether some bytes read as zeros because the file shrank under us.
+    fn faulted(&self) -> bool {
+        match self {
+            Data::Map(m) => m.faulted(),
+            Data::Owned(_) => false,
+        }
+    }
 }
 
 impl std::ops::Deref for Data {
@@ -174,6 +185,21 @@ pub struct LogFile {
     rotated_to: Option<String>,
     /// Bytes up to the end of the last whole entry.
     valid_len: usize,
+    /// The file's (device, inode) when opened, to notice a replacement.
+    identity: Option<(u64, u64)>,
+}
+
+/// What [`LogFile::refresh`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// Nothing new.
+    Unchanged,
+    /// The file grew; the new entries are indexed.
+    Grew,
+    /// The path now holds another file (a new run, a rotation by another
+    /// tool) or this one was cut below what was read: this `LogFile` stays
+    /// as it was; open the path again to read the new content.
+    Replaced,
 }
 
 impl fmt::Debug for LogFile {
@@ -188,28 +214,59 @@ impl fmt::Debug for LogFile {
 }
 
 impl LogFile {
-    /// Opens and indexes a log file (memory-mapped).
+    /// Opens and indexes a log file (memory-mapped; see [`LogFile::shrank`]).
     pub fn open(path: impl AsRef<Path>) -> Result<LogFile, ReadError> {
         let path = path.as_ref();
-        Self::index(path.to_path_buf(), load(path)?)
+        let (data, identity) = load(path)?;
+        let mut f = Self::index(path.to_path_buf(), data)?;
+        f.identity = identity;
+        Ok(f)
     }
 
     /// Indexes what a growing file (a live log) has gained since it was
     /// opened or last refreshed: the file is mapped again and only the new
-    /// entries are read. Returns whether the file grew.
-    pub fn refresh(&mut self) -> Result<bool, ReadError> {
-        let data = load(&self.path)?;
+    /// entries are read. A file replaced at the path (a new run) or cut
+    /// below what was read is reported as [`Refresh::Replaced`], never read
+    /// with this file's dictionary.
+    pub fn refresh(&mut self) -> Result<Refresh, ReadError> {
+        let (data, identity) = load(&self.path)?;
+        // The parsed header, not the old map's bytes: a file rewritten in
+        // place shows its new bytes through the old map too.
+        let replaced = identity != self.identity
+            || data.len() < self.valid_len
+            || Header::decode(&data).ok() != Some(self.header);
+        if replaced {
+            return Ok(Refresh::Replaced);
+        }
         if data.len() <= self.data.len() {
-            return Ok(false);
+            return Ok(Refresh::Unchanged);
         }
         self.data = data;
         let mut pairs = self.time.pairs().to_vec();
         // A torn tail seen before may be whole now: read from the last whole entry.
         self.warnings.retain(|w| !w.contains("torn tail"));
         self.scan(self.valid_len, &mut pairs);
+        self.warn_if_shrank();
         self.time = TimeMap::new(self.header.ticks_per_second, pairs);
         self.derive();
-        Ok(true)
+        Ok(Refresh::Grew)
+    }
+
+    fn warn_if_shrank(&mut self) {
+        if self.shrank() {
+            self.warnings.push(format!(
+                "{}: the file shrank while being read (truncated by another program); \
+                 entries past its new end were skipped",
+                self.path.display()
+            ));
+        }
+    }
+
+    /// Whether the file shrank while it was being read (another program
+    /// truncated it): bytes past its new end read as zeros, and records
+    /// in them are reported as errors instead of being decoded.
+    pub fn shrank(&self) -> bool {
+        self.data.faulted()
     }
 
     /// Indexes a log held in memory.
@@ -258,9 +315,11 @@ impl LogFile {
             clean_end: false,
             rotated_to: None,
             valid_len: wire::HEADER_LEN,
+            identity: None,
         };
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs);
+        f.warn_if_shrank();
         f.time = TimeMap::new(header.ticks_per_second, pairs);
         f.derive();
         Ok(f)
@@ -599,28 +658,57 @@ impl LogFile {
     }
 }
 
-/// A file's bytes: mapped, or read whole when it is not a regular file.
-fn load(path: &Path) -> Result<Data, ReadError> {
+/// Reads one byte of every page `bytes` spans (see `Extent::take_args`).
+#[inline]
+fn touch_pages(bytes: &[u8]) {
+    const PAGE: usize = 4096;
+    let mut i = PAGE - (bytes.as_ptr() as usize % PAGE);
+    while i < bytes.len() {
+        std::hint::black_box(bytes[i]);
+        i += PAGE;
+    }
+    if let Some(last) = bytes.last() {
+        std::hint::black_box(*last);
+    }
+}
+
+/// A file's bytes (mapped, or read whole when it is not a regular file or
+/// cannot be guarded) and its (device, inode).
+fn load(path: &Path) -> Result<(Data, Option<(u64, u64)>), ReadError> {
     let io = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     };
     let mut file = std::fs::File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
-    Ok(if !meta.is_file() {
-        // A pipe or device (`nanolog decode <(...)`): read it whole.
+    let identity = identity(&meta);
+    let read_whole = |file: &mut std::fs::File| {
         let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut file, &mut v).map_err(io)?;
-        Data::Owned(v)
+        std::io::Read::read_to_end(file, &mut v).map(|_| Data::Owned(v))
+    };
+    let data = if !meta.is_file() {
+        // A pipe or device (`nanolog decode <(...)`): read it whole.
+        read_whole(&mut file).map_err(io)?
     } else if meta.len() == 0 {
         Data::Owned(Vec::new())
     } else {
-        // SAFETY: the map is read-only. A writer still appending to the file
-        // only adds bytes past those we index; one that truncates the file
-        // under us (which nanolog never does to a finished file) would make
-        // reads fault, as with any mmap-based reader.
-        Data::Map(unsafe { memmap2::Mmap::map(&file) }.map_err(io)?)
-    })
+        match map::GuardedMap::new(&file).map_err(io)? {
+            Some(m) => Data::Map(m),
+            None => read_whole(&mut file).map_err(io)?,
+        }
+    };
+    Ok((data, identity))
+}
+
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 enum Frame<'a> {
@@ -742,7 +830,17 @@ impl<'a> Extent<'a> {
     #[inline]
     fn take_args(&mut self, site: &SiteDef) -> Result<(&'a [u8], u32), ReadError> {
         let start = self.pos;
-        match wire::record::skip_args(&site.kinds, self.body, &mut self.pos) {
+        let skipped = wire::record::skip_args(&site.kinds, self.body, &mut self.pos);
+        // Skipping reads lengths, not every value byte: read a byte of each
+        // page the record spans, so a page the file no longer covers faults
+        // now, on this thread, and is counted before the check below.
+        touch_pages(&self.body[self.rec_start..self.pos.min(self.body.len())]);
+        if self.file.data.faulted() {
+            return Err(
+                self.fail("the file shrank while being read (truncated by another program)")
+            );
+        }
+        match skipped {
             Some(()) => Ok((
                 &self.body[start..self.pos],
                 (self.pos - self.rec_start) as u32,

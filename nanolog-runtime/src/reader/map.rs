@@ -1,0 +1,209 @@
+//! Memory maps of log files that survive the file shrinking under them.
+//!
+//! Reading a mapped page past a file's end raises SIGBUS, and another program
+//! may truncate a log while we read it (a logger restarting at the same path
+//! before nanolog kept old files, a writer cutting back a failed write,
+//! logrotate's copytruncate). A reader must not die of that.
+//!
+//! Each map registers its address range in a fixed table. A SIGBUS handler,
+//! installed with the first map, checks whether the faulting address lies
+//! in a registered range; if so it maps a zero-filled page over the faulting
+//! page (the read then completes, seeing zeros) and counts a fault for that
+//! map. Record decoding checks the count after reading a record, so bytes
+//! that were replaced by zeros are reported as an error and never decoded
+//! as records. A SIGBUS elsewhere goes to the handler installed before ours,
+//! or to the default action.
+//!
+//! When the table is full, the file is read into memory instead.
+
+use std::fs::File;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+/// Maps that can be guarded at once; more files are read into memory.
+const SLOTS: usize = 256;
+
+struct Slot {
+    /// The map's first byte, 0 when the slot is free.
+    start: AtomicUsize,
+    len: AtomicUsize,
+    /// SIGBUS faults inside this map since it was registered.
+    faults: AtomicU32,
+}
+
+#[allow(clippy::declare_interior_mutable_const)] // used only to build TABLE
+const FREE: Slot = Slot {
+    start: AtomicUsize::new(0),
+    len: AtomicUsize::new(0),
+    faults: AtomicU32::new(0),
+};
+static TABLE: [Slot; SLOTS] = [FREE; SLOTS];
+
+/// A read-only map of a whole file, guarded against the file shrinking.
+pub(crate) struct GuardedMap {
+    map: memmap2::Mmap,
+    slot: usize,
+}
+
+impl GuardedMap {
+    /// Maps `file` (of `len` > 0 bytes); `None` when no guard slot is free or
+    /// the handler cannot be installed (the caller reads the file instead).
+    pub(crate) fn new(file: &File) -> std::io::Result<Option<GuardedMap>> {
+        if !os::install_handler() {
+            return Ok(None);
+        }
+        // SAFETY: the map is read-only, and reads of pages the file no longer
+        // covers are caught by the SIGBUS guard registered below before any
+        // byte of the map is read.
+        let map = unsafe { memmap2::Mmap::map(file) }?;
+        let start = map.as_ptr() as usize;
+        for (i, s) in TABLE.iter().enumerate() {
+            if s.start.load(Ordering::Relaxed) != 0 {
+                continue;
+            }
+            // Claim the slot with its `len` store first, then publish the
+            // start; the handler reads `start` (Acquire) then `len`.
+            if s.len
+                .compare_exchange(0, map.len(), Ordering::AcqRel, Ordering::Relaxed)
+                .is_err()
+            {
+                continue;
+            }
+            s.faults.store(0, Ordering::Relaxed);
+            // Release pairs with the handler's Acquire load of `start`.
+            s.start.store(start, Ordering::Release);
+            return Ok(Some(GuardedMap { map, slot: i }));
+        }
+        Ok(None)
+    }
+
+    /// Whether a read of this map faulted: the file shrank while we read it,
+    /// and some bytes read as zeros instead of the file's.
+    pub(crate) fn faulted(&self) -> bool {
+        // Relaxed: the fault is counted by the handler on the thread that
+        // made the faulting read, before that read completes, so a check by
+        // the same thread after the read sees it. (Other threads learn of it
+        // at their next check of their own reads.)
+        TABLE[self.slot].faults.load(Ordering::Relaxed) != 0
+    }
+}
+
+impl std::ops::Deref for GuardedMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl Drop for GuardedMap {
+    fn drop(&mut self) {
+        // Unregister before the map is unmapped (fields drop after this).
+        let s = &TABLE[self.slot];
+        s.start.store(0, Ordering::Release);
+        s.len.store(0, Ordering::Release);
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod os {
+    use super::*;
+    use std::sync::OnceLock;
+
+    static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
+
+    /// Installs the SIGBUS guard once; false if that failed.
+    pub(super) fn install_handler() -> bool {
+        static INSTALLED: OnceLock<bool> = OnceLock::new();
+        *INSTALLED.get_or_init(|| {
+            // SAFETY: all-zero bytes are a valid sigaction (SIG_DFL, no flags).
+            let mut previous: libc::sigaction = unsafe { std::mem::zeroed() };
+            // SAFETY: reads the current action into a valid sigaction.
+            if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut previous) } != 0 {
+                return false;
+            }
+            let _ = PREVIOUS.set(previous);
+            // SAFETY: as above.
+            let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+            let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                on_sigbus;
+            action.sa_sigaction = handler as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            // SAFETY: `action` is fully initialised and its handler has the
+            // SA_SIGINFO signature.
+            unsafe {
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(libc::SIGBUS, &action, std::ptr::null_mut()) == 0
+            }
+        })
+    }
+
+    extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
+        let addr = unsafe { (*info).si_addr() } as usize;
+        // SAFETY: sysconf is async-signal-safe.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        for s in TABLE.iter() {
+            // Acquire pairs with the Release store in `GuardedMap::new`.
+            let start = s.start.load(Ordering::Acquire);
+            let len = s.len.load(Ordering::Acquire);
+            if start == 0 || addr < start || addr >= start + len {
+                continue;
+            }
+            let at = addr & !(page - 1);
+            // SAFETY: [at, at + page) lies inside a live read-only map of
+            // ours (registered, not yet unregistered); replacing that page
+            // with an anonymous zero page changes only what our own reader
+            // sees there, and mmap is a plain system call.
+            let p = unsafe {
+                libc::mmap(
+                    at as *mut libc::c_void,
+                    page,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                s.faults.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        chain(sig, info, ctx);
+    }
+
+    /// Not ours: the handler before ours, else the default action.
+    fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        match PREVIOUS.get() {
+            Some(p) if p.sa_sigaction != libc::SIG_DFL && p.sa_sigaction != libc::SIG_IGN => {
+                if p.sa_flags & libc::SA_SIGINFO != 0 {
+                    // SAFETY: installed with SA_SIGINFO, so of this signature.
+                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                        unsafe { std::mem::transmute(p.sa_sigaction) };
+                    f(sig, info, ctx);
+                } else {
+                    // SAFETY: a plain `void (*)(int)` handler.
+                    let f: extern "C" fn(libc::c_int) =
+                        unsafe { std::mem::transmute(p.sa_sigaction) };
+                    f(sig);
+                }
+            }
+            _ => {
+                // SAFETY: all-zero bytes are SIG_DFL; restoring it and
+                // returning re-runs the faulting access under the default
+                // action, which ends the process as the fault would have.
+                unsafe {
+                    let dfl: libc::sigaction = std::mem::zeroed();
+                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod os {
+    /// No guard on this platform: files are read into memory instead.
+    pub(super) fn install_handler() -> bool {
+        false
+    }
+}
