@@ -121,3 +121,82 @@ fn child() {
     );
     drop(logger);
 }
+
+const CLEARS_ENV: &str = "NANOLOG_DISK_CLEARS_CHILD";
+
+/// Space is freed after a write error: logging resumes into the same file,
+/// the loss is reported by one flush, and the next flush is clean.
+#[test]
+fn a_write_error_that_clears_resumes_and_is_reported_once() {
+    if std::env::var_os(CLEARS_ENV).is_some() {
+        return child_clears();
+    }
+    if Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: no bash to set a file-size limit");
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("nanolog-clears-{}.nlog", std::process::id()));
+    let exe = std::env::current_exe().unwrap();
+    // A soft limit only, so the child can lift it: the disk gets space back.
+    let script = format!(
+        "trap '' XFSZ; ulimit -S -f {LIMIT_KIB}; exec \"$0\" --exact a_write_error_that_clears_resumes_and_is_reported_once --nocapture"
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(&script)
+        .arg(&exe)
+        .env(CLEARS_ENV, &path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("child: resumed, flush ok"), "{stdout}");
+    let files = [LogFile::open(&path).unwrap()];
+    assert!(files[0].warnings().is_empty(), "{:?}", files[0].warnings());
+    let resumed: Vec<u128> = Merge::new(&files, Filter::default())
+        .filter_map(|ev| match ev {
+            Event::Record(r) if r.site().format.starts_with("resumed") => match r.arg(0) {
+                Some(nanolog::reader::Value::Uint(v)) => Some(v),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resumed, (0..10_000).collect::<Vec<u128>>());
+    let _ = std::fs::remove_file(&path);
+}
+
+fn child_clears() {
+    let path = std::env::var_os(CLEARS_ENV).unwrap();
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let mut errors = 0;
+    for i in 0..200_000u64 {
+        nanolog::info!("record {} with some text to fill the disk quickly", i);
+        if i % 5_000 == 4_999 && logger.flush().is_err() {
+            errors += 1;
+            break;
+        }
+    }
+    assert_eq!(errors, 1, "no write error at a {LIMIT_KIB} KiB limit");
+    // Space is freed.
+    let unlimited = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: a valid rlimit; raising the soft limit up to the hard one.
+    let rc = unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &unlimited) };
+    assert_eq!(rc, 0);
+    for i in 0..10_000u64 {
+        nanolog::info!("resumed {}", i);
+    }
+    // The failure was reported once, by the flush above; this one is clean.
+    match logger.flush() {
+        Ok(()) => println!("child: resumed, flush ok"),
+        Err(e) => println!("child: flush after the space came back failed: {e}"),
+    }
+    drop(logger);
+}

@@ -416,6 +416,46 @@ fn check_fork(dir: &Path) -> Result<String, String> {
     Ok("child's calls dropped, parent's file intact".into())
 }
 
+/// The real `panic = "abort"` profile: a fixture crate built with it.
+fn check_abort_build(dir: &Path) -> Result<String, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = root.join("tests/fixtures/abort_on_panic/Cargo.toml");
+    let target = root.join("target/fixtures");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let built = Command::new(cargo)
+        .args(["build", "--quiet", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .env_remove("RUSTFLAGS")
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !built.success() {
+        return Err("the fixture did not build".into());
+    }
+    let path = dir.join("abort-build.nlog");
+    let mut child = Command::new(target.join("debug/abort-on-panic"))
+        .arg(&path)
+        .arg(N.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let status = wait_bounded(&mut child, Duration::from_secs(60)).ok_or("hung")?;
+    if status_of(status) != Status::Signal(libc::SIGABRT) {
+        return Err(format!("exit {:?}, expected SIGABRT", status_of(status)));
+    }
+    let msgs = decode(&path)?;
+    let a = msgs.get("A").map_or(0, BTreeSet::len);
+    if a != N as usize {
+        return Err(format!("{a} of {N} records before the panic decode"));
+    }
+    if !msgs.get("B").is_none_or(is_prefix) {
+        return Err("the other thread's records have a hole".into());
+    }
+    Ok(format!("{a} records, aborted"))
+}
+
 fn parent() {
     let dir = std::env::temp_dir().join(format!("nanolog-exit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -504,6 +544,9 @@ fn parent() {
         }
         if wanted("fork") {
             report("fork", check_fork(&dir));
+        }
+        if wanted("panic-abort-build") {
+            report("panic-abort-build", check_abort_build(&dir));
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
