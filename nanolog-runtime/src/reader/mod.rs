@@ -20,6 +20,7 @@ mod map;
 mod merge;
 pub mod render;
 pub mod time;
+mod warning;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,6 +29,7 @@ use std::path::{Path, PathBuf};
 pub use crate::writer::rotated_path;
 pub use merge::{Event, Filter, Merge};
 pub use time::TimeMap;
+pub use warning::Warning;
 
 use crate::site::ArgKind;
 pub use crate::wire::dict::SiteDef;
@@ -180,7 +182,7 @@ pub struct LogFile {
     /// All extents and drops in file order.
     order: Vec<(u32, Item)>,
     time: TimeMap,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
     clean_end: bool,
     rotated_to: Option<String>,
     /// Bytes up to the end of the last whole entry.
@@ -244,7 +246,8 @@ impl LogFile {
         self.data = data;
         let mut pairs = self.time.pairs().to_vec();
         // A torn tail seen before may be whole now: read from the last whole entry.
-        self.warnings.retain(|w| !w.contains("torn tail"));
+        self.warnings
+            .retain(|w| !matches!(w, Warning::TornTail { .. }));
         self.scan(self.valid_len, &mut pairs);
         self.warn_if_shrank();
         self.time = TimeMap::new(self.header.ticks_per_second, pairs);
@@ -254,11 +257,9 @@ impl LogFile {
 
     fn warn_if_shrank(&mut self) {
         if self.shrank() {
-            self.warnings.push(format!(
-                "{}: the file shrank while being read (truncated by another program); \
-                 entries past its new end were skipped",
-                self.path.display()
-            ));
+            self.warnings.push(Warning::Shrank {
+                path: self.path.clone(),
+            });
         }
     }
 
@@ -370,11 +371,12 @@ impl LogFile {
             match frame_at(data, pos) {
                 Frame::Ok { tag: t, body } => {
                     if let Some(from) = skipped_from.take() {
-                        self.warnings.push(format!(
-                            "{}: skipped {} corrupt bytes at offset {from}",
-                            self.path.display(),
-                            pos - from
-                        ));
+                        self.warnings.push(Warning::SkippedCorrupt {
+                            path: self.path.clone(),
+                            offset: from,
+                            len: pos - from,
+                            to_end: false,
+                        });
                     }
                     let body_start = pos + wire::FRAME_LEN;
                     let end = body_start + body.len();
@@ -392,11 +394,11 @@ impl LogFile {
                         pos += 1;
                         continue;
                     }
-                    self.warnings.push(format!(
-                        "{}: torn tail: {} bytes after offset {pos} are not a whole entry (decoded up to the last whole record)",
-                        self.path.display(),
-                        data.len() - pos
-                    ));
+                    self.warnings.push(Warning::TornTail {
+                        path: self.path.clone(),
+                        offset: pos,
+                        len: data.len() - pos,
+                    });
                     break;
                 }
                 Frame::Bad => {
@@ -408,11 +410,12 @@ impl LogFile {
             }
         }
         if let Some(from) = skipped_from {
-            self.warnings.push(format!(
-                "{}: skipped {} corrupt bytes at offset {from} up to the end",
-                self.path.display(),
-                data.len() - from
-            ));
+            self.warnings.push(Warning::SkippedCorrupt {
+                path: self.path.clone(),
+                offset: from,
+                len: data.len() - from,
+                to_end: true,
+            });
         }
         self.data = owned;
     }
@@ -423,10 +426,10 @@ impl LogFile {
                 Some(s) => {
                     let id = s.id as usize;
                     if id > 1 << 24 {
-                        self.warnings.push(format!(
-                            "{}: site id {id} out of range",
-                            self.path.display()
-                        ));
+                        self.warnings.push(Warning::SiteIdOutOfRange {
+                            path: self.path.clone(),
+                            id,
+                        });
                         return;
                     }
                     if self.sites.len() <= id {
@@ -434,10 +437,10 @@ impl LogFile {
                     }
                     self.sites[id] = Some(s);
                 }
-                None => self.warnings.push(format!(
-                    "{}: malformed call-site entry at {start}",
-                    self.path.display()
-                )),
+                None => self.warnings.push(Warning::MalformedSite {
+                    path: self.path.clone(),
+                    offset: start,
+                }),
             },
             tag::THREAD => {
                 if let Some((id, name)) = dict::get_thread(body) {
@@ -489,7 +492,7 @@ impl LogFile {
     }
 
     /// Problems found while indexing: a torn tail, skipped corrupt bytes.
-    pub fn warnings(&self) -> &[String] {
+    pub fn warnings(&self) -> &[Warning] {
         &self.warnings
     }
 

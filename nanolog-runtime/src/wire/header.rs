@@ -39,6 +39,21 @@ pub enum HeaderError {
     Corrupt(&'static str),
 }
 
+impl std::fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeaderError::TooShort(n) => {
+                write!(f, "{n} bytes, shorter than the {HEADER_LEN}-byte header")
+            }
+            HeaderError::NotNanolog => f.write_str("not a nanolog log (wrong magic bytes)"),
+            HeaderError::UnsupportedVersion(v) => write!(f, "unsupported format version {v}"),
+            HeaderError::Corrupt(r) => write!(f, "corrupt header: {r}"),
+        }
+    }
+}
+
+impl std::error::Error for HeaderError {}
+
 impl Header {
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];

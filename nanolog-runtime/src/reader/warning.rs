@@ -1,0 +1,89 @@
+//! What the reader found wrong in a file without refusing it.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// A problem found while indexing a file: the file is still read, around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Warning {
+    /// The file ends inside an entry: the writer died mid-write (or is
+    /// still writing). Records up to the last whole entry are read.
+    TornTail {
+        /// The file.
+        path: PathBuf,
+        /// Where the partial entry starts.
+        offset: usize,
+        /// Bytes from there to the end of the file.
+        len: usize,
+    },
+    /// Bytes that are not a whole entry with a matching checksum were
+    /// skipped; reading resumed at the next whole entry.
+    SkippedCorrupt {
+        /// The file.
+        path: PathBuf,
+        /// Where the damage starts.
+        offset: usize,
+        /// Bytes skipped.
+        len: usize,
+        /// The damage runs to the end of the file.
+        to_end: bool,
+    },
+    /// The file shrank while being read (truncated by another program).
+    Shrank {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A call-site entry with an id beyond any the logger assigns.
+    SiteIdOutOfRange {
+        /// The file.
+        path: PathBuf,
+        /// The id.
+        id: usize,
+    },
+    /// A call-site entry whose body does not parse.
+    MalformedSite {
+        /// The file.
+        path: PathBuf,
+        /// Where the entry's body starts.
+        offset: usize,
+    },
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::TornTail { path, offset, len } => write!(
+                f,
+                "{}: torn tail: {len} bytes after offset {offset} are not a whole entry \
+                 (decoded up to the last whole record)",
+                path.display()
+            ),
+            Warning::SkippedCorrupt {
+                path,
+                offset,
+                len,
+                to_end,
+            } => write!(
+                f,
+                "{}: skipped {len} corrupt bytes at offset {offset}{}",
+                path.display(),
+                if *to_end { " up to the end" } else { "" }
+            ),
+            Warning::Shrank { path } => write!(
+                f,
+                "{}: the file shrank while being read (truncated by another program); \
+                 entries past its new end were skipped",
+                path.display()
+            ),
+            Warning::SiteIdOutOfRange { path, id } => {
+                write!(f, "{}: site id {id} out of range", path.display())
+            }
+            Warning::MalformedSite { path, offset } => write!(
+                f,
+                "{}: malformed call-site entry at {offset}",
+                path.display()
+            ),
+        }
+    }
+}
