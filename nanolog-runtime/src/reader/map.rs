@@ -1,4 +1,5 @@
-//! Memory maps of log files that survive the file shrinking under them.
+//! Loading a log file's bytes: memory maps that survive the file shrinking
+//! under them, or the whole file read into memory.
 //!
 //! Reading a mapped page past a file's end raises SIGBUS, and another program
 //! may truncate a log while we read it (a logger restarting at the same path
@@ -17,7 +18,75 @@
 //! When the table is full, the file is read into memory instead.
 
 use std::fs::File;
+use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+use super::error::ReadError;
+
+/// A file's bytes: a guarded map, or owned (pipes, files read whole).
+pub(super) enum Data {
+    Map(GuardedMap),
+    Owned(Vec<u8>),
+}
+
+impl Data {
+    /// Whether some bytes read as zeros because the file shrank under us.
+    pub(super) fn faulted(&self) -> bool {
+        match self {
+            Data::Map(m) => m.faulted(),
+            Data::Owned(_) => false,
+        }
+    }
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Data::Map(m) => m,
+            Data::Owned(v) => v,
+        }
+    }
+}
+
+/// A file's bytes (mapped, or read whole when it is not a regular file or
+/// cannot be guarded) and its (device, inode).
+pub(super) fn load(path: &Path) -> Result<(Data, Option<(u64, u64)>), ReadError> {
+    let io = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    let identity = identity(&meta);
+    let read_whole = |file: &mut std::fs::File| {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(file, &mut v).map(|_| Data::Owned(v))
+    };
+    let data = if !meta.is_file() {
+        // A pipe or device (`nanolog decode <(...)`): read it whole.
+        read_whole(&mut file).map_err(io)?
+    } else if meta.len() == 0 {
+        Data::Owned(Vec::new())
+    } else {
+        match GuardedMap::new(&file).map_err(io)? {
+            Some(m) => Data::Map(m),
+            None => read_whole(&mut file).map_err(io)?,
+        }
+    };
+    Ok((data, identity))
+}
+
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
 
 /// Maps that can be guarded at once; more files are read into memory.
 const SLOTS: usize = 256;

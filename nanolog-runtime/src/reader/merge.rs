@@ -5,7 +5,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{Extent, Gap, Item, LogFile, ReadError, Record, SiteDef, TimeMap};
+use super::extent::{Clock, Extent};
+use super::file::{Gap, Item, LogFile};
+use super::{ReadError, Record, SiteDef, TimeMap};
 use crate::Level;
 
 /// Which records to yield. Everything here is decided from the dictionary and
@@ -119,10 +121,10 @@ impl<'a> Merge<'a> {
         let allowed = files
             .iter()
             .map(|f| {
-                let n = f.sites.len();
-                (0..n)
-                    .map(|i| {
-                        f.sites[i].as_ref().is_some_and(|s| {
+                f.site_slots()
+                    .iter()
+                    .map(|slot| {
+                        slot.as_ref().is_some_and(|s| {
                             filter.min_level.is_none_or(|l| s.level >= l)
                                 && filter.site.as_ref().is_none_or(|p| p(s))
                         })
@@ -190,7 +192,7 @@ impl<'a> Merge<'a> {
         }
         Some(
             self.allowed[file_ix]
-                .get(rec.site.id as usize)
+                .get(rec.site().id as usize)
                 .copied()
                 .unwrap_or(false),
         )
@@ -212,7 +214,7 @@ impl<'a> Merge<'a> {
     fn open_item(&self, file: &'a LogFile, file_ix: usize, thread: u32, item: Item) -> Opened<'a> {
         match item {
             Item::Extent { start, end } if start >= self.filter.min_offset => {
-                Opened::Extent(file.extent(thread, start, end))
+                Opened::Extent(Extent::new(file, thread, start, end, Clock::Untimed))
             }
             Item::Drop {
                 count,
@@ -220,7 +222,7 @@ impl<'a> Merge<'a> {
                 last,
                 offset,
             } if offset >= self.filter.min_offset => {
-                let g = file.gap_in(&self.clocks[file_ix], thread, count, first, last);
+                let g = Gap::stamped(&self.clocks[file_ix], thread, count, first, last);
                 if self.keep_gap(&g) {
                     Opened::Gap(Event::Gap(g, file))
                 } else {
@@ -271,7 +273,7 @@ impl<'a> Merge<'a> {
     fn key(&self, c: usize, ev: &Event<'a>) -> HeapKey {
         let cur = &self.cursors[c];
         let (ns, tick) = match ev {
-            Event::Record(r) => (r.unix_ns(), r.tick),
+            Event::Record(r) => (r.unix_ns(), r.tick()),
             Event::Gap(g, _) => (g.first_unix_ns, g.first_tick),
         };
         (
@@ -385,19 +387,8 @@ fn extent_next<'a>(
     clock: &TimeMap,
     errors: &mut Vec<ReadError>,
 ) -> Option<Record<'a>> {
-    let (site, tick) = match ext.next_header()? {
-        Ok(h) => h,
-        Err(e) => {
-            errors.push(e);
-            return None;
-        }
-    };
-    match ext.take_args(site) {
-        Ok((args, len)) => {
-            let mut rec = Record::new_untimed(ext.file, site, ext.thread, tick, args, len);
-            rec.set_unix_ns(clock.unix_ns(tick));
-            Some(rec)
-        }
+    match ext.next_record(Some(clock))? {
+        Ok(rec) => Some(rec),
         Err(e) => {
             errors.push(e);
             None

@@ -1,0 +1,212 @@
+//! Walking the records of an extent (one thread's run of records).
+
+use super::error::ReadError;
+use super::file::{Item, LogFile};
+use super::record::Record;
+use super::time::TimeMap;
+use crate::wire::dict::SiteDef;
+use crate::wire::{self, get_varint};
+
+/// The records of a range of extents, from [`LogFile::records_of_extents`];
+/// their wall-clock time is computed only when asked for.
+pub struct ExtentRecords<'a> {
+    file: &'a LogFile,
+    items: std::slice::Iter<'a, (u32, Item)>,
+    skip: usize,
+    left: usize,
+    current: Option<Extent<'a>>,
+}
+
+impl<'a> ExtentRecords<'a> {
+    pub(super) fn new(
+        file: &'a LogFile,
+        order: &'a [(u32, Item)],
+        range: std::ops::Range<usize>,
+    ) -> ExtentRecords<'a> {
+        ExtentRecords {
+            file,
+            items: order.iter(),
+            skip: range.start,
+            left: range.len(),
+            current: None,
+        }
+    }
+}
+
+impl<'a> Iterator for ExtentRecords<'a> {
+    type Item = Result<Record<'a>, ReadError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.current.as_mut() {
+                match e.next() {
+                    Some(r) => return Some(r),
+                    None => self.current = None,
+                }
+            }
+            if self.left == 0 {
+                return None;
+            }
+            let &(thread, item) = self.items.next()?;
+            let Item::Extent { start, end } = item else {
+                continue;
+            };
+            if self.skip > 0 {
+                self.skip -= 1;
+                continue;
+            }
+            self.left -= 1;
+            self.current = Some(Extent::new(self.file, thread, start, end, Clock::Untimed));
+        }
+    }
+}
+
+/// The records of one extent, in order.
+pub(crate) struct Extent<'a> {
+    file: &'a LogFile,
+    thread: u32,
+    body: &'a [u8],
+    body_offset: usize,
+    pos: usize,
+    tick: u64,
+    failed: bool,
+    rec_start: usize,
+    /// How its records are stamped when iterated.
+    clock: Clock,
+}
+
+/// Which clock stamps an extent's records with wall-clock time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Clock {
+    /// The file's own time map, when the record is made.
+    OwnFile,
+    /// None now: computed from the file's time map when asked for.
+    Untimed,
+}
+
+impl<'a> Extent<'a> {
+    /// The records of the extent body at `[start, end)` of `file`.
+    pub(crate) fn new(
+        file: &'a LogFile,
+        thread: u32,
+        start: usize,
+        end: usize,
+        clock: Clock,
+    ) -> Extent<'a> {
+        let body = file.bytes(start..end);
+        let mut pos = 0;
+        let _ = get_varint(body, &mut pos);
+        let base = wire::get_array::<8>(body, &mut pos).map(u64::from_le_bytes);
+        Extent {
+            file,
+            thread,
+            body,
+            body_offset: start,
+            pos: if base.is_some() { pos } else { body.len() },
+            tick: base.unwrap_or(0),
+            failed: base.is_none(),
+            rec_start: 0,
+            clock,
+        }
+    }
+
+    /// The next record, stamped by `time` (or left to be stamped on demand
+    /// by its file's map, if `None`); `None` at the end of the extent. After
+    /// damage (an `Err`), the rest of the extent is skipped.
+    #[inline]
+    pub(crate) fn next_record(
+        &mut self,
+        time: Option<&TimeMap>,
+    ) -> Option<Result<Record<'a>, ReadError>> {
+        let (site, tick) = match self.next_header()? {
+            Ok(h) => h,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.take_args(site).map(|(args, len)| {
+            let ns = time.map(|t| t.unix_ns(tick));
+            Record::new(self.file, site, self.thread, tick, args, len, ns)
+        }))
+    }
+
+    /// The next record's header fields, without decoding its arguments:
+    /// `(site, tick)`; then [`Extent::take_args`] must be called.
+    #[inline]
+    fn next_header(&mut self) -> Option<Result<(&'a SiteDef, u64), ReadError>> {
+        if self.pos >= self.body.len() || self.failed {
+            return None;
+        }
+        self.rec_start = self.pos;
+        let site_id = get_varint(self.body, &mut self.pos);
+        let delta = get_varint(self.body, &mut self.pos);
+        let (Some(site_id), Some(delta)) = (site_id, delta) else {
+            return Some(Err(self.fail("truncated record header")));
+        };
+        let Some(site) = u32::try_from(site_id)
+            .ok()
+            .and_then(|id| self.file.site(id))
+        else {
+            return Some(Err(
+                self.fail("record of a call site missing from the dictionary")
+            ));
+        };
+        self.tick = self.tick.wrapping_add(delta);
+        Some(Ok((site, self.tick)))
+    }
+
+    /// The record's arguments and its total length in bytes.
+    #[inline]
+    fn take_args(&mut self, site: &SiteDef) -> Result<(&'a [u8], u32), ReadError> {
+        let start = self.pos;
+        let skipped = wire::record::skip_args(&site.kinds, self.body, &mut self.pos);
+        // Skipping reads lengths, not every value byte: read a byte of each
+        // page the record spans, so a page the file no longer covers faults
+        // now, on this thread, and is counted before the check below.
+        touch_pages(&self.body[self.rec_start..self.pos.min(self.body.len())]);
+        if self.file.shrank() {
+            return Err(
+                self.fail("the file shrank while being read (truncated by another program)")
+            );
+        }
+        match skipped {
+            Some(()) => Ok((
+                &self.body[start..self.pos],
+                (self.pos - self.rec_start) as u32,
+            )),
+            None => Err(self.fail("malformed record arguments")),
+        }
+    }
+
+    fn fail(&mut self, reason: &'static str) -> ReadError {
+        self.failed = true;
+        self.file.malformed(self.body_offset + self.pos, reason)
+    }
+}
+
+impl<'a> Iterator for Extent<'a> {
+    type Item = Result<Record<'a>, ReadError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let file = self.file;
+        let time = match self.clock {
+            Clock::OwnFile => Some(file.time_map()),
+            Clock::Untimed => None,
+        };
+        self.next_record(time)
+    }
+}
+
+/// Reads one byte of every page `bytes` spans (see `Extent::take_args`).
+#[inline]
+fn touch_pages(bytes: &[u8]) {
+    const PAGE: usize = 4096;
+    let mut i = PAGE - (bytes.as_ptr() as usize % PAGE);
+    while i < bytes.len() {
+        std::hint::black_box(bytes[i]);
+        i += PAGE;
+    }
+    if let Some(last) = bytes.last() {
+        std::hint::black_box(*last);
+    }
+}

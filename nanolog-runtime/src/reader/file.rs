@@ -1,0 +1,572 @@
+//! One log file: loading, the frame scan with resynchronisation, and the
+//! index of its dictionary, threads, extents and gaps.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::error::ReadError;
+use super::extent::{Clock, Extent, ExtentRecords};
+use super::map::{load, Data};
+use super::record::Record;
+use super::render;
+use super::time::TimeMap;
+use super::warning::Warning;
+use crate::site::ArgKind;
+use crate::wire::dict::SiteDef;
+use crate::wire::header::{Header, HeaderError};
+use crate::wire::{self, dict, get_varint, tag};
+
+/// Where a thread's records are.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Item {
+    /// An EXTENT body: `[start, end)` in the file.
+    Extent { start: usize, end: usize },
+    /// A DROP entry.
+    Drop {
+        count: u64,
+        first: u64,
+        last: u64,
+        offset: usize,
+    },
+}
+
+/// A dropped-records gap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    pub thread: u32,
+    /// Records dropped.
+    pub count: u64,
+    pub first_tick: u64,
+    pub last_tick: u64,
+    pub first_unix_ns: i64,
+    pub last_unix_ns: i64,
+}
+
+impl Gap {
+    /// A gap of `count` records between two ticks, stamped by `time`.
+    pub(crate) fn stamped(time: &TimeMap, thread: u32, count: u64, first: u64, last: u64) -> Gap {
+        Gap {
+            thread,
+            count,
+            first_tick: first,
+            last_tick: last,
+            first_unix_ns: time.unix_ns(first),
+            last_unix_ns: time.unix_ns(last),
+        }
+    }
+}
+
+/// A logging thread as the file names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadInfo {
+    pub id: u32,
+    /// Empty if the thread had no name.
+    pub name: String,
+}
+
+/// One nanolog file, memory-mapped and indexed.
+pub struct LogFile {
+    path: PathBuf,
+    data: Data,
+    header: Header,
+    sites: Vec<Option<SiteDef>>,
+    threads: BTreeMap<u32, String>,
+    /// Per site id: see [`Record::may_need_escape`].
+    site_may_escape: Vec<bool>,
+    /// Names of the low thread ids, for a lookup per record.
+    thread_names: Vec<Option<String>>,
+    /// Per thread, its extents and drops in file order.
+    streams: BTreeMap<u32, Vec<Item>>,
+    /// All extents and drops in file order.
+    order: Vec<(u32, Item)>,
+    time: TimeMap,
+    warnings: Vec<Warning>,
+    clean_end: bool,
+    rotated_to: Option<String>,
+    /// Bytes up to the end of the last whole entry.
+    valid_len: usize,
+    /// The file's (device, inode) when opened, to notice a replacement.
+    identity: Option<(u64, u64)>,
+}
+
+/// What [`LogFile::refresh`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refresh {
+    /// Nothing new.
+    Unchanged,
+    /// The file grew; the new entries are indexed.
+    Grew,
+    /// The path now holds another file (a new run, a rotation by another
+    /// tool) or this one was cut below what was read: this `LogFile` stays
+    /// as it was; open the path again to read the new content.
+    Replaced,
+}
+
+impl fmt::Debug for LogFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LogFile")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .field("sites", &self.sites.iter().flatten().count())
+            .field("threads", &self.threads.len())
+            .finish()
+    }
+}
+
+impl LogFile {
+    /// Opens and indexes a log file (memory-mapped; see [`LogFile::shrank`]).
+    pub fn open(path: impl AsRef<Path>) -> Result<LogFile, ReadError> {
+        let path = path.as_ref();
+        let (data, identity) = load(path)?;
+        let mut f = Self::index(path.to_path_buf(), data)?;
+        f.identity = identity;
+        Ok(f)
+    }
+
+    /// Indexes what a growing file (a live log) has gained since it was
+    /// opened or last refreshed: the file is mapped again and only the new
+    /// entries are read. A file replaced at the path (a new run) or cut
+    /// below what was read is reported as [`Refresh::Replaced`], never read
+    /// with this file's dictionary.
+    pub fn refresh(&mut self) -> Result<Refresh, ReadError> {
+        let (data, identity) = load(&self.path)?;
+        // The parsed header, not the old map's bytes: a file rewritten in
+        // place shows its new bytes through the old map too.
+        let replaced = identity != self.identity
+            || data.len() < self.valid_len
+            || Header::decode(&data).ok() != Some(self.header);
+        if replaced {
+            return Ok(Refresh::Replaced);
+        }
+        if data.len() <= self.data.len() {
+            return Ok(Refresh::Unchanged);
+        }
+        self.data = data;
+        let mut pairs = self.time.pairs().to_vec();
+        // A torn tail seen before may be whole now: read from the last whole entry.
+        self.warnings
+            .retain(|w| !matches!(w, Warning::TornTail { .. }));
+        self.scan(self.valid_len, &mut pairs);
+        self.warn_if_shrank();
+        self.time = TimeMap::new(self.header.ticks_per_second, pairs);
+        self.derive();
+        Ok(Refresh::Grew)
+    }
+
+    fn warn_if_shrank(&mut self) {
+        if self.shrank() {
+            self.warnings.push(Warning::Shrank {
+                path: self.path.clone(),
+            });
+        }
+    }
+
+    /// Whether the file shrank while it was being read (another program
+    /// truncated it): bytes past its new end read as zeros, and records
+    /// in them are reported as errors instead of being decoded.
+    pub fn shrank(&self) -> bool {
+        self.data.faulted()
+    }
+
+    /// Indexes a log held in memory.
+    pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<LogFile, ReadError> {
+        Self::index(name.into(), Data::Owned(bytes))
+    }
+
+    fn index(path: PathBuf, data: Data) -> Result<LogFile, ReadError> {
+        if data.is_empty() {
+            return Err(ReadError::Empty { path });
+        }
+        let header = match Header::decode(&data) {
+            Ok(h) => h,
+            Err(HeaderError::NotNanolog) => return Err(ReadError::NotNanolog { path }),
+            Err(HeaderError::TooShort(n)) => {
+                return Err(ReadError::BadHeader {
+                    path,
+                    reason: format!(
+                        "file is {n} bytes, shorter than the {}-byte header",
+                        wire::HEADER_LEN
+                    ),
+                })
+            }
+            Err(HeaderError::UnsupportedVersion(version)) => {
+                return Err(ReadError::UnsupportedVersion { path, version })
+            }
+            Err(HeaderError::Corrupt(r)) => {
+                return Err(ReadError::BadHeader {
+                    path,
+                    reason: r.to_owned(),
+                })
+            }
+        };
+        let mut f = LogFile {
+            path,
+            data,
+            header,
+            sites: Vec::new(),
+            threads: BTreeMap::new(),
+            thread_names: Vec::new(),
+            site_may_escape: Vec::new(),
+            streams: BTreeMap::new(),
+            order: Vec::new(),
+            time: TimeMap::new(header.ticks_per_second, vec![]),
+            warnings: Vec::new(),
+            clean_end: false,
+            rotated_to: None,
+            valid_len: wire::HEADER_LEN,
+            identity: None,
+        };
+        let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
+        f.scan(wire::HEADER_LEN, &mut pairs);
+        f.warn_if_shrank();
+        f.time = TimeMap::new(header.ticks_per_second, pairs);
+        f.derive();
+        Ok(f)
+    }
+
+    /// Tables derived from the dictionary, for per-record lookups.
+    fn derive(&mut self) {
+        let f = self;
+        let dense = f
+            .threads
+            .keys()
+            .copied()
+            .filter(|&id| id < 1 << 16)
+            .max()
+            .map_or(0, |m| m as usize + 1);
+        f.site_may_escape = f
+            .sites
+            .iter()
+            .map(|s| {
+                s.as_ref().is_none_or(|s| {
+                    s.kinds
+                        .iter()
+                        .any(|k| matches!(k, ArgKind::Str | ArgKind::Char | ArgKind::Rendered))
+                        || s.pieces.iter().any(|p| match p {
+                            crate::site::Piece::Lit(l) => render::needs_escape(l.as_bytes()),
+                            crate::site::Piece::Arg(spec) => spec.fill != ' ',
+                        })
+                })
+            })
+            .collect();
+        f.thread_names = (0..dense)
+            .map(|id| {
+                f.threads
+                    .get(&(id as u32))
+                    .filter(|n| !n.is_empty())
+                    .cloned()
+            })
+            .collect();
+    }
+
+    fn scan(&mut self, from: usize, pairs: &mut Vec<(u64, i64)>) {
+        // Moved out while indexing, so `entry` can update `self`.
+        let owned = std::mem::replace(&mut self.data, Data::Owned(Vec::new()));
+        let data = &owned[..];
+        let mut pos = from;
+        let mut skipped_from: Option<usize> = None;
+        while pos < data.len() {
+            match frame_at(data, pos) {
+                Frame::Ok { tag: t, body } => {
+                    if let Some(from) = skipped_from.take() {
+                        self.warnings.push(Warning::SkippedCorrupt {
+                            path: self.path.clone(),
+                            offset: from,
+                            len: pos - from,
+                            to_end: false,
+                        });
+                    }
+                    let body_start = pos + wire::FRAME_LEN;
+                    let end = body_start + body.len();
+                    self.entry(t, body, body_start, end, pairs);
+                    pos = end;
+                    self.valid_len = end;
+                }
+                Frame::Truncated if skipped_from.is_some() => pos += 1,
+                Frame::Truncated => {
+                    // Either a torn tail (the writer died mid-entry) or a
+                    // damaged length: it is damage if a whole entry follows.
+                    if (pos + 1..data.len()).any(|p| matches!(frame_at(data, p), Frame::Ok { .. }))
+                    {
+                        skipped_from = Some(pos);
+                        pos += 1;
+                        continue;
+                    }
+                    self.warnings.push(Warning::TornTail {
+                        path: self.path.clone(),
+                        offset: pos,
+                        len: data.len() - pos,
+                    });
+                    break;
+                }
+                Frame::Bad => {
+                    // Resynchronise: look for the next position where a whole
+                    // entry with a matching checksum starts.
+                    skipped_from.get_or_insert(pos);
+                    pos += 1;
+                }
+            }
+        }
+        if let Some(from) = skipped_from {
+            self.warnings.push(Warning::SkippedCorrupt {
+                path: self.path.clone(),
+                offset: from,
+                len: data.len() - from,
+                to_end: true,
+            });
+        }
+        self.data = owned;
+    }
+
+    fn entry(&mut self, t: u8, body: &[u8], start: usize, end: usize, pairs: &mut Vec<(u64, i64)>) {
+        match t {
+            tag::SITE => match dict::get_site(body) {
+                Some(s) => {
+                    let id = s.id as usize;
+                    if id > 1 << 24 {
+                        self.warnings.push(Warning::SiteIdOutOfRange {
+                            path: self.path.clone(),
+                            id,
+                        });
+                        return;
+                    }
+                    if self.sites.len() <= id {
+                        self.sites.resize(id + 1, None);
+                    }
+                    self.sites[id] = Some(s);
+                }
+                None => self.warnings.push(Warning::MalformedSite {
+                    path: self.path.clone(),
+                    offset: start,
+                }),
+            },
+            tag::THREAD => {
+                if let Some((id, name)) = dict::get_thread(body) {
+                    self.threads.insert(id, name.to_owned());
+                }
+            }
+            tag::EXTENT => {
+                let mut p = 0;
+                if let Some(thread) = get_varint(body, &mut p).and_then(|v| u32::try_from(v).ok()) {
+                    let it = Item::Extent { start, end };
+                    self.streams.entry(thread).or_default().push(it);
+                    self.order.push((thread, it));
+                }
+            }
+            tag::CLOCK => {
+                if let Some(p) = dict::get_clock(body) {
+                    pairs.push(p);
+                }
+            }
+            tag::DROP => {
+                if let Some((thread, count, first, last)) = dict::get_drop(body) {
+                    let it = Item::Drop {
+                        count,
+                        first,
+                        last,
+                        offset: start,
+                    };
+                    self.streams.entry(thread).or_default().push(it);
+                    self.order.push((thread, it));
+                }
+            }
+            tag::ROTATE => {
+                let mut p = 0;
+                self.rotated_to = wire::get_str(body, &mut p).map(str::to_owned);
+            }
+            tag::END => self.clean_end = true,
+            // An entry of a later minor revision: checksummed, so skip it.
+            _ => {}
+        }
+    }
+
+    /// The file's path (or the name given to [`from_bytes`](Self::from_bytes)).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Problems found while indexing: a torn tail, skipped corrupt bytes.
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Whether the logger closed the file (an END entry is present).
+    pub fn is_complete(&self) -> bool {
+        self.clean_end
+    }
+
+    /// The next file of a rotated set, if this one ended by rotating.
+    pub fn rotated_to(&self) -> Option<&str> {
+        self.rotated_to.as_deref()
+    }
+
+    /// Bytes up to the end of the last whole entry.
+    pub fn valid_len(&self) -> usize {
+        self.valid_len
+    }
+
+    /// The call sites, by id.
+    pub fn sites(&self) -> impl Iterator<Item = &SiteDef> {
+        self.sites.iter().flatten()
+    }
+
+    pub fn site(&self, id: u32) -> Option<&SiteDef> {
+        self.sites.get(id as usize)?.as_ref()
+    }
+
+    /// Thread ids and names.
+    pub fn threads(&self) -> impl Iterator<Item = ThreadInfo> + '_ {
+        let mut ids: Vec<u32> = self
+            .threads
+            .keys()
+            .chain(self.streams.keys())
+            .copied()
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter().map(|id| ThreadInfo {
+            id,
+            name: self.threads.get(&id).cloned().unwrap_or_default(),
+        })
+    }
+
+    pub fn thread_name(&self, id: u32) -> Option<&str> {
+        self.threads
+            .get(&id)
+            .map(String::as_str)
+            .filter(|n| !n.is_empty())
+    }
+
+    /// The tick-to-wall-clock mapping.
+    pub fn time_map(&self) -> &TimeMap {
+        &self.time
+    }
+
+    /// Dropped-record gaps, in file order.
+    pub fn gaps(&self) -> Vec<Gap> {
+        let mut v = Vec::new();
+        for (&thread, items) in &self.streams {
+            for it in items {
+                if let Item::Drop {
+                    count, first, last, ..
+                } = *it
+                {
+                    v.push(self.gap(thread, count, first, last));
+                }
+            }
+        }
+        v
+    }
+
+    fn gap(&self, thread: u32, count: u64, first: u64, last: u64) -> Gap {
+        Gap::stamped(&self.time, thread, count, first, last)
+    }
+
+    pub(crate) fn stream_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.streams.keys().copied()
+    }
+
+    pub(crate) fn order(&self) -> &[(u32, Item)] {
+        &self.order
+    }
+
+    pub(crate) fn stream(&self, thread: u32) -> &[Item] {
+        self.streams.get(&thread).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Every record of every thread, thread by thread (not in time order; see
+    /// [`Merge`] for that).
+    pub fn records(&self) -> impl Iterator<Item = Result<Record<'_>, ReadError>> + '_ {
+        self.streams
+            .iter()
+            .flat_map(move |(&thread, items)| {
+                items.iter().flat_map(move |it| match *it {
+                    Item::Extent { start, end } => {
+                        Some(Extent::new(self, thread, start, end, Clock::OwnFile))
+                    }
+                    Item::Drop { .. } => None,
+                })
+            })
+            .flatten()
+    }
+
+    /// How many extents (runs of one thread's records) the file holds.
+    pub fn extent_count(&self) -> usize {
+        self.order
+            .iter()
+            .filter(|(_, it)| matches!(it, Item::Extent { .. }))
+            .count()
+    }
+
+    /// The records of every extent in `range` (extents counted in file
+    /// order), for splitting work across threads. Records come thread-run by
+    /// thread-run, not in time order.
+    pub fn records_of_extents(&self, range: std::ops::Range<usize>) -> ExtentRecords<'_> {
+        ExtentRecords::new(self, &self.order, range)
+    }
+
+    /// The bytes of `range` (an extent body the index points to).
+    pub(super) fn bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
+        self.data.get(range).unwrap_or(&[])
+    }
+
+    /// The sites' slots (ids up to the largest, some possibly empty).
+    pub(super) fn site_slots(&self) -> &[Option<SiteDef>] {
+        &self.sites
+    }
+
+    /// See [`Record::may_need_escape`].
+    pub(super) fn site_may_escape(&self, id: u32) -> bool {
+        self.site_may_escape
+            .get(id as usize)
+            .copied()
+            .unwrap_or(true)
+    }
+
+    pub(crate) fn malformed(&self, offset: usize, reason: &'static str) -> ReadError {
+        ReadError::Malformed {
+            path: self.path.clone(),
+            offset,
+            reason,
+        }
+    }
+}
+
+enum Frame<'a> {
+    Ok {
+        tag: u8,
+        body: &'a [u8],
+    },
+    /// Not enough bytes left for the entry the frame announces.
+    Truncated,
+    /// Bad tag, length or checksum.
+    Bad,
+}
+
+fn frame_at(data: &[u8], pos: usize) -> Frame<'_> {
+    let Some(f) = data.get(pos..pos + wire::FRAME_LEN) else {
+        return Frame::Truncated;
+    };
+    let t = f[0];
+    if t == 0 || t > 32 {
+        return Frame::Bad;
+    }
+    let len = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
+    let crc = u32::from_le_bytes([f[5], f[6], f[7], f[8]]);
+    if len > wire::MAX_BODY {
+        return Frame::Bad;
+    }
+    let start = pos + wire::FRAME_LEN;
+    let Some(body) = data.get(start..start + len) else {
+        return Frame::Truncated;
+    };
+    if wire::entry_crc(t, body) != crc {
+        return Frame::Bad;
+    }
+    Frame::Ok { tag: t, body }
+}

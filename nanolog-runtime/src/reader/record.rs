@@ -1,0 +1,157 @@
+//! One record: typed, unformatted; formatting is a separate call.
+
+use std::fmt;
+
+use super::file::LogFile;
+use super::render;
+use crate::wire;
+use crate::wire::dict::SiteDef;
+use crate::wire::record::Value;
+use crate::Level;
+
+/// `Record::ns` before it is computed.
+const UNTIMED: i64 = i64::MIN;
+
+/// One record: its time, thread, call site and undecoded arguments.
+#[derive(Clone, Copy)]
+pub struct Record<'a> {
+    file: &'a LogFile,
+    site: &'a SiteDef,
+    thread: u32,
+    tick: u64,
+    args: &'a [u8],
+    /// Bytes of the record in the file.
+    len: u32,
+    ns: i64,
+}
+
+impl fmt::Debug for Record<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Record")
+            .field("unix_ns", &self.unix_ns())
+            .field("thread", &self.thread)
+            .field("site", &self.site.id)
+            .field("message", &self.message())
+            .finish()
+    }
+}
+
+impl<'a> Record<'a> {
+    /// A record stamped `ns`, or, if `None`, whose wall-clock time is
+    /// computed from its file's map when asked for.
+    #[inline]
+    pub(crate) fn new(
+        file: &'a LogFile,
+        site: &'a SiteDef,
+        thread: u32,
+        tick: u64,
+        args: &'a [u8],
+        len: u32,
+        ns: Option<i64>,
+    ) -> Record<'a> {
+        Record {
+            file,
+            site,
+            thread,
+            tick,
+            args,
+            len,
+            ns: ns.unwrap_or(UNTIMED),
+        }
+    }
+
+    /// Bytes the record takes in the file (header and arguments).
+    pub fn encoded_len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The raw clock tick.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// Nanoseconds since the Unix epoch.
+    pub fn unix_ns(&self) -> i64 {
+        if self.ns == UNTIMED {
+            self.file.time_map().unix_ns(self.tick)
+        } else {
+            self.ns
+        }
+    }
+
+    pub fn level(&self) -> Level {
+        self.site.level
+    }
+
+    /// The logger-assigned id of the thread that logged it (unique per file).
+    pub fn thread(&self) -> u32 {
+        self.thread
+    }
+
+    /// The thread's name, if it had one.
+    pub fn thread_name(&self) -> Option<&'a str> {
+        self.file.thread_name(self.thread)
+    }
+
+    pub fn site(&self) -> &'a SiteDef {
+        self.site
+    }
+
+    /// The file it came from.
+    pub fn file(&self) -> &'a LogFile {
+        self.file
+    }
+
+    /// The argument values, in argument order (named ones included, inline
+    /// captures last).
+    pub fn args(&self) -> impl Iterator<Item = Value<'a>> + 'a {
+        let mut v = Vec::with_capacity(self.site.kinds.len());
+        let mut pos = 0;
+        let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |x| v.push(x));
+        v.into_iter()
+    }
+
+    /// The `n`-th argument (0-based), decoded without allocating.
+    pub fn arg(&self, n: usize) -> Option<Value<'a>> {
+        wire::record::nth_arg(&self.site.kinds, self.args, 0, n)
+    }
+
+    /// Whether the rendered message can hold characters a one-line text
+    /// output must escape: false when the literal text is plain and no
+    /// argument is a string or char.
+    pub fn may_need_escape(&self) -> bool {
+        self.file.site_may_escape(self.site.id)
+    }
+
+    /// Calls `f` with the arguments as a slice, without allocating for up
+    /// to 8 arguments.
+    pub fn with_args<R>(&self, f: impl FnOnce(&[Value<'a>]) -> R) -> R {
+        let n = self.site.kinds.len();
+        let mut pos = 0;
+        if n <= 8 {
+            let mut buf = [Value::Bool(false); 8];
+            let mut i = 0;
+            let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |x| {
+                buf[i] = x;
+                i += 1;
+            });
+            f(&buf[..i])
+        } else {
+            let mut v = Vec::with_capacity(n);
+            let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |x| v.push(x));
+            f(&v)
+        }
+    }
+
+    /// Appends the formatted message (what `format!` gave at the call site).
+    pub fn render(&self, out: &mut String) {
+        self.with_args(|args| render::render(&self.site.pieces, &self.site.kinds, args, out));
+    }
+
+    /// The formatted message.
+    pub fn message(&self) -> String {
+        let mut s = String::new();
+        self.render(&mut s);
+        s
+    }
+}
