@@ -130,6 +130,27 @@ fn child(mode: &str, path: &Path) {
             }
             std::thread::sleep(Duration::from_secs(30));
         }
+        "sigabrt-on-flusher" => {
+            // A fatal signal on the flusher thread itself: the handler cannot
+            // wait for it, and must not hang; the process dies of the signal.
+            // (SIGABRT: std's SIGSEGV handler, which ours chains to, ignores
+            // a SIGSEGV that no fault raised.)
+            let logger = start(path, true);
+            log_main_records();
+            logger.flush().expect("flush");
+            std::mem::forget(logger);
+            let tid = flusher_tid().expect("the flusher thread is listed in /proc");
+            // SAFETY: sends a signal to a thread of this process.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_tgkill,
+                    libc::getpid(),
+                    tid,
+                    libc::SIGABRT,
+                )
+            };
+            std::thread::sleep(Duration::from_secs(30));
+        }
         "sigterm-chained" => {
             // A handler installed before nanolog's is called after the flush.
             extern "C" fn earlier(_: libc::c_int) {
@@ -229,6 +250,19 @@ fn child(mode: &str, path: &Path) {
         }
         other => panic!("unknown child mode {other}"),
     }
+}
+
+/// The kernel thread id of the thread named `nanolog-flusher` (its name is
+/// cut to 15 bytes in /proc).
+fn flusher_tid() -> Option<i64> {
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let task = task.ok()?;
+        let comm = std::fs::read_to_string(task.path().join("comm")).ok()?;
+        if comm.trim_end().starts_with("nanolog-flush") {
+            return task.file_name().to_str()?.parse().ok();
+        }
+    }
+    None
 }
 
 fn raise(sig: libc::c_int) {
@@ -510,6 +544,11 @@ fn parent() {
         Expect {
             mode: "sigterm-chained",
             status: code(42),
+            all_a: true,
+        },
+        Expect {
+            mode: "sigabrt-on-flusher",
+            status: sig(libc::SIGABRT),
             all_a: true,
         },
     ];
