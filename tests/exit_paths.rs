@@ -141,14 +141,7 @@ fn child(mode: &str, path: &Path) {
             std::mem::forget(logger);
             let tid = flusher_tid().expect("the flusher thread is listed in /proc");
             // SAFETY: sends a signal to a thread of this process.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_tgkill,
-                    libc::getpid(),
-                    tid,
-                    libc::SIGABRT,
-                )
-            };
+            unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, libc::SIGABRT) };
             std::thread::sleep(Duration::from_secs(30));
         }
         "sigterm-chained" => {

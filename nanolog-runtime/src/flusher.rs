@@ -155,8 +155,11 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             st.closing = true;
             st.write_out();
             st.sync();
-            let t = st.shared.flush_requested.load(Ordering::Acquire);
-            st.shared.complete_flush(t, t);
+            // Only the tickets this last pass covered (loaded before it
+            // drained): a flush requested after it may have records this
+            // pass did not see, and gets the stopped flusher's error
+            // instead of a false Ok (found by the loom stop model).
+            st.shared.complete_flush(ticket, ticket.max(sync_ticket));
             return;
         }
         if n > 0 {
@@ -165,32 +168,34 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         }
         idle += 1;
         if idle < 64 {
-            std::hint::spin_loop();
+            crate::sync::spin_loop();
         } else if idle < 128 {
-            std::thread::yield_now();
+            crate::sync::yield_now();
         } else {
-            std::thread::park_timeout(config.wake_delay);
+            crate::sync::park_timeout(config.wake_delay);
         }
     }
 }
 
 impl Flusher {
     fn adopt_new_rings(&mut self) {
-        // Acquire pairs with the Release store in `ThreadProducer::attach`.
-        if self.st.shared.has_new_rings.swap(false, Ordering::Acquire) {
-            let new = std::mem::take(
-                &mut *self
-                    .st
-                    .shared
-                    .new_rings
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner),
-            );
-            self.rings.extend(new.into_iter().map(|r| RingState {
-                c: Consumer::new(r),
-                thread_emitted: None,
-            }));
-        }
+        // Under the lock `ThreadProducer::attach` pushes under, and that
+        // `Shared::begin_stop` sets `stop` under: a ring pushed before the
+        // stop is adopted by the pass that first sees the stop, at the latest.
+        // (An uncontended lock per pass; a lock-free "new rings" flag before
+        // it let the loom stop model find a ring left unadopted.)
+        let new = std::mem::take(
+            &mut *self
+                .st
+                .shared
+                .new_rings
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        self.rings.extend(new.into_iter().map(|r| RingState {
+            c: Consumer::new(r),
+            thread_emitted: None,
+        }));
     }
 }
 

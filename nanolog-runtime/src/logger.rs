@@ -216,15 +216,7 @@ impl Drop for Logger {
                 level::deactivate();
                 EPOCH.store(0, Ordering::Relaxed);
             }
-            // Under the `new_rings` lock (see `ThreadProducer::attach`).
-            let _rings = self
-                .shared
-                .new_rings
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            // Release pairs with the flusher's Acquire load: it drains what
-            // was committed before this store, then exits.
-            self.shared.stop.store(true, Ordering::Release);
+            self.shared.begin_stop();
         }
         hooks::forget_signal_target(&self.shared);
         self.shared.wake_flusher();

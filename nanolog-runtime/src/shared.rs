@@ -4,13 +4,14 @@
 //! The flusher depends on this module only, and the logger on both, so the
 //! two do not import each other.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::ring::Ring;
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Condvar, Mutex};
 
 /// What a logging call does when its thread's ring is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -90,8 +91,8 @@ pub(crate) struct Shared {
     /// Set by `Logger::drop` (under the CURRENT lock): no new ring attaches,
     /// and the flusher drains and exits.
     pub(crate) stop: AtomicBool,
+    /// Rings attached since the flusher last took them.
     pub(crate) new_rings: Mutex<Vec<Arc<Ring>>>,
-    pub(crate) has_new_rings: AtomicBool,
     pub(crate) next_thread: AtomicU32,
     pub(crate) flusher: OnceLock<Thread>,
     /// `pthread_self()` of the flusher (0 before it runs), so a signal or
@@ -123,7 +124,6 @@ impl Shared {
             running: AtomicBool::new(true),
             stop: AtomicBool::new(false),
             new_rings: Mutex::new(Vec::new()),
-            has_new_rings: AtomicBool::new(false),
             next_thread: AtomicU32::new(1),
             flusher: OnceLock::new(),
             flusher_id: AtomicU64::new(0),
@@ -233,9 +233,24 @@ impl Shared {
             && self.running.load(Ordering::Acquire)
             && crate::clock::now().wrapping_sub(start) < limit_ticks
         {
-            std::hint::spin_loop();
-            std::thread::yield_now();
+            crate::sync::spin_loop();
+            crate::sync::yield_now();
         }
+    }
+
+    /// Begins the stop: from now on no ring attaches, and the flusher drains
+    /// what is there and exits. Under the `new_rings` lock, which
+    /// `ThreadProducer::attach` holds while it checks `stop` and publishes a
+    /// ring: a ring is either refused or adopted before the flusher's last
+    /// pass.
+    pub(crate) fn begin_stop(&self) {
+        let _rings = self
+            .new_rings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Release pairs with the flusher's Acquire load: it drains what was
+        // committed before this store, then exits.
+        self.stop.store(true, Ordering::Release);
     }
 
     /// Waits until the flusher has exited, as long as it makes progress:

@@ -124,6 +124,11 @@ impl Writer {
     }
 
     pub(crate) fn sync(&self) -> io::Result<()> {
+        // Under loom the file is scenery: the models check the handshakes,
+        // and an fdatasync per explored interleaving would only cost minutes.
+        if cfg!(loom) {
+            return Ok(());
+        }
         self.file.sync_data()
     }
 }
