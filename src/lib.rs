@@ -38,6 +38,8 @@
 //! - `max_level_off`, `max_level_error`, ..., `max_level_trace`: compile-time cap.
 //! - `release_max_level_*`: the same, for builds without `debug_assertions`.
 
+#![deny(missing_docs)]
+
 pub use nanolog_macros::{debug, error, info, log, trace, warn};
 pub use nanolog_runtime::{
     flush, reader, set_level, set_thread_name, Builder, Error, Level, Logger, OnFull,

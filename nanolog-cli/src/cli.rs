@@ -1,4 +1,5 @@
-//! The command line, as clap types only; `main.rs` resolves them.
+//! The command line, as clap types only; each subcommand's module
+//! (`decode.rs`, `stats.rs`, `info.rs`) turns them into its plan.
 
 use std::path::PathBuf;
 

@@ -40,8 +40,10 @@ pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> Token
         let span = a.expr.span();
         // An argument used only as a width or precision has no placeholder of
         // its own (N = 0) and is recorded raw; the `usize` that `format!`
-        // demands is checked where it is used, in the closure below, with the
-        // error spanned on the argument.
+        // demands is checked where it is used, in the closure below. rustc
+        // reports a wrong type there as `format!`'s own error, spanned on the
+        // macro call (marked at the value argument), not on the width
+        // argument itself.
         let v = quote_spanned!(span=> __nl_v);
         let renders = a.value_uses.iter().map(|&ph_ix| {
             let ph = &resolved.placeholders[ph_ix];

@@ -16,14 +16,18 @@ pub struct Wrap<'a, T: ?Sized>(pub &'a T);
 
 /// The raw path: the value is copied as it is.
 pub trait PrepRaw {
+    /// The value the call site records (its binary form, or its text).
     type Out: Encode;
+    /// Prepares the value for recording as it is (`render` is not called).
     fn __nl_prep<F>(&self, render: F) -> Self::Out;
 }
 
 /// The slow path: the value is rendered by `render` (one string per
 /// placeholder that formats it) on the calling thread.
 pub trait PrepFmt {
+    /// The type the slow path formats.
     type Target: ?Sized;
+    /// Formats the value with `render` (the slow path).
     fn __nl_prep<const N: usize, F: FnOnce(&Self::Target) -> [String; N]>(
         &self,
         render: F,

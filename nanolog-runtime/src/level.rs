@@ -8,10 +8,15 @@ use std::sync::atomic::{AtomicU8, Ordering};
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Level {
+    /// The most detailed level.
     Trace = 0,
+    /// Details for debugging.
     Debug = 1,
+    /// Normal operation (the default minimum).
     Info = 2,
+    /// Something unexpected that the program survives.
     Warn = 3,
+    /// A failure.
     Error = 4,
 }
 
@@ -24,6 +29,7 @@ pub(crate) const OFF: u8 = 5;
 static MIN_LEVEL: AtomicU8 = AtomicU8::new(OFF);
 
 impl Level {
+    /// Every level, from `Trace` to `Error`.
     pub const ALL: [Level; 5] = [
         Level::Trace,
         Level::Debug,

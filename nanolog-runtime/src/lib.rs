@@ -9,6 +9,7 @@
 //! the [`wire`] module.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod clock;

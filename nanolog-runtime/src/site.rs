@@ -20,9 +20,13 @@ pub enum Piece {
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
+    /// No alignment given: the type's default.
     Unknown = 0,
+    /// `<`
     Left = 1,
+    /// `^`
     Center = 2,
+    /// `>`
     Right = 3,
 }
 
@@ -41,17 +45,26 @@ pub enum Count {
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ty {
+    /// `{}`
     Display = 0,
+    /// `{:?}`
     Debug = 1,
+    /// `{:x}`
     LowerHex = 2,
+    /// `{:X}`
     UpperHex = 3,
+    /// `{:o}`
     Octal = 4,
+    /// `{:b}`
     Binary = 5,
+    /// `{:e}`
     LowerExp = 6,
+    /// `{:E}`
     UpperExp = 7,
 }
 
 impl Ty {
+    /// The type with this on-disk number.
     pub fn from_u8(v: u8) -> Option<Ty> {
         Some(match v {
             0 => Ty::Display,
@@ -75,19 +88,28 @@ pub struct Spec {
     /// Which of that argument's value uses this is (selects the pre-rendered
     /// string of a slow-path argument).
     pub use_ix: u16,
+    /// The fill character (default space).
     pub fill: char,
+    /// The alignment.
     pub align: Align,
     /// `FLAG_*` bits.
     pub flags: u8,
+    /// The minimum width.
     pub width: Count,
+    /// The precision.
     pub precision: Count,
+    /// The formatting trait.
     pub ty: Ty,
 }
 
 impl Spec {
+    /// `+`: always print the sign.
     pub const FLAG_PLUS: u8 = 1;
+    /// `-` (accepted, unused, as in `std::fmt`).
     pub const FLAG_MINUS: u8 = 2;
+    /// `#`: the alternate form.
     pub const FLAG_ALTERNATE: u8 = 4;
+    /// `0`: pad numbers with zeros after the sign.
     pub const FLAG_ZERO: u8 = 8;
 }
 
@@ -95,21 +117,37 @@ impl Spec {
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ArgKind {
+    /// `u8`
     U8 = 1,
+    /// `u16`
     U16 = 2,
+    /// `u32`
     U32 = 3,
+    /// `u64`
     U64 = 4,
+    /// `u128`
     U128 = 5,
+    /// `usize`
     Usize = 6,
+    /// `i8`
     I8 = 7,
+    /// `i16`
     I16 = 8,
+    /// `i32`
     I32 = 9,
+    /// `i64`
     I64 = 10,
+    /// `i128`
     I128 = 11,
+    /// `isize`
     Isize = 12,
+    /// `f32`
     F32 = 13,
+    /// `f64`
     F64 = 14,
+    /// `bool`
     Bool = 15,
+    /// `char`
     Char = 16,
     /// A UTF-8 string recorded as-is (`&str`, `String`).
     Str = 17,
@@ -119,6 +157,7 @@ pub enum ArgKind {
 }
 
 impl ArgKind {
+    /// The kind with this on-disk number.
     pub fn from_u8(v: u8) -> Option<ArgKind> {
         use ArgKind::*;
         Some(match v {
@@ -157,6 +196,7 @@ impl ArgKind {
         }
     }
 
+    /// Whether it is a signed integer type.
     pub fn is_signed(self) -> bool {
         use ArgKind::*;
         matches!(self, I8 | I16 | I32 | I64 | I128 | Isize)
@@ -191,11 +231,17 @@ impl ArgKind {
 /// The static descriptor of one call site, emitted by the logging macros.
 #[derive(Debug)]
 pub struct Site {
+    /// The call's level.
     pub level: Level,
+    /// The source file of the call.
     pub file: &'static str,
+    /// The line of the call.
     pub line: u32,
+    /// The module path of the call.
     pub module: &'static str,
+    /// The format string, as written.
     pub format: &'static str,
+    /// The format string, parsed at compile time.
     pub pieces: &'static [Piece],
     /// 0 until the first call registers the site.
     id: AtomicU32,

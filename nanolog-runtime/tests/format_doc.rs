@@ -212,3 +212,32 @@ fn refresh_indexes_what_a_growing_file_gained() {
     assert_eq!(log.valid_len(), good.len());
     let _ = std::fs::remove_file(&path);
 }
+
+/// FORMAT.md: tags 8 to 32 are reserved for later revisions and skipped
+/// (checksum checked, no warning); tag 0 and tags above 32 are damage.
+#[test]
+fn reserved_tags_are_skipped_and_others_are_damage() {
+    let good = example();
+    // Before the END entry (the last 9 bytes: an empty body).
+    let cut = good.len() - wire::FRAME_LEN;
+    for (t, is_damage) in [
+        (8u8, false),
+        (20, false),
+        (32, false),
+        (33, true),
+        (200, true),
+    ] {
+        let mut f = good[..cut].to_vec();
+        entry(&mut f, t, b"from a later revision");
+        f.extend_from_slice(&good[cut..]);
+        let log = LogFile::from_bytes("tags.nlog", f).unwrap();
+        let msgs: Vec<String> = log.records().map(|r| r.unwrap().message()).collect();
+        assert_eq!(msgs, ["took 12 ms", "took 300 ms"], "tag {t}");
+        assert!(log.is_complete(), "tag {t}");
+        let damaged = log
+            .warnings()
+            .iter()
+            .any(|w| matches!(w, Warning::SkippedCorrupt { .. }));
+        assert_eq!(damaged, is_damage, "tag {t}: {:?}", log.warnings());
+    }
+}

@@ -11,22 +11,43 @@ use crate::wire;
 pub enum ReadError {
     /// The file could not be opened or mapped.
     Io {
+        /// The file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// The file is empty.
-    Empty { path: PathBuf },
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file is not a nanolog log.
-    NotNanolog { path: PathBuf },
+    NotNanolog {
+        /// The file.
+        path: PathBuf,
+    },
     /// The file was written by a format version this reader does not know.
-    UnsupportedVersion { path: PathBuf, version: u16 },
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in its header.
+        version: u16,
+    },
     /// The header is damaged.
-    BadHeader { path: PathBuf, reason: String },
+    BadHeader {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// An extent refers to a call site missing from the dictionary, or its
     /// records are malformed though its checksum matched.
     Malformed {
+        /// The file.
         path: PathBuf,
+        /// Where in the file.
         offset: usize,
+        /// What is wrong.
         reason: &'static str,
     },
 }

@@ -34,12 +34,17 @@ pub(crate) enum Item {
 /// A dropped-records gap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Gap {
+    /// The logger-assigned id of the thread whose records were dropped.
     pub thread: u32,
     /// Records dropped.
     pub count: u64,
+    /// The tick of the first dropped record.
     pub first_tick: u64,
+    /// The tick of the last dropped record.
     pub last_tick: u64,
+    /// The first dropped record's time, in ns since the Unix epoch.
     pub first_unix_ns: i64,
+    /// The last dropped record's time, in ns since the Unix epoch.
     pub last_unix_ns: i64,
 }
 
@@ -60,6 +65,7 @@ impl Gap {
 /// A logging thread as the file names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadInfo {
+    /// The logger-assigned thread id (unique within a file).
     pub id: u32,
     /// Empty if the thread had no name.
     pub name: String,
@@ -386,6 +392,7 @@ impl LogFile {
         &self.path
     }
 
+    /// The file header: format version, clock calibration, process id.
     pub fn header(&self) -> &Header {
         &self.header
     }
@@ -415,6 +422,7 @@ impl LogFile {
         self.sites.iter().flatten()
     }
 
+    /// The call site with this id, if the dictionary has it.
     pub fn site(&self, id: u32) -> Option<&SiteDef> {
         self.sites.get(id as usize)?.as_ref()
     }
@@ -435,6 +443,7 @@ impl LogFile {
         })
     }
 
+    /// The name of thread `id`, if it had one.
     pub fn thread_name(&self, id: u32) -> Option<&str> {
         self.threads
             .get(&id)
@@ -480,7 +489,7 @@ impl LogFile {
     }
 
     /// Every record of every thread, thread by thread (not in time order; see
-    /// [`Merge`] for that).
+    /// [`Merge`](super::Merge) for that).
     pub fn records(&self) -> impl Iterator<Item = Result<Record<'_>, ReadError>> + '_ {
         self.streams
             .iter()

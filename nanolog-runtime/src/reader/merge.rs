@@ -46,12 +46,14 @@ impl std::fmt::Debug for Filter {
 /// An item of the merged stream.
 #[derive(Debug, Clone, Copy)]
 pub enum Event<'a> {
+    /// A record.
     Record(Record<'a>),
     /// Records the thread dropped (`OnFull::Drop`, or larger than its ring).
     Gap(Gap, &'a LogFile),
 }
 
 impl Event<'_> {
+    /// When it happened: the record's time, or a gap's first dropped record's.
     pub fn unix_ns(&self) -> i64 {
         match self {
             Event::Record(r) => r.unix_ns(),

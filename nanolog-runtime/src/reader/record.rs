@@ -79,6 +79,7 @@ impl<'a> Record<'a> {
         }
     }
 
+    /// The level of its call site.
     pub fn level(&self) -> Level {
         self.site.level
     }
@@ -93,6 +94,7 @@ impl<'a> Record<'a> {
         self.file.thread_name(self.thread)
     }
 
+    /// Its call site: level, file, line, format string, argument kinds.
     pub fn site(&self) -> &'a SiteDef {
         self.site
     }

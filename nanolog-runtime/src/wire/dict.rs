@@ -12,9 +12,13 @@ use super::{get_array, get_str, get_varint, put_str, put_varint};
 pub struct SiteDef {
     /// The id records refer to it by (unique within a file).
     pub id: u32,
+    /// The call's level.
     pub level: Level,
+    /// The source file of the call.
     pub file: String,
+    /// The line of the call.
     pub line: u32,
+    /// The module path of the call.
     pub module: String,
     /// The format string as written.
     pub format: String,
@@ -59,13 +63,21 @@ pub fn put_site(out: &mut Vec<u8>, s: &SiteRef<'_>) {
 
 /// The borrowed view of a site the writer encodes.
 pub struct SiteRef<'a> {
+    /// The site id records refer to.
     pub id: u32,
+    /// The call's level.
     pub level: Level,
+    /// The source file of the call.
     pub file: &'a str,
+    /// The line of the call.
     pub line: u32,
+    /// The module path of the call.
     pub module: &'a str,
+    /// The format string, as written.
     pub format: &'a str,
+    /// The kinds of the recorded arguments, in order.
     pub kinds: &'a [ArgKind],
+    /// The parsed format string.
     pub pieces: &'a [Piece],
 }
 
@@ -180,6 +192,7 @@ pub fn put_thread(out: &mut Vec<u8>, id: u32, name: &str) {
     put_str(out, name);
 }
 
+/// Reads a THREAD entry body: `(thread id, name)`.
 pub fn get_thread(b: &[u8]) -> Option<(u32, &str)> {
     let pos = &mut 0;
     Some((get_u32(b, pos)?, get_str(b, pos)?))
@@ -191,6 +204,7 @@ pub fn put_clock(out: &mut Vec<u8>, tick: u64, unix_ns: i64) {
     out.extend_from_slice(&unix_ns.to_le_bytes());
 }
 
+/// Reads a CLOCK entry body: `(tick, Unix ns)`.
 pub fn get_clock(b: &[u8]) -> Option<(u64, i64)> {
     let pos = &mut 0;
     Some((

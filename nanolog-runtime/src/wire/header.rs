@@ -17,12 +17,15 @@ use super::{HEADER_LEN, MAGIC, VERSION};
 /// The decoded file header.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Header {
+    /// The format version.
     pub version: u16,
     /// Clock ticks per second, as calibrated by the writer.
     pub ticks_per_second: f64,
     /// A tick and the wall-clock time it was read at.
     pub base_tick: u64,
+    /// The wall-clock time at `base_tick`, in ns since the Unix epoch.
     pub base_unix_ns: i64,
+    /// The id of the process that wrote the file.
     pub pid: u32,
 }
 
@@ -55,6 +58,7 @@ impl std::fmt::Display for HeaderError {
 impl std::error::Error for HeaderError {}
 
 impl Header {
+    /// The header's bytes.
     pub fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0..8].copy_from_slice(&MAGIC);
@@ -69,6 +73,7 @@ impl Header {
         b
     }
 
+    /// Reads a header from the start of a file.
     pub fn decode(b: &[u8]) -> Result<Header, HeaderError> {
         if b.len() < 8 || b[0..8] != MAGIC {
             if b.len() < 8 && MAGIC.starts_with(b) {

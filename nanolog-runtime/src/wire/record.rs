@@ -26,10 +26,15 @@ pub enum Value<'a> {
     Uint(u128),
     /// Any signed integer type (`i8` to `i128`, `isize`).
     Int(i128),
+    /// An `f32`.
     F32(f32),
+    /// An `f64`.
     F64(f64),
+    /// A `bool`.
     Bool(bool),
+    /// A `char`.
     Char(char),
+    /// A string (`&str`, `String`, or a value formatted at the call site).
     Str(&'a str),
     /// A value rendered at the call site: one string per placeholder using it.
     Rendered(RenderedStrs<'a>),
@@ -48,6 +53,7 @@ impl<'a> RenderedStrs<'a> {
         self.count
     }
 
+    /// Whether there are no strings.
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
@@ -57,6 +63,7 @@ impl<'a> RenderedStrs<'a> {
         self.iter().nth(i)
     }
 
+    /// The strings, in order.
     pub fn iter(&self) -> impl Iterator<Item = &'a str> + 'a {
         let bytes = self.bytes;
         let mut pos = 0;
