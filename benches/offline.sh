@@ -29,6 +29,9 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 cat "$T/nl-4.nlog" >/dev/null   # into the page cache
 t=$(best "$BIN" decode "$T/nl-4.nlog"); echo "decode sorted,   4 threads: ${t}s  $(rate "$N" "$t") M rec/s"
 t=$(best "$BIN" decode --unsorted "$T/nl-4.nlog"); echo "decode unsorted, 4 threads: ${t}s  $(rate "$N" "$t") M rec/s"
+tt=$(best "$BIN" decode "$T/nl-4.nlog")
+tj=$(best "$BIN" decode --format json "$T/nl-4.nlog")
+echo "decode sorted text vs JSON, same run: text ${tt}s  json ${tj}s  ($(echo "$tj $tt" | awk '{printf "%.2f", $1 / $2}')x)"
 for th in 1 64; do
     "$GEN" "$T/nl-$th.nlog" "$th" "$N" >/dev/null
     t=$(best "$BIN" decode "$T/nl-$th.nlog"); echo "decode sorted, $th threads: ${t}s  $(rate "$N" "$t") M rec/s"

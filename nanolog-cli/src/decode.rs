@@ -91,6 +91,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
 /// Renders events into output text, one call per event.
 struct Renderer {
     text: output::Text,
+    json: output::Json,
     msg: String,
 }
 
@@ -98,6 +99,7 @@ impl Renderer {
     fn new() -> Renderer {
         Renderer {
             text: Default::default(),
+            json: Default::default(),
             msg: String::with_capacity(256),
         }
     }
@@ -111,6 +113,9 @@ impl Renderer {
                     (None, Format::Text) => {
                         output::text_record_direct(&mut self.text, rec, out, &mut self.msg)
                     }
+                    (None, Format::Json) => {
+                        output::json_record_direct(&mut self.json, rec, out, &mut self.msg)
+                    }
                     (grep, format) => {
                         self.msg.clear();
                         rec.render(&mut self.msg);
@@ -121,7 +126,9 @@ impl Renderer {
                             Format::Text => {
                                 output::text_record(&mut self.text, rec, &self.msg, out)
                             }
-                            Format::Json => output::json_record(rec, &self.msg, out),
+                            Format::Json => {
+                                output::json_record(&mut self.json, rec, &self.msg, out)
+                            }
                         }
                     }
                 }
@@ -130,7 +137,7 @@ impl Renderer {
             Event::Gap(g, file) => {
                 match plan.format {
                     Format::Text => output::text_gap(&mut self.text, g, file, out),
-                    Format::Json => output::json_gap(g, file, out),
+                    Format::Json => output::json_gap(&mut self.json, g, file, out),
                 }
                 false
             }

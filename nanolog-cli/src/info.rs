@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use nanolog_runtime::reader::render::json_string;
+use crate::output::json_string;
 use nanolog_runtime::reader::time::rfc3339;
 use nanolog_runtime::reader::{Event, Filter, Merge};
 

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::output::json_string;
 use anyhow::{bail, Context};
-use nanolog_runtime::reader::render::json_string;
 use nanolog_runtime::reader::time::{parse_duration_ns, rfc3339};
 use nanolog_runtime::reader::{LogFile, Record, SiteDef, Value};
 use regex::Regex;

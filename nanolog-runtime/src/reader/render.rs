@@ -392,7 +392,7 @@ fn split_pad(pad: usize, align: Align, default: Align) -> (usize, usize) {
     }
 }
 
-/// Whether `b` holds a byte that [`escape_line`] must look at: a control
+/// Whether `b` holds a byte a one-line text output must look at: a control
 /// character, the backslash, or the first byte of U+0085, U+2028 or U+2029
 /// (0xC2, 0xE2). Eight bytes at a time.
 pub fn needs_escape(b: &[u8]) -> bool {
@@ -422,82 +422,6 @@ pub fn needs_escape(b: &[u8]) -> bool {
         .remainder()
         .iter()
         .any(|&c| c < 0x20 || c == 0x7f || c == b'\\' || c == 0xc2 || c == 0xe2)
-}
-
-/// Appends `msg` with what could break the one-line-per-record text output
-/// escaped: newlines, carriage returns, tabs, other control characters
-/// (terminal escape sequences start with one), and backslashes.
-pub fn escape_line(msg: &str, out: &mut String) {
-    if !needs_escape(msg.as_bytes()) {
-        out.push_str(msg);
-        return;
-    }
-    for c in msg.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-}
-
-/// Appends `s` as a JSON string literal.
-pub fn json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// Appends a value as JSON: integers exact, NaN and infinities as strings.
-pub fn json_value(v: &Value<'_>, out: &mut String) {
-    match *v {
-        Value::Uint(u) => {
-            let _ = write!(out, "{u}");
-        }
-        Value::Int(i) => {
-            let _ = write!(out, "{i}");
-        }
-        Value::F32(f) => json_float(f64::from(f), &format!("{f:?}"), out),
-        Value::F64(f) => json_float(f, &format!("{f:?}"), out),
-        Value::Bool(b) => out.push_str(if b { "true" } else { "false" }),
-        Value::Char(c) => json_string(c.encode_utf8(&mut [0; 4]), out),
-        Value::Str(s) => json_string(s, out),
-        Value::Rendered(r) => {
-            // One value per argument: the first rendering (they differ only
-            // when the argument is formatted by several placeholders).
-            json_string(r.get(0).unwrap_or(""), out);
-        }
-    }
-}
-
-fn json_float(f: f64, debug: &str, out: &mut String) {
-    if f.is_nan() {
-        out.push_str("\"NaN\"");
-    } else if f.is_infinite() {
-        out.push_str(if f > 0.0 { "\"inf\"" } else { "\"-inf\"" });
-    } else if debug.contains('e') {
-        // Rust's `1e20` is valid JSON; `1e-7` too.
-        out.push_str(debug);
-    } else {
-        out.push_str(debug);
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,106 @@
+//! Text lines for records and gaps: what `nanolog decode` prints by default.
+
+use std::fmt::Write;
+
+use nanolog_runtime::reader::render::{needs_escape, push_u64};
+use nanolog_runtime::reader::time::{rfc3339, UtcWriter};
+use nanolog_runtime::reader::{Gap, LogFile, Record};
+
+use super::SiteThreadCache;
+
+/// `2026-11-22 11:02:03.123456789 src/main.rs:42 INFO[name:3]: message`
+pub fn text_record(t: &mut Text, rec: &Record<'_>, msg: &str, out: &mut String) {
+    text_prefix(t, rec, out);
+    escape_line(msg, out);
+    out.push('\n');
+}
+
+/// As [`text_record`], rendering straight into `out` (no copy unless the
+/// message needs escaping; `scratch` is used then).
+pub fn text_record_direct(t: &mut Text, rec: &Record<'_>, out: &mut String, scratch: &mut String) {
+    text_prefix(t, rec, out);
+    let start = out.len();
+    rec.render(out);
+    if rec.may_need_escape() && needs_escape(&out.as_bytes()[start..]) {
+        scratch.clear();
+        scratch.push_str(&out[start..]);
+        out.truncate(start);
+        escape_line(scratch, out);
+    }
+    out.push('\n');
+}
+
+/// State kept across text lines: the formatted second and the prefixes.
+#[derive(Default)]
+pub struct Text {
+    utc: UtcWriter,
+    prefixes: SiteThreadCache,
+}
+
+fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
+    t.utc.write(out, rec.unix_ns(), ' ');
+    out.push_str(t.prefixes.get(rec, prefix_text));
+}
+
+fn prefix_text(rec: &Record<'_>, out: &mut String) {
+    out.push(' ');
+    let site = rec.site();
+    out.push_str(&site.file);
+    out.push(':');
+    push_u64(out, u64::from(site.line));
+    out.push(' ');
+    out.push_str(site.level.as_str());
+    thread_tag(out, rec.thread(), rec.thread_name());
+    out.push_str(": ");
+}
+
+pub(super) fn thread_tag(out: &mut String, id: u32, name: Option<&str>) {
+    out.push('[');
+    if let Some(n) = name {
+        escape_line(n, out);
+        out.push(':');
+    }
+    push_u64(out, u64::from(id));
+    out.push(']');
+}
+
+/// The line that reports a dropped-records gap.
+pub fn text_gap(t: &mut Text, g: &Gap, file: &LogFile, out: &mut String) {
+    t.utc.write(out, g.first_unix_ns, ' ');
+    out.push_str(" - DROPPED");
+    thread_tag(out, g.thread, file.thread_name(g.thread));
+    out.push_str(": ");
+    out.push_str(&gap_message(g));
+    out.push('\n');
+}
+
+pub(super) fn gap_message(g: &Gap) -> String {
+    format!(
+        "{} records dropped between {} and {}",
+        g.count,
+        rfc3339(g.first_unix_ns),
+        rfc3339(g.last_unix_ns)
+    )
+}
+
+/// Appends `msg` with what could break the one-line-per-record text output
+/// escaped: newlines, carriage returns, tabs, other control characters
+/// (terminal escape sequences start with one), and backslashes.
+pub fn escape_line(msg: &str, out: &mut String) {
+    if !needs_escape(msg.as_bytes()) {
+        out.push_str(msg);
+        return;
+    }
+    for c in msg.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+}
