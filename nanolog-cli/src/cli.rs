@@ -43,10 +43,12 @@ pub struct DecodeArgs {
     /// Minimum level (trace, debug, info, warn, error).
     #[arg(long)]
     pub level: Option<String>,
-    /// Only records at or after this time (RFC 3339).
+    /// Only records at or after this time: RFC 3339 (2026-11-22T11:02:03Z),
+    /// a date (2026-11-22, midnight UTC), or a time ago (2h, -90s, "1h 30m",
+    /// "2 hours ago").
     #[arg(long)]
     pub since: Option<String>,
-    /// Only records at or before this time (RFC 3339).
+    /// Only records at or before this time (same forms as --since).
     #[arg(long)]
     pub until: Option<String>,
     /// Only records of this thread id (repeatable).
@@ -84,7 +86,7 @@ pub struct StatsArgs {
     /// Group counts by call site (default), thread or level.
     #[arg(long, value_enum)]
     pub by: Option<GroupBy>,
-    /// A time series: counts per interval (e.g. 1s, 100ms) per group.
+    /// A time series: counts per interval (e.g. 1s, 100ms, "1h 30m") per group.
     #[arg(long, value_name = "DURATION")]
     pub every: Option<String>,
     /// Output format.

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use nanolog_runtime::reader::time::parse_rfc3339;
 use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, Refresh};
 use nanolog_runtime::Level;
 use regex::Regex;
@@ -33,9 +32,10 @@ impl Plan {
             .map(str::parse::<Level>)
             .transpose()
             .map_err(|e| anyhow::anyhow!("--level: {e}"))?;
+        let now = jiff::Timestamp::now();
         let time = |s: &Option<String>, name: &str| -> anyhow::Result<Option<i64>> {
             s.as_deref()
-                .map(parse_rfc3339)
+                .map(|t| crate::time_args::parse_time(t, now))
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{name}: {e}"))
         };

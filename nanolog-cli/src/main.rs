@@ -9,6 +9,7 @@ mod decode;
 mod info;
 mod output;
 mod stats;
+mod time_args;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
