@@ -48,6 +48,8 @@ pub(crate) struct Ring {
     pub(crate) name: std::sync::Mutex<String>,
     /// Bumped when the thread's name changes, so the flusher records it again.
     pub(crate) name_version: std::sync::atomic::AtomicU32,
+    /// Loom's view of the bytes (zero-sized outside loom; see `sync::Shadow`).
+    shadow: crate::sync::Shadow,
 }
 
 // SAFETY: the buffer is shared by exactly one producer and one consumer, which
@@ -74,6 +76,7 @@ impl Ring {
             thread,
             name: std::sync::Mutex::new(name),
             name_version: std::sync::atomic::AtomicU32::new(0),
+            shadow: crate::sync::Shadow::new(cap),
         }
     }
 
@@ -278,6 +281,7 @@ impl Producer {
                 .as_ptr()
                 .write_unaligned(PAD)
         };
+        self.ring.shadow.write(off, 4);
         self.tail += to_end as u64;
         // Release: publishes the PAD word (see `commit`).
         self.ring.tail.store(self.tail, Ordering::Release);
@@ -287,6 +291,9 @@ impl Producer {
     /// Publishes the `len` bytes reserved last.
     #[inline(always)]
     fn commit(&mut self, len: usize) {
+        self.ring
+            .shadow
+            .write(self.tail as usize & (self.ring.cap - 1), len);
         self.tail += len as u64;
         // Release pairs with the consumer's Acquire load of `tail`: the record's
         // bytes, written before this store, are visible to it before it reads them.
@@ -344,6 +351,7 @@ impl Consumer {
                     .as_ptr()
                     .read_unaligned()
             };
+            self.ring.shadow.read(off, 4);
             if site == PAD {
                 self.head += (cap - off) as u64;
                 continue;
@@ -359,6 +367,7 @@ impl Consumer {
             };
             debug_assert!(len >= HEADER && off + len <= cap);
             let len = len.clamp(HEADER, cap - off);
+            self.ring.shadow.read(off, len);
             // SAFETY: the record's `len` bytes lie in [head, tail) and inside
             // the buffer (clamped above); they stay untouched until `advance`.
             let args = unsafe {
@@ -430,6 +439,48 @@ mod loom_tests {
                             r.args.iter().all(|&b| b == seen as u8),
                             "argument bytes intact"
                         );
+                        let len = r.len();
+                        cons.advance(len);
+                        cons.release();
+                        seen += 1;
+                    }
+                    None => loom::thread::yield_now(),
+                }
+            }
+            t.join().unwrap();
+        });
+    }
+
+    /// A second lap that wraps: its PAD word lands on bytes the consumer
+    /// read in the first lap, so the producer's reload of `head` before
+    /// writing it must see those reads finished (Acquire on the wrap path).
+    #[test]
+    fn loom_wrap_over_bytes_read_in_the_first_lap() {
+        loom::model(|| {
+            let ring = Arc::new(Ring::new(64, 1, String::new()));
+            let mut prod = Producer::new(Arc::clone(&ring));
+            let mut cons = Consumer::new(Arc::clone(&ring));
+            // Lap 1 fills 64 bytes; lap 2 puts 16 + 24 at 0..40, then a
+            // 32-byte record does not fit at 40: PAD at 40, record at 0.
+            let sizes = [24usize, 24, 16, 16, 24, 32];
+            let t = loom::thread::spawn(move || {
+                for (i, &len) in sizes.iter().enumerate() {
+                    while !prod.try_reserve(len) {
+                        loom::thread::yield_now();
+                    }
+                    let fill = [i as u8; 64];
+                    prod.commit_record(i as u32 + 1, i as u64, |c| {
+                        let _ = c.put(&fill[..len - HEADER]);
+                    });
+                }
+            });
+            let mut seen = 0;
+            while seen < sizes.len() {
+                let tail = cons.available();
+                match cons.peek(tail) {
+                    Some(r) => {
+                        assert_eq!(r.site, seen as u32 + 1);
+                        assert!(r.args.iter().all(|&b| b == seen as u8));
                         let len = r.len();
                         cons.advance(len);
                         cons.release();

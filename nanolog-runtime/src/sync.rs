@@ -45,3 +45,56 @@ pub(crate) fn park_timeout(d: std::time::Duration) {
     #[cfg(not(loom))]
     std::thread::park_timeout(d);
 }
+
+/// Loom's view of the staging ring's bytes. The bytes themselves are raw
+/// memory (a `UnsafeCell` per byte would change the hot path); under loom
+/// each 8-byte word also has a `loom::cell::UnsafeCell<()>` that the
+/// producer marks written when it fills a record and the consumer marks
+/// read when it reads one. Loom then checks that every read happens after
+/// the write it reads, and every write after the last read of the old bytes:
+/// exactly what the Release/Acquire pairs on `tail` and `head` promise, so
+/// weakening one of them fails the models. Absent (zero-sized) otherwise.
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct Shadow(Box<[loom::cell::UnsafeCell<()>]>);
+
+#[cfg(loom)]
+impl Shadow {
+    pub(crate) fn new(bytes: usize) -> Shadow {
+        Shadow(
+            (0..bytes.div_ceil(8))
+                .map(|_| loom::cell::UnsafeCell::new(()))
+                .collect(),
+        )
+    }
+
+    /// The producer writes `[off, off + len)`.
+    pub(crate) fn write(&self, off: usize, len: usize) {
+        for w in off / 8..(off + len).div_ceil(8) {
+            self.0[w].with_mut(|_| {});
+        }
+    }
+
+    /// The consumer reads `[off, off + len)`.
+    pub(crate) fn read(&self, off: usize, len: usize) {
+        for w in off / 8..(off + len).div_ceil(8) {
+            self.0[w].with(|_| {});
+        }
+    }
+}
+
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct Shadow;
+
+#[cfg(not(loom))]
+impl Shadow {
+    #[inline(always)]
+    pub(crate) fn new(_: usize) -> Shadow {
+        Shadow
+    }
+    #[inline(always)]
+    pub(crate) fn write(&self, _: usize, _: usize) {}
+    #[inline(always)]
+    pub(crate) fn read(&self, _: usize, _: usize) {}
+}
