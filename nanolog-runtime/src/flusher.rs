@@ -9,8 +9,10 @@ use crate::clock;
 use crate::ring::{self, Consumer};
 use crate::shared::Shared;
 use crate::site::{self, SiteInfo};
+use crate::wire::extent;
+use crate::wire::frame::{begin_entry, end_entry, put_entry};
 use crate::wire::{dict, put_varint, record, tag};
-use crate::writer::{begin_entry, end_entry, Writer};
+use crate::writer::Writer;
 
 pub(crate) struct Config {
     pub(crate) wake_delay: Duration,
@@ -214,9 +216,7 @@ impl State {
 
     fn clock_pair(&mut self) {
         let (tick, ns) = clock::pair();
-        let start = begin_entry(&mut self.out, tag::CLOCK);
-        dict::put_clock(&mut self.out, tick, ns);
-        end_entry(&mut self.out, start);
+        dict::put_clock_entry(&mut self.out, tick, ns);
         self.last_clock = tick;
     }
 
@@ -353,18 +353,11 @@ impl State {
             let Some(rec) = r.c.peek(tail) else { break };
             let len = rec.len();
             if rec.site == ring::DROPS {
-                let f = |k: usize| {
-                    rec.args
-                        .get(k * 8..k * 8 + 8)
-                        .and_then(|b| b.try_into().ok())
-                        .map(u64::from_le_bytes)
-                        .unwrap_or(0)
-                };
-                let (count, first, last) = (f(0), f(1), f(2));
+                let d = ring::DropMarker::parse(rec.args);
                 close(&mut self.out, &mut open);
-                let start = begin_entry(&mut self.out, tag::DROP);
-                dict::put_drop(&mut self.out, thread, count, first, last);
-                end_entry(&mut self.out, start);
+                put_entry(&mut self.out, tag::DROP, |b| {
+                    dict::put_drop(b, thread, d.count, d.first, d.last)
+                });
             } else if let Some(ix) = self.site(rec.site) {
                 if !self.site_emitted[ix] {
                     close(&mut self.out, &mut open);
@@ -374,8 +367,7 @@ impl State {
                 let out = &mut self.out;
                 let o = open.get_or_insert_with(|| {
                     let start = begin_entry(out, tag::EXTENT);
-                    put_varint(out, u64::from(thread));
-                    out.extend_from_slice(&tick.to_le_bytes());
+                    extent::put_header(out, thread, tick);
                     Open {
                         start,
                         prev_tick: tick,

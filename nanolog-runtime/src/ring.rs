@@ -31,6 +31,34 @@ pub(crate) const HEADER: usize = 16;
 /// Bytes of a drop marker record.
 pub(crate) const DROPS_LEN: usize = HEADER + 24;
 
+/// A drop marker's payload, as [`Producer::commit_drops`] writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DropMarker {
+    /// Records dropped.
+    pub(crate) count: u64,
+    /// The tick of the first.
+    pub(crate) first: u64,
+    /// The tick of the last.
+    pub(crate) last: u64,
+}
+
+impl DropMarker {
+    /// Reads the payload after a `DROPS` record header.
+    pub(crate) fn parse(args: &[u8]) -> DropMarker {
+        let field = |k: usize| {
+            args.get(k * 8..k * 8 + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .unwrap_or(0)
+        };
+        DropMarker {
+            count: field(0),
+            first: field(1),
+            last: field(2),
+        }
+    }
+}
+
 /// The shared part of a ring.
 #[derive(Debug)]
 pub(crate) struct Ring {

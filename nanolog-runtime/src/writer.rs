@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::clock;
 use crate::error::Error;
+use crate::wire::frame::put_entry;
 use crate::wire::header::Header;
 use crate::wire::{self, dict, tag};
 
@@ -99,9 +100,7 @@ impl Writer {
         // Open the next file first: if that fails, this file carries on
         // unchanged (and rotation is tried again after the next write).
         let (file, len) = open(&next)?;
-        let start = begin_entry(&mut out, tag::ROTATE);
-        wire::put_str(&mut out, &name);
-        end_entry(&mut out, start);
+        put_entry(&mut out, tag::ROTATE, |b| wire::put_str(b, &name));
         self.close_entries(&mut out);
         // If the old file cannot take its last entries, it still ends at a
         // whole entry (see `write`); the log goes on in the new file.
@@ -116,11 +115,8 @@ impl Writer {
     /// Appends a final clock pair and the END entry.
     pub(crate) fn close_entries(&self, out: &mut Vec<u8>) {
         let (tick, ns) = clock::pair();
-        let start = begin_entry(out, tag::CLOCK);
-        dict::put_clock(out, tick, ns);
-        end_entry(out, start);
-        let start = begin_entry(out, tag::END);
-        end_entry(out, start);
+        dict::put_clock_entry(out, tick, ns);
+        put_entry(out, tag::END, |_| {});
     }
 
     pub(crate) fn sync(&self) -> io::Result<()> {
@@ -131,21 +127,4 @@ impl Writer {
         }
         self.file.sync_data()
     }
-}
-
-/// Starts an entry in `out`; returns where it starts, for [`end_entry`].
-#[inline]
-pub(crate) fn begin_entry(out: &mut Vec<u8>, t: u8) -> usize {
-    let start = out.len();
-    out.extend_from_slice(&[t, 0, 0, 0, 0, 0, 0, 0, 0]);
-    start
-}
-
-/// Fills in the length and checksum of the entry begun at `start`.
-#[inline]
-pub(crate) fn end_entry(out: &mut [u8], start: usize) {
-    let body_len = (out.len() - start - wire::FRAME_LEN) as u32;
-    out[start + 1..start + 5].copy_from_slice(&body_len.to_le_bytes());
-    let crc = wire::entry_crc(out[start], &out[start + wire::FRAME_LEN..]);
-    out[start + 5..start + 9].copy_from_slice(&crc.to_le_bytes());
 }

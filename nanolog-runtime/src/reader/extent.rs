@@ -95,16 +95,14 @@ impl<'a> Extent<'a> {
         clock: Clock,
     ) -> Extent<'a> {
         let body = file.bytes(start..end);
-        let mut pos = 0;
-        let _ = get_varint(body, &mut pos);
-        let base = wire::get_array::<8>(body, &mut pos).map(u64::from_le_bytes);
+        let base = wire::extent::get_header(body).1;
         Extent {
             file,
             thread,
             body,
             body_offset: start,
-            pos: if base.is_some() { pos } else { body.len() },
-            tick: base.unwrap_or(0),
+            pos: base.map_or(body.len(), |(_, pos)| pos),
+            tick: base.map_or(0, |(tick, _)| tick),
             failed: base.is_none(),
             rec_start: 0,
             clock,

@@ -14,8 +14,9 @@ use super::time::TimeMap;
 use super::warning::Warning;
 use crate::site::ArgKind;
 use crate::wire::dict::SiteDef;
+use crate::wire::frame::{frame_at, Frame};
 use crate::wire::header::{Header, HeaderError};
-use crate::wire::{self, dict, get_varint, tag};
+use crate::wire::{self, dict, tag};
 
 /// Where a thread's records are.
 #[derive(Debug, Clone, Copy)]
@@ -353,8 +354,7 @@ impl LogFile {
                 }
             }
             tag::EXTENT => {
-                let mut p = 0;
-                if let Some(thread) = get_varint(body, &mut p).and_then(|v| u32::try_from(v).ok()) {
+                if let (Some(thread), _) = wire::extent::get_header(body) {
                     let it = Item::Extent { start, end };
                     self.streams.entry(thread).or_default().push(it);
                     self.order.push((thread, it));
@@ -544,38 +544,4 @@ impl LogFile {
             reason,
         }
     }
-}
-
-enum Frame<'a> {
-    Ok {
-        tag: u8,
-        body: &'a [u8],
-    },
-    /// Not enough bytes left for the entry the frame announces.
-    Truncated,
-    /// Bad tag, length or checksum.
-    Bad,
-}
-
-fn frame_at(data: &[u8], pos: usize) -> Frame<'_> {
-    let Some(f) = data.get(pos..pos + wire::FRAME_LEN) else {
-        return Frame::Truncated;
-    };
-    let t = f[0];
-    if t == 0 || t > 32 {
-        return Frame::Bad;
-    }
-    let len = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
-    let crc = u32::from_le_bytes([f[5], f[6], f[7], f[8]]);
-    if len > wire::MAX_BODY {
-        return Frame::Bad;
-    }
-    let start = pos + wire::FRAME_LEN;
-    let Some(body) = data.get(start..start + len) else {
-        return Frame::Truncated;
-    };
-    if wire::entry_crc(t, body) != crc {
-        return Frame::Bad;
-    }
-    Frame::Ok { tag: t, body }
 }

@@ -204,6 +204,11 @@ pub fn put_clock(out: &mut Vec<u8>, tick: u64, unix_ns: i64) {
     out.extend_from_slice(&unix_ns.to_le_bytes());
 }
 
+/// Appends a whole CLOCK entry.
+pub(crate) fn put_clock_entry(out: &mut Vec<u8>, tick: u64, unix_ns: i64) {
+    super::frame::put_entry(out, super::tag::CLOCK, |b| put_clock(b, tick, unix_ns));
+}
+
 /// Reads a CLOCK entry body: `(tick, Unix ns)`.
 pub fn get_clock(b: &[u8]) -> Option<(u64, i64)> {
     let pos = &mut 0;

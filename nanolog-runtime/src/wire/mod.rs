@@ -7,6 +7,8 @@
 //! that is damaged.
 
 pub mod dict;
+pub(crate) mod extent;
+pub(crate) mod frame;
 pub mod header;
 pub mod record;
 

@@ -1,0 +1,72 @@
+//! Entry framing: `tag: u8 | body length: u32 | crc: u32 | body`, written
+//! and read here only.
+
+use super::{entry_crc, FRAME_LEN, MAX_BODY};
+
+/// Starts an entry of tag `t` in `out`; returns where it starts, for
+/// [`end_entry`], which fills in the length and checksum.
+#[inline]
+pub(crate) fn begin_entry(out: &mut Vec<u8>, t: u8) -> usize {
+    let start = out.len();
+    out.push(t);
+    out.extend_from_slice(&[0; FRAME_LEN - 1]);
+    start
+}
+
+/// Fills in the length and checksum of the entry begun at `start`.
+#[inline]
+pub(crate) fn end_entry(out: &mut [u8], start: usize) {
+    let body_len = (out.len() - start - FRAME_LEN) as u32;
+    out[start + 1..start + 5].copy_from_slice(&body_len.to_le_bytes());
+    let crc = entry_crc(out[start], &out[start + FRAME_LEN..]);
+    out[start + 5..start + 9].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Appends a whole entry whose body `body` writes.
+#[inline]
+pub(crate) fn put_entry(out: &mut Vec<u8>, t: u8, body: impl FnOnce(&mut Vec<u8>)) {
+    let start = begin_entry(out, t);
+    body(out);
+    end_entry(out, start);
+}
+
+/// What is at an offset of a file.
+pub(crate) enum Frame<'a> {
+    /// A whole entry with a matching checksum.
+    Ok {
+        /// Its tag.
+        tag: u8,
+        /// Its body.
+        body: &'a [u8],
+    },
+    /// Not enough bytes left for the entry the frame announces.
+    Truncated,
+    /// A tag never written (0, or above 32), a length over the limit, or a
+    /// bad checksum. Tags 8 to 32 are reserved for later revisions: framed
+    /// like any other, and skipped by readers that do not know them.
+    Bad,
+}
+
+/// The entry at `pos` of `data`.
+pub(crate) fn frame_at(data: &[u8], pos: usize) -> Frame<'_> {
+    let Some(f) = data.get(pos..pos + FRAME_LEN) else {
+        return Frame::Truncated;
+    };
+    let t = f[0];
+    if t == 0 || t > 32 {
+        return Frame::Bad;
+    }
+    let len = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
+    let crc = u32::from_le_bytes([f[5], f[6], f[7], f[8]]);
+    if len > MAX_BODY {
+        return Frame::Bad;
+    }
+    let start = pos + FRAME_LEN;
+    let Some(body) = data.get(start..start + len) else {
+        return Frame::Truncated;
+    };
+    if entry_crc(t, body) != crc {
+        return Frame::Bad;
+    }
+    Frame::Ok { tag: t, body }
+}
