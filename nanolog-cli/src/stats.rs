@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use nanolog_runtime::reader::time::rfc3339;
 
 use crate::time_args::parse_duration_ns;
-use nanolog_runtime::reader::{LogFile, Record, SiteDef, Value};
+use nanolog_runtime::reader::{LogFile, Record, SiteEntry, Value};
 use regex::Regex;
 
 use crate::cli::{Format, GroupBy, StatsArgs};
@@ -88,7 +88,7 @@ struct Plan<'a> {
     files: &'a [LogFile],
 }
 
-fn site_key(s: &SiteDef) -> Key {
+fn site_key(s: &SiteEntry) -> Key {
     Key::Site {
         level: s.level as u8,
         file: s.file.clone(),

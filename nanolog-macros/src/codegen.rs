@@ -110,15 +110,14 @@ pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> Token
             }}
         }
         LevelSpec::Dynamic(expr) => {
-            let sites = ["Trace", "Debug", "Info", "Warn", "Error"].map(|n| {
-                let id = syn::Ident::new(n, Span::call_site());
-                site(quote!(#p::Level::#id))
-            });
+            // One site per level, built by the runtime in its own level order.
             quote! {{
                 let __nl_level: #p::Level = #expr;
                 if #p::enabled(__nl_level) {
                     static __NL_PIECES: [#p::Piece; #n_pieces] = [#(#pieces),*];
-                    static __NL_SITES: [#p::Site; 5] = [#(#sites),*];
+                    static __NL_SITES: [#p::Site; #p::Level::ALL.len()] = #p::Site::per_level(
+                        ::core::file!(), ::core::line!(), ::core::module_path!(), #fmt_str, &__NL_PIECES,
+                    );
                     let __NL_SITE: &'static #p::Site = &__NL_SITES[__nl_level as usize];
                     #body
                 }
@@ -146,18 +145,18 @@ fn pieces_tokens(resolved: &Resolved) -> Vec<TokenStream> {
                     Some(Align::Center) => quote!(#p::Align::Center),
                     Some(Align::Right) => quote!(#p::Align::Right),
                 };
-                let mut flags = 0u8;
-                if s.plus {
-                    flags |= 1;
-                }
-                if s.minus {
-                    flags |= 2;
-                }
-                if s.alternate {
-                    flags |= 4;
-                }
-                if s.zero {
-                    flags |= 8;
+                // The runtime's own flag constants, so the two cannot drift.
+                let mut flags = vec![quote!(0)];
+                for (set, name) in [
+                    (s.plus, "FLAG_PLUS"),
+                    (s.minus, "FLAG_MINUS"),
+                    (s.alternate, "FLAG_ALTERNATE"),
+                    (s.zero, "FLAG_ZERO"),
+                ] {
+                    if set {
+                        let c = syn::Ident::new(name, Span::call_site());
+                        flags.push(quote!(#p::Spec::#c));
+                    }
                 }
                 let count = |c: Option<ResolvedCount>| match c {
                     None => quote!(#p::Count::Implied),
@@ -184,7 +183,7 @@ fn pieces_tokens(resolved: &Resolved) -> Vec<TokenStream> {
                 };
                 quote! {
                     #p::Piece::Arg(#p::Spec {
-                        arg: #arg, use_ix: #use_ix, fill: #fill, align: #align, flags: #flags,
+                        arg: #arg, use_ix: #use_ix, fill: #fill, align: #align, flags: #(#flags)|*,
                         width: #width, precision: #precision, ty: #ty,
                     })
                 }

@@ -8,7 +8,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-pub use crate::ring::Cursor;
+pub use crate::ring::SlotWriter;
 use crate::site::ArgKind;
 
 /// A borrowed argument, the receiver of `__nl_prep`.
@@ -31,7 +31,7 @@ pub trait PrepFmt {
     fn __nl_prep<const N: usize, F: FnOnce(&Self::Target) -> [String; N]>(
         &self,
         render: F,
-    ) -> Rendered<N>;
+    ) -> Preformatted<N>;
 }
 
 /// Gives the render closure its argument type, so `format!`'s own type errors
@@ -83,18 +83,21 @@ where
 
 impl<T: ?Sized> PrepFmt for &Wrap<'_, T> {
     type Target = T;
-    fn __nl_prep<const N: usize, F: FnOnce(&T) -> [String; N]>(&self, render: F) -> Rendered<N> {
+    fn __nl_prep<const N: usize, F: FnOnce(&T) -> [String; N]>(
+        &self,
+        render: F,
+    ) -> Preformatted<N> {
         let value = self.0;
         // A panicking Display impl must not take the logging thread down with it.
         match catch_unwind(AssertUnwindSafe(|| render(value))) {
-            Ok(strings) => Rendered(strings),
-            Err(_) => Rendered(std::array::from_fn(|_| String::from("<Display panicked>"))),
+            Ok(strings) => Preformatted(strings),
+            Err(_) => Preformatted(std::array::from_fn(|_| String::from("<Display panicked>"))),
         }
     }
 }
 
 /// Strings rendered at the call site, one per placeholder of the argument.
-pub struct Rendered<const N: usize>(pub [String; N]);
+pub struct Preformatted<const N: usize>(pub [String; N]);
 
 mod sealed {
     pub trait Sealed {}
@@ -107,7 +110,7 @@ pub trait Encode: sealed::Sealed {
     /// Bytes it takes in the ring.
     fn ring_len(&self) -> usize;
     /// Writes it and returns the cursor past it.
-    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a>;
+    fn write<'a>(&self, c: SlotWriter<'a>) -> SlotWriter<'a>;
 }
 
 macro_rules! encode_int {
@@ -120,7 +123,7 @@ macro_rules! encode_int {
                 std::mem::size_of::<$t>()
             }
             #[inline(always)]
-            fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
+            fn write<'a>(&self, c: SlotWriter<'a>) -> SlotWriter<'a> {
                 c.put(&self.to_le_bytes())
             }
         }
@@ -138,7 +141,7 @@ impl Encode for usize {
         8
     }
     #[inline(always)]
-    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
+    fn write<'a>(&self, c: SlotWriter<'a>) -> SlotWriter<'a> {
         c.put(&(*self as u64).to_le_bytes())
     }
 }
@@ -151,7 +154,7 @@ impl Encode for isize {
         8
     }
     #[inline(always)]
-    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
+    fn write<'a>(&self, c: SlotWriter<'a>) -> SlotWriter<'a> {
         c.put(&(*self as i64).to_le_bytes())
     }
 }
@@ -164,7 +167,7 @@ impl Encode for bool {
         1
     }
     #[inline(always)]
-    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
+    fn write<'a>(&self, c: SlotWriter<'a>) -> SlotWriter<'a> {
         c.put(&[*self as u8])
     }
 }
@@ -177,7 +180,7 @@ impl Encode for char {
         4
     }
     #[inline(always)]
-    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
+    fn write<'a>(&self, c: SlotWriter<'a>) -> SlotWriter<'a> {
         c.put(&(*self as u32).to_le_bytes())
     }
 }
@@ -190,7 +193,7 @@ impl Encode for &str {
         4 + self.len()
     }
     #[inline(always)]
-    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
+    fn write<'a>(&self, c: SlotWriter<'a>) -> SlotWriter<'a> {
         // Strings longer than u32::MAX bytes cannot fit a ring; the record is
         // dropped as oversize before we get here.
         c.put(&(self.len() as u32).to_le_bytes())
@@ -198,13 +201,13 @@ impl Encode for &str {
     }
 }
 
-impl<const N: usize> sealed::Sealed for Rendered<N> {}
-impl<const N: usize> Encode for Rendered<N> {
+impl<const N: usize> sealed::Sealed for Preformatted<N> {}
+impl<const N: usize> Encode for Preformatted<N> {
     const KIND: ArgKind = ArgKind::Rendered;
     fn ring_len(&self) -> usize {
         4 + self.0.iter().map(|s| 4 + s.len()).sum::<usize>()
     }
-    fn write<'a>(&self, c: Cursor<'a>) -> Cursor<'a> {
+    fn write<'a>(&self, c: SlotWriter<'a>) -> SlotWriter<'a> {
         let mut c = c.put(&(N as u32).to_le_bytes());
         for s in &self.0 {
             c = c.put(&(s.len() as u32).to_le_bytes()).put(s.as_bytes());
@@ -227,6 +230,6 @@ pub fn encoded_len<T: Encode>(v: &T) -> usize {
 
 /// Writes the argument.
 #[inline(always)]
-pub fn encode<'a, T: Encode>(v: &T, c: Cursor<'a>) -> Cursor<'a> {
+pub fn encode<'a, T: Encode>(v: &T, c: SlotWriter<'a>) -> SlotWriter<'a> {
     v.write(c)
 }

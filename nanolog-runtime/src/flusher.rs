@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::clock;
 use crate::ring::{self, Consumer};
 use crate::shared::Shared;
-use crate::site::{self, SiteInfo};
+use crate::site::{self, Registration};
 use crate::wire::extent;
 use crate::wire::frame::{begin_entry, end_entry, put_entry};
 use crate::wire::{dict, put_varint, record, tag};
@@ -52,7 +52,7 @@ struct State {
     out: Vec<u8>,
     /// Records in `out` not yet written.
     out_records: u64,
-    sites: Vec<Option<Arc<SiteInfo>>>,
+    sites: Vec<Option<Arc<Registration>>>,
     site_emitted: Vec<bool>,
     clock_every: u64,
     last_clock: u64,
@@ -304,7 +304,7 @@ impl State {
         let start = begin_entry(&mut self.out, tag::SITE);
         dict::put_site(
             &mut self.out,
-            &dict::SiteRef {
+            &dict::SiteEntryRef {
                 id: ix as u32,
                 level: s.level,
                 file: s.file,

@@ -119,3 +119,16 @@ pub(crate) fn activate(level: Level) {
 pub(crate) fn deactivate() {
     MIN_LEVEL.store(OFF, Ordering::Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Level;
+
+    /// `Site::per_level` and `log!` index sites by the level's discriminant.
+    #[test]
+    fn all_is_in_discriminant_order() {
+        for (i, l) in Level::ALL.into_iter().enumerate() {
+            assert_eq!(l as usize, i);
+        }
+    }
+}

@@ -40,7 +40,8 @@ pub use writer::rotated_path;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::encode::{
-        encode, encoded_len, fmt_closure, kind_of, Cursor, Encode, PrepFmt, PrepRaw, Rendered, Wrap,
+        encode, encoded_len, fmt_closure, kind_of, Encode, Preformatted, PrepFmt, PrepRaw,
+        SlotWriter, Wrap,
     };
     pub use crate::level::enabled_at_runtime;
     pub use crate::producer::log;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock;
 use crate::logger::{self, EPOCH};
-use crate::ring::{self, Cursor, Producer, Ring};
+use crate::ring::{self, Producer, Ring, SlotWriter};
 use crate::shared::{OnFull, Shared};
 use crate::site::{ArgKind, Site};
 
@@ -39,7 +39,7 @@ pub fn log<const N: usize>(
     site: &'static Site,
     args_len: usize,
     kinds: impl FnOnce() -> [ArgKind; N],
-    enc: impl for<'a> FnOnce(Cursor<'a>),
+    enc: impl for<'a> FnOnce(SlotWriter<'a>),
 ) {
     let id = site.id(kinds);
     let len = (ring::HEADER + args_len + 7) & !7;
@@ -50,7 +50,7 @@ pub fn log<const N: usize>(
         };
         let Some(enc) = enc.take() else { return true };
         match slot.as_mut() {
-            Some(p) if p.epoch == EPOCH.load(Ordering::Relaxed) => p.log(id, len, enc),
+            Some(p) if p.epoch == EPOCH.load(Ordering::Relaxed) => p.push(id, len, enc),
             _ => log_slow(&mut slot, id, len, enc),
         }
         true
@@ -70,7 +70,7 @@ fn log_slow(
     slot: &mut Option<ThreadProducer>,
     id: u32,
     len: usize,
-    enc: impl for<'a> FnOnce(Cursor<'a>),
+    enc: impl for<'a> FnOnce(SlotWriter<'a>),
 ) {
     let Some(shared) = logger::running() else {
         *slot = None;
@@ -86,7 +86,7 @@ fn log_slow(
         *slot = ThreadProducer::attach(shared);
     }
     let Some(p) = slot.as_mut() else { return };
-    p.log(id, len, enc);
+    p.push(id, len, enc);
     if logger::exiting() {
         p.flush_after_exit();
     }
@@ -94,7 +94,7 @@ fn log_slow(
 
 #[cold]
 #[inline(never)]
-fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
+fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
     let Some(shared) = logger::running() else {
         return;
     };
@@ -130,7 +130,7 @@ fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
         *slot = ThreadProducer::attach(shared);
     }
     let Some(p) = slot.as_mut() else { return };
-    p.log(id, len, enc);
+    p.push(id, len, enc);
     if logger::exiting() {
         p.flush_after_exit();
     }
@@ -225,7 +225,7 @@ impl ThreadProducer {
     }
 
     #[inline(always)]
-    fn log(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(Cursor<'a>)) {
+    fn push(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
         if len > self.producer.ring().capacity() {
             self.dropped(clock::now(), true);
             return;
@@ -381,7 +381,7 @@ mod loom_tests {
                         return (0, None);
                     };
                     for _ in 0..RECORDS {
-                        p.log(id, ring::HEADER, |_| {});
+                        p.push(id, ring::HEADER, |_| {});
                         returned.fetch_add(1, Ordering::SeqCst);
                     }
                     let flushed = s.flush(false, None).is_ok();

@@ -155,20 +155,20 @@ unsafe impl Send for Producer {}
 /// the header. Only the ring creates one, over exactly the reserved bytes;
 /// its lifetime ends before the record is published, and every write checks
 /// the room left.
-pub struct Cursor<'a> {
+pub struct SlotWriter<'a> {
     ptr: NonNull<u8>,
     remaining: usize,
     _slot: std::marker::PhantomData<&'a mut [u8]>,
 }
 
-impl<'a> Cursor<'a> {
+impl<'a> SlotWriter<'a> {
     /// Writes `bytes` and returns the cursor past them.
     #[inline(always)]
-    pub(crate) fn put(self, bytes: &[u8]) -> Cursor<'a> {
+    pub(crate) fn put(self, bytes: &[u8]) -> SlotWriter<'a> {
         if bytes.len() > self.remaining {
             // Unreachable from the macros (the record size is computed from
             // the same values); refuse rather than write out of bounds.
-            return Cursor {
+            return SlotWriter {
                 remaining: 0,
                 ..self
             };
@@ -178,7 +178,7 @@ impl<'a> Cursor<'a> {
         // the cursor's lifetime; bytes.len() <= remaining.
         unsafe {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.as_ptr(), bytes.len());
-            Cursor {
+            SlotWriter {
                 ptr: self.ptr.add(bytes.len()),
                 remaining: self.remaining - bytes.len(),
                 _slot: std::marker::PhantomData,
@@ -222,7 +222,7 @@ impl Producer {
         &mut self,
         site: u32,
         tick: u64,
-        enc: impl for<'a> FnOnce(Cursor<'a>),
+        enc: impl for<'a> FnOnce(SlotWriter<'a>),
     ) {
         let Some((p, len)) = self.reserved.take() else {
             return;
@@ -236,7 +236,7 @@ impl Producer {
             h.add(8).cast::<u64>().write_unaligned(tick);
             p.add(HEADER)
         };
-        enc(Cursor {
+        enc(SlotWriter {
             ptr: args,
             remaining: len - HEADER,
             _slot: std::marker::PhantomData,

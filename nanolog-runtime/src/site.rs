@@ -268,6 +268,26 @@ impl Site {
         }
     }
 
+    /// The sites of a `log!(level, ...)` call: one per level, indexed by the
+    /// level's discriminant (`Level::ALL[i] as usize == i`).
+    #[doc(hidden)]
+    pub const fn per_level(
+        file: &'static str,
+        line: u32,
+        module: &'static str,
+        format: &'static str,
+        pieces: &'static [Piece],
+    ) -> [Site; Level::ALL.len()] {
+        let [l0, l1, l2, l3, l4] = Level::ALL;
+        [
+            Site::new(l0, file, line, module, format, pieces),
+            Site::new(l1, file, line, module, format, pieces),
+            Site::new(l2, file, line, module, format, pieces),
+            Site::new(l3, file, line, module, format, pieces),
+            Site::new(l4, file, line, module, format, pieces),
+        ]
+    }
+
     /// The site's id, registering it on the first call.
     #[inline(always)]
     pub(crate) fn id<const N: usize>(&'static self, kinds: impl FnOnce() -> [ArgKind; N]) -> u32 {
@@ -284,13 +304,13 @@ impl Site {
 
 /// A registered site: the static descriptor and its argument kinds.
 #[derive(Debug)]
-pub struct SiteInfo {
+pub struct Registration {
     pub site: &'static Site,
     pub kinds: Box<[ArgKind]>,
 }
 
 /// Site id -> descriptor; index 0 unused. Append-only for the life of the process.
-static TABLE: Mutex<Vec<Option<Arc<SiteInfo>>>> = Mutex::new(Vec::new());
+static TABLE: Mutex<Vec<Option<Arc<Registration>>>> = Mutex::new(Vec::new());
 
 #[cold]
 #[inline(never)]
@@ -303,7 +323,7 @@ fn register(site: &'static Site, kinds: &[ArgKind]) -> u32 {
     if table.is_empty() {
         table.push(None);
     }
-    table.push(Some(Arc::new(SiteInfo {
+    table.push(Some(Arc::new(Registration {
         site,
         kinds: kinds.into(),
     })));
@@ -313,7 +333,7 @@ fn register(site: &'static Site, kinds: &[ArgKind]) -> u32 {
 }
 
 /// The descriptor of a registered site.
-pub(crate) fn lookup(id: u32) -> Option<Arc<SiteInfo>> {
+pub(crate) fn lookup(id: u32) -> Option<Arc<Registration>> {
     let table = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
     table.get(id as usize).cloned().flatten()
 }

@@ -43,7 +43,7 @@ fn example() -> Vec<u8> {
     let mut b = Vec::new();
     dict::put_site(
         &mut b,
-        &dict::SiteRef {
+        &dict::SiteEntryRef {
             id: 1,
             level: Level::Info,
             file: "src/main.rs",

@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use nanolog_runtime::reader::render::{push_nine_digits, push_u64, render};
+use nanolog_runtime::reader::render::{format_message, push_nine_digits, push_u64};
 use nanolog_runtime::reader::time::UtcWriter;
 use nanolog_runtime::reader::{Gap, LogFile, Record, Value};
 
@@ -78,7 +78,7 @@ pub fn json_record_direct(j: &mut Json, rec: &Record<'_>, out: &mut String, scra
         json_args(args, out);
         out.push_str("],\"msg\":\"");
         let start = out.len();
-        render(&site.pieces, &site.kinds, args, out);
+        format_message(&site.pieces, &site.kinds, args, out);
         if needs_json_escape(&out.as_bytes()[start..]) {
             scratch.clear();
             scratch.push_str(&out[start..]);

@@ -4,7 +4,7 @@ use super::error::ReadError;
 use super::file::{Item, LogFile};
 use super::record::Record;
 use super::time::TimeMap;
-use crate::wire::dict::SiteDef;
+use crate::wire::dict::SiteEntry;
 use crate::wire::{self, get_varint};
 
 /// The records of a range of extents, from [`LogFile::records_of_extents`];
@@ -130,7 +130,7 @@ impl<'a> Extent<'a> {
     /// The next record's header fields, without decoding its arguments:
     /// `(site, tick)`; then [`Extent::take_args`] must be called.
     #[inline]
-    fn next_header(&mut self) -> Option<Result<(&'a SiteDef, u64), ReadError>> {
+    fn next_header(&mut self) -> Option<Result<(&'a SiteEntry, u64), ReadError>> {
         if self.pos >= self.body.len() || self.failed {
             return None;
         }
@@ -154,7 +154,7 @@ impl<'a> Extent<'a> {
 
     /// The record's arguments and its total length in bytes.
     #[inline]
-    fn take_args(&mut self, site: &SiteDef) -> Result<(&'a [u8], u32), ReadError> {
+    fn take_args(&mut self, site: &SiteEntry) -> Result<(&'a [u8], u32), ReadError> {
         let start = self.pos;
         let skipped = wire::record::skip_args(&site.kinds, self.body, &mut self.pos);
         // Skipping reads lengths, not every value byte: read a byte of each

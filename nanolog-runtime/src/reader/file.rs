@@ -13,7 +13,7 @@ use super::render;
 use super::time::TimeMap;
 use super::warning::Warning;
 use crate::site::ArgKind;
-use crate::wire::dict::SiteDef;
+use crate::wire::dict::SiteEntry;
 use crate::wire::frame::{frame_at, Frame};
 use crate::wire::header::{Header, HeaderError};
 use crate::wire::{self, dict, tag};
@@ -77,7 +77,7 @@ pub struct LogFile {
     path: PathBuf,
     data: Data,
     header: Header,
-    sites: Vec<Option<SiteDef>>,
+    sites: Vec<Option<SiteEntry>>,
     threads: BTreeMap<u32, String>,
     /// Per site id: see [`Record::may_need_escape`].
     site_may_escape: Vec<bool>,
@@ -418,12 +418,12 @@ impl LogFile {
     }
 
     /// The call sites, by id.
-    pub fn sites(&self) -> impl Iterator<Item = &SiteDef> {
+    pub fn sites(&self) -> impl Iterator<Item = &SiteEntry> {
         self.sites.iter().flatten()
     }
 
     /// The call site with this id, if the dictionary has it.
-    pub fn site(&self, id: u32) -> Option<&SiteDef> {
+    pub fn site(&self, id: u32) -> Option<&SiteEntry> {
         self.sites.get(id as usize)?.as_ref()
     }
 
@@ -525,7 +525,7 @@ impl LogFile {
     }
 
     /// The sites' slots (ids up to the largest, some possibly empty).
-    pub(super) fn site_slots(&self) -> &[Option<SiteDef>] {
+    pub(super) fn site_slots(&self) -> &[Option<SiteEntry>] {
         &self.sites
     }
 

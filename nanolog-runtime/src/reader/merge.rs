@@ -7,7 +7,7 @@ use std::collections::BinaryHeap;
 
 use super::extent::{Clock, Extent};
 use super::file::{Gap, Item, LogFile};
-use super::{ReadError, Record, SiteDef, TimeMap};
+use super::{ReadError, Record, SiteEntry, TimeMap};
 use crate::Level;
 
 /// Which records to yield. Everything here is decided from the dictionary and
@@ -24,7 +24,7 @@ pub struct Filter {
     pub threads: Option<Vec<u32>>,
     /// Only call sites for which this returns true.
     #[allow(clippy::type_complexity)]
-    pub site: Option<Box<dyn Fn(&SiteDef) -> bool>>,
+    pub site: Option<Box<dyn Fn(&SiteEntry) -> bool>>,
     /// Leave out dropped-record gaps.
     pub no_gaps: bool,
     /// Only entries at or after this byte offset (for following a growing file).
@@ -73,7 +73,7 @@ enum Opened<'a> {
     Nothing,
 }
 
-struct Cursor<'a> {
+struct Stream<'a> {
     file: &'a LogFile,
     file_ix: usize,
     thread: u32,
@@ -88,7 +88,7 @@ pub struct Merge<'a> {
     files: &'a [LogFile],
     allowed: Vec<Vec<bool>>,
     filter: Filter,
-    cursors: Vec<Cursor<'a>>,
+    streams: Vec<Stream<'a>>,
     heap: BinaryHeap<Reverse<HeapKey>>,
     /// The key of the cursor whose event comes next (not in `heap`).
     current: Option<HeapKey>,
@@ -134,7 +134,7 @@ impl<'a> Merge<'a> {
                     .collect()
             })
             .collect();
-        let mut cursors = Vec::new();
+        let mut streams = Vec::new();
         if sorted {
             for (file_ix, f) in files.iter().enumerate() {
                 for thread in f.stream_ids() {
@@ -145,7 +145,7 @@ impl<'a> Merge<'a> {
                     {
                         continue;
                     }
-                    cursors.push(Cursor {
+                    streams.push(Stream {
                         file: f,
                         file_ix,
                         thread,
@@ -157,13 +157,13 @@ impl<'a> Merge<'a> {
                 }
             }
         }
-        let n = cursors.len();
+        let n = streams.len();
         let (clocks, domains) = shared_clocks(files);
         Merge {
             files,
             allowed,
             filter,
-            cursors,
+            streams,
             heap: BinaryHeap::with_capacity(n),
             current: None,
             pending: vec![None; n],
@@ -238,7 +238,7 @@ impl<'a> Merge<'a> {
     /// Advances cursor `c` to its next kept event.
     fn advance(&mut self, c: usize) -> Option<Event<'a>> {
         loop {
-            let cur = &mut self.cursors[c];
+            let cur = &mut self.streams[c];
             if cur.done {
                 return None;
             }
@@ -253,7 +253,7 @@ impl<'a> Merge<'a> {
                     Some(true) => return Some(Event::Record(rec)),
                     Some(false) => continue,
                     None => {
-                        self.cursors[c].done = true;
+                        self.streams[c].done = true;
                         return None;
                     }
                 }
@@ -265,7 +265,7 @@ impl<'a> Merge<'a> {
             cur.next_item += 1;
             let (file, file_ix, thread) = (cur.file, cur.file_ix, cur.thread);
             match self.open_item(file, file_ix, thread, item) {
-                Opened::Extent(e) => self.cursors[c].extent = Some(e),
+                Opened::Extent(e) => self.streams[c].extent = Some(e),
                 Opened::Gap(ev) => return Some(ev),
                 Opened::Nothing => {}
             }
@@ -273,7 +273,7 @@ impl<'a> Merge<'a> {
     }
 
     fn key(&self, c: usize, ev: &Event<'a>) -> HeapKey {
-        let cur = &self.cursors[c];
+        let cur = &self.streams[c];
         let (ns, tick) = match ev {
             Event::Record(r) => (r.unix_ns(), r.tick()),
             Event::Gap(g, _) => (g.first_unix_ns, g.first_tick),
@@ -297,7 +297,7 @@ impl<'a> Merge<'a> {
     fn next_sorted(&mut self) -> Option<Event<'a>> {
         if !self.started {
             self.started = true;
-            for c in 0..self.cursors.len() {
+            for c in 0..self.streams.len() {
                 if let Some(ev) = self.advance(c) {
                     self.push(c, ev);
                 }

@@ -26,9 +26,9 @@ pub mod render;
 pub mod time;
 mod warning;
 
-pub use crate::wire::dict::SiteDef;
+pub use crate::wire::dict::SiteEntry;
 pub use crate::wire::header::{Header, HeaderError};
-pub use crate::wire::record::{RenderedStrs, Value};
+pub use crate::wire::record::{PreformattedStrs, Value};
 pub use crate::writer::rotated_path;
 pub use error::ReadError;
 pub use extent::ExtentRecords;

@@ -5,7 +5,7 @@ use std::fmt;
 use super::file::LogFile;
 use super::render;
 use crate::wire;
-use crate::wire::dict::SiteDef;
+use crate::wire::dict::SiteEntry;
 use crate::wire::record::Value;
 use crate::Level;
 
@@ -16,7 +16,7 @@ const UNTIMED: i64 = i64::MIN;
 #[derive(Clone, Copy)]
 pub struct Record<'a> {
     file: &'a LogFile,
-    site: &'a SiteDef,
+    site: &'a SiteEntry,
     thread: u32,
     tick: u64,
     args: &'a [u8],
@@ -42,7 +42,7 @@ impl<'a> Record<'a> {
     #[inline]
     pub(crate) fn new(
         file: &'a LogFile,
-        site: &'a SiteDef,
+        site: &'a SiteEntry,
         thread: u32,
         tick: u64,
         args: &'a [u8],
@@ -95,7 +95,7 @@ impl<'a> Record<'a> {
     }
 
     /// Its call site: level, file, line, format string, argument kinds.
-    pub fn site(&self) -> &'a SiteDef {
+    pub fn site(&self) -> &'a SiteEntry {
         self.site
     }
 
@@ -147,7 +147,9 @@ impl<'a> Record<'a> {
 
     /// Appends the formatted message (what `format!` gave at the call site).
     pub fn render(&self, out: &mut String) {
-        self.with_args(|args| render::render(&self.site.pieces, &self.site.kinds, args, out));
+        self.with_args(|args| {
+            render::format_message(&self.site.pieces, &self.site.kinds, args, out)
+        });
     }
 
     /// The formatted message.

@@ -12,7 +12,7 @@ use crate::site::{Align, ArgKind, Count, Piece, Spec, Ty};
 use crate::wire::record::Value;
 
 /// Appends the rendered message to `out`.
-pub fn render(pieces: &[Piece], kinds: &[ArgKind], args: &[Value<'_>], out: &mut String) {
+pub fn format_message(pieces: &[Piece], kinds: &[ArgKind], args: &[Value<'_>], out: &mut String) {
     for p in pieces {
         match p {
             Piece::Lit(s) => out.push_str(s),

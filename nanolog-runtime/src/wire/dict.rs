@@ -9,7 +9,7 @@ use super::{get_array, get_str, get_varint, put_str, put_varint};
 
 /// A call site as the log describes it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SiteDef {
+pub struct SiteEntry {
     /// The id records refer to it by (unique within a file).
     pub id: u32,
     /// The call's level.
@@ -30,7 +30,7 @@ pub struct SiteDef {
 
 /// SITE body: `id, level: u8, line, file, module, format, kinds, pieces`
 /// (integers are varints, strings length-prefixed; see FORMAT.md).
-pub fn put_site(out: &mut Vec<u8>, s: &SiteRef<'_>) {
+pub fn put_site(out: &mut Vec<u8>, s: &SiteEntryRef<'_>) {
     put_varint(out, u64::from(s.id));
     out.push(s.level as u8);
     put_varint(out, u64::from(s.line));
@@ -62,7 +62,7 @@ pub fn put_site(out: &mut Vec<u8>, s: &SiteRef<'_>) {
 }
 
 /// The borrowed view of a site the writer encodes.
-pub struct SiteRef<'a> {
+pub struct SiteEntryRef<'a> {
     /// The site id records refer to.
     pub id: u32,
     /// The call's level.
@@ -115,7 +115,7 @@ fn get_u16(b: &[u8], pos: &mut usize) -> Option<u16> {
 
 /// Decodes a SITE body; `None` if it is malformed or refers to arguments it
 /// does not have.
-pub fn get_site(b: &[u8]) -> Option<SiteDef> {
+pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
     let pos = &mut 0;
     let id = get_u32(b, pos)?;
     let level = Level::from_u8(get_array::<1>(b, pos)?[0])?;
@@ -174,7 +174,7 @@ pub fn get_site(b: &[u8]) -> Option<SiteDef> {
             _ => return None,
         });
     }
-    Some(SiteDef {
+    Some(SiteEntry {
         id,
         level,
         file,

@@ -37,17 +37,17 @@ pub enum Value<'a> {
     /// A string (`&str`, `String`, or a value formatted at the call site).
     Str(&'a str),
     /// A value rendered at the call site: one string per placeholder using it.
-    Rendered(RenderedStrs<'a>),
+    Rendered(PreformattedStrs<'a>),
 }
 
 /// The strings of a call-site-rendered argument, undecoded.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RenderedStrs<'a> {
+pub struct PreformattedStrs<'a> {
     count: usize,
     bytes: &'a [u8],
 }
 
-impl<'a> RenderedStrs<'a> {
+impl<'a> PreformattedStrs<'a> {
     /// How many strings there are.
     pub fn len(&self) -> usize {
         self.count
@@ -233,6 +233,35 @@ fn get_nibbled(buf: &[u8], pos: &mut usize, kind: ArgKind, code: u8) -> Option<(
     }
 }
 
+/// The nibble codes of one record, read in argument order.
+struct Nibbles<'b> {
+    codes: &'b [u8],
+    ix: usize,
+}
+
+impl<'b> Nibbles<'b> {
+    /// Takes the nibble bytes of a record of `kinds` at `*pos` and moves
+    /// `*pos` past them; `None` if `buf` is too short.
+    #[inline(always)]
+    fn take(kinds: &[ArgKind], buf: &'b [u8], pos: &mut usize) -> Option<Nibbles<'b>> {
+        let end = pos.checked_add(nibble_count(kinds).div_ceil(2))?;
+        let codes = buf.get(*pos..end)?;
+        *pos = end;
+        Some(Nibbles { codes, ix: 0 })
+    }
+
+    /// The code of the next argument, of kind `kind` (0 for kinds without one).
+    #[inline(always)]
+    fn next(&mut self, kind: ArgKind) -> u8 {
+        if !is_nibbled(kind) {
+            return 0;
+        }
+        let c = (self.codes[self.ix / 2] >> ((self.ix & 1) * 4)) & 0xf;
+        self.ix += 1;
+        c
+    }
+}
+
 /// Decodes the arguments of one record starting at `*pos`, calling `f` with
 /// each value in order. Returns `None` on malformed input.
 #[inline]
@@ -242,25 +271,9 @@ pub fn decode_args<'a>(
     pos: &mut usize,
     mut f: impl FnMut(Value<'a>),
 ) -> Option<()> {
-    if kinds.is_empty() {
-        return Some(());
-    }
-    let nib_at = *pos;
-    let n_nibbles = nibble_count(kinds);
-    *pos += n_nibbles.div_ceil(2);
-    if *pos > buf.len() {
-        return None;
-    }
-    let mut nib_ix = 0;
+    let mut nibbles = Nibbles::take(kinds, buf, pos)?;
     for &kind in kinds {
-        let code = if is_nibbled(kind) {
-            let c = (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf;
-            nib_ix += 1;
-            c
-        } else {
-            0
-        };
-        f(decode_one(kind, code, buf, pos)?);
+        f(decode_one(kind, nibbles.next(kind), buf, pos)?);
     }
     Some(())
 }
@@ -292,7 +305,7 @@ fn decode_one<'a>(kind: ArgKind, code: u8, buf: &'a [u8], pos: &mut usize) -> Op
             for _ in 0..count {
                 super::get_str(buf, pos)?;
             }
-            Value::Rendered(RenderedStrs {
+            Value::Rendered(PreformattedStrs {
                 count,
                 bytes: &buf[start..*pos],
             })
@@ -328,27 +341,21 @@ pub fn nth_arg<'a>(
     n: usize,
 ) -> Option<Value<'a>> {
     let kind = *kinds.get(n)?;
-    let nib_at = pos;
-    pos += nibble_count(kinds).div_ceil(2);
-    if pos > buf.len() {
-        return None;
-    }
-    let mut nib_ix = 0;
+    let mut nibbles = Nibbles::take(kinds, buf, &mut pos)?;
     for &k in &kinds[..n] {
-        if is_nibbled(k) {
-            let code = (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf;
-            nib_ix += 1;
-            skip_nibbled(k, code, buf, &mut pos)?;
-        } else {
-            skip_plain(k, buf, &mut pos)?;
-        }
+        skip_one(k, nibbles.next(k), buf, &mut pos)?;
     }
-    let code = if is_nibbled(kind) {
-        (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf
+    decode_one(kind, nibbles.next(kind), buf, &mut pos)
+}
+
+/// Moves `*pos` past one argument; `code` is its nibble (if it has one).
+#[inline(always)]
+fn skip_one(kind: ArgKind, code: u8, buf: &[u8], pos: &mut usize) -> Option<()> {
+    if is_nibbled(kind) {
+        skip_nibbled(kind, code, buf, pos)
     } else {
-        0
-    };
-    decode_one(kind, code, buf, &mut pos)
+        skip_plain(kind, buf, pos)
+    }
 }
 
 #[inline(always)]
@@ -390,23 +397,9 @@ fn skip_nibbled(kind: ArgKind, code: u8, buf: &[u8], pos: &mut usize) -> Option<
 /// are not checked for UTF-8 here; [`decode_args`] does that).
 #[inline]
 pub fn skip_args(kinds: &[ArgKind], buf: &[u8], pos: &mut usize) -> Option<()> {
-    if kinds.is_empty() {
-        return Some(());
-    }
-    let nib_at = *pos;
-    *pos += nibble_count(kinds).div_ceil(2);
-    if *pos > buf.len() {
-        return None;
-    }
-    let mut nib_ix = 0;
+    let mut nibbles = Nibbles::take(kinds, buf, pos)?;
     for &kind in kinds {
-        if is_nibbled(kind) {
-            let code = (buf[nib_at + nib_ix / 2] >> ((nib_ix & 1) * 4)) & 0xf;
-            nib_ix += 1;
-            skip_nibbled(kind, code, buf, pos)?;
-        } else {
-            skip_plain(kind, buf, pos)?;
-        }
+        skip_one(kind, nibbles.next(kind), buf, pos)?;
     }
     Some(())
 }
