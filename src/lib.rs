@@ -37,14 +37,20 @@
 //!
 //! - `max_level_off`, `max_level_error`, ..., `max_level_trace`: compile-time cap.
 //! - `release_max_level_*`: the same, for builds without `debug_assertions`.
+//! - `log`: [`capture_log`], records of the `log` crate into nanolog.
+//! - `tracing`: [`tracing_layer`], `tracing` events into nanolog.
 
 #![deny(missing_docs)]
 
 pub use nanolog_macros::{debug, error, info, log, trace, warn};
+#[cfg(feature = "log")]
+pub use nanolog_runtime::capture_log;
 pub use nanolog_runtime::{
-    flush, reader, set_level, set_thread_name, Builder, Error, Level, Logger, OnFull,
+    flush, reader, set_filter, set_level, set_thread_name, Builder, Error, Level, Logger, OnFull,
     ParseLevelError, Stats,
 };
+#[cfg(feature = "tracing")]
+pub use nanolog_runtime::{tracing_layer, NanologLayer};
 
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]
@@ -103,13 +109,13 @@ pub mod __private {
         }
     }
 
-    /// Whether a call at `level` runs: the compile-time cap (folded away),
-    /// then one relaxed load and a compare.
+    /// Whether calls at `level` are compiled in (the `max_level_*` cap);
+    /// folded away at compile time. The run-time test is the site's own
+    /// (`Site::enabled`).
     #[inline(always)]
-    // With no cap feature the compile-time test is `>= 0`: always true, and
-    // meant to fold away.
+    // With no cap feature the test is `>= 0`: always true, and meant to fold away.
     #[allow(clippy::absurd_extreme_comparisons)]
-    pub fn enabled(level: Level) -> bool {
-        level as u8 >= STATIC_MAX_LEVEL && enabled_at_runtime(level)
+    pub const fn compiled_in(level: Level) -> bool {
+        level as u8 >= STATIC_MAX_LEVEL
     }
 }

@@ -10,10 +10,44 @@ pub struct FormatArgs {
     pub named: Vec<(Ident, Expr)>,
 }
 
-/// `level, "fmt", args...` for `log!`.
+/// `[target: expr,] "fmt", args...` for `info!` and the other levels.
+pub struct TargetAndFormat {
+    pub target: Option<Expr>,
+    pub format: FormatArgs,
+}
+
+/// `[target: expr,] level, "fmt", args...` for `log!`.
 pub struct LevelAndFormat {
+    pub target: Option<Expr>,
     pub level: Expr,
     pub format: FormatArgs,
+}
+
+/// An optional `target: expr,` prefix, as the `log` crate's macros take.
+fn parse_target(input: ParseStream) -> syn::Result<Option<Expr>> {
+    if !(input.peek(Ident) && input.peek2(Token![:]) && !input.peek2(Token![::])) {
+        return Ok(None);
+    }
+    let kw: Ident = input.fork().parse()?;
+    if kw != "target" {
+        return Ok(None);
+    }
+    input.parse::<Ident>()?;
+    input.parse::<Token![:]>()?;
+    let target: Expr = input.parse()?;
+    if input.is_empty() {
+        return Err(input.error("expected a format string after the target"));
+    }
+    input.parse::<Token![,]>()?;
+    Ok(Some(target))
+}
+
+impl Parse for TargetAndFormat {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let target = parse_target(input)?;
+        let format = input.parse()?;
+        Ok(TargetAndFormat { target, format })
+    }
 }
 
 impl Parse for FormatArgs {
@@ -71,12 +105,17 @@ impl Parse for FormatArgs {
 
 impl Parse for LevelAndFormat {
     fn parse(input: ParseStream) -> syn::Result<Self> {
+        let target = parse_target(input)?;
         let level: Expr = input.parse()?;
         if input.is_empty() {
             return Err(input.error("expected a format string after the level"));
         }
         input.parse::<Token![,]>()?;
         let format = input.parse()?;
-        Ok(LevelAndFormat { level, format })
+        Ok(LevelAndFormat {
+            target,
+            level,
+            format,
+        })
     }
 }

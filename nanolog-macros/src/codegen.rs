@@ -8,7 +8,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::Expr;
 
-use crate::check::{Resolved, ResolvedCount, ResolvedPiece};
+use crate::check::{Origin, Resolved, ResolvedCount, ResolvedPiece};
 use crate::format::{Align, Ty};
 
 /// The level of a call: known at compile time (`info!`) or only at run time (`log!`).
@@ -17,8 +17,23 @@ pub enum LevelSpec {
     Dynamic(Expr),
 }
 
-pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> TokenStream {
+pub fn expand(
+    level: LevelSpec,
+    target: Option<&Expr>,
+    lit: &syn::LitStr,
+    resolved: &Resolved,
+) -> TokenStream {
     let p = quote!(::nanolog::__private);
+    let target = match target {
+        Some(t) => quote!(#t),
+        None => quote!(::core::module_path!()),
+    };
+    // Each argument's name, for the log's named fields ("" if positional).
+    let names = resolved.args.iter().map(|a| match &a.origin {
+        Origin::Positional => String::new(),
+        Origin::Named(id) | Origin::Captured(id) => id.to_string(),
+    });
+    let n_args = resolved.args.len();
     let pieces = pieces_tokens(resolved);
     let fmt_str = lit.value();
     let n_pieces = resolved.pieces.len();
@@ -90,22 +105,24 @@ pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> Token
         };
     };
 
-    let site = |lvl: TokenStream| {
-        quote! {
-            #p::Site::new(#lvl, ::core::file!(), ::core::line!(), ::core::module_path!(), #fmt_str, &__NL_PIECES)
-        }
+    let statics = quote! {
+        static __NL_PIECES: [#p::Piece; #n_pieces] = [#(#pieces),*];
+        static __NL_NAMES: [&str; #n_args] = [#(#names),*];
     };
-
     match level {
         LevelSpec::Static(name) => {
-            let lvl_ident = syn::Ident::new(name, Span::call_site());
-            let site = site(quote!(#p::Level::#lvl_ident));
+            let lvl = syn::Ident::new(name, Span::call_site());
             quote! {{
-                if #p::enabled(#p::Level::#lvl_ident) {
-                    static __NL_PIECES: [#p::Piece; #n_pieces] = [#(#pieces),*];
-                    static __NL_SITE_STATIC: #p::Site = #site;
+                if #p::compiled_in(#p::Level::#lvl) {
+                    #statics
+                    static __NL_SITE_STATIC: #p::Site = #p::Site::new(
+                        #p::Level::#lvl, #target, ::core::file!(), ::core::line!(),
+                        ::core::module_path!(), #fmt_str, &__NL_PIECES, &__NL_NAMES,
+                    );
                     let __NL_SITE: &'static #p::Site = &__NL_SITE_STATIC;
-                    #body
+                    if __NL_SITE.enabled() {
+                        #body
+                    }
                 }
             }}
         }
@@ -113,13 +130,16 @@ pub fn expand(level: LevelSpec, lit: &syn::LitStr, resolved: &Resolved) -> Token
             // One site per level, built by the runtime in its own level order.
             quote! {{
                 let __nl_level: #p::Level = #expr;
-                if #p::enabled(__nl_level) {
-                    static __NL_PIECES: [#p::Piece; #n_pieces] = [#(#pieces),*];
+                if #p::compiled_in(__nl_level) {
+                    #statics
                     static __NL_SITES: [#p::Site; #p::Level::ALL.len()] = #p::Site::per_level(
-                        ::core::file!(), ::core::line!(), ::core::module_path!(), #fmt_str, &__NL_PIECES,
+                        #target, ::core::file!(), ::core::line!(), ::core::module_path!(),
+                        #fmt_str, &__NL_PIECES, &__NL_NAMES,
                     );
                     let __NL_SITE: &'static #p::Site = &__NL_SITES[__nl_level as usize];
-                    #body
+                    if __NL_SITE.enabled() {
+                        #body
+                    }
                 }
             }}
         }

@@ -19,9 +19,10 @@ use proc_macro::TokenStream;
 use codegen::LevelSpec;
 
 fn expand_static(level: &'static str, input: TokenStream) -> TokenStream {
-    let parsed = syn::parse_macro_input!(input as args::FormatArgs);
-    match check::resolve(&parsed) {
-        Ok(r) => codegen::expand(LevelSpec::Static(level), &parsed.lit, &r).into(),
+    let parsed = syn::parse_macro_input!(input as args::TargetAndFormat);
+    let (target, format) = (parsed.target.as_ref(), &parsed.format);
+    match check::resolve(format) {
+        Ok(r) => codegen::expand(LevelSpec::Static(level), target, &format.lit, &r).into(),
         Err(e) => e.to_compile_error().into(),
     }
 }
@@ -57,11 +58,20 @@ pub fn error(input: TokenStream) -> TokenStream {
 }
 
 /// Logs at a level known only at run time: `log!(level, "fmt", args...)`.
+///
+/// Every macro takes an optional `target: "name",` first, as the `log`
+/// crate's do; the target defaults to the module path.
 #[proc_macro]
 pub fn log(input: TokenStream) -> TokenStream {
     let parsed = syn::parse_macro_input!(input as args::LevelAndFormat);
     match check::resolve(&parsed.format) {
-        Ok(r) => codegen::expand(LevelSpec::Dynamic(parsed.level), &parsed.format.lit, &r).into(),
+        Ok(r) => codegen::expand(
+            LevelSpec::Dynamic(parsed.level),
+            parsed.target.as_ref(),
+            &parsed.format.lit,
+            &r,
+        )
+        .into(),
         Err(e) => e.to_compile_error().into(),
     }
 }

@@ -313,6 +313,8 @@ impl State {
                 format: s.format,
                 kinds: &info.kinds,
                 pieces: s.pieces,
+                target: s.target,
+                names: s.names,
             },
         );
         end_entry(&mut self.out, start);

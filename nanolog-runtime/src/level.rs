@@ -1,8 +1,7 @@
-//! Levels and the run-time level test every call makes first.
+//! Levels.
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The importance of a record, ordered `Trace < Debug < Info < Warn < Error`.
 #[repr(u8)]
@@ -19,14 +18,6 @@ pub enum Level {
     /// A failure.
     Error = 4,
 }
-
-/// Above every level: nothing is enabled (no logger runs).
-pub(crate) const OFF: u8 = 5;
-
-/// The minimum enabled level, or [`OFF`] while no logger runs. Read with one
-/// relaxed load on every call: the level is advisory, and a call that races a
-/// change may go either way, as in every logger.
-static MIN_LEVEL: AtomicU8 = AtomicU8::new(OFF);
 
 impl Level {
     /// Every level, from `Trace` to `Error`.
@@ -92,32 +83,29 @@ impl FromStr for Level {
     }
 }
 
-/// Whether a call at `level` is enabled now. One relaxed load and a compare.
-#[inline(always)]
-pub fn enabled_at_runtime(level: Level) -> bool {
-    level as u8 >= MIN_LEVEL.load(Ordering::Relaxed)
-}
+impl Level {
+    /// The `log` crate's level of the same name.
+    pub(crate) fn to_log(self) -> log::Level {
+        match self {
+            Level::Trace => log::Level::Trace,
+            Level::Debug => log::Level::Debug,
+            Level::Info => log::Level::Info,
+            Level::Warn => log::Level::Warn,
+            Level::Error => log::Level::Error,
+        }
+    }
 
-/// Changes the minimum level of the running logger, at once. (A logger
-/// started later takes its builder's level; with no logger running this does
-/// nothing.)
-pub fn set_level(level: Level) {
-    // One read-modify-write, not a load then a store: a logger's stop
-    // (`deactivate`) that falls between the two would otherwise be undone,
-    // and calls would evaluate their arguments with no logger running.
-    // Relaxed: the level is advisory (see MIN_LEVEL); atomicity is what
-    // matters here, and every RMW of one atomic sees the latest value.
-    let _ = MIN_LEVEL.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cur| {
-        (cur != OFF).then_some(level as u8)
-    });
-}
-
-pub(crate) fn activate(level: Level) {
-    MIN_LEVEL.store(level as u8, Ordering::Relaxed);
-}
-
-pub(crate) fn deactivate() {
-    MIN_LEVEL.store(OFF, Ordering::Relaxed);
+    /// The level of a `log` crate level of the same name.
+    #[cfg_attr(not(feature = "log"), allow(dead_code))]
+    pub(crate) fn from_log(l: log::Level) -> Level {
+        match l {
+            log::Level::Trace => Level::Trace,
+            log::Level::Debug => Level::Debug,
+            log::Level::Info => Level::Info,
+            log::Level::Warn => Level::Warn,
+            log::Level::Error => Level::Error,
+        }
+    }
 }
 
 #[cfg(test)]

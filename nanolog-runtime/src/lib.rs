@@ -12,9 +12,12 @@
 #![deny(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+#[cfg(any(feature = "log", feature = "tracing"))]
+mod bridge;
 pub mod clock;
 mod encode;
 mod error;
+mod filter;
 mod flusher;
 mod hooks;
 mod level;
@@ -28,8 +31,13 @@ mod sync;
 pub mod wire;
 mod writer;
 
+#[cfg(feature = "log")]
+pub use bridge::log::capture_log;
+#[cfg(feature = "tracing")]
+pub use bridge::tracing::{tracing_layer, NanologLayer};
 pub use error::Error;
-pub use level::{set_level, Level, ParseLevelError};
+pub use filter::{set_filter, set_level};
+pub use level::{Level, ParseLevelError};
 pub use logger::{flush, sync, Builder, Logger};
 pub use producer::set_thread_name;
 pub use shared::{OnFull, Stats};
@@ -43,7 +51,6 @@ pub mod __private {
         encode, encoded_len, fmt_closure, kind_of, Encode, Preformatted, PrepFmt, PrepRaw,
         SlotWriter, Wrap,
     };
-    pub use crate::level::enabled_at_runtime;
     pub use crate::producer::log;
     pub use crate::site::Site;
 }

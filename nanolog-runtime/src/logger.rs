@@ -8,7 +8,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::level::{self, Level};
+use crate::filter::{self, Filter, Spec};
+use crate::level::Level;
 use crate::producer::report_own_drops;
 use crate::shared::{OnFull, Shared, Stats};
 use crate::{flusher, hooks};
@@ -18,6 +19,8 @@ use crate::{flusher, hooks};
 pub struct Builder {
     pub(crate) path: PathBuf,
     pub(crate) level: Level,
+    filter: Option<String>,
+    filter_env: Option<String>,
     pub(crate) staging_capacity: usize,
     pub(crate) on_full: OnFull,
     pub(crate) rotate_bytes: Option<u64>,
@@ -31,6 +34,8 @@ impl Default for Builder {
         Builder {
             path: PathBuf::from("nanolog.nlog"),
             level: Level::Info,
+            filter: None,
+            filter_env: None,
             staging_capacity: 1 << 20,
             on_full: OnFull::Block,
             rotate_bytes: None,
@@ -49,9 +54,55 @@ impl Builder {
     }
 
     /// The minimum level (default `Info`); [`crate::set_level`] changes it later.
+    /// It is the default of [`Builder::filter`]'s directives.
     pub fn level(mut self, level: Level) -> Self {
         self.level = level;
         self
+    }
+
+    /// Per-target levels, in the syntax of `RUST_LOG`: comma-separated
+    /// `target=level` (a target is a module path prefix, or the target a
+    /// call or bridge gives), or a bare level for the default, which
+    /// otherwise is [`Builder::level`]'s. The longest matching prefix wins;
+    /// `off` disables. Example: `"info,my_crate::net=debug,hyper=off"`.
+    ///
+    /// An invalid directive makes [`Builder::start`] fail with
+    /// [`Error::Config`]. [`crate::set_filter`] changes them later.
+    pub fn filter(mut self, directives: &str) -> Self {
+        self.filter = Some(directives.to_owned());
+        self
+    }
+
+    /// Takes the directives from the environment variable `var` (usually
+    /// `RUST_LOG`) if it is set and not empty, instead of those of
+    /// [`Builder::filter`] and [`Builder::level`]. An invalid directive there
+    /// is reported in one line on stderr and skipped; the rest apply.
+    pub fn filter_env(mut self, var: &str) -> Self {
+        self.filter_env = Some(var.to_owned());
+        self
+    }
+
+    /// The directives this builder starts with.
+    fn compile_filter(&self) -> Result<Filter, Error> {
+        let env = self.filter_env.as_deref().and_then(|var| {
+            let v = std::env::var(var).ok().filter(|v| !v.trim().is_empty())?;
+            Some((var, v))
+        });
+        if let Some((var, value)) = env {
+            let (directives, warning) = filter::lossy_directives(var, &value);
+            if let Some(w) = warning {
+                let _ = writeln_stderr(&w);
+            }
+            return Filter::new(Spec {
+                directives,
+                ..Spec::default()
+            });
+        }
+        Filter::new(Spec {
+            default: Some(self.level),
+            directives: self.filter.clone().unwrap_or_default(),
+            level: None,
+        })
     }
 
     /// Bytes of each thread's staging ring (default 1 MiB), rounded up to a
@@ -116,6 +167,7 @@ impl Builder {
         if self.wake_delay > Duration::from_secs(10) {
             return Err(Error::Config("wake delay is longer than 10 s".into()));
         }
+        let filter = self.compile_filter()?;
         let capacity = self.staging_capacity.max(256).next_power_of_two();
         let mut current = lock_current();
         // A logger being dropped still owns the file until its flusher has
@@ -153,7 +205,7 @@ impl Builder {
         // stale read only sends them to the slow path, which takes the lock.
         EPOCH.store(epoch, Ordering::Relaxed);
         drop(current);
-        level::activate(self.level);
+        filter::activate(filter);
         Ok(Logger {
             shared,
             handle: Some(handle),
@@ -213,7 +265,7 @@ impl Drop for Logger {
                 .as_ref()
                 .is_some_and(|c| Arc::ptr_eq(c, &self.shared))
             {
-                level::deactivate();
+                filter::deactivate();
                 EPOCH.store(0, Ordering::Relaxed);
             }
             self.shared.begin_stop();

@@ -41,7 +41,12 @@ pub fn log<const N: usize>(
     kinds: impl FnOnce() -> [ArgKind; N],
     enc: impl for<'a> FnOnce(SlotWriter<'a>),
 ) {
-    let id = site.id(kinds);
+    log_id(site.id(kinds), args_len, enc);
+}
+
+/// Logs one record of the registered site `id` (see [`log`]).
+#[inline(always)]
+pub(crate) fn log_id(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
     let len = (ring::HEADER + args_len + 7) & !7;
     let mut enc = Some(enc);
     let used_own = PRODUCER.try_with(|cell| {

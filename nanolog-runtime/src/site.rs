@@ -2,9 +2,10 @@
 //! process-wide table that gives each site a small id on its first call.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::filter;
 use crate::level::Level;
 
 /// One piece of a pre-parsed format string.
@@ -228,11 +229,14 @@ impl ArgKind {
     }
 }
 
-/// The static descriptor of one call site, emitted by the logging macros.
+/// The static descriptor of one call site, emitted by the logging macros
+/// (or interned once per distinct call by a bridge).
 #[derive(Debug)]
 pub struct Site {
     /// The call's level.
     pub level: Level,
+    /// The call's target: its module path unless given (`target: "audit"`).
+    pub target: &'static str,
     /// The source file of the call.
     pub file: &'static str,
     /// The line of the call.
@@ -243,27 +247,37 @@ pub struct Site {
     pub format: &'static str,
     /// The format string, parsed at compile time.
     pub pieces: &'static [Piece],
+    /// Each argument's name, in argument order (`""` for a positional one).
+    pub names: &'static [&'static str],
+    /// Whether calls are enabled (`filter::{DISABLED, UNDECIDED, ENABLED}`).
+    interest: AtomicU8,
     /// 0 until the first call registers the site.
     id: AtomicU32,
 }
 
 impl Site {
     #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
     pub const fn new(
         level: Level,
+        target: &'static str,
         file: &'static str,
         line: u32,
         module: &'static str,
         format: &'static str,
         pieces: &'static [Piece],
+        names: &'static [&'static str],
     ) -> Site {
         Site {
             level,
+            target,
             file,
             line,
             module,
             format,
             pieces,
+            names,
+            interest: AtomicU8::new(filter::UNDECIDED),
             id: AtomicU32::new(0),
         }
     }
@@ -271,21 +285,47 @@ impl Site {
     /// The sites of a `log!(level, ...)` call: one per level, indexed by the
     /// level's discriminant (`Level::ALL[i] as usize == i`).
     #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
     pub const fn per_level(
+        target: &'static str,
         file: &'static str,
         line: u32,
         module: &'static str,
         format: &'static str,
         pieces: &'static [Piece],
+        names: &'static [&'static str],
     ) -> [Site; Level::ALL.len()] {
         let [l0, l1, l2, l3, l4] = Level::ALL;
         [
-            Site::new(l0, file, line, module, format, pieces),
-            Site::new(l1, file, line, module, format, pieces),
-            Site::new(l2, file, line, module, format, pieces),
-            Site::new(l3, file, line, module, format, pieces),
-            Site::new(l4, file, line, module, format, pieces),
+            Site::new(l0, target, file, line, module, format, pieces, names),
+            Site::new(l1, target, file, line, module, format, pieces, names),
+            Site::new(l2, target, file, line, module, format, pieces, names),
+            Site::new(l3, target, file, line, module, format, pieces, names),
+            Site::new(l4, target, file, line, module, format, pieces, names),
         ]
+    }
+
+    /// Whether this call site is enabled now: one relaxed load and a test
+    /// when disabled, decided on the site's first call (and again whenever
+    /// the filter changes).
+    #[inline(always)]
+    pub fn enabled(&'static self) -> bool {
+        // Relaxed: the state is advisory, as a level is in every logger; a
+        // call racing a change of filter may go either way. What a record
+        // needs published (its registration) is ordered by `id`.
+        let i = self.interest.load(Ordering::Relaxed);
+        if i == filter::DISABLED {
+            return false;
+        }
+        i == filter::ENABLED || filter::decide(self)
+    }
+
+    pub(crate) fn interest(&self) -> u8 {
+        self.interest.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_interest(&self, i: u8) {
+        self.interest.store(i, Ordering::Relaxed);
     }
 
     /// The site's id, registering it on the first call.
@@ -299,6 +339,18 @@ impl Site {
             return id;
         }
         register(self, &kinds())
+    }
+
+    /// The id of a site whose argument kinds are known only at run time (a
+    /// bridge's); registers it on its first call.
+    #[cfg_attr(not(any(feature = "log", feature = "tracing")), allow(dead_code))]
+    pub(crate) fn id_dyn(&'static self, kinds: &[ArgKind]) -> u32 {
+        // Acquire: as in `id`.
+        let id = self.id.load(Ordering::Acquire);
+        if id != 0 {
+            return id;
+        }
+        register(self, kinds)
     }
 }
 

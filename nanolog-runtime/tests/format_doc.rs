@@ -49,9 +49,11 @@ fn example() -> Vec<u8> {
             file: "src/main.rs",
             line: 7,
             module: "app",
-            format: "took {} ms",
+            format: "took {ms} ms",
             kinds: &[ArgKind::U32],
             pieces: &pieces,
+            target: "app",
+            names: &["ms"],
         },
     );
     entry(&mut f, tag::SITE, &b);
@@ -115,6 +117,8 @@ fn documented_example_matches_the_encoders_and_decodes() {
     assert_eq!(recs[0].message(), "took 12 ms");
     assert_eq!(recs[1].message(), "took 300 ms");
     assert_eq!(recs[0].arg(0), Some(Value::Uint(12)));
+    assert_eq!(recs[0].site().target, "app");
+    assert_eq!(recs[0].site().name(0), Some("ms"));
     assert_eq!(recs[0].unix_ns(), 1_795_000_000_000_001_000);
     assert_eq!(recs[1].unix_ns(), 1_795_000_000_000_001_500);
     assert_eq!(recs[1].thread_name(), Some("main"));

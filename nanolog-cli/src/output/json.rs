@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use nanolog_runtime::reader::render::{format_message, push_nine_digits, push_u64};
 use nanolog_runtime::reader::time::UtcWriter;
-use nanolog_runtime::reader::{Gap, LogFile, Record, Value};
+use nanolog_runtime::reader::{Gap, LogFile, Record, SiteEntry, Value};
 
 use super::text::gap_message;
 use super::SiteThreadCache;
@@ -75,8 +75,8 @@ pub fn json_record_direct(j: &mut Json, rec: &Record<'_>, out: &mut String, scra
     json_time_and_keys(j, rec, out);
     let site = rec.site();
     rec.with_args(|args| {
-        json_args(args, out);
-        out.push_str("],\"msg\":\"");
+        json_args_and_fields(site, args, out);
+        out.push_str(",\"msg\":\"");
         let start = out.len();
         format_message(&site.pieces, &site.kinds, args, out);
         if needs_json_escape(&out.as_bytes()[start..]) {
@@ -93,8 +93,9 @@ pub fn json_record_direct(j: &mut Json, rec: &Record<'_>, out: &mut String, scra
 /// Everything before the message's value.
 fn json_head(j: &mut Json, rec: &Record<'_>, out: &mut String) {
     json_time_and_keys(j, rec, out);
-    rec.with_args(|args| json_args(args, out));
-    out.push_str("],\"msg\":");
+    let site = rec.site();
+    rec.with_args(|args| json_args_and_fields(site, args, out));
+    out.push_str(",\"msg\":");
 }
 
 /// `{"ts_ns":…,"ts":"…"` and the cached keys up to the opening of `args`.
@@ -108,13 +109,29 @@ fn json_time_and_keys(j: &mut Json, rec: &Record<'_>, out: &mut String) {
     out.push_str(j.keys.get(rec, record_keys));
 }
 
-fn json_args(args: &[Value<'_>], out: &mut String) {
+/// The values of `args` (its `[` already written), then `fields`: the named
+/// arguments by name.
+fn json_args_and_fields(site: &SiteEntry, args: &[Value<'_>], out: &mut String) {
     for (i, v) in args.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         json_value(v, out);
     }
+    out.push_str("],\"fields\":{");
+    let mut first = true;
+    for (i, v) in args.iter().enumerate() {
+        if let Some(name) = site.name(i) {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            json_string(name, out);
+            out.push(':');
+            json_value(v, out);
+        }
+    }
+    out.push('}');
 }
 
 /// The keys from `level` to the opening of `args`: the same for every record
@@ -136,6 +153,8 @@ fn record_keys(rec: &Record<'_>, out: &mut String) {
     push_u64(out, u64::from(site.line));
     out.push_str(",\"module\":");
     json_string(&site.module, out);
+    out.push_str(",\"target\":");
+    json_string(&site.target, out);
     out.push_str(",\"fmt\":");
     json_string(&site.format, out);
     out.push_str(",\"args\":[");
@@ -162,7 +181,7 @@ pub fn json_gap(j: &mut Json, g: &Gap, file: &LogFile, out: &mut String) {
     push_i64(out, g.first_unix_ns);
     out.push_str(",\"last_ts_ns\":");
     push_i64(out, g.last_unix_ns);
-    out.push_str(",\"level\":null,\"file\":null,\"line\":null,\"fmt\":null,\"args\":[],\"msg\":");
+    out.push_str(",\"level\":null,\"file\":null,\"line\":null,\"target\":null,\"fmt\":null,\"args\":[],\"fields\":{},\"msg\":");
     json_string(&gap_message(g), out);
     out.push_str(j.source(file));
 }

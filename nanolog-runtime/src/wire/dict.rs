@@ -26,10 +26,28 @@ pub struct SiteEntry {
     pub kinds: Vec<ArgKind>,
     /// The pre-parsed format string.
     pub pieces: Vec<Piece>,
+    /// The call's target (its module path unless the call gave one; the
+    /// module path in files written before targets were recorded).
+    pub target: String,
+    /// Each argument's name, in argument order (`""` for a positional
+    /// argument; empty in files written before names were recorded).
+    pub names: Vec<String>,
 }
 
-/// SITE body: `id, level: u8, line, file, module, format, kinds, pieces`
-/// (integers are varints, strings length-prefixed; see FORMAT.md).
+impl SiteEntry {
+    /// The name of argument `i`, if it has one.
+    pub fn name(&self, i: usize) -> Option<&str> {
+        self.names
+            .get(i)
+            .map(String::as_str)
+            .filter(|n| !n.is_empty())
+    }
+}
+
+/// SITE body: `id, level: u8, line, file, module, format, kinds, pieces,
+/// target, names` (integers are varints, strings length-prefixed; see
+/// FORMAT.md). `target` and `names` were added after the first files were
+/// written: a reader takes them as absent when the body ends before them.
 pub fn put_site(out: &mut Vec<u8>, s: &SiteEntryRef<'_>) {
     put_varint(out, u64::from(s.id));
     out.push(s.level as u8);
@@ -59,6 +77,11 @@ pub fn put_site(out: &mut Vec<u8>, s: &SiteEntryRef<'_>) {
             }
         }
     }
+    put_str(out, s.target);
+    put_varint(out, s.names.len() as u64);
+    for n in s.names {
+        put_str(out, n);
+    }
 }
 
 /// The borrowed view of a site the writer encodes.
@@ -79,6 +102,10 @@ pub struct SiteEntryRef<'a> {
     pub kinds: &'a [ArgKind],
     /// The parsed format string.
     pub pieces: &'a [Piece],
+    /// The call's target.
+    pub target: &'a str,
+    /// Each argument's name (`""` for a positional one).
+    pub names: &'a [&'a str],
 }
 
 fn put_count(out: &mut Vec<u8>, c: Count) {
@@ -174,6 +201,21 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
             _ => return None,
         });
     }
+    // Trailing fields of later writers; a body that ends here is complete.
+    let (target, names) = if *pos == b.len() {
+        (module.clone(), Vec::new())
+    } else {
+        let target = get_str(b, pos)?.to_owned();
+        let n = usize::try_from(get_varint(b, pos)?).ok()?;
+        if n > b.len() {
+            return None;
+        }
+        let mut names = Vec::with_capacity(n);
+        for _ in 0..n {
+            names.push(get_str(b, pos)?.to_owned());
+        }
+        (target, names)
+    };
     Some(SiteEntry {
         id,
         level,
@@ -183,6 +225,8 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
         format,
         kinds,
         pieces,
+        target,
+        names,
     })
 }
 

@@ -1,0 +1,155 @@
+//! Records from the `log` and `tracing` bridges and named arguments, written
+//! by the real logger and decoded by the binary, in text and JSON.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{json, Value as Json};
+use tracing_subscriber::layer::SubscriberExt;
+
+const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+
+fn decode(path: &PathBuf, json: bool) -> Vec<String> {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("decode").arg(path);
+    if json {
+        cmd.args(["--format", "json"]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+mod dependency {
+    /// A dependency-style module that logs through `log`.
+    pub fn work(n: u32) {
+        log::info!("fetched {} rows", n);
+        log::debug!(target: "dependency::wire", "frame {:?}", [1, 2]);
+        log::trace!("too verbose {}", n);
+        log::warn!(target: "noisy", "dropped by the filter");
+        log::error!("static message");
+    }
+}
+
+/// One program logging through all three APIs; returns its file.
+fn write_log() -> PathBuf {
+    let path = std::env::temp_dir().join(format!("nanolog-bridges-{}.nlog", std::process::id()));
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .filter("debug,noisy=off,bridges::dependency=debug")
+        .start()
+        .unwrap();
+    nanolog::capture_log().unwrap();
+    assert!(
+        nanolog::capture_log().is_err(),
+        "a second capture_log must fail"
+    );
+    assert_eq!(log::max_level(), log::LevelFilter::Debug);
+
+    let name = "orders";
+    let pct = 93.25;
+    nanolog::warn!("queue {name} at {pct:.1}% after {} tries", 3);
+    dependency::work(42);
+
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::with_default(subscriber, || {
+        tracing::info!(
+            user = "alice",
+            attempts = 3u64,
+            ok = true,
+            ratio = 0.5,
+            "login {}",
+            7
+        );
+        tracing::warn!(target: "audit", code = -2i64, "denied");
+        tracing::trace!("filtered out");
+        tracing::info!(only = "fields");
+    });
+
+    nanolog::set_filter("warn").unwrap();
+    assert_eq!(log::max_level(), log::LevelFilter::Warn);
+    log::info!("after set_filter: filtered out");
+    drop(logger);
+    assert_eq!(log::max_level(), log::LevelFilter::Off);
+    path
+}
+
+#[test]
+fn bridge_records_decode_with_their_site_target_and_fields() {
+    let path = write_log();
+    let me = file!();
+    let text: Vec<String> = decode(&path, false)
+        .into_iter()
+        // "date time file:line LEVEL[thread]: message" -> "file LEVEL: message"
+        .map(|l| {
+            let mut parts = l.splitn(4, ' ');
+            let (_, _, at, rest) = (
+                parts.next(),
+                parts.next(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+            );
+            let file = at.rsplit_once(':').unwrap().0;
+            let (level, msg) = rest.split_once("]: ").unwrap();
+            format!("{file} {} {msg}", level.split('[').next().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        text,
+        [
+            format!("{me} WARN queue orders at 93.2% after 3 tries"),
+            format!("{me} INFO fetched 42 rows"),
+            format!("{me} DEBUG frame [1, 2]"),
+            format!("{me} ERROR static message"),
+            format!("{me} INFO login 7 user=alice attempts=3 ok=true ratio=0.5"),
+            format!("{me} WARN denied code=-2"),
+            format!("{me} INFO only=fields"),
+        ]
+    );
+
+    let json: Vec<Json> = decode(&path, true)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let pick = |j: &Json| {
+        json!({
+            "target": j["target"], "module": j["module"], "fields": j["fields"],
+            "args": j["args"], "msg": j["msg"],
+        })
+    };
+    let got: Vec<Json> = json.iter().map(pick).collect();
+    let module = "bridges";
+    let dep = "bridges::dependency";
+    assert_eq!(
+        got,
+        [
+            json!({"target": module, "module": module,
+                   "fields": {"name": "orders", "pct": 93.25},
+                   "args": [3, "orders", 93.25], "msg": "queue orders at 93.2% after 3 tries"}),
+            json!({"target": dep, "module": dep, "fields": {},
+                   "args": ["fetched 42 rows"], "msg": "fetched 42 rows"}),
+            json!({"target": "dependency::wire", "module": dep, "fields": {},
+                   "args": ["frame [1, 2]"], "msg": "frame [1, 2]"}),
+            json!({"target": dep, "module": dep, "fields": {},
+                   "args": ["static message"], "msg": "static message"}),
+            json!({"target": module, "module": module,
+                   "fields": {"user": "alice", "attempts": 3, "ok": true, "ratio": 0.5},
+                   "args": ["login 7", "alice", 3, true, 0.5],
+                   "msg": "login 7 user=alice attempts=3 ok=true ratio=0.5"}),
+            json!({"target": "audit", "module": module, "fields": {"code": -2},
+                   "args": ["denied", -2], "msg": "denied code=-2"}),
+            json!({"target": module, "module": module, "fields": {"only": "fields"},
+                   "args": ["fields"], "msg": "only=fields"}),
+        ]
+    );
+    // Every record has a line of its own call, not the bridge's.
+    let lines: Vec<u64> = json.iter().map(|j| j["line"].as_u64().unwrap()).collect();
+    assert!(lines.iter().all(|&l| l > 20), "{lines:?}");
+    assert_eq!(json[1]["level"], "INFO");
+    assert_eq!(json[2]["level"], "DEBUG");
+    let _ = std::fs::remove_file(&path);
+}

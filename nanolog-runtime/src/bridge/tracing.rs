@@ -1,0 +1,177 @@
+//! `tracing` events into nanolog: [`tracing_layer`].
+
+use std::fmt::{self, Write as _};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use tracing_core::field::{Field, Visit};
+use tracing_core::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
+
+use super::{Arg, Key};
+use crate::level::Level;
+use crate::site::ArgKind;
+
+/// A `tracing_subscriber::Layer` that records every enabled event as a
+/// nanolog record: level, target, file, line, its message and its fields
+/// (shown in text as `key=value` after the message, in JSON under
+/// `fields`). Spans are not recorded.
+///
+/// Events pass the running logger's directives (per target), decided once
+/// per event call site and cached. Their message and fields are collected on
+/// the calling thread (the slow path: it allocates for strings and `Debug`
+/// values).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NanologLayer {
+    _private: (),
+}
+
+/// The layer that records `tracing` events (see [`NanologLayer`]):
+/// `tracing_subscriber::registry().with(nanolog::tracing_layer()).init()`.
+pub fn tracing_layer() -> NanologLayer {
+    NanologLayer::default()
+}
+
+fn level(l: &tracing_core::Level) -> Level {
+    match *l {
+        tracing_core::Level::TRACE => Level::Trace,
+        tracing_core::Level::DEBUG => Level::Debug,
+        tracing_core::Level::INFO => Level::Info,
+        tracing_core::Level::WARN => Level::Warn,
+        _ => Level::Error,
+    }
+}
+
+/// A field's value, owned until the record is written.
+enum Owned {
+    I64(i64),
+    U64(u64),
+    I128(i128),
+    U128(u128),
+    F64(f64),
+    Bool(bool),
+    Str(String),
+}
+
+impl Owned {
+    fn arg(&self) -> Arg<'_> {
+        match self {
+            Owned::I64(v) => Arg::I64(*v),
+            Owned::U64(v) => Arg::U64(*v),
+            Owned::I128(v) => Arg::I128(*v),
+            Owned::U128(v) => Arg::U128(*v),
+            Owned::F64(v) => Arg::F64(*v),
+            Owned::Bool(v) => Arg::Bool(*v),
+            Owned::Str(s) => Arg::Str(s),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Fields {
+    message: Option<String>,
+    fields: Vec<(&'static str, Owned)>,
+}
+
+impl Fields {
+    fn push(&mut self, field: &Field, v: Owned) {
+        if field.name() == "message" {
+            let s = match v {
+                Owned::Str(s) => s,
+                other => display(&other.arg()),
+            };
+            self.message = Some(s);
+        } else {
+            self.fields.push((field.name(), v));
+        }
+    }
+}
+
+fn display(a: &Arg<'_>) -> String {
+    match a {
+        Arg::I64(v) => v.to_string(),
+        Arg::U64(v) => v.to_string(),
+        Arg::I128(v) => v.to_string(),
+        Arg::U128(v) => v.to_string(),
+        Arg::F64(v) => v.to_string(),
+        Arg::Bool(v) => v.to_string(),
+        Arg::Str(s) => (*s).to_owned(),
+    }
+}
+
+impl Visit for Fields {
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.push(field, Owned::I64(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.push(field, Owned::U64(value));
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.push(field, Owned::I128(value));
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        self.push(field, Owned::U128(value));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.push(field, Owned::F64(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.push(field, Owned::Bool(value));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.push(field, Owned::Str(value.to_owned()));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        // `%x` fields arrive here as Debug wrappers that print their Display;
+        // the message (`format_args!`) prints as it reads.
+        let mut s = String::new();
+        let ok = catch_unwind(AssertUnwindSafe(|| {
+            let _ = write!(s, "{value:?}");
+        }));
+        if ok.is_err() {
+            s = String::from("<Debug panicked>");
+        }
+        self.push(field, Owned::Str(s));
+    }
+}
+
+impl<S: Subscriber> Layer<S> for NanologLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let meta = event.metadata();
+        let (level, target) = (level(meta.level()), meta.target());
+        let (file, line) = (meta.file().unwrap_or("<unknown>"), meta.line().unwrap_or(0));
+        let module = meta.module_path().unwrap_or("");
+        // The filter first, from the call site alone, before anything is
+        // collected: a site with no fields stands for the event's call site.
+        let gate = super::site(&Key {
+            level,
+            target,
+            file,
+            line,
+            module,
+            fields: &[],
+            message: false,
+        });
+        if !gate.enabled() {
+            return;
+        }
+        let mut f = Fields::default();
+        event.record(&mut f);
+        let mut kinds: Vec<(&str, ArgKind)> = Vec::with_capacity(f.fields.len());
+        kinds.extend(f.fields.iter().map(|(n, v)| (*n, v.arg().kind())));
+        let site = super::site(&Key {
+            level,
+            target,
+            file,
+            line,
+            module,
+            fields: &kinds,
+            message: f.message.is_some(),
+        });
+        let mut args = Vec::with_capacity(f.fields.len() + 1);
+        if let Some(m) = &f.message {
+            args.push(Arg::Str(m));
+        }
+        args.extend(f.fields.iter().map(|(_, v)| v.arg()));
+        super::log(site, &args);
+    }
+}

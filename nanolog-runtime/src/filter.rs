@@ -1,0 +1,294 @@
+//! Which calls are enabled: directives in `RUST_LOG` syntax
+//! (`info,my_crate::net=debug,hyper=off`), decided once per call site and
+//! cached in the site's static, as `tracing-core` caches a callsite's interest.
+//!
+//! A call reads its site's cached state with one relaxed load. The state is
+//! decided on the site's first call and decided again, for every site seen so
+//! far, whenever the directives change: at `start`, `set_filter`, `set_level`
+//! and when the logger stops (everything off). The directive syntax is parsed
+//! by `env_filter`, the parser behind `env_logger`.
+
+use std::sync::{Mutex, PoisonError};
+
+use crate::error::Error;
+use crate::level::Level;
+use crate::site::Site;
+
+/// What a logger was configured with; compiled into a [`Filter`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Spec {
+    /// The default level, applied before the directives (a bare level among
+    /// them overrides it).
+    pub(crate) default: Option<Level>,
+    /// The directives, in `RUST_LOG` syntax.
+    pub(crate) directives: String,
+    /// Set by `set_level`: the default level, overriding a bare level among
+    /// the directives.
+    pub(crate) level: Option<Level>,
+}
+
+impl Spec {
+    fn compile(&self) -> Result<Filter, String> {
+        check_directives(&self.directives)?;
+        let mut b = env_filter::Builder::new();
+        if let Some(l) = self.default {
+            b.filter_level(l.to_log().to_level_filter());
+        }
+        b.try_parse(&self.directives).map_err(|e| e.to_string())?;
+        if let Some(l) = self.level {
+            b.filter_level(l.to_log().to_level_filter());
+        }
+        Ok(Filter {
+            spec: self.clone(),
+            inner: b.build(),
+        })
+    }
+}
+
+/// Directives that parse, each alone, and are supported here. A message
+/// filter (`/regex`) is not: calls are decided before their message exists.
+fn check_directives(s: &str) -> Result<(), String> {
+    if s.contains('/') {
+        return Err(format!(
+            "`{s}`: message filters (`/regex`) are not supported; filter on targets and levels"
+        ));
+    }
+    Ok(())
+}
+
+/// The directives of an environment variable, lossily: each invalid
+/// directive is skipped and named in the returned message.
+pub(crate) fn lossy_directives(var: &str, value: &str) -> (String, Option<String>) {
+    let mut good = Vec::new();
+    let mut bad = Vec::new();
+    for d in value.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let ok = check_directives(d).is_ok() && env_filter::Builder::new().try_parse(d).is_ok();
+        if ok {
+            good.push(d);
+        } else {
+            bad.push(format!("`{d}`"));
+        }
+    }
+    let warning = (!bad.is_empty()).then(|| {
+        format!(
+            "nanolog: {var}: skipping invalid directive{} {}",
+            if bad.len() > 1 { "s" } else { "" },
+            bad.join(", ")
+        )
+    });
+    (good.join(","), warning)
+}
+
+/// Compiled directives.
+#[derive(Debug)]
+pub(crate) struct Filter {
+    spec: Spec,
+    inner: env_filter::Filter,
+}
+
+impl Filter {
+    /// Compiles `spec`; an invalid directive is an `Error::Config`.
+    pub(crate) fn new(spec: Spec) -> Result<Filter, Error> {
+        spec.compile()
+            .map_err(|e| Error::Config(format!("invalid filter directives: {e}")))
+    }
+
+    /// Whether a record of `level` and `target` passes.
+    pub(crate) fn enabled(&self, level: Level, target: &str) -> bool {
+        let meta = log::Metadata::builder()
+            .level(level.to_log())
+            .target(target)
+            .build();
+        self.inner.enabled(&meta)
+    }
+
+    /// The most verbose level any directive lets through (`None`: all off).
+    #[cfg_attr(not(feature = "log"), allow(dead_code))]
+    pub(crate) fn max_level(&self) -> Option<Level> {
+        self.inner.filter().to_level().map(Level::from_log)
+    }
+}
+
+/// Site states, as `Site::interest` holds them. `DISABLED` is 0 so that a
+/// disabled call is one load and one test against zero.
+pub(crate) const DISABLED: u8 = 0;
+/// Not decided yet: the site's first call decides.
+pub(crate) const UNDECIDED: u8 = 1;
+/// Enabled.
+pub(crate) const ENABLED: u8 = 2;
+
+struct State {
+    /// The running logger's directives; `None` while no logger runs, when
+    /// every call is disabled.
+    filter: Option<Filter>,
+    /// Every site decided so far, to decide again when the filter changes.
+    sites: Vec<&'static Site>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    filter: None,
+    sites: Vec::new(),
+});
+
+fn lock() -> std::sync::MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn interest(filter: Option<&Filter>, site: &Site) -> u8 {
+    match filter {
+        Some(f) if f.enabled(site.level, site.target) => ENABLED,
+        _ => DISABLED,
+    }
+}
+
+/// Decides a site on its first call. Cold: once per site.
+#[cold]
+#[inline(never)]
+pub(crate) fn decide(site: &'static Site) -> bool {
+    let mut st = lock();
+    // Decided under the lock: a site is listed once, and a change of filter
+    // running at the same time either sees it listed or runs before it.
+    if site.interest() == UNDECIDED {
+        st.sites.push(site);
+        site.set_interest(interest(st.filter.as_ref(), site));
+    }
+    site.interest() == ENABLED
+}
+
+/// Decides every site seen so far again, under `filter` (`None`: all off).
+fn apply(st: &mut State, filter: Option<Filter>) {
+    st.filter = filter;
+    for s in &st.sites {
+        s.set_interest(interest(st.filter.as_ref(), s));
+    }
+    #[cfg(feature = "log")]
+    crate::bridge::log::max_level_changed(st.filter.as_ref().and_then(Filter::max_level));
+}
+
+/// A logger starts with these directives.
+pub(crate) fn activate(filter: Filter) {
+    apply(&mut lock(), Some(filter));
+}
+
+/// The logger stops: every call is disabled.
+pub(crate) fn deactivate() {
+    apply(&mut lock(), None);
+}
+
+/// Whether a record of `level` and `target` would pass now (for bridges,
+/// whose records have no static site to cache it in).
+#[cfg(feature = "log")]
+pub(crate) fn enabled(level: Level, target: &str) -> bool {
+    lock()
+        .filter
+        .as_ref()
+        .is_some_and(|f| f.enabled(level, target))
+}
+
+/// Tells the `log` bridge the filter's most verbose level, under the lock
+/// that orders it with every change of filter.
+#[cfg(feature = "log")]
+pub(crate) fn sync_log_max_level() {
+    let st = lock();
+    crate::bridge::log::max_level_changed(st.filter.as_ref().and_then(Filter::max_level));
+}
+
+/// Changes the directives of the running logger, at once: every call site
+/// already seen is decided again. `directives` are in `RUST_LOG` syntax
+/// (`info,my_crate::db=debug,hyper=off`); without a bare level, the default
+/// level stays as it was. With no logger running, the directives are checked
+/// and nothing else happens (a logger started later takes its builder's).
+///
+/// Fails, changing nothing, if a directive is invalid.
+pub fn set_filter(directives: &str) -> Result<(), Error> {
+    let mut st = lock();
+    let spec = match &st.filter {
+        Some(f) => Spec {
+            default: f.spec.level.or(f.spec.default),
+            directives: directives.to_owned(),
+            level: None,
+        },
+        None => Spec {
+            directives: directives.to_owned(),
+            ..Spec::default()
+        },
+    };
+    let filter = Filter::new(spec)?;
+    if st.filter.is_some() {
+        apply(&mut st, Some(filter));
+    }
+    Ok(())
+}
+
+/// Changes the default level of the running logger, at once, keeping its
+/// per-target directives. (A logger started later takes its builder's level;
+/// with no logger running this does nothing.)
+pub fn set_level(level: Level) {
+    let mut st = lock();
+    let Some(f) = &st.filter else { return };
+    let spec = Spec {
+        level: Some(level),
+        ..f.spec.clone()
+    };
+    // The directives compiled before; only the default level changed.
+    if let Ok(filter) = Filter::new(spec) {
+        apply(&mut st, Some(filter));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(default: Option<Level>, d: &str) -> Filter {
+        Filter::new(Spec {
+            default,
+            directives: d.into(),
+            level: None,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn longest_prefix_wins_and_bare_level_is_the_default() {
+        let f = filter(
+            Some(Level::Warn),
+            "info,app::db=debug,app::db::pool=error,hyper=off",
+        );
+        assert!(f.enabled(Level::Info, "app::net"));
+        assert!(!f.enabled(Level::Debug, "app::net"));
+        assert!(f.enabled(Level::Debug, "app::db"));
+        assert!(f.enabled(Level::Debug, "app::db::query"));
+        assert!(!f.enabled(Level::Warn, "app::db::pool"));
+        assert!(f.enabled(Level::Error, "app::db::pool"));
+        assert!(!f.enabled(Level::Error, "hyper::client"));
+        assert!(f.enabled(Level::Info, "audit"));
+    }
+
+    #[test]
+    fn the_builder_level_is_the_default_without_a_bare_level() {
+        let f = filter(Some(Level::Warn), "app=trace");
+        assert!(f.enabled(Level::Trace, "app::x"));
+        assert!(!f.enabled(Level::Info, "other"));
+        assert!(f.enabled(Level::Warn, "other"));
+        assert_eq!(f.max_level(), Some(Level::Trace));
+    }
+
+    #[test]
+    fn invalid_directives_are_errors_and_lossy_skips_them() {
+        for bad in ["app=loud", "a=b=c", "info/foo"] {
+            let e = Filter::new(Spec {
+                directives: bad.into(),
+                ..Spec::default()
+            });
+            assert!(matches!(e, Err(Error::Config(_))), "{bad} accepted");
+        }
+        let (good, warn) = lossy_directives("RUST_LOG", "debug, app=loud ,hyper=off,x/y");
+        assert_eq!(good, "debug,hyper=off");
+        assert_eq!(
+            warn.as_deref(),
+            Some("nanolog: RUST_LOG: skipping invalid directives `app=loud`, `x/y`")
+        );
+        assert_eq!(lossy_directives("V", "info").1, None);
+    }
+}

@@ -1,0 +1,260 @@
+//! Per-target directives (`RUST_LOG` syntax), targets, run-time changes of
+//! filter, and named fields, as a user sees them in the decoded log.
+//!
+//! One logger runs per process, so these tests take turns.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use nanolog::reader::{Event, Filter, LogFile, Merge};
+use nanolog::{Level, Logger};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("nanolog-filter-{name}-{}.nlog", std::process::id()))
+}
+
+/// `target message` of every record.
+fn records(path: &Path) -> Vec<String> {
+    let files = [LogFile::open(path).unwrap()];
+    Merge::new(&files, Filter::default())
+        .filter_map(|e| match e {
+            Event::Record(r) => Some(format!("{} {}", r.site().target, r.message())),
+            Event::Gap(..) => None,
+        })
+        .collect()
+}
+
+mod db {
+    pub fn log_all(tag: &str) {
+        nanolog::debug!("db debug {}", tag);
+        nanolog::info!("db info {}", tag);
+        pool::log_all(tag);
+    }
+    pub mod pool {
+        pub fn log_all(tag: &str) {
+            nanolog::warn!("pool warn {}", tag);
+            nanolog::error!("pool error {}", tag);
+        }
+    }
+}
+
+mod quiet {
+    pub fn log_all(tag: &str) {
+        nanolog::error!("quiet error {}", tag);
+    }
+}
+
+fn log_everything(tag: &str) {
+    nanolog::debug!("top debug {}", tag);
+    nanolog::info!("top info {}", tag);
+    nanolog::warn!("top warn {}", tag);
+    nanolog::info!(target: "audit", "audit info {}", tag);
+    nanolog::log!(target: "audit", Level::Debug, "audit debug {}", tag);
+    db::log_all(tag);
+    quiet::log_all(tag);
+}
+
+#[test]
+fn directives_pick_the_longest_matching_target_prefix() {
+    let _s = serial();
+    let path = temp("prefix");
+    let logger = Logger::builder()
+        .path(&path)
+        .level(Level::Info)
+        .filter("warn,filter::db=debug,filter::db::pool=error,filter::quiet=off,audit=trace")
+        .start()
+        .unwrap();
+    log_everything("a");
+    drop(logger);
+    assert_eq!(
+        records(&path),
+        [
+            "filter top warn a",
+            "audit audit info a",
+            "audit audit debug a",
+            "filter::db db debug a",
+            "filter::db db info a",
+            "filter::db::pool pool error a",
+        ]
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn without_a_bare_level_the_builder_level_is_the_default() {
+    let _s = serial();
+    let path = temp("default");
+    let logger = Logger::builder()
+        .path(&path)
+        .level(Level::Warn)
+        .filter("filter::db::pool=off")
+        .start()
+        .unwrap();
+    log_everything("b");
+    drop(logger);
+    assert_eq!(
+        records(&path),
+        ["filter top warn b", "filter::quiet quiet error b"]
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn invalid_directives_in_code_are_config_errors() {
+    let _s = serial();
+    for bad in ["filter=loud", "a=b=c", "info/regex"] {
+        let err = Logger::builder()
+            .path(temp("invalid"))
+            .filter(bad)
+            .start()
+            .unwrap_err();
+        assert!(matches!(err, nanolog::Error::Config(_)), "{bad}: {err}");
+        assert!(err.to_string().contains("directive"), "{err}");
+    }
+    assert!(nanolog::set_filter("x=loud").is_err());
+}
+
+#[test]
+fn set_filter_and_set_level_change_sites_already_called() {
+    let _s = serial();
+    let path = temp("runtime");
+    let logger = Logger::builder()
+        .path(&path)
+        .level(Level::Info)
+        .start()
+        .unwrap();
+    log_everything("1"); // every site is now registered and decided
+    nanolog::set_filter("error,filter::db=debug").unwrap();
+    log_everything("2");
+    nanolog::set_level(Level::Trace); // the default; filter::db keeps debug
+    nanolog::debug!("after set_level {}", 3);
+    nanolog::set_filter("off").unwrap();
+    log_everything("4");
+    drop(logger);
+    assert_eq!(
+        records(&path),
+        [
+            "filter top info 1",
+            "filter top warn 1",
+            "audit audit info 1",
+            "filter::db db info 1",
+            "filter::db::pool pool warn 1",
+            "filter::db::pool pool error 1",
+            "filter::quiet quiet error 1",
+            "filter::db db debug 2",
+            "filter::db db info 2",
+            "filter::db::pool pool warn 2",
+            "filter::db::pool pool error 2",
+            "filter::quiet quiet error 2",
+            "filter after set_level 3",
+        ]
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_stopped_logger_disables_every_site_and_the_next_one_decides_again() {
+    let _s = serial();
+    let path = temp("restart");
+    let logger = Logger::builder()
+        .path(&path)
+        .filter("trace")
+        .start()
+        .unwrap();
+    drop(logger);
+    let mut evaluated = 0;
+    nanolog::error!("no logger {}", {
+        evaluated += 1;
+        evaluated
+    });
+    assert_eq!(evaluated, 0, "arguments evaluated with no logger");
+    let logger = Logger::builder()
+        .path(&path)
+        .filter("off,audit=debug")
+        .start()
+        .unwrap();
+    log_everything("c");
+    drop(logger);
+    assert_eq!(
+        records(&path),
+        ["audit audit info c", "audit audit debug c"]
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn named_arguments_and_captures_keep_their_names() {
+    let _s = serial();
+    let path = temp("names");
+    let logger = Logger::builder().path(&path).start().unwrap();
+    let pct = 93.25;
+    nanolog::info!("queue {name} at {pct:.1}% ({})", 7, name = "orders");
+    drop(logger);
+    let file = LogFile::open(&path).unwrap();
+    let rec = file.records().next().unwrap().unwrap();
+    assert_eq!(rec.message(), "queue orders at 93.2% (7)");
+    let site = rec.site();
+    let names: Vec<_> = (0..3).map(|i| site.name(i)).collect();
+    assert_eq!(names, [None, Some("name"), Some("pct")]);
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Run by `rust_log_is_used_and_its_invalid_directives_skipped` in a child
+/// process with `RUST_LOG` set.
+#[test]
+#[ignore = "run in a child process by another test"]
+fn child_with_rust_log() {
+    let Some(path) = std::env::var_os("NANOLOG_FILTER_CHILD_LOG") else {
+        return;
+    };
+    let logger = Logger::builder()
+        .path(&path)
+        .level(Level::Error)
+        .filter("off")
+        .filter_env("RUST_LOG")
+        .start()
+        .unwrap();
+    log_everything("env");
+    drop(logger);
+}
+
+#[test]
+fn rust_log_is_used_and_its_invalid_directives_skipped() {
+    let path = temp("env");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_with_rust_log", "--ignored", "--nocapture"])
+        .env("NANOLOG_FILTER_CHILD_LOG", &path)
+        .env(
+            "RUST_LOG",
+            "filter::db::pool=loud,filter::quiet=error,audit",
+        )
+        .output()
+        .unwrap();
+    assert!(Instant::now() < deadline);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<_> = stderr.lines().filter(|l| l.contains("nanolog:")).collect();
+    assert_eq!(
+        warnings,
+        ["nanolog: RUST_LOG: skipping invalid directive `filter::db::pool=loud`"]
+    );
+    // RUST_LOG replaces `filter`/`level`: only its targets log.
+    assert_eq!(
+        records(&path),
+        [
+            "audit audit info env",
+            "audit audit debug env",
+            "filter::quiet quiet error env"
+        ]
+    );
+    let _ = std::fs::remove_file(&path);
+}
