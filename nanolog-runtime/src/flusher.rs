@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use crate::clock;
+use crate::mirror::Mirror;
 use crate::ring::{self, Consumer};
 use crate::shared::Shared;
 use crate::site::{self, Registration};
@@ -17,6 +18,7 @@ use crate::writer::Writer;
 pub(crate) struct Config {
     pub(crate) wake_delay: Duration,
     pub(crate) clock_interval: Duration,
+    pub(crate) mirror: Option<Mirror>,
 }
 
 /// Close an extent once its body passes this size.
@@ -30,6 +32,8 @@ struct RingState {
     c: Consumer,
     /// The (file generation, name version) last recorded for this thread.
     thread_emitted: Option<(u64, u32)>,
+    /// The thread's name as last recorded.
+    name: String,
 }
 
 struct Open {
@@ -59,6 +63,7 @@ struct State {
     logged: u64,
     /// The END entry is in `out`: no rotation after it.
     closing: bool,
+    mirror: Option<Mirror>,
 }
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
@@ -117,6 +122,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         last_clock: 0,
         logged: 0,
         closing: false,
+        mirror: config.mirror,
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -162,6 +168,9 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             // pass did not see, and gets the stopped flusher's error
             // instead of a false Ok (found by the loom stop model).
             st.shared.complete_flush(ticket, ticket.max(sync_ticket));
+            if let Some(m) = &mut st.mirror {
+                m.finish();
+            }
             return;
         }
         if n > 0 {
@@ -197,6 +206,7 @@ impl Flusher {
         self.rings.extend(new.into_iter().map(|r| RingState {
             c: Consumer::new(r),
             thread_emitted: None,
+            name: String::new(),
         }));
     }
 }
@@ -218,10 +228,16 @@ impl State {
         let (tick, ns) = clock::pair();
         dict::put_clock_entry(&mut self.out, tick, ns);
         self.last_clock = tick;
+        if let Some(m) = &mut self.mirror {
+            m.clock_pair(tick, ns);
+        }
     }
 
     /// Writes the buffer (end of batch, or buffer full) and rotates if due.
     fn write_out(&mut self) {
+        if let Some(m) = &mut self.mirror {
+            m.end_batch();
+        }
         if self.out.is_empty() {
             return;
         }
@@ -350,6 +366,7 @@ impl State {
                     dict::put_thread(&mut self.out, thread, &name);
                     end_entry(&mut self.out, start);
                     r.thread_emitted = Some((self.generation, version));
+                    r.name = name;
                 }
             }
             let Some(rec) = r.c.peek(tail) else { break };
@@ -381,9 +398,16 @@ impl State {
                 o.prev_tick += delta;
                 put_varint(out, u64::from(rec.site));
                 put_varint(out, delta);
-                let kinds = self.sites[ix].as_ref().map(|s| &s.kinds[..]).unwrap_or(&[]);
+                let reg = self.sites[ix].as_deref();
+                let kinds = reg.map(|s| &s.kinds[..]).unwrap_or(&[]);
+                let at = out.len();
                 let ok = record::compact(kinds, rec.args, out).is_some();
                 debug_assert!(ok, "ring record does not match its site's kinds");
+                if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
+                    if ok && m.wants(reg.site.level) {
+                        m.record(reg, thread, &r.name, tick, &out[at..]);
+                    }
+                }
                 self.out_records += 1;
                 n += 1;
                 if out.len() - o.start > EXTENT_MAX {

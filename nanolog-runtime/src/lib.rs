@@ -22,6 +22,7 @@ mod flusher;
 mod hooks;
 mod level;
 mod logger;
+mod mirror;
 mod producer;
 pub mod reader;
 mod ring;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use crate::error::Error;
 use crate::filter::{self, Filter, Spec};
 use crate::level::Level;
+use crate::mirror::{self, Mirror};
 use crate::producer::report_own_drops;
 use crate::shared::{OnFull, Shared, Stats};
 use crate::{flusher, hooks};
@@ -27,6 +28,7 @@ pub struct Builder {
     pub(crate) wake_delay: Duration,
     pub(crate) clock_interval: Duration,
     pub(crate) flush_on_signals: bool,
+    mirror: Option<mirror::Config>,
 }
 
 impl Default for Builder {
@@ -36,6 +38,7 @@ impl Default for Builder {
             level: Level::Info,
             filter: None,
             filter_env: None,
+            mirror: None,
             staging_capacity: 1 << 20,
             on_full: OnFull::Block,
             rotate_bytes: None,
@@ -79,6 +82,27 @@ impl Builder {
     /// is reported in one line on stderr and skipped; the rest apply.
     pub fn filter_env(mut self, var: &str) -> Self {
         self.filter_env = Some(var.to_owned());
+        self
+    }
+
+    /// Also writes every record at or above `level` to `writer` as a text
+    /// line, the same line `nanolog decode` prints for it (for example
+    /// `.mirror(std::io::stderr(), Level::Warn)`, for `kubectl logs` and
+    /// journald).
+    ///
+    /// The lines are rendered on the flusher thread and written by a thread
+    /// of their own: the calling threads' cost does not change, and a slow
+    /// or broken writer (a closed pipe) never stalls logging. Lines it cannot
+    /// keep up with are skipped and counted in [`Stats::mirror_skipped`];
+    /// the binary log has every record either way. Across threads, lines
+    /// come in the flusher's order (each thread's in its own order), and a
+    /// line's time is mapped from the clock calibration known when it was
+    /// rendered (within microseconds of `decode`'s).
+    pub fn mirror(mut self, writer: impl std::io::Write + Send + 'static, level: Level) -> Self {
+        self.mirror = Some(mirror::Config {
+            writer: Arc::new(Mutex::new(writer)),
+            level,
+        });
         self
     }
 
@@ -184,9 +208,17 @@ impl Builder {
         let writer = crate::writer::Writer::create(&self.path, self.rotate_bytes)?;
         let epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(Shared::new(epoch, capacity, self.on_full));
+        let mirror = match self.mirror.clone() {
+            Some(m) => Some(
+                Mirror::start(m, Arc::clone(&shared), crate::clock::ticks_per_second())
+                    .map_err(|e| Error::Flusher(format!("cannot start the mirror thread: {e}")))?,
+            ),
+            None => None,
+        };
         let config = flusher::Config {
             wake_delay: self.wake_delay,
             clock_interval: self.clock_interval,
+            mirror,
         };
         let s2 = Arc::clone(&shared);
         let handle = std::thread::Builder::new()

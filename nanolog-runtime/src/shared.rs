@@ -45,6 +45,9 @@ pub struct Stats {
     pub files: u64,
     /// Logging threads seen.
     pub threads: u64,
+    /// Lines the text mirror skipped because its writer was behind or had
+    /// failed (the binary log has those records).
+    pub mirror_skipped: u64,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +59,7 @@ pub(crate) struct Counters {
     pub(crate) lost: AtomicU64,
     pub(crate) files: AtomicU64,
     pub(crate) threads: AtomicU64,
+    pub(crate) mirror_skipped: AtomicU64,
 }
 
 impl Counters {
@@ -69,6 +73,7 @@ impl Counters {
             lost: r(&self.lost),
             files: r(&self.files),
             threads: r(&self.threads),
+            mirror_skipped: r(&self.mirror_skipped),
         }
     }
 }

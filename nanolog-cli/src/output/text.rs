@@ -1,8 +1,7 @@
 //! Text lines for records and gaps: what `nanolog decode` prints by default.
 
-use std::fmt::Write;
-
-use nanolog_runtime::reader::render::{needs_escape, push_u64};
+use nanolog_runtime::reader::line::{escape_line, push_prefix, push_thread_tag};
+use nanolog_runtime::reader::render::needs_escape;
 use nanolog_runtime::reader::time::{rfc3339, UtcWriter};
 use nanolog_runtime::reader::{Gap, LogFile, Record};
 
@@ -43,32 +42,22 @@ fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
 }
 
 fn prefix_text(rec: &Record<'_>, out: &mut String) {
-    out.push(' ');
     let site = rec.site();
-    out.push_str(&site.file);
-    out.push(':');
-    push_u64(out, u64::from(site.line));
-    out.push(' ');
-    out.push_str(site.level.as_str());
-    thread_tag(out, rec.thread(), rec.thread_name());
-    out.push_str(": ");
-}
-
-pub(super) fn thread_tag(out: &mut String, id: u32, name: Option<&str>) {
-    out.push('[');
-    if let Some(n) = name {
-        escape_line(n, out);
-        out.push(':');
-    }
-    push_u64(out, u64::from(id));
-    out.push(']');
+    push_prefix(
+        out,
+        &site.file,
+        site.line,
+        site.level,
+        rec.thread(),
+        rec.thread_name(),
+    );
 }
 
 /// The line that reports a dropped-records gap.
 pub fn text_gap(t: &mut Text, g: &Gap, file: &LogFile, out: &mut String) {
     t.utc.write(out, g.first_unix_ns, ' ');
     out.push_str(" - DROPPED");
-    thread_tag(out, g.thread, file.thread_name(g.thread));
+    push_thread_tag(out, g.thread, file.thread_name(g.thread));
     out.push_str(": ");
     out.push_str(&gap_message(g));
     out.push('\n');
@@ -81,26 +70,4 @@ pub(super) fn gap_message(g: &Gap) -> String {
         rfc3339(g.first_unix_ns),
         rfc3339(g.last_unix_ns)
     )
-}
-
-/// Appends `msg` with what could break the one-line-per-record text output
-/// escaped: newlines, carriage returns, tabs, other control characters
-/// (terminal escape sequences start with one), and backslashes.
-pub fn escape_line(msg: &str, out: &mut String) {
-    if !needs_escape(msg.as_bytes()) {
-        out.push_str(msg);
-        return;
-    }
-    for c in msg.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() || c == '\u{2028}' || c == '\u{2029}' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
 }

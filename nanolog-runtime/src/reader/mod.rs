@@ -19,6 +19,7 @@
 mod error;
 mod extent;
 mod file;
+pub mod line;
 mod map;
 mod merge;
 mod record;
