@@ -342,7 +342,7 @@ mod loom_tests {
     use crate::writer::Writer;
     use std::sync::atomic::AtomicUsize;
 
-    static SITE: Site = Site::new(Level::Info, "model.rs", 1, "model", "m", &[]);
+    static SITE: Site = Site::new(Level::Info, "model", "model.rs", 1, "model", "m", &[], &[]);
     static RUN: AtomicUsize = AtomicUsize::new(0);
     /// Records the producer logs into a ring with room for four.
     const RECORDS: u64 = 5;
@@ -376,6 +376,7 @@ mod loom_tests {
                 let config = flusher::Config {
                     wake_delay: Duration::from_millis(1),
                     clock_interval: Duration::from_secs(3600),
+                    mirror: None,
                 };
                 loom::thread::spawn(move || flusher::run(s, writer, config))
             };
