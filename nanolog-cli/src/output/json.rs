@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use nanolog_runtime::reader::render::{format_message, push_nine_digits, push_u64};
+use nanolog_runtime::reader::render::{format_message, nine_digits, push_u64, NineDigits};
 use nanolog_runtime::reader::time::UtcWriter;
 use nanolog_runtime::reader::{Gap, LogFile, Record, SiteEntry, Value};
 
@@ -29,7 +29,7 @@ pub struct Json {
 impl Json {
     /// Writes `ns` in decimal: the seconds' digits cached (they change once
     /// a second), then the nine digits of the nanoseconds.
-    fn ts_ns(&mut self, out: &mut String, ns: i64) {
+    fn ts_ns(&mut self, out: &mut String, ns: i64, nanos: &NineDigits) {
         if ns < 1_000_000_000 {
             push_i64(out, ns);
             return;
@@ -41,7 +41,7 @@ impl Json {
             self.ts_secs.1 = secs;
         }
         out.push_str(&self.ts_secs.0);
-        push_nine_digits(out, (ns % 1_000_000_000) as u32);
+        out.push_str(nanos.as_str());
     }
 
     fn source(&mut self, file: &LogFile) -> &str {
@@ -101,10 +101,12 @@ fn json_head(j: &mut Json, rec: &Record<'_>, out: &mut String) {
 /// `{"ts_ns":…,"ts":"…"` and the cached keys up to the opening of `args`.
 fn json_time_and_keys(j: &mut Json, rec: &Record<'_>, out: &mut String) {
     let ns = rec.unix_ns();
+    // The nanoseconds' digits once, for both keys.
+    let nanos = nine_digits(ns.rem_euclid(1_000_000_000) as u32);
     out.push_str("{\"ts_ns\":");
-    j.ts_ns(out, ns);
+    j.ts_ns(out, ns, &nanos);
     out.push_str(",\"ts\":\"");
-    j.utc.write(out, ns, 'T');
+    j.utc.write_with(out, ns, 'T', &nanos);
     out.push_str("Z\"");
     out.push_str(j.keys.get(rec, record_keys));
 }
@@ -395,7 +397,11 @@ mod tests {
             i64::MIN,
         ] {
             let mut out = String::new();
-            j.ts_ns(&mut out, ns);
+            j.ts_ns(
+                &mut out,
+                ns,
+                &nine_digits(ns.rem_euclid(1_000_000_000) as u32),
+            );
             assert_eq!(out, ns.to_string());
         }
     }

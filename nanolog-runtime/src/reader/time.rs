@@ -104,6 +104,27 @@ impl UtcWriter {
         out.push_str(&self.prefix);
         super::render::push_nine_digits(out, unix_ns.rem_euclid(1_000_000_000) as u32);
     }
+
+    /// As [`UtcWriter::write`], with the nanosecond digits already made
+    /// (`render::nine_digits` of `unix_ns`'s nanoseconds).
+    #[inline]
+    pub fn write_with(
+        &mut self,
+        out: &mut String,
+        unix_ns: i64,
+        sep: char,
+        nanos: &super::render::NineDigits,
+    ) {
+        let secs = unix_ns.div_euclid(1_000_000_000);
+        if self.sec != Some(secs) {
+            self.prefix.clear();
+            write_utc(&mut self.prefix, secs * 1_000_000_000, sep);
+            self.prefix.truncate(self.prefix.len() - 9);
+            self.sec = Some(secs);
+        }
+        out.push_str(&self.prefix);
+        out.push_str(nanos.as_str());
+    }
 }
 
 /// Appends `YYYY-MM-DD<sep>HH:MM:SS.nnnnnnnnn` (UTC) to `out`.
