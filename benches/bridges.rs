@@ -36,6 +36,24 @@ fn tracing_event(i: u64) {
     );
 }
 
+/// Times `call` in bursts that fit the ring, flushing between bursts
+/// outside the timing (as `log_call` does).
+fn bursts(iters: u64, logger: &nanolog::Logger, call: fn(u64)) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let n = BURST.min(iters - done);
+        let t = Instant::now();
+        for i in 0..n {
+            call(i);
+        }
+        total += t.elapsed();
+        done += n;
+        logger.flush().expect("flush");
+    }
+    total
+}
+
 fn bench(c: &mut Criterion) {
     let dir = std::env::temp_dir();
     let pid = std::process::id();
@@ -59,21 +77,7 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("bridges");
     g.bench_function("log_info_nanolog", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            let mut done = 0;
-            while done < iters {
-                let n = BURST.min(iters - done);
-                let t = Instant::now();
-                for i in 0..n {
-                    log_message(i);
-                }
-                total += t.elapsed();
-                done += n;
-                logger.flush().expect("flush");
-            }
-            total
-        })
+        b.iter_custom(|iters| bursts(iters, &logger, log_message))
     });
     g.bench_function("log_info_env_logger_file", |b| {
         b.iter(|| {
@@ -100,21 +104,7 @@ fn bench(c: &mut Criterion) {
     let nl = tracing_subscriber::registry().with(nanolog::tracing_layer());
     tracing::subscriber::with_default(nl, || {
         g.bench_function("tracing_info_nanolog", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut done = 0;
-                while done < iters {
-                    let n = BURST.min(iters - done);
-                    let t = Instant::now();
-                    for i in 0..n {
-                        tracing_event(i);
-                    }
-                    total += t.elapsed();
-                    done += n;
-                    logger.flush().expect("flush");
-                }
-                total
-            })
+            b.iter_custom(|iters| bursts(iters, &logger, tracing_event))
         });
     });
     let fmt_path = dir.join(format!("nanolog-bench-tracing-fmt-{pid}.log"));

@@ -94,15 +94,8 @@ impl UtcWriter {
     /// Appends `YYYY-MM-DD<sep>HH:MM:SS.nnnnnnnnn` (UTC) to `out`.
     #[inline]
     pub fn write(&mut self, out: &mut String, unix_ns: i64, sep: char) {
-        let secs = unix_ns.div_euclid(1_000_000_000);
-        if self.sec != Some(secs) {
-            self.prefix.clear();
-            write_utc(&mut self.prefix, secs * 1_000_000_000, sep);
-            self.prefix.truncate(self.prefix.len() - 9);
-            self.sec = Some(secs);
-        }
-        out.push_str(&self.prefix);
-        super::render::push_nine_digits(out, unix_ns.rem_euclid(1_000_000_000) as u32);
+        let nanos = super::render::nine_digits(unix_ns.rem_euclid(1_000_000_000) as u32);
+        self.write_with(out, unix_ns, sep, &nanos);
     }
 
     /// As [`UtcWriter::write`], with the nanosecond digits already made
