@@ -85,6 +85,12 @@ pub fn expand(
         }
     });
 
+    // The prepared arguments' types as a nested list, `(T0, (T1, ()))`, for
+    // the site's own compaction function.
+    let types = prep_idents
+        .iter()
+        .rev()
+        .fold(quote!(()), |rest, pi| quote!((#p::type_of(&#pi), #rest)));
     let body = quote! {
         #[allow(unused_imports)]
         use #p::{PrepRaw as _, PrepFmt as _};
@@ -95,7 +101,10 @@ pub fn expand(
                 #p::log(
                     __NL_SITE,
                     0 #(+ #p::encoded_len(&#prep_idents))*,
-                    || [#(#p::kind_of(&#prep_idents)),*],
+                    || (
+                        [#(#p::kind_of(&#prep_idents)),*],
+                        #p::compactor(&#types),
+                    ),
                     |__nl_dst| {
                         #(let __nl_dst = #p::encode(&#prep_idents, __nl_dst);)*
                         let _ = __nl_dst;

@@ -401,7 +401,11 @@ impl State {
                 let reg = self.sites[ix].as_deref();
                 let kinds = reg.map(|s| &s.kinds[..]).unwrap_or(&[]);
                 let at = out.len();
-                let ok = record::compact(kinds, rec.args, out).is_some();
+                let ok = match reg.and_then(|r| r.compact) {
+                    Some(compact) => compact(rec.args, out),
+                    None => record::compact(kinds, rec.args, out),
+                }
+                .is_some();
                 debug_assert!(ok, "ring record does not match its site's kinds");
                 if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
                     if ok && m.wants(reg.site.level) {

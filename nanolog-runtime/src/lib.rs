@@ -54,4 +54,5 @@ pub mod __private {
     };
     pub use crate::producer::log;
     pub use crate::site::Site;
+    pub use crate::wire::compact::{compactor, type_of};
 }

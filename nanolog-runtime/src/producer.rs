@@ -11,6 +11,7 @@ use crate::logger::{self, EPOCH};
 use crate::ring::{self, Producer, Ring, SlotWriter};
 use crate::shared::{OnFull, Shared};
 use crate::site::{ArgKind, Site};
+use crate::wire::compact::CompactFn;
 
 thread_local! {
     static PRODUCER: RefCell<Option<ThreadProducer>> = const { RefCell::new(None) };
@@ -33,12 +34,13 @@ const STOP_SPINS: u32 = if cfg!(loom) { 4 } else { 10_000 };
 /// Logs one record: the entry point of every macro expansion.
 ///
 /// `args_len` is the bytes the encoders write; `kinds` is called once per
-/// site, on its first call; `enc` writes the arguments.
+/// site, on its first call, for the argument kinds and the site's own
+/// compaction function; `enc` writes the arguments.
 #[inline(always)]
 pub fn log<const N: usize>(
     site: &'static Site,
     args_len: usize,
-    kinds: impl FnOnce() -> [ArgKind; N],
+    kinds: impl FnOnce() -> ([ArgKind; N], CompactFn),
     enc: impl for<'a> FnOnce(SlotWriter<'a>),
 ) {
     log_id(site.id(kinds), args_len, enc);
@@ -362,7 +364,7 @@ mod loom_tests {
     /// every call.)
     #[test]
     fn loom_stop_races_a_blocked_producer_and_a_flush() {
-        let id = SITE.id(|| []);
+        let id = SITE.id(|| ([], crate::wire::compact::compactor(&())));
         let _ = crate::clock::ticks_per_second();
         let dir = std::env::temp_dir();
         loom::model(move || {

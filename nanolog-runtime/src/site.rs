@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::filter;
 use crate::level::Level;
+use crate::wire::compact::CompactFn;
 
 /// One piece of a pre-parsed format string.
 #[derive(Debug, Clone, PartialEq)]
@@ -330,7 +331,10 @@ impl Site {
 
     /// The site's id, registering it on the first call.
     #[inline(always)]
-    pub(crate) fn id<const N: usize>(&'static self, kinds: impl FnOnce() -> [ArgKind; N]) -> u32 {
+    pub(crate) fn id<const N: usize>(
+        &'static self,
+        kinds: impl FnOnce() -> ([ArgKind; N], CompactFn),
+    ) -> u32 {
         // Acquire pairs with the Release store in `register`: a thread that sees
         // the id also sees the table entry, so the flusher, which synchronizes
         // with this thread through the ring, finds it.
@@ -338,7 +342,8 @@ impl Site {
         if id != 0 {
             return id;
         }
-        register(self, &kinds())
+        let (kinds, compact) = kinds();
+        register(self, &kinds, Some(compact))
     }
 
     /// The id of a site whose argument kinds are known only at run time (a
@@ -350,7 +355,7 @@ impl Site {
         if id != 0 {
             return id;
         }
-        register(self, kinds)
+        register(self, kinds, None)
     }
 }
 
@@ -359,6 +364,9 @@ impl Site {
 pub struct Registration {
     pub site: &'static Site,
     pub kinds: Box<[ArgKind]>,
+    /// The site's own compaction (macro sites), else the flusher interprets
+    /// `kinds` (bridge sites).
+    pub compact: Option<CompactFn>,
 }
 
 /// Site id -> descriptor; index 0 unused. Append-only for the life of the process.
@@ -366,7 +374,7 @@ static TABLE: Mutex<Vec<Option<Arc<Registration>>>> = Mutex::new(Vec::new());
 
 #[cold]
 #[inline(never)]
-fn register(site: &'static Site, kinds: &[ArgKind]) -> u32 {
+fn register(site: &'static Site, kinds: &[ArgKind], compact: Option<CompactFn>) -> u32 {
     let mut table = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
     let id = site.id.load(Ordering::Relaxed);
     if id != 0 {
@@ -378,6 +386,7 @@ fn register(site: &'static Site, kinds: &[ArgKind]) -> u32 {
     table.push(Some(Arc::new(Registration {
         site,
         kinds: kinds.into(),
+        compact,
     })));
     let id = (table.len() - 1) as u32;
     site.id.store(id, Ordering::Release);

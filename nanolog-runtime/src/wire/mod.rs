@@ -6,6 +6,7 @@
 //! so a reader can check it and skip past anything it does not understand or
 //! that is damaged.
 
+pub mod compact;
 pub mod dict;
 pub(crate) mod extent;
 pub(crate) mod frame;

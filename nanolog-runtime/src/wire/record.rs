@@ -117,7 +117,7 @@ fn bytes_needed(v: u128) -> usize {
 
 /// Appends one nibble-coded value and returns its code.
 #[inline(always)]
-fn put_nibbled(out: &mut Vec<u8>, kind: ArgKind, raw: &[u8]) -> u8 {
+pub(crate) fn put_nibbled(out: &mut Vec<u8>, kind: ArgKind, raw: &[u8]) -> u8 {
     // `raw` is the LE value in the ring at its natural width.
     let mut b = [0u8; 16];
     b[..raw.len()].copy_from_slice(raw);
