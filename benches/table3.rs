@@ -1,0 +1,182 @@
+//! The NanoLog paper's Table 3 messages under the protocol of issue #9, for
+//! comparison with the authors' C++ NanoLog measured on this machine type:
+//!
+//! - latency: 1,000,000 calls after 4,194,304 warm-up calls (every ring page
+//!   touched), each timed with the TSC, a 100 ns busy-wait between calls,
+//!   the median empty TSC pair subtracted, nearest-rank percentiles;
+//! - throughput: 100M calls (static) or 20M (others) from one thread as fast
+//!   as possible, from the first call until `flush()` returns, default 1 MiB
+//!   ring; the record count checked by reading the file back; bytes/record.
+//!
+//! Throughput is the median of `NANOLOG_T3_RUNS` runs (default 3).
+//! `cargo bench --bench table3` (`NANOLOG_T3_SCALE=10` divides the counts).
+
+use std::time::Instant;
+
+use nanolog::reader::LogFile;
+use nanolog::Logger;
+
+fn tsc() -> u64 {
+    nanolog_runtime::clock::now()
+}
+
+type Op = fn();
+
+/// The six messages, with the argument types the issue fixes (`%d` i32,
+/// `%lu` u64, `%u` u32, `%0.6lf` `{:.6}`).
+fn ops() -> [(&'static str, Op, u64); 6] {
+    [
+        (
+            "staticString",
+            || nanolog::info!("Starting backup replica garbage collector thread"),
+            100_000_000,
+        ),
+        (
+            "stringConcat",
+            || {
+                nanolog::info!(
+                    "Opened session with coordinator at {}",
+                    "basic+udp:host=192.168.1.140,port=12246"
+                )
+            },
+            20_000_000,
+        ),
+        (
+            "singleInteger",
+            || nanolog::info!("Backup storage speeds (min): {} MB/s read", 181i32),
+            20_000_000,
+        ),
+        (
+            "twoIntegers",
+            || {
+                nanolog::info!(
+                    "buffer has consumed {} bytes of extra storage, current allocation: {} bytes",
+                    1032024u64,
+                    1016544u64
+                )
+            },
+            20_000_000,
+        ),
+        (
+            "singleDouble",
+            || {
+                nanolog::info!(
+                    "Using tombstone ratio balancer with ratio = {:.6}",
+                    0.400000f64
+                )
+            },
+            20_000_000,
+        ),
+        (
+            "complexFormat",
+            || {
+                nanolog::info!(
+                "Initialized InfUdDriver buffers: {} receive buffers ({} MB), {} transmit buffers ({} MB), took {:.1} ms",
+                50000u64,
+                97u32,
+                50u32,
+                0u32,
+                26.2f64
+            )
+            },
+            20_000_000,
+        ),
+    ]
+}
+
+fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let scale: u64 = std::env::var("NANOLOG_T3_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let runs: usize = std::env::var("NANOLOG_T3_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let dir = std::env::temp_dir();
+    let hz = nanolog_runtime::clock::ticks_per_second();
+    let ns = |ticks: u64| ticks as f64 * 1e9 / hz;
+    let wait = (100e-9 * hz) as u64;
+    let mut empty: Vec<u64> = (0..1_000_000)
+        .map(|_| {
+            let t0 = tsc();
+            let t1 = tsc();
+            t1 - t0
+        })
+        .collect();
+    empty.sort_unstable();
+    let overhead = nearest_rank(&empty, 50.0);
+    println!(
+        "machine: {} cores, TSC {:.3} GHz, empty TSC pair {:.1} ns (subtracted); runs {runs}, scale 1/{scale}",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        hz / 1e9,
+        ns(overhead)
+    );
+    println!(
+        "{:<14} {:>6} {:>6} {:>7}   {:>9} {:>9}",
+        "message", "p50", "p99", "p99.9", "M msg/s", "B/rec"
+    );
+    for (name, op, count) in ops() {
+        let path = dir.join(format!("nanolog-table3-{name}-{}.nlog", std::process::id()));
+
+        // Latency.
+        let logger = Logger::builder().path(&path).start().expect("start");
+        for _ in 0..4_194_304 / scale {
+            op();
+        }
+        logger.flush().expect("flush");
+        let samples = (1_000_000 / scale) as usize;
+        let mut lat = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            let t0 = tsc();
+            op();
+            let t1 = tsc();
+            lat.push((t1 - t0).saturating_sub(overhead));
+            while tsc() - t1 < wait {
+                std::hint::spin_loop();
+            }
+        }
+        drop(logger);
+        lat.sort_unstable();
+
+        // Throughput, median of `runs`.
+        let n = count / scale;
+        let mut rates = Vec::new();
+        let mut bytes = 0;
+        for _ in 0..runs {
+            let logger = Logger::builder().path(&path).start().expect("start");
+            let t = Instant::now();
+            for _ in 0..n {
+                op();
+            }
+            logger.flush().expect("flush");
+            rates.push(n as f64 / t.elapsed().as_secs_f64() / 1e6);
+            drop(logger);
+            bytes = std::fs::metadata(&path).expect("log").len();
+        }
+        let file = LogFile::open(&path).expect("read back");
+        let read = file.records().filter(Result::is_ok).count() as u64;
+        assert_eq!(read, n, "{name}: {read} records read back, {n} logged");
+        println!(
+            "{name:<14} {:>6.0} {:>6.0} {:>7.0}   {:>9.1} {:>9.2}",
+            ns(nearest_rank(&lat, 50.0)),
+            ns(nearest_rank(&lat, 99.0)),
+            ns(nearest_rank(&lat, 99.9)),
+            median(rates),
+            bytes as f64 / n as f64
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+}
