@@ -121,16 +121,21 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             );
             for (i, site) in log.sites().enumerate() {
                 let kinds: Vec<String> = site.kinds.iter().map(|k| json(k.name())).collect();
+                let names: Vec<String> = (0..site.kinds.len())
+                    .map(|i| site.name(i).map_or_else(|| "null".into(), json))
+                    .collect();
                 let _ = write!(
                     s,
-                    "{}{{\"id\":{},\"level\":\"{}\",\"file\":{},\"line\":{},\"fmt\":{},\"args\":[{}],\"records\":{}}}",
+                    "{}{{\"id\":{},\"level\":\"{}\",\"file\":{},\"line\":{},\"target\":{},\"fmt\":{},\"args\":[{}],\"names\":[{}],\"records\":{}}}",
                     if i > 0 { "," } else { "" },
                     site.id,
                     site.level.as_str(),
                     json(&site.file),
                     site.line,
+                    json(&site.target),
                     json(&site.format),
                     kinds.join(","),
+                    names.join(","),
                     per_site.get(&site.id).copied().unwrap_or(0)
                 );
             }

@@ -151,5 +151,21 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
     assert!(lines.iter().all(|&l| l > 20), "{lines:?}");
     assert_eq!(json[1]["level"], "INFO");
     assert_eq!(json[2]["level"], "DEBUG");
+
+    // `info --format json` lists each site's target and argument names.
+    let out = Command::new(BIN)
+        .args(["info", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let info: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let denied = info["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["fmt"] == "{} code={code}")
+        .expect("the tracing site");
+    assert_eq!(denied["target"], "audit");
+    assert_eq!(denied["names"], json!([null, "code"]));
     let _ = std::fs::remove_file(&path);
 }
