@@ -37,8 +37,8 @@
 //!
 //! - `max_level_off`, `max_level_error`, ..., `max_level_trace`: compile-time cap.
 //! - `release_max_level_*`: the same, for builds without `debug_assertions`.
-//! - `log`: [`capture_log`], records of the `log` crate into nanolog.
-//! - `tracing`: [`tracing_layer`], `tracing` events into nanolog.
+//! - `log`: `capture_log()`, records of the `log` crate into nanolog.
+//! - `tracing`: `tracing_layer()`, `tracing` events into nanolog.
 
 #![deny(missing_docs)]
 

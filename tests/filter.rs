@@ -3,6 +3,8 @@
 //!
 //! One logger runs per process, so these tests take turns.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
@@ -85,7 +87,7 @@ fn directives_pick_the_longest_matching_target_prefix() {
             "filter::db::pool pool error a",
         ]
     );
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -104,7 +106,7 @@ fn without_a_bare_level_the_builder_level_is_the_default() {
         records(&path),
         ["filter top warn b", "filter::quiet quiet error b"]
     );
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -157,7 +159,7 @@ fn set_filter_and_set_level_change_sites_already_called() {
             "filter after set_level 3",
         ]
     );
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -187,7 +189,7 @@ fn a_stopped_logger_disables_every_site_and_the_next_one_decides_again() {
         records(&path),
         ["audit audit info c", "audit audit debug c"]
     );
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -204,7 +206,7 @@ fn named_arguments_and_captures_keep_their_names() {
     let site = rec.site();
     let names: Vec<_> = (0..3).map(|i| site.name(i)).collect();
     assert_eq!(names, [None, Some("name"), Some("pct")]);
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 /// Run by `rust_log_is_used_and_its_invalid_directives_skipped` in a child
@@ -256,5 +258,5 @@ fn rust_log_is_used_and_its_invalid_directives_skipped() {
             "filter::quiet quiet error env"
         ]
     );
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }

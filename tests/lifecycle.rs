@@ -3,6 +3,8 @@
 //!
 //! One logger runs per process, so these tests take turns.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -48,7 +50,7 @@ fn second_logger_is_refused_and_restart_after_drop_works() {
     nanolog::info!("second {}", 2);
     drop(second);
     assert_eq!(messages(&path), ["second 2"]);
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -85,7 +87,7 @@ fn logging_without_a_logger_is_silent_and_does_not_evaluate_arguments() {
     // After the logger is gone: silent again, arguments not evaluated.
     nanolog::error!("after stop {}", arg());
     assert_eq!(calls.load(Ordering::Relaxed), 2);
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -127,7 +129,7 @@ fn drop_mode_counts_what_it_drops_and_the_log_reports_the_gaps() {
         gap_total, stats.dropped,
         "every dropped record is reported in the log"
     );
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -149,7 +151,7 @@ fn record_larger_than_the_ring_is_dropped_counted_and_reported() {
     drop(logger);
     assert_eq!((stats.dropped, stats.oversize, stats.logged), (1, 1, 2));
     assert_eq!(messages(&path), ["before", "<gap 1>", "after 1"]);
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -173,7 +175,7 @@ fn panicking_display_is_logged_as_a_marker() {
         messages(&path),
         ["value: <Display panicked> then 7", "still logging"]
     );
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -216,7 +218,7 @@ fn thread_names_reach_the_log() {
     assert_eq!(names[1], ("from custom name".into(), Some("custom".into())));
     // A rename applies to the thread as a whole in the file's dictionary.
     assert_eq!(names[3], ("after rename".into(), Some("renamed".into())));
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -289,4 +291,51 @@ fn unwritable_path_is_a_clear_error() {
     let ok = Logger::builder().path(temp("after-error")).start().unwrap();
     drop(ok);
     let _ = std::fs::remove_file(temp("after-error"));
+}
+
+/// The files of `dir` whose names start with `prefix` and end in `Z.nlog`
+/// (an earlier run's file, kept by a later start), sorted by name.
+fn kept(dir: &std::path::Path, prefix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with(prefix) && n.ends_with("Z.nlog")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_new_run_keeps_the_previous_runs_file() {
+    let _s = serial();
+    let dir = std::env::temp_dir().join(format!("nanolog-keep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("app.nlog");
+    for run in ["first", "second", "third"] {
+        let logger = Logger::builder().path(&path).start().unwrap();
+        nanolog::info!("run {}", run);
+        drop(logger);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert_eq!(messages(&path), ["run third"]);
+    let earlier = kept(&dir, "app.");
+    assert_eq!(earlier.len(), 2, "{earlier:?}");
+    // Named by their start times, so the names sort in run order.
+    assert_eq!(messages(&earlier[0]), ["run first"]);
+    assert_eq!(messages(&earlier[1]), ["run second"]);
+
+    // A file that is not a log is kept too (named by its modification time).
+    std::fs::write(&path, b"not a log").unwrap();
+    let logger = Logger::builder().path(&path).start().unwrap();
+    drop(logger);
+    let all = kept(&dir, "app.");
+    assert_eq!(all.len(), 3);
+    assert!(all
+        .iter()
+        .any(|p| std::fs::read(p).unwrap() == b"not a log"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

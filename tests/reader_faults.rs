@@ -2,6 +2,8 @@
 //! (no SIGBUS, nothing decoded from the lost bytes), or replaced by another
 //! run at the same path (never read with the old run's dictionary).
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -63,7 +65,7 @@ fn a_file_cut_back_while_mapped_is_reported_not_fatal() {
     assert!(seen.len() < 300_000);
     // The records before the cut are there, in order.
     assert!(seen.iter().copied().eq(0..seen.len() as u32));
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 #[test]
@@ -79,5 +81,5 @@ fn refresh_reports_a_new_run_at_the_same_path() {
     let again = LogFile::open(&path).unwrap();
     let first = again.records().next().unwrap().unwrap().message();
     assert_eq!(first, "SECOND RUN record 0 of 100000");
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }

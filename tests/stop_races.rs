@@ -4,6 +4,8 @@
 //!
 //! One logger runs per process, so these tests take turns.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -76,7 +78,7 @@ fn start_during_a_drop_waits_for_it() {
             "round {round}: the file holds exactly the second run"
         );
     }
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 /// `set_level` racing a drop never turns logging back on with no logger.
@@ -107,7 +109,7 @@ fn set_level_racing_a_drop_does_not_reenable_logging() {
         0,
         "arguments were evaluated with no logger running"
     );
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }
 
 /// A flusher blocked for good in a write (a FIFO nobody reads) does not
@@ -117,7 +119,7 @@ fn set_level_racing_a_drop_does_not_reenable_logging() {
 fn drop_with_a_stuck_flusher_returns() {
     let _s = serial();
     let path = temp("fifo");
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -147,5 +149,5 @@ fn drop_with_a_stuck_flusher_returns() {
     assert!(joined.elapsed() < Duration::from_secs(30));
     // SAFETY: closes the descriptor opened above.
     unsafe { libc::close(rd) };
-    let _ = std::fs::remove_file(&path);
+    common::remove_with_kept(&path);
 }

@@ -43,7 +43,7 @@ pub use logger::{flush, sync, Builder, Logger};
 pub use producer::set_thread_name;
 pub use shared::{OnFull, Stats};
 pub use site::{Align, ArgKind, Count, Piece, Spec, Ty};
-pub use writer::rotated_path;
+pub use writer::{finished_path, rotated_path};
 
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]

@@ -50,7 +50,11 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// The log file (default `nanolog.nlog`). It is created or truncated.
+    /// The log file (default `nanolog.nlog`). A run never destroys an
+    /// earlier one: a non-empty file already at the path (a previous run's)
+    /// is first renamed beside it to `stem.<UTC start time>Z.ext`
+    /// ([`crate::finished_path`], from the time its header records), so
+    /// `nanolog decode app.nlog app.*Z.nlog` reads every run in time order.
     pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
         self.path = path.into();
         self

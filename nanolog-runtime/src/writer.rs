@@ -37,6 +37,69 @@ pub fn rotated_path(base: &Path, index: u32) -> PathBuf {
     base.with_file_name(name)
 }
 
+/// The name an earlier run's file at `base` is kept under when a new run
+/// starts there: `app.20261123T153100.123456789Z.nlog`, from the UTC time
+/// its own header records, so finished files sort in time order.
+pub fn finished_path(base: &Path, start_unix_ns: i64) -> PathBuf {
+    let mut t = String::new();
+    crate::reader::time::write_utc(&mut t, start_unix_ns, 'T');
+    let stamp: String = t.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match base.extension() {
+        Some(ext) => format!("{stem}.{stamp}Z.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{stamp}Z"),
+    };
+    base.with_file_name(name)
+}
+
+/// Moves an earlier run's non-empty file at `path` aside (see
+/// [`finished_path`]), so a new run never destroys it. Its start time comes
+/// from its header, or from its modification time if it has none.
+fn keep_previous(path: &Path) -> Result<(), Error> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(());
+    }
+    let mut head = [0u8; wire::HEADER_LEN];
+    let from_header = File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .ok()
+        .and_then(|()| Header::decode(&head).ok())
+        .map(|h| h.base_unix_ns);
+    let start = from_header.unwrap_or_else(|| {
+        meta.modified()
+            .ok()
+            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i64)
+    });
+    let mut target = finished_path(path, start);
+    let mut n = 1;
+    while target.exists() {
+        // Two runs that started in the same nanosecond (or a copy): a suffix.
+        target = finished_path(path, start).with_extension(format!(
+            "{n}.{}",
+            path.extension()
+                .map_or(String::new(), |e| e.to_string_lossy().into_owned())
+        ));
+        n += 1;
+    }
+    std::fs::rename(path, &target).map_err(|source| Error::Open {
+        path: path.to_path_buf(),
+        source: io::Error::new(
+            source.kind(),
+            format!(
+                "cannot keep the previous log as {}: {source}",
+                target.display()
+            ),
+        ),
+    })
+}
+
 fn open(path: &Path) -> Result<(File, u64), Error> {
     let open_err = |source| Error::Open {
         path: path.to_path_buf(),
@@ -57,6 +120,7 @@ fn open(path: &Path) -> Result<(File, u64), Error> {
 
 impl Writer {
     pub(crate) fn create(path: &Path, rotate_bytes: Option<u64>) -> Result<Writer, Error> {
+        keep_previous(path)?;
         let (file, len) = open(path)?;
         Ok(Writer {
             base: path.to_path_buf(),
@@ -99,6 +163,7 @@ impl Writer {
             .unwrap_or_default();
         // Open the next file first: if that fails, this file carries on
         // unchanged (and rotation is tried again after the next write).
+        keep_previous(&next)?;
         let (file, len) = open(&next)?;
         put_entry(&mut out, tag::ROTATE, |b| wire::put_str(b, &name));
         self.close_entries(&mut out);
