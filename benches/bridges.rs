@@ -8,15 +8,16 @@
 //! a service); nanolog formats the message on the calling thread (the
 //! bridges' slow path) and copies it into the ring.
 
+mod common;
+
 use std::fs::File;
 use std::io::BufWriter;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::bursts;
 use criterion::{criterion_group, criterion_main, Criterion};
 use tracing_subscriber::layer::SubscriberExt;
-
-const BURST: u64 = 16_384;
 
 fn log_message(i: u64) {
     log::info!(
@@ -34,24 +35,6 @@ fn tracing_event(i: u64) {
         peer = "10.0.0.7:9000",
         "request served"
     );
-}
-
-/// Times `call` in bursts that fit the ring, flushing between bursts
-/// outside the timing (as `log_call` does).
-fn bursts(iters: u64, logger: &nanolog::Logger, call: fn(u64)) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut done = 0;
-    while done < iters {
-        let n = BURST.min(iters - done);
-        let t = Instant::now();
-        for i in 0..n {
-            call(i);
-        }
-        total += t.elapsed();
-        done += n;
-        logger.flush().expect("flush");
-    }
-    total
 }
 
 fn bench(c: &mut Criterion) {

@@ -6,27 +6,12 @@
 //! bursts, outside the timing, so the flusher's speed does not leak in
 //! (`throughput` measures that).
 
-use std::time::{Duration, Instant};
+mod common;
 
+use std::time::Duration;
+
+use common::bursts;
 use criterion::{criterion_group, criterion_main, Criterion};
-
-const BURST: u64 = 16_384;
-
-fn bursts(iters: u64, logger: &nanolog::Logger, mut call: impl FnMut(u64)) -> Duration {
-    let mut total = Duration::ZERO;
-    let mut done = 0;
-    while done < iters {
-        let n = BURST.min(iters - done);
-        let t = Instant::now();
-        for i in 0..n {
-            call(i);
-        }
-        total += t.elapsed();
-        done += n;
-        logger.flush().expect("flush");
-    }
-    total
-}
 
 /// Twenty directives: this bench's module stays at `info`.
 const TWENTY: &str = "info,hyper=off,h2=warn,tokio=warn,tower=info,sqlx=warn,rustls=off,\

@@ -11,14 +11,13 @@
 //! Throughput is the median of `NANOLOG_T3_RUNS` runs (default 3).
 //! `cargo bench --bench table3` (`NANOLOG_T3_SCALE=10` divides the counts).
 
+mod common;
+
 use std::time::Instant;
 
+use common::{empty_tsc_pair, nearest_rank, tsc};
 use nanolog::reader::LogFile;
 use nanolog::Logger;
-
-fn tsc() -> u64 {
-    nanolog_runtime::clock::now()
-}
 
 type Op = fn();
 
@@ -84,11 +83,6 @@ fn ops() -> [(&'static str, Op, u64); 6] {
     ]
 }
 
-fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -109,15 +103,7 @@ fn main() {
     let hz = nanolog_runtime::clock::ticks_per_second();
     let ns = |ticks: u64| ticks as f64 * 1e9 / hz;
     let wait = (100e-9 * hz) as u64;
-    let mut empty: Vec<u64> = (0..1_000_000)
-        .map(|_| {
-            let t0 = tsc();
-            let t1 = tsc();
-            t1 - t0
-        })
-        .collect();
-    empty.sort_unstable();
-    let overhead = nearest_rank(&empty, 50.0);
+    let overhead = empty_tsc_pair(1_000_000);
     println!(
         "machine: {} cores, TSC {:.3} GHz, empty TSC pair {:.1} ns (subtracted); runs {runs}, scale 1/{scale}",
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),

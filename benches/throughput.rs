@@ -8,17 +8,12 @@
 //!
 //! `cargo bench --bench throughput` (set `NANOLOG_BENCH_N` to change 10M).
 
+mod common;
+
 use std::time::Instant;
 
+use common::{empty_tsc_pair, nearest_rank, tsc};
 use nanolog::Logger;
-
-fn tsc() -> u64 {
-    nanolog_runtime::clock::now()
-}
-
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    sorted[((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize - 1]
-}
 
 /// Per-call ticks of `call`, in bursts that fit the ring.
 fn latencies(logger: &Logger, samples: usize, mut call: impl FnMut(u64)) -> Vec<u64> {
@@ -47,16 +42,7 @@ fn main() {
     let hz = nanolog_runtime::clock::ticks_per_second();
     let ns = |ticks: u64| ticks as f64 * 1e9 / hz;
 
-    // Timing overhead: two back-to-back TSC reads.
-    let mut empty: Vec<u64> = (0..200_000)
-        .map(|_| {
-            let t0 = tsc();
-            let t1 = tsc();
-            t1 - t0
-        })
-        .collect();
-    empty.sort_unstable();
-    let overhead = percentile(&empty, 50.0);
+    let overhead = empty_tsc_pair(200_000);
 
     let path = dir.join("nanolog-bench-latency.nlog");
     let logger = Logger::builder().path(&path).start().unwrap();
@@ -82,7 +68,7 @@ fn main() {
         ns(overhead)
     );
     for (name, v) in [("static message", &stat), ("one integer", &int)] {
-        let adj = |p: f64| ns(percentile(v, p).saturating_sub(overhead));
+        let adj = |p: f64| ns(nearest_rank(v, p).saturating_sub(overhead));
         println!("latency  {name:<16} median {:6.1} ns   p90 {:6.1} ns   p99 {:6.1} ns   p99.9 {:7.1} ns", adj(50.0), adj(90.0), adj(99.0), adj(99.9));
     }
 

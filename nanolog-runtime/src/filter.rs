@@ -16,7 +16,7 @@ use crate::site::Site;
 
 /// What a logger was configured with; compiled into a [`Filter`].
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Spec {
+pub(crate) struct Config {
     /// The default level, applied before the directives (a bare level among
     /// them overrides it).
     pub(crate) default: Option<Level>,
@@ -27,7 +27,7 @@ pub(crate) struct Spec {
     pub(crate) level: Option<Level>,
 }
 
-impl Spec {
+impl Config {
     fn compile(&self) -> Result<Filter, String> {
         check_directives(&self.directives)?;
         let mut b = env_filter::Builder::new();
@@ -39,14 +39,14 @@ impl Spec {
             b.filter_level(l.to_log().to_level_filter());
         }
         Ok(Filter {
-            spec: self.clone(),
+            config: self.clone(),
             inner: b.build(),
         })
     }
 }
 
-/// Directives that parse, each alone, and are supported here. A message
-/// filter (`/regex`) is not: calls are decided before their message exists.
+/// Refuses what `env_filter` parses but nanolog cannot honour: a message
+/// filter (`/regex`), since calls are decided before their message exists.
 fn check_directives(s: &str) -> Result<(), String> {
     if s.contains('/') {
         return Err(format!(
@@ -62,8 +62,11 @@ pub(crate) fn lossy_directives(var: &str, value: &str) -> (String, Option<String
     let mut good = Vec::new();
     let mut bad = Vec::new();
     for d in value.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let ok = check_directives(d).is_ok() && env_filter::Builder::new().try_parse(d).is_ok();
-        if ok {
+        let alone = Config {
+            directives: d.to_owned(),
+            ..Config::default()
+        };
+        if alone.compile().is_ok() {
             good.push(d);
         } else {
             bad.push(format!("`{d}`"));
@@ -82,14 +85,15 @@ pub(crate) fn lossy_directives(var: &str, value: &str) -> (String, Option<String
 /// Compiled directives.
 #[derive(Debug)]
 pub(crate) struct Filter {
-    spec: Spec,
+    config: Config,
     inner: env_filter::Filter,
 }
 
 impl Filter {
-    /// Compiles `spec`; an invalid directive is an `Error::Config`.
-    pub(crate) fn new(spec: Spec) -> Result<Filter, Error> {
-        spec.compile()
+    /// Compiles `config`; an invalid directive is an `Error::Config`.
+    pub(crate) fn new(config: Config) -> Result<Filter, Error> {
+        config
+            .compile()
             .map_err(|e| Error::Config(format!("invalid filter directives: {e}")))
     }
 
@@ -202,18 +206,18 @@ pub(crate) fn sync_log_max_level() {
 /// Fails, changing nothing, if a directive is invalid.
 pub fn set_filter(directives: &str) -> Result<(), Error> {
     let mut st = lock();
-    let spec = match &st.filter {
-        Some(f) => Spec {
-            default: f.spec.level.or(f.spec.default),
+    let config = match &st.filter {
+        Some(f) => Config {
+            default: f.config.level.or(f.config.default),
             directives: directives.to_owned(),
             level: None,
         },
-        None => Spec {
+        None => Config {
             directives: directives.to_owned(),
-            ..Spec::default()
+            ..Config::default()
         },
     };
-    let filter = Filter::new(spec)?;
+    let filter = Filter::new(config)?;
     if st.filter.is_some() {
         apply(&mut st, Some(filter));
     }
@@ -226,12 +230,12 @@ pub fn set_filter(directives: &str) -> Result<(), Error> {
 pub fn set_level(level: Level) {
     let mut st = lock();
     let Some(f) = &st.filter else { return };
-    let spec = Spec {
+    let config = Config {
         level: Some(level),
-        ..f.spec.clone()
+        ..f.config.clone()
     };
     // The directives compiled before; only the default level changed.
-    if let Ok(filter) = Filter::new(spec) {
+    if let Ok(filter) = Filter::new(config) {
         apply(&mut st, Some(filter));
     }
 }
@@ -241,7 +245,7 @@ mod tests {
     use super::*;
 
     fn filter(default: Option<Level>, d: &str) -> Filter {
-        Filter::new(Spec {
+        Filter::new(Config {
             default,
             directives: d.into(),
             level: None,
@@ -277,9 +281,9 @@ mod tests {
     #[test]
     fn invalid_directives_are_errors_and_lossy_skips_them() {
         for bad in ["app=loud", "a=b=c", "info/foo"] {
-            let e = Filter::new(Spec {
+            let e = Filter::new(Config {
                 directives: bad.into(),
-                ..Spec::default()
+                ..Config::default()
             });
             assert!(matches!(e, Err(Error::Config(_))), "{bad} accepted");
         }

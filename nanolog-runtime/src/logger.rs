@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::filter::{self, Filter, Spec};
+use crate::filter::{self, Filter};
 use crate::level::Level;
 use crate::mirror::{self, Mirror};
 use crate::producer::report_own_drops;
@@ -121,12 +121,12 @@ impl Builder {
             if let Some(w) = warning {
                 let _ = writeln_stderr(&w);
             }
-            return Filter::new(Spec {
+            return Filter::new(filter::Config {
                 directives,
-                ..Spec::default()
+                ..filter::Config::default()
             });
         }
-        Filter::new(Spec {
+        Filter::new(filter::Config {
             default: Some(self.level),
             directives: self.filter.clone().unwrap_or_default(),
             level: None,

@@ -11,7 +11,7 @@
 
 use std::io::Write;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -168,13 +168,10 @@ impl Mirror {
         }
         let chunk = std::mem::take(&mut self.chunk);
         let lines = std::mem::take(&mut self.lines);
-        let sent = match &self.tx {
-            Some(tx) => match tx.try_send((chunk, lines)) {
-                Ok(()) => true,
-                Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
-            },
-            None => false,
-        };
+        let sent = self
+            .tx
+            .as_ref()
+            .is_some_and(|tx| tx.try_send((chunk, lines)).is_ok());
         if !sent {
             self.shared
                 .counters
@@ -188,9 +185,7 @@ impl Mirror {
     pub(crate) fn finish(&mut self) {
         self.end_batch();
         self.tx = None;
-        match self.done.recv_timeout(FINISH_WAIT) {
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => {}
-            Err(RecvTimeoutError::Timeout) => {}
-        }
+        // Done, gone, or still stuck after the wait: either way the logger stops.
+        let _ = self.done.recv_timeout(FINISH_WAIT);
     }
 }

@@ -434,91 +434,62 @@ mod loom_tests {
     use super::*;
     use std::sync::Arc;
 
-    /// Push/pop/wrap: a producer writes records of varying sizes into a ring
-    /// small enough to wrap and fill; the consumer sees each once, intact and
-    /// in order, under every interleaving loom explores.
+    /// A producer thread writes records of `sizes` into a 64-byte ring (record
+    /// `i`: site `i + 1`, tick `100 + i`, argument bytes all `i`); the
+    /// consumer must see each once, intact and in order.
+    fn produce_and_check(sizes: &'static [usize]) {
+        let ring = Arc::new(Ring::new(64, 1, String::new()));
+        let mut prod = Producer::new(Arc::clone(&ring));
+        let mut cons = Consumer::new(Arc::clone(&ring));
+        let t = loom::thread::spawn(move || {
+            for (i, &len) in sizes.iter().enumerate() {
+                while !prod.try_reserve(len) {
+                    loom::thread::yield_now();
+                }
+                let fill = [i as u8; 64];
+                prod.commit_record(i as u32 + 1, 100 + i as u64, |c| {
+                    let _ = c.put(&fill[..len - HEADER]);
+                });
+            }
+        });
+        let mut seen = 0;
+        while seen < sizes.len() {
+            let tail = cons.available();
+            match cons.peek(tail) {
+                Some(r) => {
+                    assert_eq!(r.site, seen as u32 + 1);
+                    assert_eq!(r.tick, 100 + seen as u64);
+                    assert_eq!(r.len(), sizes[seen]);
+                    assert!(
+                        r.args.iter().all(|&b| b == seen as u8),
+                        "argument bytes intact"
+                    );
+                    let len = r.len();
+                    cons.advance(len);
+                    cons.release();
+                    seen += 1;
+                }
+                None => loom::thread::yield_now(),
+            }
+        }
+        t.join().unwrap();
+    }
+
+    /// Push/pop/wrap: records of varying sizes into a ring small enough to
+    /// wrap and fill, under every interleaving loom explores.
     #[test]
     fn loom_push_pop_wrap() {
-        loom::model(|| {
-            let ring = Arc::new(Ring::new(64, 1, String::new()));
-            let mut prod = Producer::new(Arc::clone(&ring));
-            let mut cons = Consumer::new(Arc::clone(&ring));
-            let sizes = [24usize, 32, 16, 40];
-            let t = loom::thread::spawn(move || {
-                for (i, &len) in sizes.iter().enumerate() {
-                    while !prod.try_reserve(len) {
-                        loom::thread::yield_now();
-                    }
-                    let fill = [i as u8; 64];
-                    prod.commit_record(i as u32 + 1, 100 + i as u64, |c| {
-                        let _ = c.put(&fill[..len - HEADER]);
-                    });
-                }
-            });
-            let mut seen = 0;
-            while seen < sizes.len() {
-                let tail = cons.available();
-                match cons.peek(tail) {
-                    Some(r) => {
-                        assert_eq!(r.site, seen as u32 + 1);
-                        assert_eq!(r.tick, 100 + seen as u64);
-                        assert_eq!(r.len(), sizes[seen]);
-                        assert!(
-                            r.args.iter().all(|&b| b == seen as u8),
-                            "argument bytes intact"
-                        );
-                        let len = r.len();
-                        cons.advance(len);
-                        cons.release();
-                        seen += 1;
-                    }
-                    None => loom::thread::yield_now(),
-                }
-            }
-            t.join().unwrap();
-        });
+        loom::model(|| produce_and_check(&[24, 32, 16, 40]));
     }
 
     /// A second lap that wraps: its PAD word lands on bytes the consumer
     /// read in the first lap, so the producer's reload of `head` before
     /// writing it must see those reads finished (Acquire on the wrap path).
+    /// Lap 1 fills 64 bytes; lap 2 puts 16 + 24 at 0..40, then a 32-byte
+    /// record does not fit at 40: PAD at 40, record at 0.
     #[test]
     fn loom_wrap_over_bytes_read_in_the_first_lap() {
-        loom::model(|| {
-            let ring = Arc::new(Ring::new(64, 1, String::new()));
-            let mut prod = Producer::new(Arc::clone(&ring));
-            let mut cons = Consumer::new(Arc::clone(&ring));
-            // Lap 1 fills 64 bytes; lap 2 puts 16 + 24 at 0..40, then a
-            // 32-byte record does not fit at 40: PAD at 40, record at 0.
-            let sizes = [24usize, 24, 16, 16, 24, 32];
-            let t = loom::thread::spawn(move || {
-                for (i, &len) in sizes.iter().enumerate() {
-                    while !prod.try_reserve(len) {
-                        loom::thread::yield_now();
-                    }
-                    let fill = [i as u8; 64];
-                    prod.commit_record(i as u32 + 1, i as u64, |c| {
-                        let _ = c.put(&fill[..len - HEADER]);
-                    });
-                }
-            });
-            let mut seen = 0;
-            while seen < sizes.len() {
-                let tail = cons.available();
-                match cons.peek(tail) {
-                    Some(r) => {
-                        assert_eq!(r.site, seen as u32 + 1);
-                        assert!(r.args.iter().all(|&b| b == seen as u8));
-                        let len = r.len();
-                        cons.advance(len);
-                        cons.release();
-                        seen += 1;
-                    }
-                    None => loom::thread::yield_now(),
-                }
-            }
-            t.join().unwrap();
-        });
+        loom::model(|| produce_and_check(&[24, 24, 16, 16, 24, 32]));
     }
 
     /// The thread-exit handshake: the producer commits its last records and

@@ -105,6 +105,20 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// A plain `{}` placeholder of argument `arg`, used once.
+    pub const fn display(arg: u16) -> Spec {
+        Spec {
+            arg,
+            use_ix: 0,
+            fill: ' ',
+            align: Align::Unknown,
+            flags: 0,
+            width: Count::Implied,
+            precision: Count::Implied,
+            ty: Ty::Display,
+        }
+    }
+
     /// `+`: always print the sign.
     pub const FLAG_PLUS: u8 = 1;
     /// `-` (accepted, unused, as in `std::fmt`).

@@ -41,6 +41,11 @@ pub fn rotated_path(base: &Path, index: u32) -> PathBuf {
 /// starts there: `app.20261123T153100.123456789Z.nlog`, from the UTC time
 /// its own header records, so finished files sort in time order.
 pub fn finished_path(base: &Path, start_unix_ns: i64) -> PathBuf {
+    finished_path_n(base, start_unix_ns, 0)
+}
+
+/// [`finished_path`] with a suffix `n` (`...Z.n.nlog`) when `n > 0`.
+fn finished_path_n(base: &Path, start_unix_ns: i64, n: u32) -> PathBuf {
     let mut t = String::new();
     crate::reader::time::write_utc(&mut t, start_unix_ns, 'T');
     let stamp: String = t.chars().filter(|c| !matches!(c, '-' | ':')).collect();
@@ -48,9 +53,14 @@ pub fn finished_path(base: &Path, start_unix_ns: i64) -> PathBuf {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let suffix = if n > 0 {
+        format!(".{n}")
+    } else {
+        String::new()
+    };
     let name = match base.extension() {
-        Some(ext) => format!("{stem}.{stamp}Z.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{stamp}Z"),
+        Some(ext) => format!("{stem}.{stamp}Z{suffix}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{stamp}Z{suffix}"),
     };
     base.with_file_name(name)
 }
@@ -77,17 +87,11 @@ fn keep_previous(path: &Path) -> Result<(), Error> {
             .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos() as i64)
     });
-    let mut target = finished_path(path, start);
-    let mut n = 1;
-    while target.exists() {
-        // Two runs that started in the same nanosecond (or a copy): a suffix.
-        target = finished_path(path, start).with_extension(format!(
-            "{n}.{}",
-            path.extension()
-                .map_or(String::new(), |e| e.to_string_lossy().into_owned())
-        ));
-        n += 1;
-    }
+    // Two runs that started in the same nanosecond (or a copy): a suffix.
+    let target = (0..)
+        .map(|n| finished_path_n(path, start, n))
+        .find(|t| !t.exists())
+        .unwrap_or_else(|| finished_path(path, start));
     std::fs::rename(path, &target).map_err(|source| Error::Open {
         path: path.to_path_buf(),
         source: io::Error::new(

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use nanolog_runtime::reader::{LogFile, Refresh, Value, Warning};
 use nanolog_runtime::wire::{self, dict, header::Header, record, tag};
-use nanolog_runtime::{Align, ArgKind, Count, Level, Piece, Spec, Ty};
+use nanolog_runtime::{ArgKind, Level, Piece, Spec};
 
 fn entry(out: &mut Vec<u8>, t: u8, body: &[u8]) {
     out.push(t);
@@ -28,16 +28,7 @@ fn example() -> Vec<u8> {
     .to_vec();
     let pieces = [
         Piece::Lit(Cow::Borrowed("took ")),
-        Piece::Arg(Spec {
-            arg: 0,
-            use_ix: 0,
-            fill: ' ',
-            align: Align::Unknown,
-            flags: 0,
-            width: Count::Implied,
-            precision: Count::Implied,
-            ty: Ty::Display,
-        }),
+        Piece::Arg(Spec::display(0)),
         Piece::Lit(Cow::Borrowed(" ms")),
     ];
     let mut b = Vec::new();

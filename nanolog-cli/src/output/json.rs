@@ -121,6 +121,10 @@ fn json_args_and_fields(site: &SiteEntry, args: &[Value<'_>], out: &mut String) 
         json_value(v, out);
     }
     out.push_str("],\"fields\":{");
+    if site.names.is_empty() {
+        out.push('}');
+        return;
+    }
     let mut first = true;
     for (i, v) in args.iter().enumerate() {
         if let Some(name) = site.name(i) {

@@ -9,7 +9,6 @@ use super::{Arg, Key};
 use crate::error::Error;
 use crate::filter;
 use crate::level::Level;
-use crate::site::Site;
 
 /// Whether `capture_log` installed the bridge (then `log::max_level` follows
 /// the filter).
@@ -22,52 +21,6 @@ static BRIDGE: Bridge = Bridge;
 thread_local! {
     /// The calling thread's buffer for formatting messages.
     static MESSAGE: RefCell<String> = const { RefCell::new(String::new()) };
-    /// The calling thread's recently used sites, by where their strings are
-    /// (the macros' are static, so a call site hits its slot every time).
-    static RECENT: RefCell<[Option<&'static Site>; RECENT_SLOTS]> =
-        const { RefCell::new([None; RECENT_SLOTS]) };
-}
-
-const RECENT_SLOTS: usize = 64;
-
-/// The site of a `log` record: from the thread's cache when the same call
-/// was seen (checked by content, so a reused string buffer cannot alias),
-/// else interned.
-fn site_of(key: &Key<'_>) -> &'static Site {
-    let h = (key.file.as_ptr() as usize)
-        .wrapping_mul(31)
-        .wrapping_add(key.target.as_ptr() as usize)
-        .wrapping_mul(31)
-        .wrapping_add(key.line as usize)
-        .wrapping_mul(31)
-        .wrapping_add(key.level as usize);
-    let slot = (h.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> 20) % RECENT_SLOTS;
-    let same = |s: &Site| {
-        s.line == key.line
-            && s.level == key.level
-            && s.file == key.file
-            && s.target == key.target
-            && s.module == key.module
-    };
-    let hit = RECENT
-        .try_with(|r| {
-            r.try_borrow()
-                .ok()
-                .and_then(|r| r[slot])
-                .filter(|s| same(s))
-        })
-        .ok()
-        .flatten();
-    if let Some(s) = hit {
-        return s;
-    }
-    let s = super::site(key);
-    let _ = RECENT.try_with(|r| {
-        if let Ok(mut r) = r.try_borrow_mut() {
-            r[slot] = Some(s);
-        }
-    });
-    s
 }
 
 impl log::Log for Bridge {
@@ -77,7 +30,7 @@ impl log::Log for Bridge {
 
     fn log(&self, record: &log::Record<'_>) {
         let module = record.module_path().unwrap_or("");
-        let site = site_of(&Key {
+        let site = super::site(&Key {
             level: Level::from_log(record.level()),
             target: record.target(),
             file: record.file().unwrap_or("<unknown>"),
@@ -86,7 +39,7 @@ impl log::Log for Bridge {
             fields: &[],
             message: true,
         });
-        if !site.enabled() {
+        if !site.site.enabled() {
             return;
         }
         if let Some(s) = record.args().as_str() {

@@ -13,30 +13,46 @@ pub(crate) mod log;
 pub(crate) mod tracing;
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
+use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{PoisonError, RwLock};
 
 use crate::encode::{Encode, SlotWriter};
 use crate::level::Level;
 use crate::producer;
-use crate::site::{Align, ArgKind, Count, Piece, Site, Spec, Ty};
+use crate::site::{ArgKind, Piece, Site, Spec};
 
-/// One value of a bridge record.
+/// One value of a bridge record; `S` is `&str` when written, `String` while
+/// a `tracing` event's fields are collected.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Arg<'a> {
+pub(crate) enum Arg<S> {
     I64(i64),
     U64(u64),
     I128(i128),
     U128(u128),
     F64(f64),
     Bool(bool),
-    Str(&'a str),
+    Str(S),
 }
 
-impl Arg<'_> {
-    fn kind(&self) -> ArgKind {
+impl<S: AsRef<str>> Arg<S> {
+    /// The borrowed form, for writing.
+    pub(crate) fn as_str_arg(&self) -> Arg<&str> {
+        match self {
+            Arg::I64(v) => Arg::I64(*v),
+            Arg::U64(v) => Arg::U64(*v),
+            Arg::I128(v) => Arg::I128(*v),
+            Arg::U128(v) => Arg::U128(*v),
+            Arg::F64(v) => Arg::F64(*v),
+            Arg::Bool(v) => Arg::Bool(*v),
+            Arg::Str(s) => Arg::Str(s.as_ref()),
+        }
+    }
+
+    pub(crate) fn kind(&self) -> ArgKind {
         match self {
             Arg::I64(_) => ArgKind::I64,
             Arg::U64(_) => ArgKind::U64,
@@ -47,7 +63,23 @@ impl Arg<'_> {
             Arg::Str(_) => ArgKind::Str,
         }
     }
+}
 
+impl<S: AsRef<str>> fmt::Display for Arg<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::I64(v) => v.fmt(f),
+            Arg::U64(v) => v.fmt(f),
+            Arg::I128(v) => v.fmt(f),
+            Arg::U128(v) => v.fmt(f),
+            Arg::F64(v) => v.fmt(f),
+            Arg::Bool(v) => v.fmt(f),
+            Arg::Str(s) => f.write_str(s.as_ref()),
+        }
+    }
+}
+
+impl Arg<&str> {
     fn ring_len(&self) -> usize {
         match self {
             Arg::I64(v) => v.ring_len(),
@@ -97,12 +129,25 @@ impl Key<'_> {
         h.finish()
     }
 
+    /// A cheap slot for the per-thread cache: where the key's strings are
+    /// (a macro's are static, so one call site always lands on one slot).
+    fn slot(&self) -> usize {
+        let h = (self.file.as_ptr() as usize)
+            .wrapping_mul(31)
+            .wrapping_add(self.target.as_ptr() as usize)
+            .wrapping_mul(31)
+            .wrapping_add(self.line as usize)
+            .wrapping_mul(31)
+            .wrapping_add(self.level as usize + self.fields.len());
+        (h.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) >> 20) % RECENT_SLOTS
+    }
+
     fn matches(&self, s: &Interned) -> bool {
         let site = s.site;
         site.level == self.level
-            && site.target == self.target
-            && site.file == self.file
             && site.line == self.line
+            && site.file == self.file
+            && site.target == self.target
             && site.module == self.module
             && s.message == self.message
             && *s.fields == *self.fields
@@ -110,43 +155,31 @@ impl Key<'_> {
 
     /// A site for this key, leaked: `"{} k=v..."` over the message and the
     /// fields, which render as `key=value` after it.
-    fn leak(&self) -> Interned {
+    fn leak(&self) -> &'static Interned {
         let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
-        let arg = |i: usize| {
-            Piece::Arg(Spec {
-                arg: i as u16,
-                use_ix: 0,
-                fill: ' ',
-                align: Align::Unknown,
-                flags: 0,
-                width: Count::Implied,
-                precision: Count::Implied,
-                ty: Ty::Display,
-            })
-        };
         let mut pieces = Vec::new();
         let mut names: Vec<&'static str> = Vec::new();
+        let mut kinds = Vec::new();
         let mut format = String::new();
         if self.message {
-            pieces.push(arg(0));
+            pieces.push(Piece::Arg(Spec::display(0)));
             names.push("");
+            kinds.push(ArgKind::Str);
             format.push_str("{}");
         }
-        for (name, _) in self.fields {
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for &(name, kind) in self.fields {
             let sep = if format.is_empty() { "" } else { " " };
             pieces.push(Piece::Lit(Cow::Owned(format!("{sep}{name}="))));
-            pieces.push(arg(names.len()));
-            names.push(leak(name));
+            pieces.push(Piece::Arg(Spec::display(names.len() as u16)));
+            let name = leak(name);
+            names.push(name);
+            kinds.push(kind);
+            fields.push((name, kind));
             // `{name}` as the format shows it; braces cannot occur in a
             // Rust identifier, but a field name may be any string.
             format.push_str(&format!("{sep}{name}={{{}}}", name.replace(['{', '}'], "")));
         }
-        let fields: Vec<(&'static str, ArgKind)> = self
-            .fields
-            .iter()
-            .zip(names.iter().skip(usize::from(self.message)))
-            .map(|((_, k), n)| (*n, *k))
-            .collect();
         let site = Site::new(
             self.level,
             leak(self.target),
@@ -157,61 +190,86 @@ impl Key<'_> {
             Vec::leak(pieces),
             Vec::leak(names),
         );
-        Interned {
+        Box::leak(Box::new(Interned {
             site: Box::leak(Box::new(site)),
+            kinds: kinds.into_boxed_slice(),
             fields: fields.into_boxed_slice(),
             message: self.message,
-        }
+        }))
     }
 }
 
+/// A bridge call site, interned for the life of the process.
 #[derive(Debug)]
-struct Interned {
-    site: &'static Site,
+pub(crate) struct Interned {
+    pub(crate) site: &'static Site,
+    /// Its argument kinds, in order (the message first).
+    kinds: Box<[ArgKind]>,
     fields: Box<[(&'static str, ArgKind)]>,
     message: bool,
 }
 
 /// Interned sites by the hash of their key.
-static SITES: RwLock<Option<HashMap<u64, Vec<Interned>>>> = RwLock::new(None);
+static SITES: RwLock<Option<HashMap<u64, Vec<&'static Interned>>>> = RwLock::new(None);
 
-/// The site of `key`, interned on first sight.
-pub(crate) fn site(key: &Key<'_>) -> &'static Site {
+const RECENT_SLOTS: usize = 64;
+
+thread_local! {
+    /// The calling thread's recently used sites, so a bridge call seen
+    /// before costs a few compares, not a hash of its strings and a lock.
+    static RECENT: RefCell<[Option<&'static Interned>; RECENT_SLOTS]> =
+        const { RefCell::new([None; RECENT_SLOTS]) };
+}
+
+/// The site of `key`, interned on first sight: from the thread's cache when
+/// the same call was seen (checked by content, so a reused string buffer
+/// cannot alias), else from the process-wide table.
+pub(crate) fn site(key: &Key<'_>) -> &'static Interned {
+    let slot = key.slot();
+    let cached = RECENT
+        .try_with(|r| r.try_borrow().ok().and_then(|r| r[slot]))
+        .ok()
+        .flatten()
+        .filter(|s| key.matches(s));
+    if let Some(s) = cached {
+        return s;
+    }
+    let s = intern(key);
+    let _ = RECENT.try_with(|r| {
+        if let Ok(mut r) = r.try_borrow_mut() {
+            r[slot] = Some(s);
+        }
+    });
+    s
+}
+
+fn intern(key: &Key<'_>) -> &'static Interned {
     let h = key.hash64();
     {
         let map = SITES.read().unwrap_or_else(PoisonError::into_inner);
-        if let Some(s) = map
+        if let Some(&s) = map
             .as_ref()
             .and_then(|m| m.get(&h))
             .and_then(|v| v.iter().find(|s| key.matches(s)))
         {
-            return s.site;
+            return s;
         }
     }
     let mut map = SITES.write().unwrap_or_else(PoisonError::into_inner);
     let bucket = map.get_or_insert_with(HashMap::new).entry(h).or_default();
-    if let Some(s) = bucket.iter().find(|s| key.matches(s)) {
-        return s.site;
+    if let Some(&s) = bucket.iter().find(|s| key.matches(s)) {
+        return s;
     }
     let s = key.leak();
-    let site = s.site;
     bucket.push(s);
-    site
+    s
 }
 
 /// Logs one bridge record of `site` with `args` (the message first, if the
 /// site has one, then the fields in the key's order).
-pub(crate) fn log(site: &'static Site, args: &[Arg<'_>]) {
-    let mut kinds = [ArgKind::Str; 16];
-    let kinds: Cow<'_, [ArgKind]> = if args.len() <= kinds.len() {
-        for (k, a) in kinds.iter_mut().zip(args) {
-            *k = a.kind();
-        }
-        Cow::Borrowed(&kinds[..args.len()])
-    } else {
-        Cow::Owned(args.iter().map(Arg::kind).collect())
-    };
-    let id = site.id_dyn(&kinds);
+pub(crate) fn log(site: &'static Interned, args: &[Arg<&str>]) {
+    debug_assert!(args.iter().map(Arg::kind).eq(site.kinds.iter().copied()));
+    let id = site.site.id_dyn(&site.kinds);
     let len = args.iter().map(Arg::ring_len).sum();
     producer::log_id(id, len, |mut c| {
         for a in args {
@@ -239,9 +297,14 @@ mod tests {
         let a = site(&key);
         let b = site(&key);
         assert!(std::ptr::eq(a, b));
-        assert_eq!(a.format, "{} user={user} n={n}");
-        assert_eq!(a.names, ["", "user", "n"]);
+        assert_eq!(a.site.format, "{} user={user} n={n}");
+        assert_eq!(a.site.names, ["", "user", "n"]);
+        assert_eq!(*a.kinds, [ArgKind::Str, ArgKind::Str, ArgKind::I64]);
         let other = site(&Key { line: 10, ..key });
         assert!(!std::ptr::eq(a, other));
+        // The same call from another thread finds the same site (the
+        // per-thread caches front one table).
+        let from_other = std::thread::scope(|t| t.spawn(|| site(&key) as *const _ as usize).join());
+        assert_eq!(from_other.unwrap(), a as *const _ as usize);
     }
 }

@@ -41,84 +41,46 @@ fn level(l: &tracing_core::Level) -> Level {
     }
 }
 
-/// A field's value, owned until the record is written.
-enum Owned {
-    I64(i64),
-    U64(u64),
-    I128(i128),
-    U128(u128),
-    F64(f64),
-    Bool(bool),
-    Str(String),
-}
-
-impl Owned {
-    fn arg(&self) -> Arg<'_> {
-        match self {
-            Owned::I64(v) => Arg::I64(*v),
-            Owned::U64(v) => Arg::U64(*v),
-            Owned::I128(v) => Arg::I128(*v),
-            Owned::U128(v) => Arg::U128(*v),
-            Owned::F64(v) => Arg::F64(*v),
-            Owned::Bool(v) => Arg::Bool(*v),
-            Owned::Str(s) => Arg::Str(s),
-        }
-    }
-}
-
 #[derive(Default)]
 struct Fields {
     message: Option<String>,
-    fields: Vec<(&'static str, Owned)>,
+    fields: Vec<(&'static str, Arg<String>)>,
 }
 
 impl Fields {
-    fn push(&mut self, field: &Field, v: Owned) {
+    fn push(&mut self, field: &Field, v: Arg<String>) {
         if field.name() == "message" {
-            let s = match v {
-                Owned::Str(s) => s,
-                other => display(&other.arg()),
-            };
-            self.message = Some(s);
+            self.message = Some(match v {
+                Arg::Str(s) => s,
+                other => other.to_string(),
+            });
         } else {
             self.fields.push((field.name(), v));
         }
     }
 }
 
-fn display(a: &Arg<'_>) -> String {
-    match a {
-        Arg::I64(v) => v.to_string(),
-        Arg::U64(v) => v.to_string(),
-        Arg::I128(v) => v.to_string(),
-        Arg::U128(v) => v.to_string(),
-        Arg::F64(v) => v.to_string(),
-        Arg::Bool(v) => v.to_string(),
-        Arg::Str(s) => (*s).to_owned(),
-    }
-}
-
 impl Visit for Fields {
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.push(field, Owned::I64(value));
+        self.push(field, Arg::I64(value));
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.push(field, Owned::U64(value));
+        self.push(field, Arg::U64(value));
     }
     fn record_i128(&mut self, field: &Field, value: i128) {
-        self.push(field, Owned::I128(value));
+        self.push(field, Arg::I128(value));
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
-        self.push(field, Owned::U128(value));
+        self.push(field, Arg::U128(value));
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.push(field, Owned::F64(value));
+        self.push(field, Arg::F64(value));
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.push(field, Owned::Bool(value));
+        self.push(field, Arg::Bool(value));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.push(field, Owned::Str(value.to_owned()));
+        self.push(field, Arg::Str(value.to_owned()));
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         // `%x` fields arrive here as Debug wrappers that print their Display;
@@ -130,7 +92,7 @@ impl Visit for Fields {
         if ok.is_err() {
             s = String::from("<Debug panicked>");
         }
-        self.push(field, Owned::Str(s));
+        self.push(field, Arg::Str(s));
     }
 }
 
@@ -151,13 +113,13 @@ impl<S: Subscriber> Layer<S> for NanologLayer {
             fields: &[],
             message: false,
         });
-        if !gate.enabled() {
+        if !gate.site.enabled() {
             return;
         }
         let mut f = Fields::default();
         event.record(&mut f);
         let mut kinds: Vec<(&str, ArgKind)> = Vec::with_capacity(f.fields.len());
-        kinds.extend(f.fields.iter().map(|(n, v)| (*n, v.arg().kind())));
+        kinds.extend(f.fields.iter().map(|(n, v)| (*n, v.kind())));
         let site = super::site(&Key {
             level,
             target,
@@ -167,11 +129,11 @@ impl<S: Subscriber> Layer<S> for NanologLayer {
             fields: &kinds,
             message: f.message.is_some(),
         });
-        let mut args = Vec::with_capacity(f.fields.len() + 1);
+        let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.fields.len() + 1);
         if let Some(m) = &f.message {
-            args.push(Arg::Str(m));
+            args.push(Arg::Str(m.as_str()));
         }
-        args.extend(f.fields.iter().map(|(_, v)| v.arg()));
+        args.extend(f.fields.iter().map(|(_, v)| v.as_str_arg()));
         super::log(site, &args);
     }
 }

@@ -38,77 +38,74 @@ fn take<const W: usize>(raw: &[u8], pos: &mut usize) -> Option<[u8; W]> {
     Some(b)
 }
 
-/// An unsigned value of up to 8 bytes: its significant bytes, code n - 1.
-/// Written as one 8-byte store and a truncation, not a copy of n bytes.
+/// Appends the low `n` bytes of `v` (1 to 8) as one 8-byte store and a
+/// truncation, not a copy of `n` bytes.
 #[inline(always)]
-fn put_unsigned(out: &mut Vec<u8>, v: u64) -> u8 {
-    let n = ((64 - v.leading_zeros() as usize).div_ceil(8)).max(1);
+fn put_low(out: &mut Vec<u8>, v: u64, n: usize) {
     out.extend_from_slice(&v.to_le_bytes());
     out.truncate(out.len() - (8 - n));
+}
+
+/// Bytes needed for `v`, at least one.
+#[inline(always)]
+fn bytes_of(v: u64) -> usize {
+    ((64 - v.leading_zeros() as usize).div_ceil(8)).max(1)
+}
+
+/// An unsigned value of up to 8 bytes: its significant bytes, code n - 1.
+#[inline(always)]
+fn put_unsigned(out: &mut Vec<u8>, v: u64) -> u8 {
+    let n = bytes_of(v);
+    put_low(out, v, n);
     n as u8 - 1
 }
 
-/// A signed value of up to 8 bytes (`width` of them in the ring).
+/// A signed value of up to 8 bytes (`width` of them in the ring): a
+/// negative one as its complement, code 7 + n.
 #[inline(always)]
 fn put_signed(out: &mut Vec<u8>, v: i64, width: usize) -> u8 {
     if v >= 0 {
         return put_unsigned(out, v as u64);
     }
     let m = !v as u64;
-    let n = ((64 - m.leading_zeros() as usize).div_ceil(8)).max(1);
+    let n = bytes_of(m);
     if n <= 7 {
-        out.extend_from_slice(&m.to_le_bytes());
-        out.truncate(out.len() - (8 - n));
+        put_low(out, m, n);
         return 7 + n as u8;
     }
     // Only an i64/isize below -2^55 gets here: the raw value, full width.
-    out.extend_from_slice(&v.to_le_bytes()[..width]);
+    put_low(out, v as u64, width);
     15
 }
 
+// `type => the type its raw form has in the ring`.
 macro_rules! unsigned {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $ring:ty),*) => {$(
         impl CompactArg for $t {
             const NIBBLED: bool = true;
             #[inline(always)]
             fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
-                let v = <$t>::from_le_bytes(take(raw, pos)?);
+                let v = <$ring>::from_le_bytes(take(raw, pos)?);
                 Some(put_unsigned(out, v as u64))
             }
         }
     )*};
 }
-unsigned!(u8, u16, u32, u64);
+unsigned!(u8 => u8, u16 => u16, u32 => u32, u64 => u64, usize => u64, char => u32);
 
 macro_rules! signed {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $ring:ty),*) => {$(
         impl CompactArg for $t {
             const NIBBLED: bool = true;
             #[inline(always)]
             fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
-                let v = <$t>::from_le_bytes(take(raw, pos)?);
-                Some(put_signed(out, i64::from(v), std::mem::size_of::<$t>()))
+                let v = <$ring>::from_le_bytes(take(raw, pos)?);
+                Some(put_signed(out, i64::from(v), std::mem::size_of::<$ring>()))
             }
         }
     )*};
 }
-signed!(i8, i16, i32, i64);
-
-impl CompactArg for usize {
-    const NIBBLED: bool = true;
-    #[inline(always)]
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
-        Some(put_unsigned(out, u64::from_le_bytes(take(raw, pos)?)))
-    }
-}
-
-impl CompactArg for isize {
-    const NIBBLED: bool = true;
-    #[inline(always)]
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
-        Some(put_signed(out, i64::from_le_bytes(take(raw, pos)?), 8))
-    }
-}
+signed!(i8 => i8, i16 => i16, i32 => i32, i64 => i64, isize => i64);
 
 macro_rules! wide {
     ($($t:ty => $k:ident),*) => {$(
@@ -137,17 +134,6 @@ macro_rules! plain {
     )*};
 }
 plain!(f32 => 4, f64 => 8, bool => 1);
-
-impl CompactArg for char {
-    const NIBBLED: bool = true;
-    #[inline(always)]
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
-        Some(put_unsigned(
-            out,
-            u64::from(u32::from_le_bytes(take(raw, pos)?)),
-        ))
-    }
-}
 
 impl CompactArg for &str {
     const NIBBLED: bool = true;

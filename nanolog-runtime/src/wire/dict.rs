@@ -30,7 +30,8 @@ pub struct SiteEntry {
     /// module path in files written before targets were recorded).
     pub target: String,
     /// Each argument's name, in argument order (`""` for a positional
-    /// argument; empty in files written before names were recorded).
+    /// argument); empty when no argument has a name, and in files written
+    /// before names were recorded.
     pub names: Vec<String>,
 }
 
@@ -78,8 +79,15 @@ pub fn put_site(out: &mut Vec<u8>, s: &SiteEntryRef<'_>) {
         }
     }
     put_str(out, s.target);
-    put_varint(out, s.names.len() as u64);
-    for n in s.names {
+    // No names at all when every argument is positional: readers then skip
+    // the named-fields work per record.
+    let names = if s.names.iter().any(|n| !n.is_empty()) {
+        s.names
+    } else {
+        &[]
+    };
+    put_varint(out, names.len() as u64);
+    for n in names {
         put_str(out, n);
     }
 }

@@ -1,0 +1,52 @@
+//! Timing helpers shared by the benches (each bench uses some of them).
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// Calls timed in one burst: they fit the default 1 MiB ring.
+pub const BURST: u64 = 16_384;
+
+/// Times `iters` calls of `call` in bursts that fit the ring, flushing
+/// between bursts outside the timing, so the flusher's speed does not leak
+/// into a per-call figure.
+pub fn bursts(iters: u64, logger: &nanolog::Logger, mut call: impl FnMut(u64)) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let n = BURST.min(iters - done);
+        let t = Instant::now();
+        for i in 0..n {
+            call(i);
+        }
+        total += t.elapsed();
+        done += n;
+        logger.flush().expect("flush");
+    }
+    total
+}
+
+/// The TSC, as the logger reads it.
+#[inline(always)]
+pub fn tsc() -> u64 {
+    nanolog_runtime::clock::now()
+}
+
+/// The `p`-th percentile of sorted samples, by nearest rank.
+pub fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+/// The median cost in ticks of two back-to-back TSC reads, over `samples`
+/// pairs: the timer's own overhead, subtracted from timed calls.
+pub fn empty_tsc_pair(samples: usize) -> u64 {
+    let mut empty: Vec<u64> = (0..samples)
+        .map(|_| {
+            let t0 = tsc();
+            let t1 = tsc();
+            t1 - t0
+        })
+        .collect();
+    empty.sort_unstable();
+    nearest_rank(&empty, 50.0)
+}
