@@ -47,7 +47,7 @@ pub use nanolog_macros::{debug, error, info, log, trace, warn};
 pub use nanolog_runtime::capture_log;
 pub use nanolog_runtime::{
     flush, reader, set_filter, set_level, set_thread_name, Builder, Error, Level, Logger, OnFull,
-    ParseLevelError, Stats,
+    ParseLevelError, Rotation, Stats,
 };
 #[cfg(feature = "tracing")]
 pub use nanolog_runtime::{tracing_layer, NanologLayer};

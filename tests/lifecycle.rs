@@ -245,9 +245,14 @@ fn rotation_splits_the_log_into_self_contained_files() {
     let stats = logger.stats();
     drop(logger);
     assert!(stats.files > 2, "{stats:?}");
-    let paths: Vec<PathBuf> = (0..stats.files as u32)
-        .map(|i| nanolog_rotated(&base, i))
+    // The finished files in time order, then the live one at the path.
+    let mut paths: Vec<PathBuf> = nanolog::reader::finished_files(&base)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
         .collect();
+    paths.push(base.clone());
+    assert_eq!(paths.len() as u64, stats.files);
     let files: Vec<LogFile> = paths.iter().map(|p| LogFile::open(p).unwrap()).collect();
     for (i, f) in files.iter().enumerate() {
         assert!(f.is_complete(), "file {i} not closed");
@@ -269,14 +274,6 @@ fn rotation_splits_the_log_into_self_contained_files() {
     for p in paths {
         let _ = std::fs::remove_file(p);
     }
-}
-
-fn nanolog_rotated(base: &std::path::Path, i: u32) -> PathBuf {
-    if i == 0 {
-        return base.to_path_buf();
-    }
-    let stem = base.file_stem().unwrap().to_string_lossy();
-    base.with_file_name(format!("{stem}.{i}.nlog"))
 }
 
 #[test]

@@ -360,6 +360,9 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
     // The header of the file last read at `path`, to tell a new run there
     // from the same file cut back.
     let mut seen_header: Option<nanolog_runtime::reader::Header> = None;
+    // The header of a file that ended by rolling over: until the path holds
+    // another file, there is nothing new to read there.
+    let mut finished: Option<nanolog_runtime::reader::Header> = None;
     loop {
         let grew = match log.as_mut() {
             Some(l) => match l.refresh()? {
@@ -373,17 +376,22 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
                 }
             },
             None => match LogFile::open(&path) {
+                Ok(l) if finished == Some(*l.header()) => false,
                 Ok(l) => {
+                    finished = None;
                     if seen_header.is_some_and(|h| h != *l.header()) {
-                        // Another run's file: its records are all new, and
-                        // none is read with the previous run's dictionary.
+                        // Another file: its records are all new, and none
+                        // is read with the previous file's dictionary. The
+                        // same process's next file (it rolled) needs no word.
+                        offset = 0;
+                    }
+                    if seen_header.is_some_and(|h| h.pid != l.header().pid) {
                         let _ = writeln!(
                             io::stderr(),
                             "nanolog: warning: {} now holds another run; following it from its start",
                             path.display()
                         );
-                        offset = 0;
-                    } else {
+                    } else if seen_header.is_none_or(|h| h == *l.header()) {
                         // The same file cut back: go on from what was printed.
                         offset = offset.min(l.valid_len());
                     }
@@ -418,9 +426,16 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
                 }
                 offset = l.valid_len();
                 if let Some(next) = l.rotated_to() {
-                    path = path.with_file_name(next);
+                    // nanolog renames the finished file away and puts the
+                    // next one at the same path; an older writer named the
+                    // next file differently.
+                    path = nanolog_runtime::reader::next_in_set(
+                        &path.with_file_name(next),
+                        l.header(),
+                    );
                     offset = 0;
                     seen_header = None;
+                    finished = Some(*l.header());
                     continue;
                 }
                 log = Some(l);

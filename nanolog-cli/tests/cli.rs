@@ -134,9 +134,14 @@ fn build_fixtures() -> Fixtures {
         logger.flush().unwrap();
         let files = logger.stats().files;
         drop(logger);
-        let rotated = (0..files as u32)
-            .map(|i| nanolog::reader::rotated_path(&base, i))
+        // The finished files in time order, then the live one.
+        let mut rotated: Vec<PathBuf> = nanolog::reader::finished_files(&base)
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
             .collect();
+        rotated.push(base.clone());
+        assert_eq!(rotated.len() as u64, files);
 
         Fixtures {
             dir,
@@ -705,7 +710,10 @@ fn follow_picks_up_appended_records_and_rotation() {
         .last()
         .unwrap()
         .contains(&format!("rotated record {} ", total0 - 1)));
-    std::fs::copy(&f.rotated[1], dir.join(f.rotated[1].file_name().unwrap())).unwrap();
+    // The next file takes the live file's path, renamed over it at once.
+    let next_tmp = dir.join("rot.nlog.next");
+    std::fs::copy(&f.rotated[1], &next_tmp).unwrap();
+    std::fs::rename(&next_tmp, &live).unwrap();
     let next = nanolog::reader::LogFile::open(&f.rotated[1])
         .unwrap()
         .records()

@@ -56,6 +56,9 @@ struct State {
     out: Vec<u8>,
     /// Records in `out` not yet written.
     out_records: u64,
+    /// Write `out` once it holds this much: [`OUT_MAX`], or less when the
+    /// file is that close to its size limit, so files end near the limit.
+    out_limit: usize,
     sites: Vec<Option<Arc<Registration>>>,
     site_emitted: Vec<bool>,
     clock_every: u64,
@@ -116,6 +119,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         generation: 0,
         out: Vec::with_capacity(OUT_MAX + EXTENT_MAX),
         out_records: 0,
+        out_limit: OUT_MAX,
         sites: Vec::new(),
         site_emitted: Vec::new(),
         clock_every: (config.clock_interval.as_secs_f64() * hz) as u64,
@@ -216,11 +220,7 @@ impl State {
     /// failed write, by the next flush.
     fn sync(&mut self) {
         if let Err(e) = self.writer.sync() {
-            self.shared
-                .error
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get_or_insert(e);
+            self.report(e);
         }
     }
 
@@ -233,15 +233,26 @@ impl State {
         }
     }
 
-    /// Writes the buffer (end of batch, or buffer full) and rotates if due.
+    /// Writes the buffer (end of batch, or buffer full) and rolls the file
+    /// if it is due (by size, or a time boundary passed even with nothing
+    /// to write).
     fn write_out(&mut self) {
         if let Some(m) = &mut self.mirror {
             m.end_batch();
         }
-        if self.out.is_empty() {
-            return;
+        if !self.out.is_empty() {
+            self.write_buffer();
         }
-        match self.writer.write(&self.out) {
+        if !self.closing && self.writer.should_rotate() {
+            self.rotate();
+        }
+        // At least an extent's worth per write, so a small limit does not
+        // mean a write per record.
+        self.out_limit = self.writer.room().clamp(4 << 10, OUT_MAX);
+    }
+
+    fn write_buffer(&mut self) {
+        match self.writer.write(&self.out, self.out_records) {
             Ok(()) => {
                 self.logged += self.out_records;
                 self.shared
@@ -258,40 +269,51 @@ impl State {
                     .counters
                     .lost
                     .fetch_add(self.out_records, Ordering::Relaxed);
-                let mut err = self
-                    .shared
-                    .error
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                err.get_or_insert(e);
-                drop(err);
+                self.report(e);
                 // The lost batch may have held dictionary entries: write them again.
                 self.forget_emitted();
             }
         }
         self.out.clear();
         self.out_records = 0;
-        if self.writer.should_rotate() && !self.closing {
-            match self.writer.rotate() {
-                Ok(header_len) => {
-                    self.shared.counters.files.fetch_add(1, Ordering::Relaxed);
-                    self.shared
-                        .counters
-                        .bytes_written
-                        .fetch_add(header_len, Ordering::Relaxed);
-                    self.forget_emitted();
-                    self.clock_pair();
-                }
-                Err(e) => {
-                    let mut err = self
-                        .shared
-                        .error
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner);
-                    err.get_or_insert(std::io::Error::other(e.to_string()));
+    }
+
+    /// Starts the next file; a failure leaves the live file in use.
+    fn rotate(&mut self) {
+        match self.writer.rotate() {
+            Ok((header_len, retention)) => {
+                self.shared.counters.files.fetch_add(1, Ordering::Relaxed);
+                self.shared
+                    .counters
+                    .bytes_written
+                    .fetch_add(header_len, Ordering::Relaxed);
+                // The new file is complete on its own: dictionary and clock again.
+                self.forget_emitted();
+                self.clock_pair();
+                if let Err(e) = retention {
+                    self.file_error(e);
                 }
             }
+            Err(e) => self.file_error(e),
         }
+    }
+
+    /// A failed roll or deletion: counted, and reported by the next flush.
+    fn file_error(&mut self, e: std::io::Error) {
+        self.shared
+            .counters
+            .file_errors
+            .fetch_add(1, Ordering::Relaxed);
+        self.report(e);
+    }
+
+    /// Keeps the first error since the last flush, for it to report.
+    fn report(&self, e: std::io::Error) {
+        self.shared
+            .error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(e);
     }
 
     fn forget_emitted(&mut self) {
@@ -424,7 +446,7 @@ impl State {
                 r.c.release();
                 since_release = 0;
             }
-            if self.out.len() >= OUT_MAX {
+            if self.out.len() >= self.out_limit {
                 close(&mut self.out, &mut open);
                 r.c.release();
                 self.write_out();

@@ -17,6 +17,7 @@ mod bridge;
 pub mod clock;
 mod encode;
 mod error;
+mod fileset;
 mod filter;
 mod flusher;
 mod hooks;
@@ -37,13 +38,14 @@ pub use bridge::log::capture_log;
 #[cfg(feature = "tracing")]
 pub use bridge::tracing::{tracing_layer, NanologLayer};
 pub use error::Error;
+pub use fileset::{finished_files, finished_path};
 pub use filter::{set_filter, set_level};
 pub use level::{Level, ParseLevelError};
 pub use logger::{flush, sync, Builder, Logger};
 pub use producer::set_thread_name;
 pub use shared::{OnFull, Stats};
 pub use site::{Align, ArgKind, Count, Piece, Spec, Ty};
-pub use writer::{finished_path, rotated_path};
+pub use writer::Rotation;
 
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]

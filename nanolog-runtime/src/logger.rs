@@ -24,7 +24,7 @@ pub struct Builder {
     filter_env: Option<String>,
     pub(crate) staging_capacity: usize,
     pub(crate) on_full: OnFull,
-    pub(crate) rotate_bytes: Option<u64>,
+    files: crate::writer::Policy,
     pub(crate) wake_delay: Duration,
     pub(crate) clock_interval: Duration,
     pub(crate) flush_on_signals: bool,
@@ -41,7 +41,7 @@ impl Default for Builder {
             mirror: None,
             staging_capacity: 1 << 20,
             on_full: OnFull::Block,
-            rotate_bytes: None,
+            files: crate::writer::Policy::default(),
             wake_delay: Duration::from_millis(1),
             clock_interval: Duration::from_secs(1),
             flush_on_signals: false,
@@ -50,11 +50,13 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// The log file (default `nanolog.nlog`). A run never destroys an
-    /// earlier one: a non-empty file already at the path (a previous run's)
-    /// is first renamed beside it to `stem.<UTC start time>Z.ext`
-    /// ([`crate::finished_path`], from the time its header records), so
-    /// `nanolog decode app.nlog app.*Z.nlog` reads every run in time order.
+    /// The log file (default `nanolog.nlog`): the file being written is
+    /// always at this path. Finished files (an earlier run's, found here at
+    /// start; a rolled one, see [`Builder::rotate_bytes`] and
+    /// [`Builder::rotate_every`]) are renamed beside it to
+    /// `stem.<UTC start time>Z.ext` ([`crate::finished_path`], from the time
+    /// the file's header records), so `nanolog decode app.nlog app.*Z.nlog`
+    /// reads the whole set in time order. A run never destroys an earlier one.
     pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
         self.path = path.into();
         self
@@ -147,11 +149,54 @@ impl Builder {
         self
     }
 
-    /// Starts a new file once the current one passes this many bytes:
-    /// `app.nlog`, then `app.1.nlog`, `app.2.nlog`, ... Each file is complete
-    /// on its own (header, dictionary).
+    /// Rolls to a new file once the live one passes this many bytes. The
+    /// file being written is always at [`Builder::path`]; a finished file
+    /// is renamed beside it to `stem.<UTC start time>Z.ext`, so the names
+    /// sort in time order (see [`Builder::path`]). Each file is complete on
+    /// its own (header, clock calibration, dictionary).
     pub fn rotate_bytes(mut self, bytes: u64) -> Self {
-        self.rotate_bytes = Some(bytes);
+        self.files.rotate_bytes = Some(bytes);
+        self
+    }
+
+    /// Rolls to a new file at every UTC minute, hour or day boundary, even
+    /// when no record arrives near it (a live file with no record yet is
+    /// kept into the next period rather than finished empty). Combines
+    /// with [`Builder::rotate_bytes`]: whichever comes first.
+    pub fn rotate_every(mut self, every: crate::Rotation) -> Self {
+        self.files.rotate_every = Some(every);
+        self
+    }
+
+    /// Keeps at most `n` finished files of this path's set (the live file
+    /// is not counted), deleting the oldest first, at start and after each
+    /// roll. Only names of the set's own shape are ever deleted.
+    pub fn max_files(mut self, n: usize) -> Self {
+        self.files.retention.max_files = Some(n);
+        self
+    }
+
+    /// Keeps at most `bytes` bytes of finished files of this path's set,
+    /// deleting the oldest first (as [`Builder::max_files`]).
+    pub fn max_total_bytes(mut self, bytes: u64) -> Self {
+        self.files.retention.max_total_bytes = Some(bytes);
+        self
+    }
+
+    /// Tests only: shifts the wall clock that time boundaries are decided
+    /// by, so a test reaches a minute boundary in seconds.
+    #[doc(hidden)]
+    pub fn __rotation_clock_offset(mut self, offset: Duration, ahead: bool) -> Self {
+        let ns = offset.as_nanos().min(i64::MAX as u128) as i64;
+        self.files.clock_offset_ns = if ahead { ns } else { -ns };
+        self
+    }
+
+    /// Tests only: also writes one unrotated log of the same run at `path`
+    /// (the decode of the rotated set must equal its decode).
+    #[doc(hidden)]
+    pub fn __unrotated_copy(mut self, path: impl Into<PathBuf>) -> Self {
+        self.files.unrotated_copy = Some(path.into());
         self
     }
 
@@ -209,7 +254,7 @@ impl Builder {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        let writer = crate::writer::Writer::create(&self.path, self.rotate_bytes)?;
+        let writer = crate::writer::Writer::create(&self.path, self.files.clone())?;
         let epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(Shared::new(epoch, capacity, self.on_full));
         let mirror = match self.mirror.clone() {

@@ -370,7 +370,7 @@ mod loom_tests {
         loom::model(move || {
             let n = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let path = dir.join(format!("nanolog-loom-{}-{n}.nlog", std::process::id()));
-            let writer = Writer::create(&path, None).unwrap();
+            let writer = Writer::create(&path, Default::default()).unwrap();
             let shared = Arc::new(Shared::new(1, 64, OnFull::Block));
             let returned = Arc::new(crate::sync::AtomicU64::new(0));
             let flusher = {

@@ -43,6 +43,10 @@ pub struct Stats {
     pub lost: u64,
     /// Log files opened (more than one after rotation).
     pub files: u64,
+    /// Rolls to a new file, and deletions of old files, that failed (each
+    /// is also reported by the next `flush`; logging goes on in the
+    /// current file, and a failed roll is tried again a second later).
+    pub file_errors: u64,
     /// Logging threads seen.
     pub threads: u64,
     /// Lines the text mirror skipped because its writer was behind or had
@@ -58,6 +62,7 @@ pub(crate) struct Counters {
     pub(crate) bytes_written: AtomicU64,
     pub(crate) lost: AtomicU64,
     pub(crate) files: AtomicU64,
+    pub(crate) file_errors: AtomicU64,
     pub(crate) threads: AtomicU64,
     pub(crate) mirror_skipped: AtomicU64,
 }
@@ -72,6 +77,7 @@ impl Counters {
             bytes_written: r(&self.bytes_written),
             lost: r(&self.lost),
             files: r(&self.files),
+            file_errors: r(&self.file_errors),
             threads: r(&self.threads),
             mirror_skipped: r(&self.mirror_skipped),
         }

@@ -1,5 +1,5 @@
-//! The log file: header on creation, appends, rotation, and recovery from
-//! failed writes.
+//! The live log file: header on creation, appends, recovery from failed
+//! writes, and rolling to the next file (by size or UTC time boundary).
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -7,109 +7,80 @@ use std::path::{Path, PathBuf};
 
 use crate::clock;
 use crate::error::Error;
+use crate::fileset::{self, Retention};
 use crate::wire::frame::put_entry;
 use crate::wire::header::Header;
 use crate::wire::{self, dict, tag};
 
+/// Time-based rolling: a new file at each UTC boundary of this length
+/// ([`Builder::rotate_every`](crate::Builder::rotate_every)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rotation {
+    /// At the start of every minute (UTC).
+    Minutely,
+    /// At the start of every hour (UTC).
+    Hourly,
+    /// At midnight UTC.
+    Daily,
+}
+
+impl Rotation {
+    fn period_ns(self) -> i64 {
+        const MIN: i64 = 60_000_000_000;
+        match self {
+            Rotation::Minutely => MIN,
+            Rotation::Hourly => 60 * MIN,
+            Rotation::Daily => 24 * 60 * MIN,
+        }
+    }
+
+    /// The first boundary after `unix_ns`.
+    fn next_after(self, unix_ns: i64) -> i64 {
+        let p = self.period_ns();
+        (unix_ns.div_euclid(p) + 1) * p
+    }
+}
+
+/// When and how the file set rolls, and what it keeps.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Policy {
+    pub(crate) rotate_bytes: Option<u64>,
+    pub(crate) rotate_every: Option<Rotation>,
+    pub(crate) retention: Retention,
+    /// Added to the wall clock when deciding time boundaries (tests only:
+    /// puts a boundary seconds away instead of up to a minute).
+    pub(crate) clock_offset_ns: i64,
+    /// Also write one unrotated log of the same run here (tests only: the
+    /// decode of the rotated set must equal the decode of this file).
+    pub(crate) unrotated_copy: Option<PathBuf>,
+}
+
+/// After a failed rotation, wait this long before trying again.
+const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub(crate) struct Writer {
-    base: PathBuf,
+    /// The live file's path: the file being written is always here.
     path: PathBuf,
     file: File,
     /// Bytes known to be in the file.
     len: u64,
-    index: u32,
-    rotate_bytes: Option<u64>,
+    /// The live file's start, from its header: its name once finished.
+    start_unix_ns: i64,
+    /// Records written to the live file (a time boundary does not roll an
+    /// file without records).
+    records: u64,
+    policy: Policy,
+    /// The next time boundary (wall clock, ns), and roughly the tick it falls on.
+    boundary: Option<(i64, u64)>,
+    /// No rotation before this tick (after a failed one).
+    retry_tick: u64,
+    copy: Option<File>,
 }
 
-/// The path of the `index`-th file of a rotated set: `app.nlog`, `app.1.nlog`, ...
-pub fn rotated_path(base: &Path, index: u32) -> PathBuf {
-    if index == 0 {
-        return base.to_path_buf();
-    }
-    let stem = base
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = match base.extension() {
-        Some(ext) => format!("{stem}.{index}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{index}"),
-    };
-    base.with_file_name(name)
-}
-
-/// The name an earlier run's file at `base` is kept under when a new run
-/// starts there: `app.20261123T153100.123456789Z.nlog`, from the UTC time
-/// its own header records, so finished files sort in time order.
-pub fn finished_path(base: &Path, start_unix_ns: i64) -> PathBuf {
-    finished_path_n(base, start_unix_ns, 0)
-}
-
-/// [`finished_path`] with a suffix `n` (`...Z.n.nlog`) when `n > 0`.
-fn finished_path_n(base: &Path, start_unix_ns: i64, n: u32) -> PathBuf {
-    let mut t = String::new();
-    crate::reader::time::write_utc(&mut t, start_unix_ns, 'T');
-    let stamp: String = t.chars().filter(|c| !matches!(c, '-' | ':')).collect();
-    let stem = base
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let suffix = if n > 0 {
-        format!(".{n}")
-    } else {
-        String::new()
-    };
-    let name = match base.extension() {
-        Some(ext) => format!("{stem}.{stamp}Z{suffix}.{}", ext.to_string_lossy()),
-        None => format!("{stem}.{stamp}Z{suffix}"),
-    };
-    base.with_file_name(name)
-}
-
-/// Moves an earlier run's non-empty file at `path` aside (see
-/// [`finished_path`]), so a new run never destroys it. Its start time comes
-/// from its header, or from its modification time if it has none.
-fn keep_previous(path: &Path) -> Result<(), Error> {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(());
-    };
-    if !meta.is_file() || meta.len() == 0 {
-        return Ok(());
-    }
-    let mut head = [0u8; wire::HEADER_LEN];
-    let from_header = File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .ok()
-        .and_then(|()| Header::decode(&head).ok())
-        .map(|h| h.base_unix_ns);
-    let start = from_header.unwrap_or_else(|| {
-        meta.modified()
-            .ok()
-            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as i64)
-    });
-    // Two runs that started in the same nanosecond (or a copy): a suffix.
-    let target = (0..)
-        .map(|n| finished_path_n(path, start, n))
-        .find(|t| !t.exists())
-        .unwrap_or_else(|| finished_path(path, start));
-    std::fs::rename(path, &target).map_err(|source| Error::Open {
-        path: path.to_path_buf(),
-        source: io::Error::new(
-            source.kind(),
-            format!(
-                "cannot keep the previous log as {}: {source}",
-                target.display()
-            ),
-        ),
-    })
-}
-
-fn open(path: &Path) -> Result<(File, u64), Error> {
-    let open_err = |source| Error::Open {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut file = File::create(path).map_err(open_err)?;
+/// Creates `path` and writes a fresh header; returns the file, its length,
+/// and its header's (tick, unix ns).
+fn open(path: &Path) -> io::Result<(File, u64, (u64, i64))> {
+    let mut file = File::create(path)?;
     let (tick, unix_ns) = clock::pair();
     let header = Header {
         version: wire::VERSION,
@@ -118,27 +89,83 @@ fn open(path: &Path) -> Result<(File, u64), Error> {
         base_unix_ns: unix_ns,
         pid: std::process::id(),
     };
-    file.write_all(&header.encode()).map_err(open_err)?;
-    Ok((file, wire::HEADER_LEN as u64))
+    file.write_all(&header.encode())?;
+    Ok((file, wire::HEADER_LEN as u64, (tick, unix_ns)))
+}
+
+/// Whether `link` failed because the filesystem has no hard links (so a
+/// plain rename is the way to move the file).
+fn no_hard_links(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EPERM | libc::EOPNOTSUPP | libc::EMLINK)
+    )
 }
 
 impl Writer {
-    pub(crate) fn create(path: &Path, rotate_bytes: Option<u64>) -> Result<Writer, Error> {
-        keep_previous(path)?;
-        let (file, len) = open(path)?;
-        Ok(Writer {
-            base: path.to_path_buf(),
+    /// Keeps an earlier run's file at `path` as a finished file, applies
+    /// retention, and creates the live file.
+    pub(crate) fn create(path: &Path, policy: Policy) -> Result<Writer, Error> {
+        let open_err = |source| Error::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        fileset::keep_previous(path)?;
+        // The kept file counts against retention; a failure to delete is
+        // not a reason to refuse to log.
+        let _ = policy.retention.apply(path);
+        let (file, len, (_, start_unix_ns)) = open(path).map_err(open_err)?;
+        let copy = match &policy.unrotated_copy {
+            Some(p) => {
+                let mut f = File::create(p).map_err(open_err)?;
+                let mut head = [0u8; wire::HEADER_LEN];
+                let mut live = File::open(path).map_err(open_err)?;
+                io::Read::read_exact(&mut live, &mut head).map_err(open_err)?;
+                f.write_all(&head).map_err(open_err)?;
+                Some(f)
+            }
+            None => None,
+        };
+        let mut w = Writer {
             path: path.to_path_buf(),
             file,
             len,
-            index: 0,
-            rotate_bytes,
-        })
+            start_unix_ns,
+            records: 0,
+            policy,
+            boundary: None,
+            retry_tick: 0,
+            copy,
+        };
+        w.plan_boundary();
+        Ok(w)
     }
 
-    /// Appends `buf`. On failure the file is cut back to its last good length,
-    /// so it stays decodable, and the error is returned.
-    pub(crate) fn write(&mut self, buf: &[u8]) -> io::Result<()> {
+    /// Sets the next time boundary after now.
+    fn plan_boundary(&mut self) {
+        self.boundary = self.policy.rotate_every.map(|r| {
+            let (tick, ns) = clock::pair();
+            let now = ns + self.policy.clock_offset_ns;
+            let at = r.next_after(now);
+            let ticks = (at - now) as f64 * clock::ticks_per_second() / 1e9;
+            (at, tick.saturating_add(ticks as u64))
+        });
+    }
+
+    /// Appends `buf`, holding `records` records. On failure the file is cut
+    /// back to its last good length, so it stays decodable, and the error
+    /// is returned.
+    pub(crate) fn write(&mut self, buf: &[u8], records: u64) -> io::Result<()> {
+        self.write_live(buf)?;
+        self.records += records;
+        if let Some(c) = &mut self.copy {
+            // Test-only copy: a failure shows up as a mismatch in the test.
+            let _ = c.write_all(buf);
+        }
+        Ok(())
+    }
+
+    fn write_live(&mut self, buf: &[u8]) -> io::Result<()> {
         match self.file.write_all(buf) {
             Ok(()) => {
                 self.len += buf.len() as u64;
@@ -152,32 +179,128 @@ impl Writer {
         }
     }
 
-    pub(crate) fn should_rotate(&self) -> bool {
-        self.rotate_bytes.is_some_and(|max| self.len >= max)
+    /// Bytes the live file takes before it is due to roll by size.
+    pub(crate) fn room(&self) -> usize {
+        self.policy.rotate_bytes.map_or(usize::MAX, |max| {
+            usize::try_from(max.saturating_sub(self.len)).unwrap_or(usize::MAX)
+        })
     }
 
-    /// Opens the next file and ends this one with a ROTATE entry. Returns
-    /// the header bytes of the new file.
-    pub(crate) fn rotate(&mut self) -> Result<u64, Error> {
-        let next = rotated_path(&self.base, self.index + 1);
+    /// Whether the live file is due to roll: past its size, or past a time
+    /// boundary with records in it. Cheap enough for every pass of the
+    /// flusher (one `rdtsc` when a time policy is set).
+    pub(crate) fn should_rotate(&mut self) -> bool {
+        let by_size = self.policy.rotate_bytes.is_some_and(|max| self.len >= max);
+        let by_time = match self.boundary {
+            Some((at, tick)) => {
+                let now_tick = clock::now();
+                now_tick >= tick && {
+                    // The tick is an estimate: the wall clock decides.
+                    let now = clock::unix_ns() + self.policy.clock_offset_ns;
+                    if now < at {
+                        let ticks = (at - now) as f64 * clock::ticks_per_second() / 1e9;
+                        self.boundary = Some((at, now_tick.saturating_add(ticks as u64)));
+                        false
+                    } else if self.records == 0 {
+                        // Nothing to finish: the live file goes on into the
+                        // next period.
+                        self.plan_boundary();
+                        false
+                    } else {
+                        true
+                    }
+                }
+            }
+            None => false,
+        };
+        (by_size || by_time) && clock::now() >= self.retry_tick
+    }
+
+    /// Finishes the live file and starts a new one at the same path:
+    ///
+    /// 1. the next file is created beside it (`app.nlog.next`) with its header;
+    /// 2. the live file gets its finished name as a second (hard) link;
+    /// 3. the next file is renamed over the path, atomically: the path never
+    ///    lacks a file, and a reader of the path sees the old file or the new;
+    /// 4. the old file, still open, ends with ROTATE, a CLOCK pair and END;
+    /// 5. retention deletes the oldest finished files.
+    ///
+    /// A failure in steps 1-3 undoes what was done and leaves the live file
+    /// in use (tried again a second later); it is returned, for the next
+    /// `flush` to report. Returns the new file's header length, and whether
+    /// retention failed (the rotation itself is done then).
+    pub(crate) fn rotate(&mut self) -> Result<(u64, io::Result<()>), io::Error> {
+        match self.switch() {
+            Ok(header_len) => {
+                self.plan_boundary();
+                Ok((header_len, self.policy.retention.apply(&self.path)))
+            }
+            Err(e) => {
+                let wait = RETRY_AFTER.as_secs_f64() * clock::ticks_per_second();
+                self.retry_tick = clock::now().saturating_add(wait as u64);
+                Err(e)
+            }
+        }
+    }
+
+    fn switch(&mut self) -> io::Result<u64> {
+        let name = self.path.file_name().unwrap_or_default().to_os_string();
+        let mut next_name = name.clone();
+        next_name.push(".next");
+        let next = self.path.with_file_name(next_name);
+        let finished = fileset::free_finished_path(&self.path, self.start_unix_ns);
+        let ctx = |what: &str, e: io::Error| {
+            io::Error::new(e.kind(), format!("cannot roll the log ({what}): {e}"))
+        };
+        let (file, len, (tick, ns)) =
+            open(&next).map_err(|e| ctx(&format!("create {}", next.display()), e))?;
+        let linked = match std::fs::hard_link(&self.path, &finished) {
+            Ok(()) => true,
+            Err(e) if no_hard_links(&e) => {
+                if let Err(e) = std::fs::rename(&self.path, &finished) {
+                    let _ = std::fs::remove_file(&next);
+                    return Err(ctx(&format!("rename to {}", finished.display()), e));
+                }
+                false
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&next);
+                return Err(ctx(&format!("link {}", finished.display()), e));
+            }
+        };
+        if let Err(e) = std::fs::rename(&next, &self.path) {
+            // Back to where we were: the live file at the path, no new file.
+            if linked {
+                let _ = std::fs::remove_file(&finished);
+            } else {
+                let _ = std::fs::rename(&finished, &self.path);
+            }
+            let _ = std::fs::remove_file(&next);
+            return Err(ctx(&format!("rename over {}", self.path.display()), e));
+        }
+        // The old file ends by naming where the log goes on: the same path.
         let mut out = Vec::new();
-        let name = next
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        // Open the next file first: if that fails, this file carries on
-        // unchanged (and rotation is tried again after the next write).
-        keep_previous(&next)?;
-        let (file, len) = open(&next)?;
-        put_entry(&mut out, tag::ROTATE, |b| wire::put_str(b, &name));
-        self.close_entries(&mut out);
-        // If the old file cannot take its last entries, it still ends at a
+        put_entry(&mut out, tag::ROTATE, |b| {
+            wire::put_str(b, &name.to_string_lossy())
+        });
+        let (end_tick, end_ns) = clock::pair();
+        dict::put_clock_entry(&mut out, end_tick, end_ns);
+        put_entry(&mut out, tag::END, |_| {});
+        // If the old file cannot take its last entries it still ends at a
         // whole entry (see `write`); the log goes on in the new file.
-        let _ = self.write(&out);
+        let _ = self.write_live(&out);
+        if let Some(c) = &mut self.copy {
+            // The unrotated copy keeps every clock pair the set has (the old
+            // file's last, the new header's), so both read the same times.
+            let mut pairs = Vec::new();
+            dict::put_clock_entry(&mut pairs, end_tick, end_ns);
+            dict::put_clock_entry(&mut pairs, tick, ns);
+            let _ = c.write_all(&pairs);
+        }
         self.file = file;
-        self.path = next;
         self.len = len;
-        self.index += 1;
+        self.start_unix_ns = ns;
+        self.records = 0;
         Ok(len)
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
 use super::extent::{Clock, Extent, ExtentRecords};
-use super::map::{load, Data};
+use super::map::{load, load_open, Data};
 use super::record::Record;
 use super::render;
 use super::time::TimeMap;
@@ -95,6 +95,9 @@ pub struct LogFile {
     valid_len: usize,
     /// The file's (device, inode) when opened, to notice a replacement.
     identity: Option<(u64, u64)>,
+    /// The file as opened: after a rotation renames it away from its
+    /// path, its last entries are read through this.
+    handle: Option<std::fs::File>,
 }
 
 /// What [`LogFile::refresh`] found.
@@ -125,9 +128,10 @@ impl LogFile {
     /// Opens and indexes a log file (memory-mapped; see [`LogFile::shrank`]).
     pub fn open(path: impl AsRef<Path>) -> Result<LogFile, ReadError> {
         let path = path.as_ref();
-        let (data, identity) = load(path)?;
-        let mut f = Self::index(path.to_path_buf(), data)?;
-        f.identity = identity;
+        let loaded = load(path)?;
+        let mut f = Self::index(path.to_path_buf(), loaded.data)?;
+        f.identity = loaded.identity;
+        f.handle = Some(loaded.file);
         Ok(f)
     }
 
@@ -136,19 +140,48 @@ impl LogFile {
     /// entries are read. A file replaced at the path (a new run) or cut
     /// below what was read is reported as [`Refresh::Replaced`], never read
     /// with this file's dictionary.
+    ///
+    /// A file renamed away from its path (nanolog rolling to a new file:
+    /// the old one ends with a ROTATE entry) is first read to its end
+    /// through the handle opened with it, so a follower misses none of its
+    /// records: that is a [`Refresh::Grew`], and [`LogFile::rotated_to`]
+    /// then says where the log goes on.
     pub fn refresh(&mut self) -> Result<Refresh, ReadError> {
-        let (data, identity) = load(&self.path)?;
+        let loaded = load(&self.path)?;
+        let data = loaded.data;
         // The parsed header, not the old map's bytes: a file rewritten in
         // place shows its new bytes through the old map too.
-        let replaced = identity != self.identity
-            || data.len() < self.valid_len
-            || Header::decode(&data).ok() != Some(self.header);
+        let moved = loaded.identity != self.identity;
+        let replaced =
+            moved || data.len() < self.valid_len || Header::decode(&data).ok() != Some(self.header);
+        if moved {
+            // Checked after the path: what was written to the old file
+            // before it was renamed away is visible through its handle now.
+            let old = self
+                .handle
+                .as_ref()
+                .and_then(|h| h.try_clone().ok())
+                .and_then(|h| load_open(h, &self.path).ok());
+            if let Some(old) = old {
+                let same = Header::decode(&old.data).ok() == Some(self.header);
+                if same && old.data.len() > self.data.len() && !old.data.faulted() {
+                    self.grow(old.data);
+                    return Ok(Refresh::Grew);
+                }
+            }
+        }
         if replaced {
             return Ok(Refresh::Replaced);
         }
         if data.len() <= self.data.len() {
             return Ok(Refresh::Unchanged);
         }
+        self.grow(data);
+        Ok(Refresh::Grew)
+    }
+
+    /// Indexes the entries `data` (the same file, longer) has past what was read.
+    fn grow(&mut self, data: Data) {
         self.data = data;
         let mut pairs = self.time.pairs().to_vec();
         // A torn tail seen before may be whole now: read from the last whole entry.
@@ -158,7 +191,6 @@ impl LogFile {
         self.warn_if_shrank();
         self.time = TimeMap::new(self.header.ticks_per_second, pairs);
         self.derive();
-        Ok(Refresh::Grew)
     }
 
     fn warn_if_shrank(&mut self) {
@@ -223,6 +255,7 @@ impl LogFile {
             rotated_to: None,
             valid_len: wire::HEADER_LEN,
             identity: None,
+            handle: None,
         };
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs);

@@ -50,13 +50,29 @@ impl std::ops::Deref for Data {
 }
 
 /// A file's bytes (mapped, or read whole when it is not a regular file or
-/// cannot be guarded) and its (device, inode).
-pub(super) fn load(path: &Path) -> Result<(Data, Option<(u64, u64)>), ReadError> {
+/// cannot be guarded), its (device, inode), and the open file (kept to read
+/// it again after it is renamed away from its path).
+pub(super) fn load(path: &Path) -> Result<Loaded, ReadError> {
+    let file = std::fs::File::open(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_open(file, path)
+}
+
+/// What [`load`] returns.
+pub(super) struct Loaded {
+    pub(super) data: Data,
+    pub(super) identity: Option<(u64, u64)>,
+    pub(super) file: File,
+}
+
+/// [`load`] of a file already open (`path` names it in errors).
+pub(super) fn load_open(mut file: File, path: &Path) -> Result<Loaded, ReadError> {
     let io = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let mut file = std::fs::File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     let identity = identity(&meta);
     let read_whole = |file: &mut std::fs::File| {
@@ -74,7 +90,11 @@ pub(super) fn load(path: &Path) -> Result<(Data, Option<(u64, u64)>), ReadError>
             None => read_whole(&mut file).map_err(io)?,
         }
     };
-    Ok((data, identity))
+    Ok(Loaded {
+        data,
+        identity,
+        file,
+    })
 }
 
 #[cfg(unix)]

@@ -27,10 +27,10 @@ pub mod render;
 pub mod time;
 mod warning;
 
+pub use crate::fileset::{finished_files, finished_path, next_in_set};
 pub use crate::wire::dict::SiteEntry;
 pub use crate::wire::header::{Header, HeaderError};
 pub use crate::wire::record::{PreformattedStrs, Value};
-pub use crate::writer::rotated_path;
 pub use error::ReadError;
 pub use extent::ExtentRecords;
 pub use file::{Gap, LogFile, Refresh, ThreadInfo};

@@ -1,0 +1,483 @@
+//! Files over time (CONTRACT §8): the live file always at its path,
+//! finished files named in time order, rolling by size and by UTC time,
+//! retention, failures that do not stop logging, `decode -f` across rolls,
+//! and the whole set decoding exactly as one unrotated log of the same run.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nanolog::reader::{finished_files, Event, Filter, LogFile, Merge, Value};
+use nanolog::{Logger, Rotation};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+
+/// One logger per process: the tests take turns.
+fn serial() -> MutexGuard<'static, ()> {
+    static M: Mutex<()> = Mutex::new(());
+    M.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("nanolog-files-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn finished(base: &Path) -> Vec<PathBuf> {
+    finished_files(base)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect()
+}
+
+/// The set in time order: finished files, then the live one.
+fn whole_set(base: &Path) -> Vec<PathBuf> {
+    let mut v = finished(base);
+    v.push(base.to_path_buf());
+    v
+}
+
+/// The first argument of every record of `paths`, merged in time order.
+fn first_args(paths: &[PathBuf]) -> Vec<u64> {
+    let files: Vec<LogFile> = paths.iter().map(|p| LogFile::open(p).unwrap()).collect();
+    Merge::new(&files, Filter::default())
+        .filter_map(|e| match e {
+            Event::Record(r) => match r.arg(0) {
+                Some(Value::Uint(v)) => Some(v as u64),
+                other => panic!("unexpected first argument {other:?}"),
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+fn unix_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+fn decode(args: &[&str]) -> String {
+    let o = Command::new(BIN).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "nanolog {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn p(x: &Path) -> &str {
+    x.to_str().unwrap()
+}
+
+#[test]
+fn size_rolling_keeps_the_live_file_at_the_path_and_names_finished_files_in_time_order() {
+    let _s = serial();
+    let d = dir("size");
+    let base = d.join("app.nlog");
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_bytes(32 << 10)
+        .start()
+        .unwrap();
+    const N: u64 = 40_000;
+    for i in 0..N {
+        nanolog::info!("sized {} {}", i, "some padding to fill the files");
+        if i % 1000 == 999 {
+            logger.flush().unwrap();
+            // The live file is always at the path, and is this run's.
+            let live = LogFile::open(&base).unwrap();
+            assert!(
+                !live.is_complete(),
+                "the file at the path is not the live one"
+            );
+        }
+    }
+    logger.flush().unwrap();
+    let stats = logger.stats();
+    drop(logger);
+    let done = finished(&base);
+    assert!(done.len() >= 5, "{} finished files", done.len());
+    assert_eq!(done.len() as u64 + 1, stats.files, "{stats:?}");
+    assert_eq!(stats.file_errors, 0);
+    let mut last_start = i64::MIN;
+    for f in &done {
+        let log = LogFile::open(f).unwrap();
+        // Each finished file is complete on its own, and names the path it
+        // went on in; names sort by start time.
+        assert!(log.is_complete(), "{} not closed", f.display());
+        let size = std::fs::metadata(f).unwrap().len();
+        assert!(size < 40 << 10, "{} is {size} bytes", f.display());
+        assert_eq!(log.rotated_to(), Some("app.nlog"));
+        assert!(log.sites().count() >= 1);
+        assert!(log.header().base_unix_ns > last_start);
+        last_start = log.header().base_unix_ns;
+        let alone: Vec<_> = log.records().map(|r| r.unwrap().message()).collect();
+        assert!(!alone.is_empty());
+    }
+    assert_eq!(first_args(&whole_set(&base)), (0..N).collect::<Vec<_>>());
+    // What the README says to type decodes the whole set in order.
+    let out = decode(&["decode", p(&base), p(&done[0]), p(&done[1])]);
+    assert!(out.lines().count() > 1000);
+}
+
+#[test]
+fn the_whole_set_decodes_exactly_as_one_unrotated_log_of_the_same_run() {
+    let _s = serial();
+    let d = dir("same");
+    let base = d.join("app.nlog");
+    let copy = d.join("unrotated.log");
+    let logger = Logger::builder()
+        .path(&base)
+        .level(nanolog::Level::Debug)
+        .rotate_bytes(24 << 10)
+        .__unrotated_copy(&copy)
+        .start()
+        .unwrap();
+    nanolog::set_thread_name("main-logger");
+    let workers: Vec<_> = (0..3u64)
+        .map(|w| {
+            std::thread::Builder::new()
+                .name(format!("w{w}"))
+                .spawn(move || {
+                    for i in 0..8_000u64 {
+                        match i % 3 {
+                            0 => nanolog::info!("w{} step {} of {}", w, i, "work"),
+                            1 => nanolog::debug!("w{} ratio {:.3}", w, i as f64 / 7.0),
+                            _ => nanolog::warn!(target: "net", "w{} peer={peer}", w, peer = i),
+                        }
+                    }
+                })
+                .unwrap()
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    drop(logger);
+    let set = whole_set(&base);
+    assert!(set.len() >= 4, "{} files", set.len());
+    let mut args: Vec<String> = vec!["decode".into()];
+    args.extend(set.iter().map(|x| p(x).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let set_text = decode(&args);
+    let one_text = decode(&["decode", p(&copy)]);
+    assert_eq!(set_text.lines().count(), 24_000);
+    assert!(set_text == one_text, "text decode differs");
+    let mut json_args = args.clone();
+    json_args.insert(1, "--format");
+    json_args.insert(2, "json");
+    // JSON lines of several files name their source file: all else is equal.
+    let without_source = |out: String| -> Vec<serde_json::Value> {
+        out.lines()
+            .map(|l| {
+                let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                v.as_object_mut().unwrap().remove("source");
+                v
+            })
+            .collect()
+    };
+    assert!(
+        without_source(decode(&json_args))
+            == without_source(decode(&["decode", "--format", "json", p(&copy)])),
+        "JSON decode differs"
+    );
+}
+
+/// An offset that puts the rolling clock `lead` before the next minute.
+fn offset_to_minute(lead: Duration) -> (Duration, bool, i64) {
+    let now = unix_ns();
+    let minute = 60_000_000_000i64;
+    let boundary = (now / minute + 1) * minute;
+    let shift = boundary - lead.as_nanos() as i64 - now;
+    (
+        Duration::from_nanos(shift.unsigned_abs()),
+        shift >= 0,
+        shift,
+    )
+}
+
+#[test]
+fn minutely_rolls_on_the_boundary_even_with_no_record_near_it() {
+    let _s = serial();
+    let d = dir("minutely");
+    let base = d.join("app.nlog");
+    let (off, ahead, shift) = offset_to_minute(Duration::from_millis(1500));
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_every(Rotation::Minutely)
+        .__rotation_clock_offset(off, ahead)
+        .start()
+        .unwrap();
+    for i in 0..100u64 {
+        nanolog::info!("before {}", i);
+    }
+    logger.flush().unwrap();
+    // Nothing is logged near the boundary: it still rolls.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while finished(&base).is_empty() {
+        assert!(Instant::now() < deadline, "no roll at the minute boundary");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let live = LogFile::open(&base).unwrap();
+    // The new file starts on the (shifted) boundary, within the flusher's
+    // wake-up delay.
+    let shifted_start = live.header().base_unix_ns + shift;
+    let minute = 60_000_000_000i64;
+    let past = shifted_start.rem_euclid(minute);
+    assert!(
+        past < 200_000_000,
+        "new file started {past} ns after the boundary"
+    );
+    for i in 100..200u64 {
+        nanolog::info!("after {}", i);
+    }
+    logger.flush().unwrap();
+    drop(logger);
+    let done = finished(&base);
+    assert_eq!(done.len(), 1);
+    assert_eq!(first_args(&done), (0..100).collect::<Vec<_>>());
+    assert_eq!(
+        first_args(std::slice::from_ref(&base)),
+        (100..200).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn size_and_time_rolling_together() {
+    let _s = serial();
+    let d = dir("both");
+    let base = d.join("app.nlog");
+    let (off, ahead, _) = offset_to_minute(Duration::from_millis(1000));
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_bytes(64 << 10)
+        .rotate_every(Rotation::Minutely)
+        .__rotation_clock_offset(off, ahead)
+        .start()
+        .unwrap();
+    let t0 = Instant::now();
+    let mut i = 0u64;
+    // Through the boundary, rolling by size all along.
+    while t0.elapsed() < Duration::from_millis(2500) {
+        for _ in 0..500 {
+            nanolog::info!("both {} {}", i, "padding padding padding padding");
+            i += 1;
+        }
+        logger.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = logger.stats();
+    drop(logger);
+    assert_eq!(stats.file_errors, 0);
+    let done = finished(&base);
+    let starts: Vec<i64> = whole_set(&base)
+        .iter()
+        .map(|f| LogFile::open(f).unwrap().header().base_unix_ns)
+        .collect();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]));
+    assert!(done.len() >= 3, "{} finished files", done.len());
+    assert_eq!(first_args(&whole_set(&base)), (0..i).collect::<Vec<_>>());
+}
+
+#[test]
+fn retention_by_count_deletes_the_oldest_and_only_files_of_the_set() {
+    let _s = serial();
+    let d = dir("count");
+    let base = d.join("app.nlog");
+    // Another program's files, and names close to the set's: never deleted.
+    let others = ["app.backup.nlog", "app.1.nlog", "app.nlog.bak", "notes.txt"];
+    for o in others {
+        std::fs::write(d.join(o), b"not ours").unwrap();
+    }
+    // A previous run's file: kept at start, and counted by retention.
+    {
+        let l = Logger::builder().path(&base).start().unwrap();
+        nanolog::info!("previous run {}", 7u64);
+        drop(l);
+    }
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_bytes(16 << 10)
+        .max_files(3)
+        .start()
+        .unwrap();
+    assert_eq!(finished(&base).len(), 1, "the previous run's file is kept");
+    const N: u64 = 30_000;
+    for i in 0..N {
+        nanolog::info!("counted {} {}", i, "padding padding padding");
+        if i % 500 == 0 {
+            logger.flush().unwrap();
+        }
+    }
+    logger.flush().unwrap();
+    let stats = logger.stats();
+    drop(logger);
+    assert!(stats.files > 6, "{stats:?}");
+    let done = finished(&base);
+    assert_eq!(done.len(), 3);
+    // The newest are kept: the records run without a hole to the last one.
+    let got = first_args(&whole_set(&base));
+    assert_eq!(*got.last().unwrap(), N - 1);
+    assert!(got.windows(2).all(|w| w[1] == w[0] + 1));
+    assert!(got[0] > 0, "the oldest files were not deleted");
+    for o in others {
+        assert_eq!(std::fs::read(d.join(o)).unwrap(), b"not ours", "{o}");
+    }
+}
+
+#[test]
+fn retention_by_bytes_keeps_the_finished_files_under_the_limit() {
+    let _s = serial();
+    let d = dir("bytes");
+    let base = d.join("app.nlog");
+    let limit = 100 << 10;
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_bytes(16 << 10)
+        .max_total_bytes(limit)
+        .start()
+        .unwrap();
+    for i in 0..40_000u64 {
+        nanolog::info!("sized {} {}", i, "padding padding padding");
+        if i % 500 == 0 {
+            logger.flush().unwrap();
+        }
+    }
+    drop(logger);
+    let sizes: Vec<u64> = finished_files(&base)
+        .unwrap()
+        .iter()
+        .map(|(_, n)| *n)
+        .collect();
+    let total: u64 = sizes.iter().sum();
+    assert!(total <= limit, "{total} bytes kept, limit {limit}");
+    // Not more deleted than needed: the oldest deleted file (at most
+    // 16 KiB and one batch) would have passed the limit.
+    assert!(total > limit - (40 << 10), "{sizes:?}");
+    assert!(sizes.len() >= 3, "{sizes:?}");
+    let got = first_args(&whole_set(&base));
+    assert_eq!(*got.last().unwrap(), 39_999);
+}
+
+#[test]
+fn a_roll_that_cannot_open_the_next_file_is_reported_and_logging_goes_on() {
+    let _s = serial();
+    let d = dir("fail");
+    let base = d.join("app.nlog");
+    // The next file's name is taken by a directory: creating it fails (a
+    // read-only directory does the same for a non-root user).
+    let blocker = d.join("app.nlog.next");
+    std::fs::create_dir(&blocker).unwrap();
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_bytes(8 << 10)
+        .start()
+        .unwrap();
+    for i in 0..5_000u64 {
+        nanolog::info!("blocked {} {}", i, "padding padding padding");
+    }
+    let err = logger.flush().expect_err("the failed roll is reported");
+    assert!(err.to_string().contains("roll"), "{err}");
+    let stats = logger.stats();
+    assert!(stats.file_errors >= 1, "{stats:?}");
+    assert_eq!(stats.files, 1);
+    assert!(finished(&base).is_empty());
+    // Reported once; logging went on in the live file.
+    for i in 5_000..6_000u64 {
+        nanolog::info!("blocked {} {}", i, "padding padding padding");
+    }
+    logger.flush().unwrap();
+    assert_eq!(
+        first_args(std::slice::from_ref(&base)),
+        (0..6_000).collect::<Vec<_>>()
+    );
+    // Once the obstacle is gone, rolling resumes (tried again a second later).
+    std::fs::remove_dir(&blocker).unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    for i in 6_000..10_000u64 {
+        nanolog::info!("blocked {} {}", i, "padding padding padding");
+        if i % 500 == 0 {
+            logger.flush().unwrap();
+        }
+    }
+    logger.flush().unwrap();
+    drop(logger);
+    assert!(!finished(&base).is_empty());
+    assert_eq!(
+        first_args(&whole_set(&base)),
+        (0..10_000).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn follow_keeps_printing_across_rolls() {
+    let _s = serial();
+    let d = dir("follow");
+    let base = d.join("app.nlog");
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_bytes(16 << 10)
+        .start()
+        .unwrap();
+    nanolog::info!("follow {}", 0u64);
+    logger.flush().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["decode", "-f", p(&base)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    const N: u64 = 20_000;
+    for i in 1..N {
+        nanolog::info!("follow {}", i);
+        if i % 200 == 0 {
+            logger.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+    logger.flush().unwrap();
+    let files = logger.stats().files;
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while (got.len() as u64) < N {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => got.push(l),
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+    let _ = child.wait();
+    drop(logger);
+    assert!(files > 5, "{files} files");
+    assert_eq!(
+        got.len() as u64,
+        N,
+        "follow printed {} of {N}; stderr: {err}",
+        got.len()
+    );
+    for (i, l) in got.iter().enumerate() {
+        assert!(l.ends_with(&format!(" follow {i}")), "line {i}: {l}");
+    }
+    // A roll is not "another run".
+    assert!(!err.contains("another run"), "{err}");
+}

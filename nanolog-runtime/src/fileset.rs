@@ -1,0 +1,262 @@
+//! A log's set of files on disk: the live file at the configured path, and
+//! the finished files beside it, named by the UTC time each one started so
+//! that their names sort in time order:
+//!
+//! ```text
+//! app.nlog                                  the live file (always this name)
+//! app.20261123T150000.000121337Z.nlog       finished: started 15:00:00.000121337 UTC
+//! app.20261123T160000.000098312Z.nlog       finished: the next one
+//! ```
+//!
+//! Two files that started in the same nanosecond get `...Z.1.nlog`,
+//! `...Z.2.nlog`. Retention deletes only names of exactly this shape, so
+//! another program's files beside the log are never touched.
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::wire::{self, header::Header};
+
+/// The name a finished file of the set at `base` gets:
+/// `app.20261123T153100.123456789Z.nlog` for a file whose header says it
+/// started at 2026-11-23 15:31:00.123456789 UTC.
+pub fn finished_path(base: &Path, start_unix_ns: i64) -> PathBuf {
+    finished_path_n(base, start_unix_ns, 0)
+}
+
+/// The stem and extension the set's names are built from.
+fn stem_ext(base: &Path) -> (String, Option<String>) {
+    let stem = base
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = base.extension().map(|e| e.to_string_lossy().into_owned());
+    (stem, ext)
+}
+
+/// [`finished_path`] with a suffix `n` (`...Z.n.nlog`) when `n > 0`.
+fn finished_path_n(base: &Path, start_unix_ns: i64, n: u32) -> PathBuf {
+    let mut t = String::new();
+    crate::reader::time::write_utc(&mut t, start_unix_ns, 'T');
+    let stamp: String = t.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+    let (stem, ext) = stem_ext(base);
+    let suffix = if n > 0 {
+        format!(".{n}")
+    } else {
+        String::new()
+    };
+    let name = match ext {
+        Some(ext) => format!("{stem}.{stamp}Z{suffix}.{ext}"),
+        None => format!("{stem}.{stamp}Z{suffix}"),
+    };
+    base.with_file_name(name)
+}
+
+/// A free finished name for a file of the set that started at `start_unix_ns`.
+pub(crate) fn free_finished_path(base: &Path, start_unix_ns: i64) -> PathBuf {
+    (0..1000)
+        .map(|n| finished_path_n(base, start_unix_ns, n))
+        .find(|t| std::fs::symlink_metadata(t).is_err())
+        .unwrap_or_else(|| finished_path_n(base, start_unix_ns, u32::MAX))
+}
+
+/// The sort key of a finished file's name of the set at `base`, or `None`
+/// if `name` is not one (another program's file, the live file, a name of
+/// another set).
+fn finished_key(base: &Path, name: &str) -> Option<(String, u32)> {
+    let (stem, ext) = stem_ext(base);
+    let rest = name.strip_prefix(&stem)?.strip_prefix('.')?;
+    let rest = match &ext {
+        Some(ext) => rest.strip_suffix(ext.as_str())?.strip_suffix('.')?,
+        None => rest,
+    };
+    // YYYYMMDDTHHMMSS.nnnnnnnnnZ, then optionally .N
+    let (stamp, n) = match rest.split_once("Z.") {
+        Some((stamp, n)) => (stamp, n.parse::<u32>().ok()?),
+        None => (rest.strip_suffix('Z')?, 0),
+    };
+    let b = stamp.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let ok = b.len() == 25
+        && digits(0..8)
+        && b[8] == b'T'
+        && digits(9..15)
+        && b[15] == b'.'
+        && digits(16..25);
+    ok.then(|| (stamp.to_owned(), n))
+}
+
+/// The finished files of the set at `base`, oldest first, with their sizes.
+/// The live file is not among them.
+pub fn finished_files(base: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
+    let dir = match base.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(key) = name.to_str().and_then(|n| finished_key(base, n)) else {
+            continue;
+        };
+        let meta = entry.metadata()?;
+        if meta.is_file() {
+            found.push((key, base.with_file_name(&name), meta.len()));
+        }
+    }
+    found.sort();
+    Ok(found.into_iter().map(|(_, p, len)| (p, len)).collect())
+}
+
+/// The file of the set at `base` that follows the one whose header is
+/// `after` (a file that ended by rolling over): the first finished file
+/// that the same process started later, else the live file at `base`.
+/// A reader following the log may be several rolls behind the writer.
+pub fn next_in_set(base: &Path, after: &Header) -> PathBuf {
+    let header = |p: &Path| {
+        let mut head = [0u8; wire::HEADER_LEN];
+        File::open(p)
+            .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
+            .ok()
+            .and_then(|()| Header::decode(&head).ok())
+    };
+    finished_files(base)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(p, _)| p)
+        .find(|p| {
+            header(p).is_some_and(|h| h.pid == after.pid && h.base_unix_ns > after.base_unix_ns)
+        })
+        .unwrap_or_else(|| base.to_path_buf())
+}
+
+/// How many finished files, and how many bytes of them, to keep.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Retention {
+    pub(crate) max_files: Option<usize>,
+    pub(crate) max_total_bytes: Option<u64>,
+}
+
+impl Retention {
+    fn is_set(&self) -> bool {
+        self.max_files.is_some() || self.max_total_bytes.is_some()
+    }
+
+    /// Deletes the oldest finished files of the set at `base` until at most
+    /// `max_files` of them, and `max_total_bytes` of their bytes, are left.
+    /// Returns the first error met; it goes on past a file it cannot delete.
+    pub(crate) fn apply(&self, base: &Path) -> io::Result<()> {
+        if !self.is_set() {
+            return Ok(());
+        }
+        let files = finished_files(base)?;
+        let mut count = files.len();
+        let mut total: u64 = files.iter().map(|(_, len)| len).sum();
+        let mut first_err = None;
+        for (path, len) in files {
+            let too_many = self.max_files.is_some_and(|m| count > m);
+            let too_big = self.max_total_bytes.is_some_and(|m| total > m);
+            if !too_many && !too_big {
+                break;
+            }
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    first_err.get_or_insert_with(|| {
+                        io::Error::new(
+                            e.kind(),
+                            format!("cannot delete old log {}: {e}", path.display()),
+                        )
+                    });
+                    // Still counted: the next file is older than what is left.
+                }
+            }
+            count -= 1;
+            total -= len;
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// When the file at `path` started: its header's time, or its modification
+/// time if it has no readable header.
+fn started(path: &Path, meta: &std::fs::Metadata) -> i64 {
+    let mut head = [0u8; wire::HEADER_LEN];
+    let from_header = File::open(path)
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
+        .ok()
+        .and_then(|()| Header::decode(&head).ok())
+        .map(|h| h.base_unix_ns);
+    from_header.unwrap_or_else(|| {
+        meta.modified()
+            .ok()
+            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i64)
+    })
+}
+
+/// Moves an earlier run's non-empty file at `path` aside as a finished file
+/// of the set (see [`finished_path`]), so a new run never destroys it.
+pub(crate) fn keep_previous(path: &Path) -> Result<(), Error> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    if !meta.is_file() || meta.len() == 0 {
+        return Ok(());
+    }
+    let target = free_finished_path(path, started(path, &meta));
+    std::fs::rename(path, &target).map_err(|source| Error::Open {
+        path: path.to_path_buf(),
+        source: io::Error::new(
+            source.kind(),
+            format!(
+                "cannot keep the previous log as {}: {source}",
+                target.display()
+            ),
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finished_names_parse_back_and_sort_in_time_order() {
+        let base = Path::new("/logs/app.nlog");
+        let a = finished_path(base, 1_763_911_860_123_456_789);
+        assert_eq!(
+            a.file_name().unwrap(),
+            "app.20251123T153100.123456789Z.nlog"
+        );
+        let key = |p: &Path| finished_key(base, p.file_name().unwrap().to_str().unwrap());
+        let b = finished_path_n(base, 1_763_911_860_123_456_789, 1);
+        let c = finished_path(base, 1_763_911_861_000_000_000);
+        assert!(key(&a).unwrap() < key(&b).unwrap());
+        assert!(key(&b).unwrap() < key(&c).unwrap());
+    }
+
+    #[test]
+    fn names_of_other_files_are_not_in_the_set() {
+        let base = Path::new("app.nlog");
+        for name in [
+            "app.nlog",
+            "app.1.nlog",
+            "app.backup.nlog",
+            "app.20251123T152100.123456789Z.log",
+            "other.20251123T152100.123456789Z.nlog",
+            "app.20251123T152100.12345678Z.nlog",
+            "app.20251123T152100.123456789Z.x.nlog",
+            "app.nlog.next",
+        ] {
+            assert_eq!(finished_key(base, name), None, "{name}");
+        }
+        let no_ext = Path::new("log");
+        assert!(finished_key(no_ext, "log.20251123T152100.123456789Z").is_some());
+        assert!(finished_key(no_ext, "log.20251123T152100.123456789Z.2").is_some());
+    }
+}
