@@ -21,6 +21,8 @@ pub enum Command {
     Stats(StatsArgs),
     /// Show the header, clock calibration, call-site dictionary and threads of a log.
     Info(InfoArgs),
+    /// Write the records, in time order, as Parquet or JSON lines for analytics engines.
+    Export(ExportArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -31,7 +33,7 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
-    /// Log files (a rotated set, or logs of several processes).
+    /// Log files (a rolled set, or logs of several processes).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -40,6 +42,16 @@ pub struct DecodeArgs {
     /// File order: no merge into time order.
     #[arg(long)]
     pub unsorted: bool,
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// Keep printing records as the file grows (and across rolls), until interrupted.
+    #[arg(short, long)]
+    pub follow: bool,
+}
+
+/// The record filters `decode` and `export` share.
+#[derive(Debug, Args)]
+pub struct FilterArgs {
     /// Minimum level (trace, debug, info, warn, error).
     #[arg(long)]
     pub level: Option<String>,
@@ -60,9 +72,42 @@ pub struct DecodeArgs {
     /// Stop after this many records.
     #[arg(long)]
     pub limit: Option<u64>,
-    /// Keep printing records as the file grows (and across rotation), until interrupted.
-    #[arg(short, long)]
-    pub follow: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Apache Parquet: one row per record (DuckDB, Spark, DataFusion, pyarrow).
+    Parquet,
+    /// The JSON lines of `decode --format json`.
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Compression {
+    Zstd,
+    Snappy,
+    None,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Log files (a rolled set, or logs of several processes).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// The file to write (replaced if it exists).
+    #[arg(long, short)]
+    pub output: PathBuf,
+    /// Parquet compression codec.
+    #[arg(long, value_enum, default_value_t = Compression::Zstd)]
+    pub compression: Compression,
+    /// Rows per Parquet row group (memory stays bounded by about one group).
+    #[arg(long, default_value_t = 1 << 20, value_name = "ROWS")]
+    pub row_group: usize,
+    #[command(flatten)]
+    pub filters: FilterArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

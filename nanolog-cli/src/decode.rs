@@ -9,24 +9,29 @@ use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, Refresh};
 use nanolog_runtime::Level;
 use regex::Regex;
 
-use crate::cli::{DecodeArgs, Format};
+use crate::cli::{DecodeArgs, FilterArgs, Format};
 use crate::output;
 
 /// Options resolved from the command line.
-struct Plan {
+pub(crate) struct Plan {
     format: Format,
     sorted: bool,
     min_level: Option<Level>,
     since_ns: Option<i64>,
     until_ns: Option<i64>,
     threads: Option<Vec<u32>>,
-    grep: Option<Regex>,
-    limit: Option<u64>,
+    pub(crate) grep: Option<Regex>,
+    pub(crate) limit: Option<u64>,
 }
 
 impl Plan {
     fn from_args(a: &DecodeArgs) -> anyhow::Result<Plan> {
-        let min_level = a
+        Plan::new(a.format, !a.unsorted, &a.filters)
+    }
+
+    /// The plan of records in time order, in `format`, filtered by `f`.
+    pub(crate) fn new(format: Format, sorted: bool, f: &FilterArgs) -> anyhow::Result<Plan> {
+        let min_level = f
             .level
             .as_deref()
             .map(str::parse::<Level>)
@@ -39,25 +44,25 @@ impl Plan {
                 .transpose()
                 .map_err(|e| anyhow::anyhow!("{name}: {e}"))
         };
-        let grep = a
+        let grep = f
             .grep
             .as_deref()
             .map(Regex::new)
             .transpose()
             .context("--grep: invalid regular expression")?;
         Ok(Plan {
-            format: a.format,
-            sorted: !a.unsorted,
+            format,
+            sorted,
             min_level,
-            since_ns: time(&a.since, "--since")?,
-            until_ns: time(&a.until, "--until")?,
-            threads: (!a.thread.is_empty()).then(|| a.thread.clone()),
+            since_ns: time(&f.since, "--since")?,
+            until_ns: time(&f.until, "--until")?,
+            threads: (!f.thread.is_empty()).then(|| f.thread.clone()),
             grep,
-            limit: a.limit,
+            limit: f.limit,
         })
     }
 
-    fn filter(&self, min_offset: usize) -> Filter {
+    pub(crate) fn filter(&self, min_offset: usize) -> Filter {
         Filter {
             min_level: self.min_level,
             since_ns: self.since_ns,
@@ -147,7 +152,7 @@ impl Renderer {
 
 /// Prints the events of `files` from `min_offset` on; returns false once
 /// `--limit` is reached.
-fn print(
+pub(crate) fn print(
     plan: &Plan,
     files: &[LogFile],
     min_offset: usize,

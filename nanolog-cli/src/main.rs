@@ -6,6 +6,7 @@
 
 mod cli;
 mod decode;
+mod export;
 mod info;
 mod output;
 mod stats;
@@ -39,6 +40,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
         cli::Command::Decode(a) => decode::run(&a),
         cli::Command::Stats(a) => stats::run(&a),
         cli::Command::Info(a) => info::run(&a),
+        cli::Command::Export(a) => export::run(&a),
     }?;
     Ok(ExitCode::SUCCESS)
 }

@@ -114,13 +114,31 @@ fn json_time_and_keys(j: &mut Json, rec: &Record<'_>, out: &mut String) {
 /// The values of `args` (its `[` already written), then `fields`: the named
 /// arguments by name.
 fn json_args_and_fields(site: &SiteEntry, args: &[Value<'_>], out: &mut String) {
+    json_arg_values(args, out);
+    out.push_str("],\"fields\":");
+    json_fields(site, args, out);
+}
+
+/// The values of `args`, comma-separated (no brackets).
+fn json_arg_values(args: &[Value<'_>], out: &mut String) {
     for (i, v) in args.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         json_value(v, out);
     }
-    out.push_str("],\"fields\":{");
+}
+
+/// The JSON array of a record's argument values, as in `args`.
+pub fn json_args(args: &[Value<'_>], out: &mut String) {
+    out.push('[');
+    json_arg_values(args, out);
+    out.push(']');
+}
+
+/// The JSON object of a record's named arguments, as in `fields`.
+pub fn json_fields(site: &SiteEntry, args: &[Value<'_>], out: &mut String) {
+    out.push('{');
     if site.names.is_empty() {
         out.push('}');
         return;

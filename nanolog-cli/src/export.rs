@@ -1,0 +1,234 @@
+//! `nanolog export`: the records, in time order, as Apache Parquet (one row
+//! per record, the columns of CONTRACT §11) or as the JSON lines of
+//! `decode --format json`, for analytics engines.
+//!
+//! Parquet is written in row groups: records are gathered into Arrow column
+//! builders a batch at a time and handed to the writer, which encodes and
+//! flushes a row group once it holds `--row-group` rows, so memory stays
+//! bounded by about one row group whatever the size of the input.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::sync::Arc;
+
+use anyhow::Context;
+use arrow_array::builder::{StringBuilder, TimestampNanosecondBuilder, UInt32Builder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use nanolog_runtime::reader::{Event, Merge, Record};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression as Codec, ZstdLevel};
+use parquet::file::properties::WriterProperties;
+
+use crate::cli::{Compression, ExportArgs, ExportFormat, Format};
+use crate::decode::{print, Plan};
+use crate::output;
+
+/// Rows gathered before they are handed to the Parquet writer.
+const BATCH_ROWS: usize = 8192;
+
+pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
+    let files = crate::open_all(&a.files, true)?;
+    let out =
+        File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let summary = match a.format {
+        ExportFormat::Jsonl => {
+            let plan = Plan::new(Format::Json, true, &a.filters)?;
+            let mut w = BufWriter::with_capacity(1 << 16, out);
+            let mut printed = 0;
+            print(&plan, &files, 0, &mut w, &mut printed)?;
+            w.flush()
+                .with_context(|| format!("cannot write {}", a.output.display()))?;
+            // Gaps are lines here, as decode prints them.
+            Summary {
+                rows: printed,
+                dropped: 0,
+            }
+        }
+        ExportFormat::Parquet => {
+            let plan = Plan::new(Format::Json, true, &a.filters)?;
+            parquet(a, &plan, &files, out)
+                .with_context(|| format!("cannot write {}", a.output.display()))?
+        }
+    };
+    if summary.dropped > 0 {
+        let _ = writeln!(
+            io::stderr(),
+            "nanolog: {} records were dropped by the logger (gaps are not rows)",
+            summary.dropped
+        );
+    }
+    let _ = writeln!(
+        io::stderr(),
+        "nanolog: exported {} records to {}",
+        summary.rows,
+        a.output.display()
+    );
+    Ok(())
+}
+
+struct Summary {
+    rows: u64,
+    dropped: u64,
+}
+
+/// The columns of CONTRACT §11, in order.
+fn schema() -> Schema {
+    let utf8 = |name: &str, nullable: bool| Field::new(name, DataType::Utf8, nullable);
+    Schema::new(vec![
+        Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            false,
+        ),
+        utf8("level", false),
+        Field::new("thread", DataType::UInt32, false),
+        utf8("thread_name", true),
+        utf8("target", false),
+        utf8("file", false),
+        Field::new("line", DataType::UInt32, false),
+        utf8("fmt", false),
+        utf8("msg", false),
+        utf8("args", false),
+        utf8("fields", false),
+    ])
+}
+
+/// One batch of rows being gathered.
+struct Columns {
+    ts: TimestampNanosecondBuilder,
+    level: StringBuilder,
+    thread: UInt32Builder,
+    thread_name: StringBuilder,
+    target: StringBuilder,
+    file: StringBuilder,
+    line: UInt32Builder,
+    fmt: StringBuilder,
+    msg: StringBuilder,
+    args: StringBuilder,
+    fields: StringBuilder,
+    rows: usize,
+}
+
+impl Columns {
+    fn new() -> Columns {
+        let s = || StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 16);
+        Columns {
+            ts: TimestampNanosecondBuilder::with_capacity(BATCH_ROWS).with_timezone("UTC"),
+            level: s(),
+            thread: UInt32Builder::with_capacity(BATCH_ROWS),
+            thread_name: s(),
+            target: s(),
+            file: s(),
+            line: UInt32Builder::with_capacity(BATCH_ROWS),
+            fmt: s(),
+            msg: s(),
+            args: s(),
+            fields: s(),
+            rows: 0,
+        }
+    }
+
+    /// Appends `rec`, whose message is `msg`; `scratch` is reused for the
+    /// JSON of its arguments and fields.
+    fn push(&mut self, rec: &Record<'_>, msg: &str, scratch: &mut String) {
+        let site = rec.site();
+        self.ts.append_value(rec.unix_ns());
+        self.level.append_value(site.level.as_str());
+        self.thread.append_value(rec.thread());
+        self.thread_name.append_option(rec.thread_name());
+        self.target.append_value(&site.target);
+        self.file.append_value(&site.file);
+        self.line.append_value(site.line);
+        self.fmt.append_value(&site.format);
+        self.msg.append_value(msg);
+        rec.with_args(|args| {
+            scratch.clear();
+            output::json_args(args, scratch);
+            self.args.append_value(&*scratch);
+            scratch.clear();
+            output::json_fields(site, args, scratch);
+            self.fields.append_value(&*scratch);
+        });
+        self.rows += 1;
+    }
+
+    /// The rows gathered so far as a batch; the builders start over.
+    fn finish(&mut self, schema: &Arc<Schema>) -> anyhow::Result<RecordBatch> {
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(self.ts.finish()),
+            Arc::new(self.level.finish()),
+            Arc::new(self.thread.finish()),
+            Arc::new(self.thread_name.finish()),
+            Arc::new(self.target.finish()),
+            Arc::new(self.file.finish()),
+            Arc::new(self.line.finish()),
+            Arc::new(self.fmt.finish()),
+            Arc::new(self.msg.finish()),
+            Arc::new(self.args.finish()),
+            Arc::new(self.fields.finish()),
+        ];
+        self.rows = 0;
+        Ok(RecordBatch::try_new(Arc::clone(schema), cols)?)
+    }
+}
+
+fn parquet(
+    a: &ExportArgs,
+    plan: &Plan,
+    files: &[nanolog_runtime::reader::LogFile],
+    out: File,
+) -> anyhow::Result<Summary> {
+    let schema = Arc::new(schema());
+    let codec = match a.compression {
+        Compression::Zstd => Codec::ZSTD(ZstdLevel::default()),
+        Compression::Snappy => Codec::SNAPPY,
+        Compression::None => Codec::UNCOMPRESSED,
+    };
+    let props = WriterProperties::builder()
+        .set_compression(codec)
+        .set_max_row_group_size(a.row_group.max(1))
+        .set_created_by(format!("nanolog {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let mut writer = ArrowWriter::try_new(
+        BufWriter::with_capacity(1 << 20, out),
+        Arc::clone(&schema),
+        Some(props),
+    )?;
+    let mut cols = Columns::new();
+    let (mut msg, mut scratch) = (String::with_capacity(256), String::with_capacity(256));
+    let mut summary = Summary {
+        rows: 0,
+        dropped: 0,
+    };
+    let mut merge = Merge::new(files, plan.filter(0));
+    for ev in merge.by_ref() {
+        match ev {
+            Event::Gap(g, _) => summary.dropped += g.count,
+            Event::Record(rec) => {
+                if plan.limit.is_some_and(|l| summary.rows >= l) {
+                    break;
+                }
+                msg.clear();
+                rec.render(&mut msg);
+                if plan.grep.as_ref().is_some_and(|re| !re.is_match(&msg)) {
+                    continue;
+                }
+                cols.push(&rec, &msg, &mut scratch);
+                summary.rows += 1;
+                if cols.rows >= BATCH_ROWS {
+                    writer.write(&cols.finish(&schema)?)?;
+                }
+            }
+        }
+    }
+    for e in merge.take_errors() {
+        let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
+    }
+    if cols.rows > 0 {
+        writer.write(&cols.finish(&schema)?)?;
+    }
+    // Writes the footer; then the buffered bytes go out.
+    writer.into_inner()?.flush()?;
+    Ok(summary)
+}

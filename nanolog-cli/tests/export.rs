@@ -1,0 +1,384 @@
+//! `nanolog export` (CONTRACT §11), run as a user runs it: the Parquet file
+//! is read back with the `parquet` crate and compared, row by row and
+//! column by column, with `nanolog decode --format json` of the same files.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{TimestampNanosecondType, UInt32Type};
+use arrow_array::{Array, RecordBatch};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::Value as Json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+
+struct Fixtures {
+    dir: PathBuf,
+    /// Several threads (one unnamed), targets, named fields, escapes,
+    /// non-finite floats, every level.
+    main: PathBuf,
+    /// Written with `OnFull::Drop` into a tiny ring: has gaps.
+    drops: PathBuf,
+}
+
+fn fixtures() -> &'static Fixtures {
+    static F: OnceLock<Fixtures> = OnceLock::new();
+    F.get_or_init(|| {
+        std::thread::Builder::new()
+            .name("main".into())
+            .spawn(build)
+            .unwrap()
+            .join()
+            .unwrap()
+    })
+}
+
+fn build() -> Fixtures {
+    let dir = std::env::temp_dir().join(format!("nanolog-export-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let main = dir.join("main.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&main)
+        .level(nanolog::Level::Trace)
+        .start()
+        .unwrap();
+    let workers: Vec<_> = (0..3u32)
+        .map(|w| {
+            let mut b = std::thread::Builder::new();
+            if w > 0 {
+                b = b.name(format!("worker-{w}"));
+            }
+            b.spawn(move || {
+                if w == 0 {
+                    // A thread with no name: `thread_name` is null.
+                    nanolog::set_thread_name("");
+                }
+                for i in 0..3_000u32 {
+                    match i % 6 {
+                        0 => nanolog::info!("request {} took {} us", i, i * 3),
+                        1 => nanolog::debug!(target: "net::peer", "peer {addr} rtt {rtt:.2}", addr = "10.0.0.1", rtt = f64::from(i) / 7.0),
+                        2 => nanolog::warn!("odd \"quote\" and \\ and\ttab {}", i),
+                        3 => nanolog::trace!("ratio {} {}", f64::NAN, f64::INFINITY),
+                        4 => nanolog::error!("failed {code:?} after {i}", code = "E42"),
+                        _ => nanolog::info!("wide {} {} {}", u128::MAX, i64::MIN, 'x'),
+                    }
+                }
+            })
+            .unwrap()
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    drop(logger);
+
+    let drops = dir.join("drops.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&drops)
+        .staging_capacity(4096)
+        .on_full(nanolog::OnFull::Drop)
+        .start()
+        .unwrap();
+    for i in 0..200_000u64 {
+        nanolog::info!("burst {} {}", i, "padding padding padding");
+    }
+    logger.flush().unwrap();
+    let dropped = logger.stats().dropped;
+    drop(logger);
+    assert!(dropped > 0, "the drops fixture dropped nothing");
+    Fixtures { dir, main, drops }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn ok(args: &[&str]) -> Output {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "nanolog {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+fn p(x: &Path) -> &str {
+    x.to_str().unwrap()
+}
+
+/// The records (not gap lines) of `decode --format json`.
+fn decoded(args: &[&str]) -> Vec<Json> {
+    let mut a = vec!["decode", "--format", "json"];
+    a.extend_from_slice(args);
+    String::from_utf8(ok(&a).stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Json>(l).unwrap())
+        .filter(|v| v.get("dropped").is_none())
+        .collect()
+}
+
+fn read_parquet(path: &Path) -> Vec<RecordBatch> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    reader.map(|b| b.unwrap()).collect()
+}
+
+/// Each Parquet row as the JSON object of the columns that `decode` has too.
+fn rows(batches: &[RecordBatch]) -> Vec<Json> {
+    let mut out = Vec::new();
+    for b in batches {
+        let names: Vec<String> = b
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "ts",
+                "level",
+                "thread",
+                "thread_name",
+                "target",
+                "file",
+                "line",
+                "fmt",
+                "msg",
+                "args",
+                "fields"
+            ]
+        );
+        let s = |i: usize| b.column(i).as_string::<i32>();
+        let ts = b.column(0).as_primitive::<TimestampNanosecondType>();
+        let thread = b.column(2).as_primitive::<UInt32Type>();
+        let line = b.column(6).as_primitive::<UInt32Type>();
+        for r in 0..b.num_rows() {
+            let name = s(3);
+            out.push(serde_json::json!({
+                "ts_ns": ts.value(r),
+                "level": s(1).value(r),
+                "thread": thread.value(r),
+                "thread_name": if name.is_null(r) { Json::Null } else { name.value(r).into() },
+                "target": s(4).value(r),
+                "file": s(5).value(r),
+                "line": line.value(r),
+                "fmt": s(7).value(r),
+                "msg": s(8).value(r),
+                // Strings holding JSON: parsed, to compare as values.
+                "args": serde_json::from_str::<Json>(s(9).value(r)).unwrap(),
+                "fields": serde_json::from_str::<Json>(s(10).value(r)).unwrap(),
+            }));
+        }
+    }
+    out
+}
+
+/// The keys of a decoded JSON record that the Parquet columns carry.
+fn project(v: &Json) -> Json {
+    let keys = [
+        "ts_ns",
+        "level",
+        "thread",
+        "thread_name",
+        "target",
+        "file",
+        "line",
+        "fmt",
+        "msg",
+        "args",
+        "fields",
+    ];
+    Json::Object(keys.iter().map(|k| (k.to_string(), v[k].clone())).collect())
+}
+
+#[test]
+fn parquet_rows_equal_decode_json_column_by_column() {
+    let f = fixtures();
+    let out = f.dir.join("main.parquet");
+    let o = ok(&[
+        "export",
+        "--format",
+        "parquet",
+        "--output",
+        p(&out),
+        p(&f.main),
+    ]);
+    let batches = read_parquet(&out);
+    assert_eq!(
+        *batches[0].schema().field(0).data_type(),
+        arrow_schema::DataType::Timestamp(arrow_schema::TimeUnit::Nanosecond, Some("UTC".into()))
+    );
+    let got = rows(&batches);
+    let want = decoded(&[p(&f.main)]);
+    assert_eq!(got.len(), 9_000);
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(*g, project(w), "row {i}");
+    }
+    assert!(got.iter().any(|r| r["thread_name"].is_null()));
+    assert!(got.iter().any(|r| r["fields"]["addr"] == "10.0.0.1"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exported 9000 records"));
+}
+
+#[test]
+fn gaps_are_not_rows_and_their_total_is_on_stderr() {
+    let f = fixtures();
+    let out = f.dir.join("drops.parquet");
+    let o = ok(&[
+        "export",
+        "--format",
+        "parquet",
+        "--output",
+        p(&out),
+        p(&f.drops),
+    ]);
+    let gaps: u64 = String::from_utf8(ok(&["decode", "--format", "json", p(&f.drops)]).stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Json>(l).unwrap()["dropped"].as_u64())
+        .sum();
+    assert!(gaps > 0);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{gaps} records were dropped")),
+        "{err}"
+    );
+    let got = rows(&read_parquet(&out));
+    assert_eq!(got.len(), decoded(&[p(&f.drops)]).len());
+    assert_eq!(got.len() as u64 + gaps, 200_000);
+}
+
+#[test]
+fn export_applies_the_filters_of_decode() {
+    let f = fixtures();
+    let filters: &[&[&str]] = &[
+        &["--level", "warn"],
+        &["--grep", "took \\d+2 us"],
+        &["--thread", "2", "--limit", "100"],
+        &["--level", "debug", "--grep", "peer", "--limit", "7"],
+    ];
+    for (k, extra) in filters.iter().enumerate() {
+        let out = f.dir.join(format!("filtered-{k}.parquet"));
+        let mut args = vec!["export", "--format", "parquet", "--output", p(&out)];
+        args.extend_from_slice(extra);
+        args.push(p(&f.main));
+        ok(&args);
+        let mut dargs: Vec<&str> = extra.to_vec();
+        dargs.push(p(&f.main));
+        let want: Vec<Json> = decoded(&dargs).iter().map(project).collect();
+        let got = rows(&read_parquet(&out));
+        assert!(!want.is_empty(), "{extra:?} selects nothing");
+        assert_eq!(got, want, "{extra:?}");
+    }
+}
+
+#[test]
+fn small_row_groups_and_every_codec_give_the_same_rows() {
+    let f = fixtures();
+    let want = rows(&read_parquet(&{
+        let out = f.dir.join("default.parquet");
+        ok(&["export", "--format", "parquet", "-o", p(&out), p(&f.main)]);
+        out
+    }));
+    for codec in ["snappy", "none", "zstd"] {
+        let out = f.dir.join(format!("rg-{codec}.parquet"));
+        ok(&[
+            "export",
+            "--format",
+            "parquet",
+            "--compression",
+            codec,
+            "--row-group",
+            "1000",
+            "-o",
+            p(&out),
+            p(&f.main),
+        ]);
+        let meta = ParquetRecordBatchReaderBuilder::try_new(File::open(&out).unwrap())
+            .unwrap()
+            .metadata()
+            .clone();
+        assert_eq!(meta.num_row_groups(), 9, "{codec}");
+        assert_eq!(rows(&read_parquet(&out)), want, "{codec}");
+    }
+}
+
+#[test]
+fn jsonl_is_decode_json_byte_for_byte() {
+    let f = fixtures();
+    let out = f.dir.join("main.jsonl");
+    ok(&[
+        "export",
+        "--format",
+        "jsonl",
+        "--output",
+        p(&out),
+        "--level",
+        "info",
+        p(&f.main),
+        p(&f.drops),
+    ]);
+    let want = ok(&[
+        "decode",
+        "--format",
+        "json",
+        "--level",
+        "info",
+        p(&f.main),
+        p(&f.drops),
+    ])
+    .stdout;
+    assert!(std::fs::read(&out).unwrap() == want);
+}
+
+#[test]
+fn hostile_and_truncated_inputs_get_the_same_clean_error_as_decode() {
+    let f = fixtures();
+    let bad = f.dir.join("bad");
+    std::fs::create_dir_all(&bad).unwrap();
+    let good = std::fs::read(&f.main).unwrap();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("empty.nlog", Vec::new()),
+        ("text.nlog", b"just some text, not a log\n".to_vec()),
+        ("header-only.nlog", good[..20].to_vec()),
+        ("version.nlog", {
+            let mut v = good.clone();
+            v[8] = 0xEE;
+            v
+        }),
+    ];
+    for (name, bytes) in cases {
+        let path = bad.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out = bad.join(format!("{name}.parquet"));
+        let e = run(&["export", "--format", "parquet", "-o", p(&out), p(&path)]);
+        let d = run(&["decode", p(&path)]);
+        assert!(!e.status.success(), "{name}: export succeeded");
+        assert_eq!(e.status.code(), d.status.code(), "{name}");
+        let (es, ds) = (
+            String::from_utf8_lossy(&e.stderr),
+            String::from_utf8_lossy(&d.stderr),
+        );
+        assert_eq!(es, ds, "{name}");
+        assert_eq!(es.lines().count(), 1, "{name}: {es}");
+        assert!(!es.contains("panicked"), "{name}: {es}");
+    }
+    // A torn tail: everything up to the last whole record, with a warning.
+    let torn = bad.join("torn.nlog");
+    std::fs::write(&torn, &good[..good.len() * 2 / 3 + 3]).unwrap();
+    let out = bad.join("torn.parquet");
+    let e = ok(&["export", "--format", "parquet", "-o", p(&out), p(&torn)]);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("warning"));
+    let want: Vec<Json> = decoded(&[p(&torn)]).iter().map(project).collect();
+    assert!(want.len() > 1000);
+    assert_eq!(rows(&read_parquet(&out)), want);
+}
