@@ -19,6 +19,7 @@ use nanolog_runtime::reader::{Event, Merge, Record};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression as Codec, ZstdLevel};
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use crate::cli::{Compression, ExportArgs, ExportFormat, Format};
 use crate::decode::{print, Plan};
@@ -189,12 +190,33 @@ fn parquet(
         .set_compression(codec)
         .set_max_row_group_size(a.row_group.max(1))
         .set_created_by(format!("nanolog {}", env!("CARGO_PKG_VERSION")))
+        // Messages and argument lists are nearly all distinct: a dictionary
+        // would only cost hashing (a sixth of the export's time) before the
+        // writer falls back to plain pages. The other columns repeat a few
+        // values per call site and keep theirs.
+        .set_column_dictionary_enabled(ColumnPath::from("msg"), false)
+        .set_column_dictionary_enabled(ColumnPath::from("args"), false)
         .build();
-    let mut writer = ArrowWriter::try_new(
+    let writer = ArrowWriter::try_new(
         BufWriter::with_capacity(1 << 20, out),
         Arc::clone(&schema),
         Some(props),
     )?;
+    // Encoding and compressing the columns (the writer) runs on a thread of
+    // its own while this one merges and renders the next batch; two batches
+    // in flight at most, so memory stays bounded.
+    let (to_writer, batches) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
+    let encoder = std::thread::Builder::new()
+        .name("nanolog-export-writer".into())
+        .spawn(move || -> anyhow::Result<()> {
+            let mut writer = writer;
+            for batch in batches {
+                writer.write(&batch)?;
+            }
+            // Writes the footer; then the buffered bytes go out.
+            writer.into_inner()?.flush()?;
+            Ok(())
+        })?;
     let mut cols = Columns::new();
     let (mut msg, mut scratch) = (String::with_capacity(256), String::with_capacity(256));
     let mut summary = Summary {
@@ -202,6 +224,8 @@ fn parquet(
         dropped: 0,
     };
     let mut merge = Merge::new(files, plan.filter(0));
+    let mut send = |batch: RecordBatch| -> bool { to_writer.send(batch).is_ok() };
+    let mut writer_gone = false;
     for ev in merge.by_ref() {
         match ev {
             Event::Gap(g, _) => summary.dropped += g.count,
@@ -216,8 +240,10 @@ fn parquet(
                 }
                 cols.push(&rec, &msg, &mut scratch);
                 summary.rows += 1;
-                if cols.rows >= BATCH_ROWS {
-                    writer.write(&cols.finish(&schema)?)?;
+                if cols.rows >= BATCH_ROWS && !send(cols.finish(&schema)?) {
+                    // The writer failed: its error is reported below.
+                    writer_gone = true;
+                    break;
                 }
             }
         }
@@ -225,10 +251,13 @@ fn parquet(
     for e in merge.take_errors() {
         let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
     }
-    if cols.rows > 0 {
-        writer.write(&cols.finish(&schema)?)?;
+    if cols.rows > 0 && !writer_gone {
+        send(cols.finish(&schema)?);
     }
-    // Writes the footer; then the buffered bytes go out.
-    writer.into_inner()?.flush()?;
+    drop(send);
+    drop(to_writer);
+    encoder
+        .join()
+        .map_err(|_| anyhow::anyhow!("the Parquet writer thread panicked"))??;
     Ok(summary)
 }
