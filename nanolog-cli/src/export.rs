@@ -224,7 +224,7 @@ fn parquet(
         dropped: 0,
     };
     let mut merge = Merge::new(files, plan.filter(0));
-    let mut send = |batch: RecordBatch| -> bool { to_writer.send(batch).is_ok() };
+    let send = |batch: RecordBatch| -> bool { to_writer.send(batch).is_ok() };
     let mut writer_gone = false;
     for ev in merge.by_ref() {
         match ev {
@@ -254,7 +254,6 @@ fn parquet(
     if cols.rows > 0 && !writer_gone {
         send(cols.finish(&schema)?);
     }
-    drop(send);
     drop(to_writer);
     encoder
         .join()
