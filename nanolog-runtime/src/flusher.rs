@@ -113,13 +113,15 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         .counters
         .bytes_written
         .store(crate::wire::HEADER_LEN as u64, Ordering::Relaxed);
+    // From the first batch on: a file's size limit may be below OUT_MAX.
+    let out_limit = writer.room().clamp(4 << 10, OUT_MAX);
     let st = State {
         shared,
         writer,
         generation: 0,
         out: Vec::with_capacity(OUT_MAX + EXTENT_MAX),
         out_records: 0,
-        out_limit: OUT_MAX,
+        out_limit,
         sites: Vec::new(),
         site_emitted: Vec::new(),
         clock_every: (config.clock_interval.as_secs_f64() * hz) as u64,

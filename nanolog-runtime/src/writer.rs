@@ -93,6 +93,13 @@ fn open(path: &Path) -> io::Result<(File, u64, (u64, i64))> {
     Ok((file, wire::HEADER_LEN as u64, (tick, unix_ns)))
 }
 
+/// Where the next file is created before it is renamed over `path`.
+fn next_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".next");
+    path.with_file_name(name)
+}
+
 /// Whether `link` failed because the filesystem has no hard links (so a
 /// plain rename is the way to move the file).
 fn no_hard_links(e: &io::Error) -> bool {
@@ -111,6 +118,14 @@ impl Writer {
             source,
         };
         fileset::keep_previous(path)?;
+        // A roll that died between creating the next file and renaming it
+        // over the path leaves `app.nlog.next` holding a header and nothing
+        // else: it is ours and empty.
+        let next = next_path(path);
+        if std::fs::metadata(&next).is_ok_and(|m| m.is_file() && m.len() <= wire::HEADER_LEN as u64)
+        {
+            let _ = std::fs::remove_file(&next);
+        }
         // The kept file counts against retention; a failure to delete is
         // not a reason to refuse to log.
         let _ = policy.retention.apply(path);
@@ -245,9 +260,7 @@ impl Writer {
 
     fn switch(&mut self) -> io::Result<u64> {
         let name = self.path.file_name().unwrap_or_default().to_os_string();
-        let mut next_name = name.clone();
-        next_name.push(".next");
-        let next = self.path.with_file_name(next_name);
+        let next = next_path(&self.path);
         let finished = fileset::free_finished_path(&self.path, self.start_unix_ns);
         let ctx = |what: &str, e: io::Error| {
             io::Error::new(e.kind(), format!("cannot roll the log ({what}): {e}"))
