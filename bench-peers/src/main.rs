@@ -1,0 +1,299 @@
+//! nanolog side by side with the Rust loggers of its field, on the NanoLog
+//! paper's Table 3 messages, every logger writing a file with lossless
+//! settings (a full queue blocks, nothing is dropped), line counts checked.
+//!
+//! ```text
+//! cargo run --release -- all [SCALE]       # every logger, message and mode; writes results.csv
+//! cargo run --release -- chart results.csv ../benches/charts
+//! cargo run --release -- table3-chart ../benches/results/table3.txt ../benches/charts
+//! cargo run --release -- run LOGGER MESSAGE latency|throughput N PATH
+//! ```
+//!
+//! Each (logger, message, mode) runs in a process of its own: several of
+//! the peers can be set up once per process only (`log`'s global logger,
+//! ticklog), and none then carries state into the next measurement.
+//!
+//! - latency: `N` warm-up calls, then `N` calls each timed with the TSC
+//!   (`rdtsc` pairs, the median empty pair subtracted), a 100 ns busy-wait
+//!   between calls, nearest-rank percentiles;
+//! - throughput: `N` calls from one thread as fast as possible, timed from
+//!   the first call until the logger has handed everything to the OS (its
+//!   flush returns, or its guard is dropped and its writer thread joined).
+//!
+//! Afterwards the file must hold exactly the calls made (text lines; for
+//! nanolog, records read back), else the run is reported as lossy.
+
+mod chart;
+#[macro_use]
+mod peers;
+
+use std::io::Write;
+use std::process::Command;
+use std::time::Instant;
+
+/// The loggers, in the order of the tables.
+pub const LOGGERS: [&str; 8] = [
+    "nanolog",
+    "ticklog",
+    "spdlog-rs",
+    "ftlog",
+    "fast_log",
+    "slog-async",
+    "tracing-appender",
+    "bufwriter",
+];
+
+/// The paper's Table 3 messages (the text, `%d` as i32, `%lu` u64, `%u` u32,
+/// `%0.6lf` `{:.6}`).
+pub const MESSAGES: [&str; 6] = [
+    "staticString",
+    "stringConcat",
+    "singleInteger",
+    "twoIntegers",
+    "singleDouble",
+    "complexFormat",
+];
+
+#[inline(always)]
+pub fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: rdtsc has no preconditions on x86_64; it reads the TSC.
+    unsafe {
+        core::arch::x86_64::_rdtsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        use std::sync::OnceLock;
+        static T0: OnceLock<Instant> = OnceLock::new();
+        T0.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    }
+}
+
+/// Sets up ticklog (here, at the crate root: its `configure!` defines the
+/// helper macros its logging macros call, and they resolve only here).
+pub fn ticklog_start(path: &str) -> ticklog::Guard {
+    ticklog::configure! {
+        sink: ticklog::FileSink::truncate(path).expect("ticklog file"),
+        backpressure: ticklog::Backpressure::Block,
+    }
+    .expect("ticklog")
+}
+
+macro_rules! ticklog_info {
+    ($($t:tt)*) => { ticklog::info!($($t)*) };
+}
+
+/// The six calls through ticklog's macro.
+pub fn ticklog_ops() -> peers::Ops {
+    table3!(ticklog_info)
+}
+
+/// One measurement's result line.
+struct Row {
+    logger: String,
+    message: String,
+    mode: String,
+    n: u64,
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    mps: f64,
+    bytes_per_call: f64,
+    lossless: bool,
+}
+
+impl Row {
+    const HEADER: &'static str =
+        "logger,message,mode,calls,p50_ns,p99_ns,p999_ns,m_calls_per_s,bytes_per_call,lossless";
+
+    fn csv(&self) -> String {
+        format!(
+            "{},{},{},{},{:.1},{:.1},{:.1},{:.3},{:.2},{}",
+            self.logger,
+            self.message,
+            self.mode,
+            self.n,
+            self.p50,
+            self.p99,
+            self.p999,
+            self.mps,
+            self.bytes_per_call,
+            self.lossless
+        )
+    }
+}
+
+fn ticks_per_ns() -> f64 {
+    let (t0, i0) = (tsc(), Instant::now());
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    (tsc() - t0) as f64 / i0.elapsed().as_nanos() as f64
+}
+
+fn nearest_rank(sorted: &[u64], pct: f64) -> u64 {
+    let rank = ((pct / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// `run LOGGER MESSAGE MODE N PATH`: one measurement in this process.
+fn run(logger: &str, message: &str, mode: &str, n: u64, path: &str) -> Row {
+    let msg_ix = MESSAGES
+        .iter()
+        .position(|m| *m == message)
+        .unwrap_or_else(|| panic!("unknown message {message}"));
+    let _ = std::fs::remove_file(path);
+    let mut p = peers::start(logger, path);
+    let op = p.ops()[msg_ix];
+    let per_ns = ticks_per_ns();
+    let mut row = Row {
+        logger: logger.into(),
+        message: message.into(),
+        mode: mode.into(),
+        n,
+        p50: 0.0,
+        p99: 0.0,
+        p999: 0.0,
+        mps: 0.0,
+        bytes_per_call: 0.0,
+        lossless: false,
+    };
+    let calls;
+    if mode == "latency" {
+        let mut empty: Vec<u64> = (0..100_000)
+            .map(|_| {
+                let t0 = tsc();
+                tsc() - t0
+            })
+            .collect();
+        empty.sort_unstable();
+        let overhead = empty[empty.len() / 2];
+        for _ in 0..n {
+            op();
+        }
+        let wait = (100.0 * per_ns) as u64;
+        let mut lat = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let t0 = tsc();
+            op();
+            let t1 = tsc();
+            lat.push((t1 - t0).saturating_sub(overhead));
+            while tsc() - t1 < wait {
+                std::hint::spin_loop();
+            }
+        }
+        lat.sort_unstable();
+        let ns = |t: u64| t as f64 / per_ns;
+        row.p50 = ns(nearest_rank(&lat, 50.0));
+        row.p99 = ns(nearest_rank(&lat, 99.0));
+        row.p999 = ns(nearest_rank(&lat, 99.9));
+        p.finish();
+        calls = 2 * n;
+    } else {
+        let t = Instant::now();
+        for _ in 0..n {
+            op();
+        }
+        p.finish();
+        row.mps = n as f64 / t.elapsed().as_secs_f64() / 1e6;
+        calls = n;
+    }
+    let written = p.count(path);
+    row.lossless = written == calls;
+    if !row.lossless {
+        eprintln!("{logger} {message} {mode}: {written} of {calls} calls in the file");
+    }
+    row.bytes_per_call = std::fs::metadata(path).map_or(0, |m| m.len()) as f64 / calls as f64;
+    let _ = std::fs::remove_file(path);
+    row
+}
+
+/// `all [SCALE]`: every logger, message and mode, each in its own process.
+fn all(scale: u64) {
+    let exe = std::env::current_exe().expect("own path");
+    let dir = std::env::temp_dir();
+    let mut out = std::fs::File::create("results.csv").expect("results.csv");
+    writeln!(out, "{}", Row::HEADER).unwrap();
+    println!(
+        "machine: {} cores, {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(
+                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
+                    .split(':')
+                    .nth(1)
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned())
+            )
+            .unwrap_or_default()
+    );
+    println!(
+        "{:<17} {:<14} {:>7} {:>7} {:>8} {:>10} {:>8} {:>8}",
+        "logger", "message", "p50 ns", "p99 ns", "p99.9 ns", "M calls/s", "B/call", "lossless"
+    );
+    for message in MESSAGES {
+        for logger in LOGGERS {
+            let mut cells = Vec::new();
+            for (mode, n) in [
+                ("latency", 200_000 / scale),
+                ("throughput", 2_000_000 / scale),
+            ] {
+                let path = dir.join(format!("peers-{logger}-{}.log", std::process::id()));
+                let o = Command::new(&exe)
+                    .args([
+                        "run",
+                        logger,
+                        message,
+                        mode,
+                        &n.to_string(),
+                        path.to_str().unwrap(),
+                    ])
+                    .output()
+                    .expect("run a measurement");
+                let line = String::from_utf8_lossy(&o.stdout).trim().to_owned();
+                if !o.status.success() || line.is_empty() {
+                    eprintln!(
+                        "{logger} {message} {mode} failed: {}",
+                        String::from_utf8_lossy(&o.stderr)
+                    );
+                    continue;
+                }
+                writeln!(out, "{line}").unwrap();
+                cells.push(line);
+            }
+            let f = |s: &str, i: usize| s.split(',').nth(i).unwrap_or("").to_owned();
+            if let [lat, thr] = &cells[..] {
+                println!(
+                    "{:<17} {:<14} {:>7} {:>7} {:>8} {:>10} {:>8} {:>8}",
+                    logger,
+                    message,
+                    f(lat, 4),
+                    f(lat, 5),
+                    f(lat, 6),
+                    f(thr, 7),
+                    f(thr, 8),
+                    f(lat, 9) == "true" && f(thr, 9) == "true"
+                );
+            }
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    match a.as_slice() {
+        ["run", logger, message, mode, n, path] => {
+            let row = run(logger, message, mode, n.parse().expect("N"), path);
+            println!("{}", row.csv());
+        }
+        ["all"] => all(1),
+        ["all", scale] => all(scale.parse().expect("SCALE")),
+        ["chart", csv, dir] => chart::write_all(csv, dir),
+        ["table3-chart", txt, dir] => chart::write_table3(txt, dir),
+        _ => {
+            eprintln!("usage: all [SCALE] | chart CSV DIR | run LOGGER MESSAGE MODE N PATH");
+            std::process::exit(2);
+        }
+    }
+}

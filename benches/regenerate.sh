@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Regenerates every figure of issue #9 in one go (about 10 minutes on the
+# 2-core CI machine), side by side in one session:
+#   1. the paper's Table 3 messages under the issue's protocol, with the
+#      floor and two logging threads (benches/table3.rs);
+#   2. nanolog and the Rust peers on the same messages (bench-peers/, its
+#      own workspace, so the peers never enter the library's dependencies);
+#   3. the charts (SVG) from both outputs.
+# Outputs: benches/results/{table3.txt,peers.csv,peers.txt}, benches/charts/*.svg.
+# Usage: bash benches/regenerate.sh [SCALE]   (SCALE divides every call count; default 1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SCALE=${1:-1}
+mkdir -p benches/results benches/charts
+
+echo "== Table 3, nanolog (cargo bench --bench table3)"
+NANOLOG_T3_SCALE=$SCALE cargo bench -q --bench table3 2>/dev/null | tee benches/results/table3.txt
+
+echo "== nanolog and the Rust peers (bench-peers)"
+(
+    cd bench-peers
+    cargo build -q --release
+    ./target/release/nanolog-bench-peers all "$SCALE" | tee ../benches/results/peers.txt
+    mv results.csv ../benches/results/peers.csv
+    ./target/release/nanolog-bench-peers chart ../benches/results/peers.csv ../benches/charts
+    ./target/release/nanolog-bench-peers table3-chart ../benches/results/table3.txt ../benches/charts
+)
