@@ -233,20 +233,24 @@ impl ThreadProducer {
 
     #[inline(always)]
     fn push(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
+        // The tick first: `rdtsc` takes tens of cycles, and nothing below
+        // waits for it until the header is written, so the CPU overlaps it
+        // with the reservation. A thread's calls run one after another, so
+        // its records still reach its ring in tick order (a call that waits
+        // for room keeps the time it was made).
+        let tick = clock::now();
         if len > self.producer.ring().capacity() {
-            self.dropped(clock::now(), true);
+            self.dropped(tick, true);
             return;
         }
         if self.pending_drops > 0 && !self.try_write_drops() {
-            self.dropped(clock::now(), false);
+            self.dropped(tick, false);
             return;
         }
         if !self.producer.try_reserve(len) && !self.wait_for_room(len) {
             return;
         }
-        // The tick is read after the reservation, so a thread's records are
-        // in tick order in its ring.
-        self.producer.commit_record(id, clock::now(), enc);
+        self.producer.commit_record(id, tick, enc);
     }
 
     /// After the exit hook has run, nothing will flush again: each call
