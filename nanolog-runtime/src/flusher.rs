@@ -32,6 +32,11 @@ const OUT_MAX: usize = 1 << 20;
 /// runs with perf's pass statistics: twoIntegers 45-50 M/s without, 50-73
 /// with; singleInteger 53-80 without, 54-81 with, on a noisy machine.)
 const PREFETCH: usize = 1024;
+/// While the rings keep the flusher busy, write the buffer once it holds
+/// this much ...
+const WRITE_MIN: usize = 64 << 10;
+/// ... or once it is this old.
+const WRITE_EVERY: Duration = Duration::from_millis(1);
 /// Hand ring space back to the producer every this fraction of the ring
 /// consumed ...
 const RELEASE_FRACTION: u64 = 8;
@@ -76,6 +81,8 @@ struct State {
     logged: u64,
     /// The END entry is in `out`: no rotation after it.
     closing: bool,
+    /// When `out` was last written (ticks).
+    last_write: u64,
     mirror: Option<Mirror>,
 }
 
@@ -138,6 +145,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         last_clock: 0,
         logged: 0,
         closing: false,
+        last_write: 0,
         mirror: config.mirror,
     };
     let mut f = Flusher {
@@ -147,6 +155,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     f.st.clock_pair();
     let mut idle = 0u32;
     let (mut flushed, mut synced) = (0u64, 0u64);
+    let write_every = (WRITE_EVERY.as_secs_f64() * hz) as u64;
     loop {
         f.st.shared.heartbeat.fetch_add(1, Ordering::Relaxed);
         // Acquire pairs with the SeqCst increments in `request_flush`: records
@@ -161,10 +170,24 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             n += f.st.drain(r);
         }
         f.rings.retain(|r| !r.c.ring.is_finished(r.c.head()));
-        if clock::now().wrapping_sub(f.st.last_clock) > f.st.clock_every {
+        let now = clock::now();
+        if now.wrapping_sub(f.st.last_clock) > f.st.clock_every {
             f.st.clock_pair();
         }
-        f.st.write_out();
+        // The end of a batch is when the rings are empty (or someone waits
+        // for the file): a flusher that keeps up with a busy producer finds
+        // a few hundred records a pass, and a write per pass would be a
+        // system call per few hundred records. In between, the buffer goes
+        // out once it is large or a millisecond old.
+        let urgent = stopping || ticket > flushed || sync_ticket > synced;
+        if n == 0
+            || urgent
+            || f.st.out.len() >= WRITE_MIN
+            || now.wrapping_sub(f.st.last_write) > write_every
+        {
+            f.st.last_write = now;
+            f.st.write_out();
+        }
         if sync_ticket > synced {
             f.st.sync();
             synced = sync_ticket;
