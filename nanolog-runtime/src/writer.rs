@@ -333,3 +333,25 @@ impl Writer {
         self.file.sync_data()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Rotation;
+
+    /// 2026-11-23 15:31:00.123456789 UTC.
+    const T: i64 = 1_795_447_860_123_456_789;
+
+    #[test]
+    fn boundaries_are_the_next_utc_minute_hour_and_midnight() {
+        let s = 1_000_000_000i64;
+        assert_eq!(Rotation::Minutely.next_after(T), 1_795_447_920 * s);
+        assert_eq!(Rotation::Hourly.next_after(T), 1_795_449_600 * s);
+        // Midnight of 2026-11-24.
+        assert_eq!(Rotation::Daily.next_after(T), 1_795_478_400 * s);
+        // On a boundary: the next one, not the same.
+        let m = 1_795_447_920 * s;
+        assert_eq!(Rotation::Minutely.next_after(m), m + 60 * s);
+        // Before 1970 too (div_euclid).
+        assert_eq!(Rotation::Minutely.next_after(-1), 0);
+    }
+}
