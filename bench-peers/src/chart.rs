@@ -139,6 +139,19 @@ fn draw(
             .label(*logger)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
     }
+    legend_and_present(&mut chart, &root)
+}
+
+/// Draws the legend (top right) and writes the file.
+fn legend_and_present<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    CT: plotters::coord::CoordTranslate,
+{
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
@@ -257,14 +270,7 @@ pub fn write_table3(txt: &str, dir: &str) {
                     Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()?;
-        root.present()?;
-        Ok(())
+        legend_and_present(&mut chart, &root)
     })();
     result.expect("draw chart");
     println!("wrote {path}");
