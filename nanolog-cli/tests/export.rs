@@ -111,6 +111,14 @@ fn p(x: &Path) -> &str {
     x.to_str().unwrap()
 }
 
+/// `nanolog export --format parquet --output OUT EXTRA... INPUT`, which must succeed.
+fn export_parquet(out: &Path, extra: &[&str], input: &Path) -> Output {
+    let mut args = vec!["export", "--format", "parquet", "--output", p(out)];
+    args.extend_from_slice(extra);
+    args.push(p(input));
+    ok(&args)
+}
+
 /// The records (not gap lines) of `decode --format json`.
 fn decoded(args: &[&str]) -> Vec<Json> {
     let mut a = vec!["decode", "--format", "json"];
@@ -204,14 +212,7 @@ fn project(v: &Json) -> Json {
 fn parquet_rows_equal_decode_json_column_by_column() {
     let f = fixtures();
     let out = f.dir.join("main.parquet");
-    let o = ok(&[
-        "export",
-        "--format",
-        "parquet",
-        "--output",
-        p(&out),
-        p(&f.main),
-    ]);
+    let o = export_parquet(&out, &[], &f.main);
     let batches = read_parquet(&out);
     assert_eq!(
         *batches[0].schema().field(0).data_type(),
@@ -233,14 +234,7 @@ fn parquet_rows_equal_decode_json_column_by_column() {
 fn gaps_are_not_rows_and_their_total_is_on_stderr() {
     let f = fixtures();
     let out = f.dir.join("drops.parquet");
-    let o = ok(&[
-        "export",
-        "--format",
-        "parquet",
-        "--output",
-        p(&out),
-        p(&f.drops),
-    ]);
+    let o = export_parquet(&out, &[], &f.drops);
     let gaps: u64 = String::from_utf8(ok(&["decode", "--format", "json", p(&f.drops)]).stdout)
         .unwrap()
         .lines()
@@ -268,10 +262,7 @@ fn export_applies_the_filters_of_decode() {
     ];
     for (k, extra) in filters.iter().enumerate() {
         let out = f.dir.join(format!("filtered-{k}.parquet"));
-        let mut args = vec!["export", "--format", "parquet", "--output", p(&out)];
-        args.extend_from_slice(extra);
-        args.push(p(&f.main));
-        ok(&args);
+        export_parquet(&out, extra, &f.main);
         let mut dargs: Vec<&str> = extra.to_vec();
         dargs.push(p(&f.main));
         let want: Vec<Json> = decoded(&dargs).iter().map(project).collect();
@@ -286,23 +277,16 @@ fn small_row_groups_and_every_codec_give_the_same_rows() {
     let f = fixtures();
     let want = rows(&read_parquet(&{
         let out = f.dir.join("default.parquet");
-        ok(&["export", "--format", "parquet", "-o", p(&out), p(&f.main)]);
+        export_parquet(&out, &[], &f.main);
         out
     }));
     for codec in ["snappy", "none", "zstd"] {
         let out = f.dir.join(format!("rg-{codec}.parquet"));
-        ok(&[
-            "export",
-            "--format",
-            "parquet",
-            "--compression",
-            codec,
-            "--row-group",
-            "1000",
-            "-o",
-            p(&out),
-            p(&f.main),
-        ]);
+        export_parquet(
+            &out,
+            &["--compression", codec, "--row-group", "1000"],
+            &f.main,
+        );
         let meta = ParquetRecordBatchReaderBuilder::try_new(File::open(&out).unwrap())
             .unwrap()
             .metadata()
@@ -376,7 +360,7 @@ fn hostile_and_truncated_inputs_get_the_same_clean_error_as_decode() {
     let torn = bad.join("torn.nlog");
     std::fs::write(&torn, &good[..good.len() * 2 / 3 + 3]).unwrap();
     let out = bad.join("torn.parquet");
-    let e = ok(&["export", "--format", "parquet", "-o", p(&out), p(&torn)]);
+    let e = export_parquet(&out, &[], &torn);
     assert!(String::from_utf8_lossy(&e.stderr).contains("warning"));
     let want: Vec<Json> = decoded(&[p(&torn)]).iter().map(project).collect();
     assert!(want.len() > 1000);
