@@ -199,6 +199,18 @@ fn started(path: &Path, meta: &std::fs::Metadata) -> i64 {
     })
 }
 
+/// Whether `other` is the file `meta` describes (another link to it).
+#[cfg(unix)]
+fn same_file(meta: &std::fs::Metadata, other: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(other).is_ok_and(|o| o.dev() == meta.dev() && o.ino() == meta.ino())
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::Metadata, _: &Path) -> bool {
+    false
+}
+
 /// Moves an earlier run's non-empty file at `path` aside as a finished file
 /// of the set (see [`finished_path`]), so a new run never destroys it.
 pub(crate) fn keep_previous(path: &Path) -> Result<(), Error> {
@@ -208,7 +220,21 @@ pub(crate) fn keep_previous(path: &Path) -> Result<(), Error> {
     if !meta.is_file() || meta.len() == 0 {
         return Ok(());
     }
-    let target = free_finished_path(path, started(path, &meta));
+    let start = started(path, &meta);
+    // A roll that died between linking the finished name and renaming the
+    // next file over the path leaves the file under both names: it is kept
+    // already, and a second name would decode its records twice.
+    if (0..1000)
+        .map(|n| finished_path_n(path, start, n))
+        .take_while(|t| std::fs::symlink_metadata(t).is_ok())
+        .any(|t| same_file(&meta, &t))
+    {
+        return std::fs::remove_file(path).map_err(|source| Error::Open {
+            path: path.to_path_buf(),
+            source,
+        });
+    }
+    let target = free_finished_path(path, start);
     std::fs::rename(path, &target).map_err(|source| Error::Open {
         path: path.to_path_buf(),
         source: io::Error::new(
@@ -238,6 +264,39 @@ mod tests {
         let c = finished_path(base, 1_763_911_861_000_000_000);
         assert!(key(&a).unwrap() < key(&b).unwrap());
         assert!(key(&b).unwrap() < key(&c).unwrap());
+    }
+
+    #[test]
+    fn a_file_left_under_two_names_by_a_dead_roll_is_kept_once() {
+        let dir = std::env::temp_dir().join(format!("nanolog-fileset-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let base = dir.join("app.nlog");
+        std::fs::write(&base, b"not a log, but ours").unwrap();
+        let meta = std::fs::metadata(&base).unwrap();
+        let finished = finished_path(&base, started(&base, &meta));
+        std::fs::hard_link(&base, &finished).unwrap();
+        keep_previous(&base).unwrap();
+        assert!(!base.exists());
+        let names: Vec<_> = finished_files(&base).unwrap();
+        assert_eq!(names.len(), 1, "{names:?}");
+        assert_eq!(names[0].0, finished);
+        // A different file whose start time gives the same name gets a suffix.
+        std::fs::write(&base, b"not a log, but ours").unwrap();
+        let t = std::time::SystemTime::UNIX_EPOCH
+            + std::time::Duration::from_nanos(started(
+                &finished,
+                &std::fs::metadata(&finished).unwrap(),
+            ) as u64);
+        std::fs::File::options()
+            .write(true)
+            .open(&base)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        keep_previous(&base).unwrap();
+        assert_eq!(finished_files(&base).unwrap().len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
