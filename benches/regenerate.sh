@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates every figure of issue #9 in one go (about 10 minutes on the
+# Regenerates every figure of issue #9 in one go (3-4 minutes on the
 # 2-core CI machine), side by side in one session:
 #   1. the paper's Table 3 messages under the issue's protocol, with the
 #      floor and two logging threads (benches/table3.rs);
