@@ -380,7 +380,7 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
                     continue;
                 }
             },
-            None => match LogFile::open(&path) {
+            None => match LogFile::open_live(&path) {
                 Ok(l) if finished == Some(*l.header()) => false,
                 Ok(l) => {
                     finished = None;

@@ -796,3 +796,35 @@ fn parallel_rendering_matches_the_single_threaded_path() {
         );
     }
 }
+
+#[test]
+fn more_files_than_the_descriptor_limit_decode() {
+    // A long-kept rolled set is many files: reading them must not hold a
+    // file descriptor each (the maps do not need them).
+    let f = fixtures();
+    let dir = f.dir.join("many");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bytes = std::fs::read(&f.chunks).unwrap();
+    let one = ok(&["decode", p(&f.chunks)]).lines().count();
+    let n = 300;
+    let paths: Vec<String> = (0..n)
+        .map(|i| {
+            let path = dir.join(format!("part{i:03}.nlog"));
+            write(&path, &bytes);
+            p(&path).to_owned()
+        })
+        .collect();
+    // 300 files under a limit of 128 descriptors.
+    let script = "ulimit -n 128 && exec \"$0\" decode \"$@\" | wc -l";
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args(&paths)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.is_empty(), "{err}");
+    let lines: usize = stdout(&o).trim().parse().unwrap();
+    assert_eq!(lines, one * n);
+}

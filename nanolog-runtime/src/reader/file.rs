@@ -95,8 +95,9 @@ pub struct LogFile {
     valid_len: usize,
     /// The file's (device, inode) when opened, to notice a replacement.
     identity: Option<(u64, u64)>,
-    /// The file as opened: after a rotation renames it away from its
-    /// path, its last entries are read through this.
+    /// The file as opened, kept by [`LogFile::open_live`] only: after a
+    /// rotation renames it away from its path, its last entries are read
+    /// through this.
     handle: Option<std::fs::File>,
 }
 
@@ -126,12 +127,23 @@ impl fmt::Debug for LogFile {
 
 impl LogFile {
     /// Opens and indexes a log file (memory-mapped; see [`LogFile::shrank`]).
+    /// The map keeps no file descriptor: any number of files can be open.
     pub fn open(path: impl AsRef<Path>) -> Result<LogFile, ReadError> {
-        let path = path.as_ref();
+        Self::open_keeping(path.as_ref(), false)
+    }
+
+    /// [`LogFile::open`] for a log being written, to follow with
+    /// [`LogFile::refresh`]: it also keeps the file open, so that once the
+    /// writer rolls it away from its path its last entries can still be read.
+    pub fn open_live(path: impl AsRef<Path>) -> Result<LogFile, ReadError> {
+        Self::open_keeping(path.as_ref(), true)
+    }
+
+    fn open_keeping(path: &Path, keep_handle: bool) -> Result<LogFile, ReadError> {
         let loaded = load(path)?;
         let mut f = Self::index(path.to_path_buf(), loaded.data)?;
         f.identity = loaded.identity;
-        f.handle = Some(loaded.file);
+        f.handle = keep_handle.then_some(loaded.file);
         Ok(f)
     }
 
@@ -141,9 +153,9 @@ impl LogFile {
     /// below what was read is reported as [`Refresh::Replaced`], never read
     /// with this file's dictionary.
     ///
-    /// A file renamed away from its path (nanolog rolling to a new file:
-    /// the old one ends with a ROTATE entry) is first read to its end
-    /// through the handle opened with it, so a follower misses none of its
+    /// A file opened with [`LogFile::open_live`] and renamed away from its
+    /// path (nanolog rolling to a new file: the old one ends with a ROTATE
+    /// entry) is first read to its end through the handle opened with it, so a follower misses none of its
     /// records: that is a [`Refresh::Grew`], and [`LogFile::rotated_to`]
     /// then says where the log goes on.
     pub fn refresh(&mut self) -> Result<Refresh, ReadError> {
