@@ -54,12 +54,24 @@ fn finished_path_n(base: &Path, start_unix_ns: i64, n: u32) -> PathBuf {
     base.with_file_name(name)
 }
 
-/// A free finished name for a file of the set that started at `start_unix_ns`.
-pub(crate) fn free_finished_path(base: &Path, start_unix_ns: i64) -> PathBuf {
-    (0..1000)
-        .map(|n| finished_path_n(base, start_unix_ns, n))
-        .find(|t| std::fs::symlink_metadata(t).is_err())
-        .unwrap_or_else(|| finished_path_n(base, start_unix_ns, u32::MAX))
+/// The finished name for the file `meta` describes, of the set at `base`,
+/// started at `start_unix_ns`: the first of `...Z.nlog`, `...Z.1.nlog`, ...
+/// that is free, or that already is a link to that very file (a roll that
+/// died between linking and renaming leaves one). The flag says which.
+pub(crate) fn finished_slot(
+    base: &Path,
+    start_unix_ns: i64,
+    meta: &std::fs::Metadata,
+) -> (PathBuf, bool) {
+    for n in 0..1000 {
+        let t = finished_path_n(base, start_unix_ns, n);
+        match std::fs::symlink_metadata(&t) {
+            Err(_) => return (t, false),
+            Ok(_) if same_file(meta, &t) => return (t, true),
+            Ok(_) => {}
+        }
+    }
+    (finished_path_n(base, start_unix_ns, u32::MAX), false)
 }
 
 /// The sort key of a finished file's name of the set at `base`, or `None`
@@ -116,19 +128,13 @@ pub fn finished_files(base: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
 /// that the same process started later, else the live file at `base`.
 /// A reader following the log may be several rolls behind the writer.
 pub fn next_in_set(base: &Path, after: &Header) -> PathBuf {
-    let header = |p: &Path| {
-        let mut head = [0u8; wire::HEADER_LEN];
-        File::open(p)
-            .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
-            .ok()
-            .and_then(|()| Header::decode(&head).ok())
-    };
     finished_files(base)
         .unwrap_or_default()
         .into_iter()
         .map(|(p, _)| p)
         .find(|p| {
-            header(p).is_some_and(|h| h.pid == after.pid && h.base_unix_ns > after.base_unix_ns)
+            read_header(p)
+                .is_some_and(|h| h.pid == after.pid && h.base_unix_ns > after.base_unix_ns)
         })
         .unwrap_or_else(|| base.to_path_buf())
 }
@@ -182,21 +188,27 @@ impl Retention {
     }
 }
 
+/// The header of the log at `path`, if it has a valid one.
+fn read_header(path: &Path) -> Option<Header> {
+    let mut head = [0u8; wire::HEADER_LEN];
+    File::open(path)
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
+        .ok()?;
+    Header::decode(&head).ok()
+}
+
 /// When the file at `path` started: its header's time, or its modification
 /// time if it has no readable header.
 fn started(path: &Path, meta: &std::fs::Metadata) -> i64 {
-    let mut head = [0u8; wire::HEADER_LEN];
-    let from_header = File::open(path)
-        .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
-        .ok()
-        .and_then(|()| Header::decode(&head).ok())
-        .map(|h| h.base_unix_ns);
-    from_header.unwrap_or_else(|| {
-        meta.modified()
-            .ok()
-            .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as i64)
-    })
+    read_header(path).map_or_else(
+        || {
+            meta.modified()
+                .ok()
+                .and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i64)
+        },
+        |h| h.base_unix_ns,
+    )
 }
 
 /// Whether `other` is the file `meta` describes (another link to it).
@@ -220,22 +232,16 @@ pub(crate) fn keep_previous(path: &Path) -> Result<(), Error> {
     if !meta.is_file() || meta.len() == 0 {
         return Ok(());
     }
-    let start = started(path, &meta);
-    // A roll that died between linking the finished name and renaming the
-    // next file over the path leaves the file under both names: it is kept
-    // already, and a second name would decode its records twice.
-    if (0..1000)
-        .map(|n| finished_path_n(path, start, n))
-        .take_while(|t| std::fs::symlink_metadata(t).is_ok())
-        .any(|t| same_file(&meta, &t))
-    {
-        return std::fs::remove_file(path).map_err(|source| Error::Open {
-            path: path.to_path_buf(),
-            source,
-        });
-    }
-    let target = free_finished_path(path, start);
-    std::fs::rename(path, &target).map_err(|source| Error::Open {
+    let (target, kept) = finished_slot(path, started(path, &meta), &meta);
+    let done = if kept {
+        // Under both names after a roll that died between link and rename:
+        // it is kept already, and a second finished name would decode its
+        // records twice.
+        std::fs::remove_file(path)
+    } else {
+        std::fs::rename(path, &target)
+    };
+    done.map_err(|source| Error::Open {
         path: path.to_path_buf(),
         source: io::Error::new(
             source.kind(),

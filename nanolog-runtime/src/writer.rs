@@ -77,9 +77,8 @@ pub(crate) struct Writer {
     copy: Option<File>,
 }
 
-/// Creates `path` and writes a fresh header; returns the file, its length,
-/// and its header's (tick, unix ns).
-fn open(path: &Path) -> io::Result<(File, u64, (u64, i64))> {
+/// Creates `path` and writes a fresh header; returns the file and the header.
+fn open(path: &Path) -> io::Result<(File, Header)> {
     let mut file = File::create(path)?;
     let (tick, unix_ns) = clock::pair();
     let header = Header {
@@ -90,7 +89,14 @@ fn open(path: &Path) -> io::Result<(File, u64, (u64, i64))> {
         pid: std::process::id(),
     };
     file.write_all(&header.encode())?;
-    Ok((file, wire::HEADER_LEN as u64, (tick, unix_ns)))
+    Ok((file, header))
+}
+
+/// The tick at which the wall clock reads `at`, estimated from a (tick,
+/// wall-clock ns) pair taken now; `at` is not before `now_ns`.
+fn tick_at(at: i64, now_ns: i64, now_tick: u64) -> u64 {
+    let ticks = (at - now_ns) as f64 * clock::ticks_per_second() / 1e9;
+    now_tick.saturating_add(ticks as u64)
 }
 
 /// Where the next file is created before it is renamed over `path`.
@@ -129,14 +135,11 @@ impl Writer {
         // The kept file counts against retention; a failure to delete is
         // not a reason to refuse to log.
         let _ = policy.retention.apply(path);
-        let (file, len, (_, start_unix_ns)) = open(path).map_err(open_err)?;
+        let (file, header) = open(path).map_err(open_err)?;
         let copy = match &policy.unrotated_copy {
             Some(p) => {
                 let mut f = File::create(p).map_err(open_err)?;
-                let mut head = [0u8; wire::HEADER_LEN];
-                let mut live = File::open(path).map_err(open_err)?;
-                io::Read::read_exact(&mut live, &mut head).map_err(open_err)?;
-                f.write_all(&head).map_err(open_err)?;
+                f.write_all(&header.encode()).map_err(open_err)?;
                 Some(f)
             }
             None => None,
@@ -144,8 +147,8 @@ impl Writer {
         let mut w = Writer {
             path: path.to_path_buf(),
             file,
-            len,
-            start_unix_ns,
+            len: wire::HEADER_LEN as u64,
+            start_unix_ns: header.base_unix_ns,
             records: 0,
             policy,
             boundary: None,
@@ -162,8 +165,7 @@ impl Writer {
             let (tick, ns) = clock::pair();
             let now = ns + self.policy.clock_offset_ns;
             let at = r.next_after(now);
-            let ticks = (at - now) as f64 * clock::ticks_per_second() / 1e9;
-            (at, tick.saturating_add(ticks as u64))
+            (at, tick_at(at, now, tick))
         });
     }
 
@@ -213,8 +215,7 @@ impl Writer {
                     // The tick is an estimate: the wall clock decides.
                     let now = clock::unix_ns() + self.policy.clock_offset_ns;
                     if now < at {
-                        let ticks = (at - now) as f64 * clock::ticks_per_second() / 1e9;
-                        self.boundary = Some((at, now_tick.saturating_add(ticks as u64)));
+                        self.boundary = Some((at, tick_at(at, now, now_tick)));
                         false
                     } else if self.records == 0 {
                         // Nothing to finish: the live file goes on into the
@@ -261,26 +262,28 @@ impl Writer {
     fn switch(&mut self) -> io::Result<u64> {
         let name = self.path.file_name().unwrap_or_default().to_os_string();
         let next = next_path(&self.path);
-        let finished = fileset::free_finished_path(&self.path, self.start_unix_ns);
         let ctx = |what: &str, e: io::Error| {
             io::Error::new(e.kind(), format!("cannot roll the log ({what}): {e}"))
         };
-        let (file, len, (tick, ns)) =
+        let (finished, kept) =
+            fileset::finished_slot(&self.path, self.start_unix_ns, &self.file.metadata()?);
+        let (file, header) =
             open(&next).map_err(|e| ctx(&format!("create {}", next.display()), e))?;
-        let linked = match std::fs::hard_link(&self.path, &finished) {
-            Ok(()) => true,
-            Err(e) if no_hard_links(&e) => {
-                if let Err(e) = std::fs::rename(&self.path, &finished) {
-                    let _ = std::fs::remove_file(&next);
-                    return Err(ctx(&format!("rename to {}", finished.display()), e));
-                }
-                false
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&next);
-                return Err(ctx(&format!("link {}", finished.display()), e));
+        // `kept`: an earlier attempt left the link behind (its undo failed).
+        let linked = if kept {
+            Ok(true)
+        } else {
+            match std::fs::hard_link(&self.path, &finished) {
+                Ok(()) => Ok(true),
+                Err(e) if no_hard_links(&e) => std::fs::rename(&self.path, &finished)
+                    .map(|()| false)
+                    .map_err(|e| ctx(&format!("rename to {}", finished.display()), e)),
+                Err(e) => Err(ctx(&format!("link {}", finished.display()), e)),
             }
         };
+        let linked = linked.inspect_err(|_| {
+            let _ = std::fs::remove_file(&next);
+        })?;
         if let Err(e) = std::fs::rename(&next, &self.path) {
             // Back to where we were: the live file at the path, no new file.
             if linked {
@@ -296,9 +299,7 @@ impl Writer {
         put_entry(&mut out, tag::ROTATE, |b| {
             wire::put_str(b, &name.to_string_lossy())
         });
-        let (end_tick, end_ns) = clock::pair();
-        dict::put_clock_entry(&mut out, end_tick, end_ns);
-        put_entry(&mut out, tag::END, |_| {});
+        let end = self.close_entries(&mut out);
         // If the old file cannot take its last entries it still ends at a
         // whole entry (see `write`); the log goes on in the new file.
         let _ = self.write_live(&out);
@@ -306,22 +307,23 @@ impl Writer {
             // The unrotated copy keeps every clock pair the set has (the old
             // file's last, the new header's), so both read the same times.
             let mut pairs = Vec::new();
-            dict::put_clock_entry(&mut pairs, end_tick, end_ns);
-            dict::put_clock_entry(&mut pairs, tick, ns);
+            dict::put_clock_entry(&mut pairs, end.0, end.1);
+            dict::put_clock_entry(&mut pairs, header.base_tick, header.base_unix_ns);
             let _ = c.write_all(&pairs);
         }
         self.file = file;
-        self.len = len;
-        self.start_unix_ns = ns;
+        self.len = wire::HEADER_LEN as u64;
+        self.start_unix_ns = header.base_unix_ns;
         self.records = 0;
-        Ok(len)
+        Ok(self.len)
     }
 
-    /// Appends a final clock pair and the END entry.
-    pub(crate) fn close_entries(&self, out: &mut Vec<u8>) {
+    /// Appends a final clock pair and the END entry; returns the pair.
+    pub(crate) fn close_entries(&self, out: &mut Vec<u8>) -> (u64, i64) {
         let (tick, ns) = clock::pair();
         dict::put_clock_entry(out, tick, ns);
         put_entry(out, tag::END, |_| {});
+        (tick, ns)
     }
 
     pub(crate) fn sync(&self) -> io::Result<()> {
