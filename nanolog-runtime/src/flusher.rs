@@ -156,7 +156,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         .bytes_written
         .store(crate::wire::HEADER_LEN as u64, Ordering::Relaxed);
     // From the first batch on: a file's size limit may be below OUT_MAX.
-    let out_limit = writer.room().clamp(4 << 10, OUT_MAX);
+    let out_limit = out_limit(&writer);
     let st = State {
         shared,
         writer,
@@ -309,9 +309,7 @@ impl State {
         if !self.closing && self.writer.should_rotate() {
             self.rotate();
         }
-        // At least an extent's worth per write, so a small limit does not
-        // mean a write per record.
-        self.out_limit = self.writer.room().clamp(4 << 10, OUT_MAX);
+        self.out_limit = out_limit(&self.writer);
     }
 
     fn write_buffer(&mut self) {
@@ -526,6 +524,13 @@ impl State {
         r.c.release();
         n
     }
+}
+
+/// How much `out` may hold before it is written: [`OUT_MAX`], or less when
+/// the file is that close to its size limit, so files end near the limit;
+/// at least 4 KiB, so a small limit does not mean a write per record.
+fn out_limit(w: &Writer) -> usize {
+    w.room().clamp(4 << 10, OUT_MAX)
 }
 
 fn close(out: &mut [u8], open: &mut Option<Open>) {
