@@ -384,21 +384,24 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
                 Ok(l) if finished == Some(*l.header()) => false,
                 Ok(l) => {
                     finished = None;
-                    if seen_header.is_some_and(|h| h != *l.header()) {
-                        // Another file: its records are all new, and none
-                        // is read with the previous file's dictionary. The
-                        // same process's next file (it rolled) needs no word.
-                        offset = 0;
-                    }
-                    if seen_header.is_some_and(|h| h.pid != l.header().pid) {
-                        let _ = writeln!(
-                            io::stderr(),
-                            "nanolog: warning: {} now holds another run; following it from its start",
-                            path.display()
-                        );
-                    } else if seen_header.is_none_or(|h| h == *l.header()) {
-                        // The same file cut back: go on from what was printed.
-                        offset = offset.min(l.valid_len());
+                    let now = *l.header();
+                    match seen_header {
+                        // Another file: its records are all new, and none is
+                        // read with the previous file's dictionary. The same
+                        // process's next file (it rolled) needs no word.
+                        Some(seen) if seen != now => {
+                            offset = 0;
+                            if seen.pid != now.pid {
+                                let _ = writeln!(
+                                    io::stderr(),
+                                    "nanolog: warning: {} now holds another run; following it from its start",
+                                    path.display()
+                                );
+                            }
+                        }
+                        // The same file (cut back, or opened for the first
+                        // time): go on from what was printed.
+                        _ => offset = offset.min(l.valid_len()),
                     }
                     seen_header = Some(*l.header());
                     log = Some(l);
