@@ -15,7 +15,8 @@ use anyhow::Context;
 use arrow_array::builder::{StringBuilder, TimestampNanosecondBuilder, UInt32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use nanolog_runtime::reader::{Event, Merge, Record};
+use nanolog_runtime::reader::render::format_message;
+use nanolog_runtime::reader::{Event, Merge, Record, Value};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression as Codec, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -130,9 +131,9 @@ impl Columns {
         }
     }
 
-    /// Appends `rec`, whose message is `msg`; `scratch` is reused for the
-    /// JSON of its arguments and fields.
-    fn push(&mut self, rec: &Record<'_>, msg: &str, scratch: &mut String) {
+    /// Appends `rec`, whose decoded arguments are `args` and message `msg`;
+    /// `scratch` is reused for the JSON of its arguments and fields.
+    fn push(&mut self, rec: &Record<'_>, args: &[Value<'_>], msg: &str, scratch: &mut String) {
         let site = rec.site();
         self.ts.append_value(rec.unix_ns());
         self.level.append_value(site.level.as_str());
@@ -143,14 +144,12 @@ impl Columns {
         self.line.append_value(site.line);
         self.fmt.append_value(&site.format);
         self.msg.append_value(msg);
-        rec.with_args(|args| {
-            scratch.clear();
-            output::json_args(args, scratch);
-            self.args.append_value(&*scratch);
-            scratch.clear();
-            output::json_fields(site, args, scratch);
-            self.fields.append_value(&*scratch);
-        });
+        scratch.clear();
+        output::json_args(args, scratch);
+        self.args.append_value(&*scratch);
+        scratch.clear();
+        output::json_fields(site, args, scratch);
+        self.fields.append_value(&*scratch);
         self.rows += 1;
     }
 
@@ -233,12 +232,20 @@ fn parquet(
                 if plan.limit.is_some_and(|l| summary.rows >= l) {
                     break;
                 }
-                msg.clear();
-                rec.render(&mut msg);
-                if plan.grep.as_ref().is_some_and(|re| !re.is_match(&msg)) {
+                // The arguments decoded once, for the message and the columns.
+                let site = rec.site();
+                let kept = rec.with_args(|args| {
+                    msg.clear();
+                    format_message(&site.pieces, &site.kinds, args, &mut msg);
+                    if plan.grep.as_ref().is_some_and(|re| !re.is_match(&msg)) {
+                        return false;
+                    }
+                    cols.push(&rec, args, &msg, &mut scratch);
+                    true
+                });
+                if !kept {
                     continue;
                 }
-                cols.push(&rec, &msg, &mut scratch);
                 summary.rows += 1;
                 if cols.rows >= BATCH_ROWS && !send(cols.finish(&schema)?) {
                     // The writer failed: its error is reported below.
