@@ -14,76 +14,29 @@
 //! and a 16-byte store into a 1 MiB buffer, no logger.
 //! `cargo bench --bench table3` (`NANOLOG_T3_SCALE=10` divides the counts).
 
+#[macro_use]
 mod common;
 
 use std::time::Instant;
 
-use common::{empty_tsc_pair, nearest_rank, tsc};
+use common::{empty_tsc_pair, nearest_rank, tsc, TABLE3};
 use nanolog::reader::LogFile;
 use nanolog::Logger;
 
 type Op = fn();
 
-/// The six messages, with the argument types the issue fixes (`%d` i32,
-/// `%lu` u64, `%u` u32, `%0.6lf` `{:.6}`).
+macro_rules! nanolog_info {
+    ($($t:tt)*) => { nanolog::info!($($t)*) };
+}
+
+/// The six messages with their call counts (100 M for the static one, 20 M
+/// for the others).
 fn ops() -> [(&'static str, Op, u64); 6] {
-    [
-        (
-            "staticString",
-            || nanolog::info!("Starting backup replica garbage collector thread"),
-            100_000_000,
-        ),
-        (
-            "stringConcat",
-            || {
-                nanolog::info!(
-                    "Opened session with coordinator at {}",
-                    "basic+udp:host=192.168.1.140,port=12246"
-                )
-            },
-            20_000_000,
-        ),
-        (
-            "singleInteger",
-            || nanolog::info!("Backup storage speeds (min): {} MB/s read", 181i32),
-            20_000_000,
-        ),
-        (
-            "twoIntegers",
-            || {
-                nanolog::info!(
-                    "buffer has consumed {} bytes of extra storage, current allocation: {} bytes",
-                    1032024u64,
-                    1016544u64
-                )
-            },
-            20_000_000,
-        ),
-        (
-            "singleDouble",
-            || {
-                nanolog::info!(
-                    "Using tombstone ratio balancer with ratio = {:.6}",
-                    0.400000f64
-                )
-            },
-            20_000_000,
-        ),
-        (
-            "complexFormat",
-            || {
-                nanolog::info!(
-                "Initialized InfUdDriver buffers: {} receive buffers ({} MB), {} transmit buffers ({} MB), took {:.1} ms",
-                50000u64,
-                97u32,
-                50u32,
-                0u32,
-                26.2f64
-            )
-            },
-            20_000_000,
-        ),
-    ]
+    let calls: [Op; 6] = table3_calls!(nanolog_info);
+    std::array::from_fn(|i| {
+        let count = if i == 0 { 100_000_000 } else { 20_000_000 };
+        (TABLE3[i], calls[i], count)
+    })
 }
 
 /// Removes the log and the earlier runs' files that each start kept beside it.

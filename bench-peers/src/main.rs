@@ -23,9 +23,14 @@
 //! Afterwards the file must hold exactly the calls made (text lines; for
 //! nanolog, records read back), else the run is reported as lossy.
 
-mod chart;
+// The timing helpers and the Table 3 calls of `benches/table3.rs`.
 #[macro_use]
+#[path = "../../benches/common/mod.rs"]
+mod common;
+mod chart;
 mod peers;
+
+use common::{empty_tsc_pair, nearest_rank, tsc};
 
 use std::io::Write;
 use std::process::Command;
@@ -43,31 +48,8 @@ pub const LOGGERS: [&str; 8] = [
     "bufwriter",
 ];
 
-/// The paper's Table 3 messages (the text, `%d` as i32, `%lu` u64, `%u` u32,
-/// `%0.6lf` `{:.6}`).
-pub const MESSAGES: [&str; 6] = [
-    "staticString",
-    "stringConcat",
-    "singleInteger",
-    "twoIntegers",
-    "singleDouble",
-    "complexFormat",
-];
-
-#[inline(always)]
-pub fn tsc() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: rdtsc has no preconditions on x86_64; it reads the TSC.
-    unsafe {
-        core::arch::x86_64::_rdtsc()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        use std::sync::OnceLock;
-        static T0: OnceLock<Instant> = OnceLock::new();
-        T0.get_or_init(Instant::now).elapsed().as_nanos() as u64
-    }
-}
+/// The paper's Table 3 messages, in the order of their calls.
+pub const MESSAGES: [&str; 6] = common::TABLE3;
 
 /// Sets up ticklog (here, at the crate root: its `configure!` defines the
 /// helper macros its logging macros call, and they resolve only here).
@@ -85,7 +67,7 @@ macro_rules! ticklog_info {
 
 /// The six calls through ticklog's macro.
 pub fn ticklog_ops() -> peers::Ops {
-    table3!(ticklog_info)
+    table3_calls!(ticklog_info)
 }
 
 /// One measurement's result line.
@@ -124,14 +106,7 @@ impl Row {
 }
 
 fn ticks_per_ns() -> f64 {
-    let (t0, i0) = (tsc(), Instant::now());
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    (tsc() - t0) as f64 / i0.elapsed().as_nanos() as f64
-}
-
-fn nearest_rank(sorted: &[u64], pct: f64) -> u64 {
-    let rank = ((pct / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
+    nanolog_runtime::clock::ticks_per_second() / 1e9
 }
 
 /// `run LOGGER MESSAGE MODE N PATH`: one measurement in this process.
@@ -158,14 +133,7 @@ fn run(logger: &str, message: &str, mode: &str, n: u64, path: &str) -> Row {
     };
     let calls;
     if mode == "latency" {
-        let mut empty: Vec<u64> = (0..100_000)
-            .map(|_| {
-                let t0 = tsc();
-                tsc() - t0
-            })
-            .collect();
-        empty.sort_unstable();
-        let overhead = empty[empty.len() / 2];
+        let overhead = empty_tsc_pair(100_000);
         for _ in 0..n {
             op();
         }

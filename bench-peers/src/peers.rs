@@ -5,36 +5,6 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The six Table 3 calls, in [`crate::MESSAGES`] order, through the logging
-/// macro named by the tokens given (`$m!(...)`).
-#[macro_export]
-macro_rules! table3 {
-    ($($m:tt)+) => {
-        [
-            || $($m)+!("Starting backup replica garbage collector thread"),
-            || $($m)+!(
-                "Opened session with coordinator at {}",
-                "basic+udp:host=192.168.1.140,port=12246"
-            ),
-            || $($m)+!("Backup storage speeds (min): {} MB/s read", 181i32),
-            || $($m)+!(
-                "buffer has consumed {} bytes of extra storage, current allocation: {} bytes",
-                1032024u64,
-                1016544u64
-            ),
-            || $($m)+!("Using tombstone ratio balancer with ratio = {:.6}", 0.400000f64),
-            || $($m)+!(
-                "Initialized InfUdDriver buffers: {} receive buffers ({} MB), {} transmit buffers ({} MB), took {:.1} ms",
-                50000u64,
-                97u32,
-                50u32,
-                0u32,
-                26.2f64
-            ),
-        ]
-    };
-}
-
 pub type Ops = [fn(); 6];
 
 pub trait Peer {
@@ -83,7 +53,7 @@ macro_rules! nanolog_info {
 
 impl Peer for Nanolog {
     fn ops(&self) -> Ops {
-        table3!(nanolog_info)
+        table3_calls!(nanolog_info)
     }
     fn finish(&mut self) {
         if let Some(l) = &self.0 {
@@ -155,7 +125,7 @@ macro_rules! spdlog_info {
 
 impl Peer for Spdlog {
     fn ops(&self) -> Ops {
-        table3!(spdlog_info)
+        table3_calls!(spdlog_info)
     }
     fn finish(&mut self) {
         let quiet = spdlog::Logger::builder().build().expect("spdlog logger");
@@ -188,7 +158,7 @@ macro_rules! log_info {
 
 impl Peer for Ftlog {
     fn ops(&self) -> Ops {
-        table3!(log_info)
+        table3_calls!(log_info)
     }
     fn finish(&mut self) {
         log::logger().flush();
@@ -215,7 +185,7 @@ impl FastLog {
 
 impl Peer for FastLog {
     fn ops(&self) -> Ops {
-        table3!(log_info)
+        table3_calls!(log_info)
     }
     fn finish(&mut self) {
         fast_log::flush().expect("fast_log flush").wait();
@@ -277,7 +247,7 @@ macro_rules! slog_info {
 
 impl Peer for SlogAsync {
     fn ops(&self) -> Ops {
-        table3!(slog_info)
+        table3_calls!(slog_info)
     }
     fn finish(&mut self) {
         self.0 = None;
@@ -312,7 +282,7 @@ macro_rules! tracing_info {
 
 impl Peer for TracingAppender {
     fn ops(&self) -> Ops {
-        table3!(tracing_info)
+        table3_calls!(tracing_info)
     }
     fn finish(&mut self) {
         self.0 = None;
@@ -346,7 +316,7 @@ macro_rules! buf_info {
 
 impl Peer for BufWriterBaseline {
     fn ops(&self) -> Ops {
-        table3!(buf_info)
+        table3_calls!(buf_info)
     }
     fn finish(&mut self) {
         if let Some(b) = BUF.get() {

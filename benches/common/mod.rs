@@ -3,6 +3,48 @@
 
 use std::time::{Duration, Instant};
 
+/// The NanoLog paper's Table 3 messages, in the order of [`table3_calls!`].
+pub const TABLE3: [&str; 6] = [
+    "staticString",
+    "stringConcat",
+    "singleInteger",
+    "twoIntegers",
+    "singleDouble",
+    "complexFormat",
+];
+
+/// The six Table 3 calls as `[fn(); 6]`, in [`TABLE3`] order, through the
+/// logging macro named by the tokens given (`$m!(...)`): the same literal
+/// text as the paper's benchmark, `%d` as i32, `%lu` u64, `%u` u32,
+/// `%0.6lf` `{:.6}`. Shared by `benches/table3.rs` and `bench-peers`.
+#[allow(unused_macros)]
+macro_rules! table3_calls {
+    ($($m:tt)+) => {
+        [
+            || $($m)+!("Starting backup replica garbage collector thread"),
+            || $($m)+!(
+                "Opened session with coordinator at {}",
+                "basic+udp:host=192.168.1.140,port=12246"
+            ),
+            || $($m)+!("Backup storage speeds (min): {} MB/s read", 181i32),
+            || $($m)+!(
+                "buffer has consumed {} bytes of extra storage, current allocation: {} bytes",
+                1032024u64,
+                1016544u64
+            ),
+            || $($m)+!("Using tombstone ratio balancer with ratio = {:.6}", 0.400000f64),
+            || $($m)+!(
+                "Initialized InfUdDriver buffers: {} receive buffers ({} MB), {} transmit buffers ({} MB), took {:.1} ms",
+                50000u64,
+                97u32,
+                50u32,
+                0u32,
+                26.2f64
+            ),
+        ]
+    };
+}
+
 /// Calls timed in one burst: they fit the default 1 MiB ring.
 pub const BURST: u64 = 16_384;
 
