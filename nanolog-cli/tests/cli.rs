@@ -4,13 +4,15 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+mod common;
+
+use common::{ok, on_main_thread, p, run, stdout, BIN};
 
 struct Fixtures {
     dir: PathBuf,
@@ -33,14 +35,7 @@ fn fixtures() -> &'static Fixtures {
     static F: OnceLock<Fixtures> = OnceLock::new();
     // Written on a thread named "main", so the decoded names do not depend
     // on which test thread got here first.
-    F.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("main".into())
-            .spawn(build_fixtures)
-            .unwrap()
-            .join()
-            .unwrap()
-    })
+    F.get_or_init(|| on_main_thread(build_fixtures))
 }
 
 fn build_fixtures() -> Fixtures {
@@ -155,33 +150,11 @@ fn build_fixtures() -> Fixtures {
     }
 }
 
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().expect("run nanolog")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "nanolog {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    stdout(&o)
-}
-
 fn json_lines(args: &[&str]) -> Vec<Json> {
     ok(args)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON {l:?}: {e}")))
         .collect()
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
 }
 
 fn records(all: &[Json]) -> Vec<&Json> {

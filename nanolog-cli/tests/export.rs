@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use arrow_array::cast::AsArray;
@@ -13,7 +13,9 @@ use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value as Json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+mod common;
+
+use common::{on_main_thread, p, run, succeed};
 
 struct Fixtures {
     dir: PathBuf,
@@ -26,14 +28,7 @@ struct Fixtures {
 
 fn fixtures() -> &'static Fixtures {
     static F: OnceLock<Fixtures> = OnceLock::new();
-    F.get_or_init(|| {
-        std::thread::Builder::new()
-            .name("main".into())
-            .spawn(build)
-            .unwrap()
-            .join()
-            .unwrap()
-    })
+    F.get_or_init(|| on_main_thread(build))
 }
 
 fn build() -> Fixtures {
@@ -93,37 +88,19 @@ fn build() -> Fixtures {
     Fixtures { dir, main, drops }
 }
 
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
-fn ok(args: &[&str]) -> Output {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "nanolog {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
-
-fn p(x: &Path) -> &str {
-    x.to_str().unwrap()
-}
-
 /// `nanolog export --format parquet --output OUT EXTRA... INPUT`, which must succeed.
 fn export_parquet(out: &Path, extra: &[&str], input: &Path) -> Output {
     let mut args = vec!["export", "--format", "parquet", "--output", p(out)];
     args.extend_from_slice(extra);
     args.push(p(input));
-    ok(&args)
+    succeed(&args)
 }
 
 /// The records (not gap lines) of `decode --format json`.
 fn decoded(args: &[&str]) -> Vec<Json> {
     let mut a = vec!["decode", "--format", "json"];
     a.extend_from_slice(args);
-    String::from_utf8(ok(&a).stdout)
+    String::from_utf8(succeed(&a).stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<Json>(l).unwrap())
@@ -229,7 +206,7 @@ fn gaps_are_not_rows_and_their_total_is_on_stderr() {
     let f = fixtures();
     let out = f.dir.join("drops.parquet");
     let o = export_parquet(&out, &[], &f.drops);
-    let gaps: u64 = String::from_utf8(ok(&["decode", "--format", "json", p(&f.drops)]).stdout)
+    let gaps: u64 = String::from_utf8(succeed(&["decode", "--format", "json", p(&f.drops)]).stdout)
         .unwrap()
         .lines()
         .filter_map(|l| serde_json::from_str::<Json>(l).unwrap()["dropped"].as_u64())
@@ -294,7 +271,7 @@ fn small_row_groups_and_every_codec_give_the_same_rows() {
 fn jsonl_is_decode_json_byte_for_byte() {
     let f = fixtures();
     let out = f.dir.join("main.jsonl");
-    ok(&[
+    succeed(&[
         "export",
         "--format",
         "jsonl",
@@ -305,7 +282,7 @@ fn jsonl_is_decode_json_byte_for_byte() {
         p(&f.main),
         p(&f.drops),
     ]);
-    let want = ok(&[
+    let want = succeed(&[
         "decode",
         "--format",
         "json",

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nanolog::reader::{finished_files, Event, Filter, LogFile, Merge, Value};
 use nanolog::{Logger, Rotation};
 
-const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+mod common;
+
+use common::{ok as decode, p, BIN};
 
 /// One logger per process: the tests take turns.
 fn serial() -> MutexGuard<'static, ()> {
@@ -61,20 +63,6 @@ fn unix_ns() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_nanos() as i64
-}
-
-fn decode(args: &[&str]) -> String {
-    let o = Command::new(BIN).args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "nanolog {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
-fn p(x: &Path) -> &str {
-    x.to_str().unwrap()
 }
 
 #[test]

@@ -1,0 +1,48 @@
+//! Running the `nanolog` binary as a user does, for the CLI's test files
+//! (each uses some of these).
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+
+/// `nanolog ARGS...`, whatever its exit status.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().expect("run nanolog")
+}
+
+/// `nanolog ARGS...`, which must succeed.
+pub fn succeed(args: &[&str]) -> Output {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "nanolog {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// The standard output of `nanolog ARGS...`, which must succeed.
+pub fn ok(args: &[&str]) -> String {
+    stdout(&succeed(args))
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
+}
+
+pub fn p(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+/// Runs `build` on a thread named "main", so the thread names a fixture's
+/// log records do not depend on which test thread built it.
+pub fn on_main_thread<T: Send + 'static>(build: fn() -> T) -> T {
+    std::thread::Builder::new()
+        .name("main".into())
+        .spawn(build)
+        .expect("spawn the fixture thread")
+        .join()
+        .expect("build the fixtures")
+}
