@@ -336,3 +336,33 @@ fn a_new_run_keeps_the_previous_runs_file() {
         .any(|p| std::fs::read(p).unwrap() == b"not a log"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The benchmark hook that times the two sides of a ring apart: a held
+/// flusher writes nothing, a release writes everything, and stopping the
+/// logger while held still loses nothing.
+#[test]
+fn a_held_flusher_writes_nothing_until_released_or_stopped() {
+    let _s = serial();
+    let path = temp("held");
+    let logger = Logger::builder().path(&path).start().unwrap();
+    logger.__hold_flusher(true);
+    for i in 0..1000u32 {
+        nanolog::info!("held {}", i);
+    }
+    // Long enough for a running flusher to take them (it polls every few
+    // microseconds while records wait).
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(logger.stats().logged, 0);
+    logger.__hold_flusher(false);
+    logger.flush().unwrap();
+    assert_eq!(logger.stats().logged, 1000);
+
+    logger.__hold_flusher(true);
+    nanolog::info!("held at stop {}", 1);
+    drop(logger);
+    let got = messages(&path);
+    assert_eq!(got.len(), 1001);
+    assert_eq!(got[999], "held 999");
+    assert_eq!(got[1000], "held at stop 1");
+    common::remove_with_kept(&path);
+}

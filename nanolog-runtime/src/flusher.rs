@@ -189,6 +189,10 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         let ticket = f.st.shared.flush_requested.load(Ordering::Acquire);
         let sync_ticket = f.st.shared.sync_requested.load(Ordering::Acquire);
         let stopping = f.st.shared.stop.load(Ordering::Acquire);
+        if !stopping && f.st.shared.held.load(Ordering::Acquire) {
+            crate::sync::park_timeout(Duration::from_micros(100));
+            continue;
+        }
         f.adopt_new_rings();
         let mut n = 0;
         for r in f.rings.iter_mut() {

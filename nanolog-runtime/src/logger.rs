@@ -329,6 +329,20 @@ impl Logger {
     pub fn stats(&self) -> Stats {
         self.shared.counters.snapshot()
     }
+
+    /// Benchmarks only: while held, the flusher takes no records, so a
+    /// benchmark can time its own calls with no flusher reading the ring,
+    /// then time the flusher draining what they wrote. A flush waits for the
+    /// release (`hold(false)`); stopping the logger ends the hold.
+    #[doc(hidden)]
+    pub fn __hold_flusher(&self, hold: bool) {
+        // Release/Acquire with the flusher's load: records logged before a
+        // release are seen by the pass that sees it.
+        self.shared.held.store(hold, Ordering::Release);
+        if !hold {
+            self.shared.wake_flusher();
+        }
+    }
 }
 
 impl Drop for Logger {

@@ -120,6 +120,9 @@ pub(crate) struct Shared {
     /// Bumped by the flusher on every pass of its loop: a stalled value
     /// means a stuck flusher.
     pub(crate) heartbeat: AtomicU64,
+    /// Set by `Logger::__hold_flusher`: the flusher takes no records (a
+    /// benchmark hook, to time the two sides of a ring one at a time).
+    pub(crate) held: AtomicBool,
     /// The first write error since the last `flush`.
     pub(crate) error: Mutex<Option<std::io::Error>>,
     pub(crate) counters: Counters,
@@ -144,6 +147,7 @@ impl Shared {
             flush_done: Mutex::new(Done::default()),
             flush_cv: Condvar::new(),
             heartbeat: AtomicU64::new(0),
+            held: AtomicBool::new(false),
             error: Mutex::new(None),
             counters: Counters::default(),
         }
