@@ -1,0 +1,112 @@
+//! The flusher's compaction of one record, on one core with its input in
+//! the L1 cache: the Table 3 argument lists through the compaction function
+//! the macro generates for them, and through the interpreter that bridge
+//! sites use. Nothing crosses between cores, so this is the cost of the
+//! code alone, steady on a machine where the two-thread figures swing.
+//! `cargo bench --bench compact`.
+
+use std::hint::black_box;
+use std::marker::PhantomData;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use nanolog_runtime::wire::compact::{compactor, ArgList};
+use nanolog_runtime::wire::record;
+use nanolog_runtime::ArgKind;
+
+/// Records per iteration, appended to one buffer as the flusher does.
+const RECORDS: usize = 1024;
+
+fn p<T>() -> PhantomData<T> {
+    PhantomData
+}
+
+fn raw(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+fn typed<T: ArgList>(c: &mut Criterion, name: &str, types: T, kinds: &[ArgKind], raw: &[u8]) {
+    let mut g = c.benchmark_group("compact");
+    g.throughput(Throughput::Elements(RECORDS as u64));
+    let f = compactor(&types);
+    let mut out = Vec::with_capacity(RECORDS * (raw.len() + 16));
+    g.bench_function(format!("{name}_typed"), |b| {
+        b.iter(|| {
+            out.clear();
+            for _ in 0..RECORDS {
+                f(black_box(raw), &mut out);
+            }
+            black_box(&out);
+        })
+    });
+    g.bench_function(format!("{name}_interpreted"), |b| {
+        b.iter(|| {
+            out.clear();
+            for _ in 0..RECORDS {
+                record::compact(black_box(kinds), black_box(raw), &mut out);
+            }
+            black_box(&out);
+        })
+    });
+    g.finish();
+}
+
+fn bench(c: &mut Criterion) {
+    let s = "basic+udp:host=192.168.1.140,port=12246";
+    typed(
+        c,
+        "stringConcat",
+        (p::<&str>(), ()),
+        &[ArgKind::Str],
+        &raw(&[&(s.len() as u32).to_le_bytes(), s.as_bytes()]),
+    );
+    typed(
+        c,
+        "singleInteger",
+        (p::<i32>(), ()),
+        &[ArgKind::I32],
+        &181i32.to_le_bytes(),
+    );
+    typed(
+        c,
+        "twoIntegers",
+        (p::<u64>(), (p::<u64>(), ())),
+        &[ArgKind::U64, ArgKind::U64],
+        &raw(&[&1032024u64.to_le_bytes(), &1016544u64.to_le_bytes()]),
+    );
+    typed(
+        c,
+        "singleDouble",
+        (p::<f64>(), ()),
+        &[ArgKind::F64],
+        &0.4f64.to_le_bytes(),
+    );
+    typed(
+        c,
+        "complexFormat",
+        (
+            p::<u64>(),
+            (p::<u32>(), (p::<u32>(), (p::<u32>(), (p::<f64>(), ())))),
+        ),
+        &[
+            ArgKind::U64,
+            ArgKind::U32,
+            ArgKind::U32,
+            ArgKind::U32,
+            ArgKind::F64,
+        ],
+        &raw(&[
+            &50000u64.to_le_bytes(),
+            &97u32.to_le_bytes(),
+            &50u32.to_le_bytes(),
+            &0u32.to_le_bytes(),
+            &26.2f64.to_le_bytes(),
+        ]),
+    );
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(2));
+    targets = bench
+}
+criterion_main!(benches);
