@@ -11,7 +11,7 @@
 //! Each round logs `CALLS` records into a ring that holds them all; the
 //! figures are the median and the 90th percentile of `NANOLOG_SPLIT_ROUNDS`
 //! rounds (default 101): the 90th is the machine at its best.
-//! `cargo bench --bench split`.
+//! `cargo bench --bench split` (`NANOLOG_SPLIT_ONLY=twoIntegers` for one message).
 
 #[macro_use]
 mod common;
@@ -49,7 +49,11 @@ fn main() {
     let calls: [Op; 6] = table3_calls!(nanolog_info);
     println!("| message | logging thread alone, M calls/s, p50 / p90 | flusher alone, M records/s, p50 / p90 |");
     println!("|---|---|---|");
+    let only = std::env::var("NANOLOG_SPLIT_ONLY").ok();
     for (name, call) in TABLE3.iter().zip(calls) {
+        if only.as_deref().is_some_and(|o| o != *name) {
+            continue;
+        }
         let path = dir.join(format!("{name}.nlog"));
         let logger = Logger::builder()
             .path(&path)

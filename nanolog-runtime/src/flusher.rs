@@ -10,6 +10,7 @@ use crate::mirror::Mirror;
 use crate::ring::{self, Consumer};
 use crate::shared::Shared;
 use crate::site::{self, Registration};
+use crate::wire::compact::CompactFn;
 use crate::wire::extent;
 use crate::wire::frame::{begin_entry, end_entry, put_entry};
 use crate::wire::{dict, put_varint, record, tag};
@@ -75,6 +76,18 @@ struct RingState {
     /// The thread's name as last recorded.
     name: String,
 }
+
+/// A site met in the current drain: its id, index, and compaction function.
+#[derive(Clone, Copy)]
+struct Current {
+    id: u32,
+    ix: usize,
+    compact: Option<CompactFn>,
+}
+
+/// Bytes a record's compact form may take beyond twice its raw arguments
+/// (site and tick varints, nibble bytes of a record of no other bytes).
+const RECORD_SLACK: usize = 32;
 
 struct Open {
     start: usize,
@@ -398,6 +411,35 @@ impl State {
         Some(ix)
     }
 
+    /// The site `id` of the record being drained, with its dictionary entry
+    /// in `out` (closing the open extent to put it there); `None` for an
+    /// unknown id. `cur` caches the answer for the next record.
+    #[inline(always)]
+    fn current(
+        &mut self,
+        id: u32,
+        cur: &mut Option<Current>,
+        open: &mut Option<Open>,
+    ) -> Option<Current> {
+        if let Some(c) = *cur {
+            if c.id == id {
+                return Some(c);
+            }
+        }
+        let ix = self.site(id)?;
+        if !self.site_emitted[ix] {
+            close(&mut self.out, open);
+            self.emit_site(ix);
+        }
+        let c = Current {
+            id,
+            ix,
+            compact: self.sites[ix].as_ref().and_then(|r| r.compact),
+        };
+        *cur = Some(c);
+        Some(c)
+    }
+
     fn emit_site(&mut self, ix: usize) {
         let Some(info) = self.sites[ix].as_ref() else {
             return;
@@ -442,6 +484,9 @@ impl State {
         // The THREAD entry is due at the start of a drain, and again after a
         // write that may have started a new file or lost the last one.
         let mut check_thread = true;
+        // The site of the record before: a run of one site's records skips
+        // the lookup and the dictionary check.
+        let mut cur: Option<Current> = None;
         loop {
             if check_thread {
                 check_thread = false;
@@ -469,11 +514,7 @@ impl State {
                 put_entry(&mut self.out, tag::DROP, |b| {
                     dict::put_drop(b, thread, d.count, d.first, d.last)
                 });
-            } else if let Some(ix) = self.site(rec.site) {
-                if !self.site_emitted[ix] {
-                    close(&mut self.out, &mut open);
-                    self.emit_site(ix);
-                }
+            } else if let Some(cur) = self.current(rec.site, &mut cur, &mut open) {
                 let tick = rec.tick;
                 let out = &mut self.out;
                 let o = open.get_or_insert_with(|| {
@@ -488,20 +529,30 @@ impl State {
                 // (a migration between cores whose counters disagree) to zero.
                 let delta = tick.saturating_sub(o.prev_tick);
                 o.prev_tick += delta;
+                // One capacity check for the record: its compact form is at
+                // most the raw arguments plus their nibble bytes, and the two
+                // varints take at most 15 bytes.
+                out.reserve(RECORD_SLACK + 2 * rec.args.len());
                 put_varint(out, u64::from(rec.site));
                 put_varint(out, delta);
-                let reg = self.sites[ix].as_deref();
-                let kinds = reg.map(|s| &s.kinds[..]).unwrap_or(&[]);
                 let at = out.len();
-                let ok = match reg.and_then(|r| r.compact) {
+                let ok = match cur.compact {
                     Some(compact) => compact(rec.args, out),
-                    None => record::compact(kinds, rec.args, out),
+                    None => record::compact(
+                        self.sites[cur.ix]
+                            .as_deref()
+                            .map_or(&[][..], |s| &s.kinds[..]),
+                        rec.args,
+                        out,
+                    ),
                 }
                 .is_some();
                 debug_assert!(ok, "ring record does not match its site's kinds");
-                if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
-                    if ok && m.wants(reg.site.level) {
-                        m.record(reg, thread, &r.name, tick, &out[at..]);
+                if let Some(m) = &mut self.mirror {
+                    if let (true, Some(reg)) = (ok, self.sites[cur.ix].as_deref()) {
+                        if m.wants(reg.site.level) {
+                            m.record(reg, thread, &r.name, tick, &out[at..]);
+                        }
                     }
                 }
                 self.out_records += 1;
@@ -520,6 +571,8 @@ impl State {
                 r.c.release();
                 released_at = r.c.head();
                 self.write_out();
+                // A failed write or a new file forgets what was recorded.
+                cur = None;
                 check_thread = true;
             }
         }
