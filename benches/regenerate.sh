@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Regenerates every figure of issue #9 in one go (3-4 minutes on the
+# Regenerates every figure of issue #9 in one go (5-6 minutes on the
 # 2-core CI machine), side by side in one session:
 #   1. the paper's Table 3 messages under the issue's protocol, with the
 #      floor and two logging threads (benches/table3.rs);
 #   2. nanolog and the Rust peers on the same messages (bench-peers/, its
 #      own workspace, so the peers never enter the library's dependencies);
-#   3. the charts (SVG) from both outputs.
-# Outputs: benches/results/{table3.txt,peers.csv,peers.txt}, benches/charts/*.svg.
+#   3. the charts (SVG) from both outputs;
+#   4. the two sides of a ring apart (benches/split.rs: the logging thread
+#      alone, the flusher alone) and one record's compaction on one core
+#      (benches/compact.rs): the code's own costs, steadier than 1-3 when
+#      the host moves the two vCPUs between near and distant cores.
+# Outputs: benches/results/{table3.txt,peers.csv,peers.txt,split.txt,compact.txt},
+# benches/charts/*.svg.
 # Usage: bash benches/regenerate.sh [SCALE]   (SCALE divides every call count; default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,3 +30,9 @@ echo "== nanolog and the Rust peers (bench-peers)"
     ./target/release/nanolog-bench-peers chart ../benches/results/peers.csv ../benches/charts
     ./target/release/nanolog-bench-peers table3-chart ../benches/results/table3.txt ../benches/charts
 )
+
+echo "== The two sides of a ring apart (cargo bench --bench split)"
+cargo bench -q --bench split 2>/dev/null | tee benches/results/split.txt
+
+echo "== One record's compaction on one core (cargo bench --bench compact)"
+cargo bench -q --bench compact 2>/dev/null | grep -E '^compact/|time:' | tee benches/results/compact.txt

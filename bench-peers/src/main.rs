@@ -7,6 +7,7 @@
 //! cargo run --release -- chart results.csv ../benches/charts
 //! cargo run --release -- table3-chart ../benches/results/table3.txt ../benches/charts
 //! cargo run --release -- run LOGGER MESSAGE latency|throughput N PATH
+//! cargo run --release -- rtt               # the cores' cache-line round trip now
 //! ```
 //!
 //! Each (logger, message, mode) runs in a process of its own: several of
@@ -196,6 +197,10 @@ fn all(scale: u64) {
             .unwrap_or_default()
     );
     println!(
+        "cache-line round trip between the two cores at the start: {:.0} ns",
+        rtt()
+    );
+    println!(
         "{:<17} {:<14} {:>7} {:>7} {:>8} {:>10} {:>8} {:>8}",
         "logger", "message", "p50 ns", "p99 ns", "p99.9 ns", "M calls/s", "B/call", "lossless"
     );
@@ -245,6 +250,55 @@ fn all(scale: u64) {
             }
         }
     }
+    println!(
+        "cache-line round trip between the two cores at the end: {:.0} ns",
+        rtt()
+    );
+}
+
+/// The round trip of one cache line between two threads, ns (median of
+/// nine batches of 20,000). On a virtual machine the host may run the two
+/// vCPUs on cores near each other or far apart, and move them within
+/// seconds; every figure that has two threads share lines (a logger and
+/// its writer thread) moves with this one.
+fn rtt() -> f64 {
+    use std::hint::spin_loop;
+    use std::sync::atomic::{
+        AtomicU64,
+        Ordering::{Acquire, Release},
+    };
+
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    static PING: Line = Line(AtomicU64::new(0));
+    static PONG: Line = Line(AtomicU64::new(0));
+    const N: u64 = 20_000;
+    const BATCHES: u64 = 9;
+    PING.0.store(0, Release);
+    PONG.0.store(0, Release);
+    let echo = std::thread::spawn(|| {
+        for i in 1..=N * BATCHES {
+            while PING.0.load(Acquire) != i {
+                spin_loop();
+            }
+            PONG.0.store(i, Release);
+        }
+    });
+    let mut batches: Vec<f64> = (0..BATCHES)
+        .map(|b| {
+            let t = Instant::now();
+            for i in b * N + 1..=(b + 1) * N {
+                PING.0.store(i, Release);
+                while PONG.0.load(Acquire) != i {
+                    spin_loop();
+                }
+            }
+            t.elapsed().as_nanos() as f64 / N as f64
+        })
+        .collect();
+    echo.join().expect("echo thread");
+    batches.sort_by(f64::total_cmp);
+    batches[batches.len() / 2]
 }
 
 fn main() {
@@ -255,12 +309,13 @@ fn main() {
             let row = run(logger, message, mode, n.parse().expect("N"), path);
             println!("{}", row.csv());
         }
+        ["rtt"] => println!("cache-line round trip between two threads: {:.0} ns", rtt()),
         ["all"] => all(1),
         ["all", scale] => all(scale.parse().expect("SCALE")),
         ["chart", csv, dir] => chart::write_all(csv, dir),
         ["table3-chart", txt, dir] => chart::write_table3(txt, dir),
         _ => {
-            eprintln!("usage: all [SCALE] | chart CSV DIR | run LOGGER MESSAGE MODE N PATH");
+            eprintln!("usage: all [SCALE] | chart CSV DIR | run LOGGER MESSAGE MODE N PATH | rtt");
             std::process::exit(2);
         }
     }

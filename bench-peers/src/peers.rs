@@ -33,17 +33,20 @@ pub fn start(logger: &str, path: &str) -> Box<dyn Peer> {
     }
 }
 
-/// nanolog: defaults (1 MiB rings, `OnFull::Block`).
+/// nanolog: defaults (1 MiB rings, `OnFull::Block`); `NANOLOG_BENCH_RING`
+/// sets another ring size in bytes (for `run`).
 struct Nanolog(Option<nanolog::Logger>);
 
 impl Nanolog {
     fn start(path: &str) -> Self {
-        Nanolog(Some(
-            nanolog::Logger::builder()
-                .path(path)
-                .start()
-                .expect("nanolog"),
-        ))
+        let mut b = nanolog::Logger::builder().path(path);
+        if let Some(bytes) = std::env::var("NANOLOG_BENCH_RING")
+            .ok()
+            .and_then(|s| s.parse().ok())
+        {
+            b = b.staging_capacity(bytes);
+        }
+        Nanolog(Some(b.start().expect("nanolog")))
     }
 }
 
