@@ -19,7 +19,7 @@ mod common;
 
 use std::time::Instant;
 
-use common::{empty_tsc_pair, nearest_rank, tsc, TABLE3};
+use common::{empty_tsc_pair, nearest_rank, rtt, tsc, TABLE3};
 use nanolog::reader::LogFile;
 use nanolog::Logger;
 
@@ -119,6 +119,10 @@ fn main() {
         ns(overhead)
     );
     println!(
+        "cache-line round trip between the two cores at the start: {:.0} ns",
+        rtt()
+    );
+    println!(
         "{:<14} {:>6} {:>6} {:>7}   {:>9} {:>9} {:>9}",
         "message", "p50", "p99", "p99.9", "M msg/s", "2thr M/s", "B/rec"
     );
@@ -204,4 +208,8 @@ fn main() {
         );
         remove_set(&path);
     }
+    println!(
+        "cache-line round trip between the two cores at the end: {:.0} ns",
+        rtt()
+    );
 }

@@ -92,3 +92,48 @@ pub fn empty_tsc_pair(samples: usize) -> u64 {
     empty.sort_unstable();
     nearest_rank(&empty, 50.0)
 }
+
+/// The round trip of one cache line between two threads, ns (median of
+/// nine batches of 20,000). On a virtual machine the host may run the two
+/// vCPUs on cores near each other or far apart, and move them within
+/// seconds; every figure that has two threads share lines (a logger and
+/// its writer thread) moves with this one.
+pub fn rtt() -> f64 {
+    use std::hint::spin_loop;
+    use std::sync::atomic::{
+        AtomicU64,
+        Ordering::{Acquire, Release},
+    };
+
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    static PING: Line = Line(AtomicU64::new(0));
+    static PONG: Line = Line(AtomicU64::new(0));
+    const N: u64 = 20_000;
+    const BATCHES: u64 = 9;
+    PING.0.store(0, Release);
+    PONG.0.store(0, Release);
+    let echo = std::thread::spawn(|| {
+        for i in 1..=N * BATCHES {
+            while PING.0.load(Acquire) != i {
+                spin_loop();
+            }
+            PONG.0.store(i, Release);
+        }
+    });
+    let mut batches: Vec<f64> = (0..BATCHES)
+        .map(|b| {
+            let t = Instant::now();
+            for i in b * N + 1..=(b + 1) * N {
+                PING.0.store(i, Release);
+                while PONG.0.load(Acquire) != i {
+                    spin_loop();
+                }
+            }
+            t.elapsed().as_nanos() as f64 / N as f64
+        })
+        .collect();
+    echo.join().expect("echo thread");
+    batches.sort_by(f64::total_cmp);
+    batches[batches.len() / 2]
+}

@@ -86,8 +86,8 @@ struct Current {
     compact: Option<CompactFn>,
 }
 
-/// Bytes a record's compact form may take beyond twice its raw arguments
-/// (site and tick varints, nibble bytes of a record of no other bytes).
+/// Bytes a record's compact form may take beyond one and a half times its
+/// raw arguments: the site and tick varints (15 at most), and room to spare.
 const RECORD_SLACK: usize = 32;
 
 struct Open {
@@ -524,10 +524,12 @@ impl State {
                 // (a migration between cores whose counters disagree) to zero.
                 let delta = tick.saturating_sub(o.prev_tick);
                 o.prev_tick += delta;
-                // One capacity check for the record: its compact form is at
-                // most the raw arguments plus their nibble bytes, and the two
-                // varints take at most 15 bytes.
-                out.reserve(RECORD_SLACK + 2 * rec.args.len());
+                // One capacity check for the record (a hint: every append
+                // still checks). Compacted, an argument takes at most its
+                // raw bytes plus half a nibble byte (a one-byte integer: 1.5),
+                // and a rendered one a byte more per string of at least
+                // four raw bytes; the two varints take at most 15 bytes.
+                out.reserve(RECORD_SLACK + rec.args.len() + rec.args.len() / 2);
                 put_varint(out, u64::from(rec.site));
                 put_varint(out, delta);
                 let at = out.len();
