@@ -19,8 +19,9 @@ use crate::writer::Writer;
 /// How long the flusher sleeps after a pass that found fewer than
 /// [`NAP_BELOW`] records, and after each of the first [`NAPS`] passes that
 /// found none (`wake_delay` after that). The kernel's timer slack (50 us for
-/// a normal thread) makes it 50-70 us in practice; a full ring or a flush
-/// wakes it at once.
+/// a normal thread) and the wake-up make it about 100 us in practice (a
+/// 20 us `nanosleep` averaged 96 us on the CI machine); a full ring or a
+/// flush wakes it at once.
 ///
 /// Why sleep rather than spin: a flusher that polls again at once reads the
 /// ring right behind its producer, taking each cache line the producer has
@@ -52,13 +53,6 @@ pub(crate) struct Config {
 const EXTENT_MAX: usize = 64 << 10;
 /// Write the buffer out once it passes this size.
 const OUT_MAX: usize = 1 << 20;
-/// How far ahead of the record being read the drain asks for the ring's
-/// bytes. The producer wrote them on another core, so each cache line is a
-/// transfer between cores (a hundred or more nanoseconds); at ~10 ns a
-/// record and a few records a line, 16 lines ahead covers it. (Alternated
-/// runs with perf's pass statistics: twoIntegers 45-50 M/s without, 50-73
-/// with; singleInteger 53-80 without, 54-81 with, on a noisy machine.)
-const PREFETCH: usize = 1024;
 /// While the rings keep the flusher busy, write the buffer once it holds
 /// this much ...
 const WRITE_MIN: usize = 64 << 10;
@@ -78,17 +72,13 @@ struct RingState {
     name: String,
 }
 
-/// A site met in the current drain: its id, index, and compaction function.
+/// A site met in the current drain: its id (also its index in
+/// `State::sites`) and compaction function.
 #[derive(Clone, Copy)]
 struct Current {
     id: u32,
-    ix: usize,
     compact: Option<CompactFn>,
 }
-
-/// Bytes a record's compact form may take beyond one and a half times its
-/// raw arguments: the site and tick varints (15 at most), and room to spare.
-const RECORD_SLACK: usize = 32;
 
 struct Open {
     start: usize,
@@ -428,7 +418,6 @@ impl State {
         }
         let c = Current {
             id,
-            ix,
             compact: self.sites[ix].as_ref().and_then(|r| r.compact),
         };
         *cur = Some(c);
@@ -500,7 +489,6 @@ impl State {
                     r.name = name;
                 }
             }
-            r.c.prefetch(PREFETCH);
             let Some(rec) = r.c.peek(tail) else { break };
             let len = rec.len();
             if rec.site == ring::DROPS {
@@ -524,19 +512,13 @@ impl State {
                 // (a migration between cores whose counters disagree) to zero.
                 let delta = tick.saturating_sub(o.prev_tick);
                 o.prev_tick += delta;
-                // One capacity check for the record (a hint: every append
-                // still checks). Compacted, an argument takes at most its
-                // raw bytes plus half a nibble byte (a one-byte integer: 1.5),
-                // and a rendered one a byte more per string of at least
-                // four raw bytes; the two varints take at most 15 bytes.
-                out.reserve(RECORD_SLACK + rec.args.len() + rec.args.len() / 2);
                 put_varint(out, u64::from(rec.site));
                 put_varint(out, delta);
                 let at = out.len();
                 let ok = match cur.compact {
                     Some(compact) => compact(rec.args, out),
                     None => record::compact(
-                        self.sites[cur.ix]
+                        self.sites[cur.id as usize]
                             .as_deref()
                             .map_or(&[][..], |s| &s.kinds[..]),
                         rec.args,
@@ -546,7 +528,7 @@ impl State {
                 .is_some();
                 debug_assert!(ok, "ring record does not match its site's kinds");
                 if let Some(m) = &mut self.mirror {
-                    if let (true, Some(reg)) = (ok, self.sites[cur.ix].as_deref()) {
+                    if let (true, Some(reg)) = (ok, self.sites[cur.id as usize].as_deref()) {
                         if m.wants(reg.site.level) {
                             m.record(reg, thread, &r.name, tick, &out[at..]);
                         }

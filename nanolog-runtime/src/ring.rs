@@ -415,26 +415,6 @@ impl Consumer {
         self.head += len as u64;
     }
 
-    /// Asks the CPU to bring the ring's bytes `ahead` bytes past `head` into
-    /// the cache, so the records there are not a cache miss each when the
-    /// drain reaches them (the producer wrote them on another core).
-    #[inline(always)]
-    pub(crate) fn prefetch(&self, ahead: usize) {
-        #[cfg(all(target_arch = "x86_64", not(loom)))]
-        {
-            let off = (self.head as usize).wrapping_add(ahead) & (self.ring.cap - 1);
-            // SAFETY: `off` is masked into [0, cap), so the pointer is inside
-            // the buffer; a prefetch is a hint that reads nothing and cannot
-            // fault, so it races with no write.
-            unsafe {
-                let p = self.ring.buf.add(off).as_ptr() as *const i8;
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p);
-            }
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-        let _ = ahead;
-    }
-
     /// Hands the consumed bytes back to the producer.
     pub(crate) fn release(&self) {
         // Release pairs with the producer's Acquire load of `head`: our reads
