@@ -18,14 +18,10 @@ mod common;
 
 use std::time::Instant;
 
-use common::TABLE3;
+use common::{nearest_rank, remove_set, TABLE3};
 use nanolog::Logger;
 
 type Op = fn();
-
-macro_rules! nanolog_info {
-    ($($t:tt)*) => { nanolog::info!($($t)*) };
-}
 
 /// Records per round: the largest message's records (64 bytes each) fill
 /// half the ring.
@@ -35,8 +31,7 @@ const RING: usize = 4 << 20;
 /// The median and the 90th percentile (nearest rank) of the rounds' rates.
 fn p50_p90(mut v: Vec<f64>) -> (f64, f64) {
     v.sort_by(f64::total_cmp);
-    let rank = |p: f64| ((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
-    (v[rank(0.5)], v[rank(0.9)])
+    (nearest_rank(&v, 50.0), nearest_rank(&v, 90.0))
 }
 
 fn main() {
@@ -46,7 +41,7 @@ fn main() {
         .unwrap_or(101);
     let dir = std::env::temp_dir().join(format!("nanolog-split-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let calls: [Op; 6] = table3_calls!(nanolog_info);
+    let calls: [Op; 6] = table3_calls!(nanolog::info);
     println!("| message | logging thread alone, M calls/s, p50 / p90 | flusher alone, M records/s, p50 / p90 |");
     println!("|---|---|---|");
     let only = std::env::var("NANOLOG_SPLIT_ONLY").ok();
@@ -85,10 +80,7 @@ fn main() {
             "| {name} | {:.1} / {:.1} | {:.1} / {:.1} |",
             p.0, p.1, f.0, f.1
         );
-        for (p, _) in nanolog::reader::finished_files(&path).unwrap_or_default() {
-            let _ = std::fs::remove_file(p);
-        }
-        let _ = std::fs::remove_file(&path);
+        remove_set(&path);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

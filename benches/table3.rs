@@ -19,32 +19,20 @@ mod common;
 
 use std::time::Instant;
 
-use common::{empty_tsc_pair, nearest_rank, rtt, tsc, TABLE3};
+use common::{empty_tsc_pair, nearest_rank, remove_set, rtt, tsc, TABLE3};
 use nanolog::reader::LogFile;
 use nanolog::Logger;
 
 type Op = fn();
 
-macro_rules! nanolog_info {
-    ($($t:tt)*) => { nanolog::info!($($t)*) };
-}
-
 /// The six messages with their call counts (100 M for the static one, 20 M
 /// for the others).
 fn ops() -> [(&'static str, Op, u64); 6] {
-    let calls: [Op; 6] = table3_calls!(nanolog_info);
+    let calls: [Op; 6] = table3_calls!(nanolog::info);
     std::array::from_fn(|i| {
         let count = if i == 0 { 100_000_000 } else { 20_000_000 };
         (TABLE3[i], calls[i], count)
     })
-}
-
-/// Removes the log and the earlier runs' files that each start kept beside it.
-fn remove_set(path: &std::path::Path) {
-    for (p, _) in nanolog::reader::finished_files(path).unwrap_or_default() {
-        let _ = std::fs::remove_file(p);
-    }
-    let _ = std::fs::remove_file(path);
 }
 
 /// The floor: a TSC read and a 16-byte store per call into a 1 MiB buffer

@@ -50,13 +50,9 @@ impl Nanolog {
     }
 }
 
-macro_rules! nanolog_info {
-    ($($t:tt)*) => { nanolog::info!($($t)*) };
-}
-
 impl Peer for Nanolog {
     fn ops(&self) -> Ops {
-        table3_calls!(nanolog_info)
+        table3_calls!(nanolog::info)
     }
     fn finish(&mut self) {
         if let Some(l) = &self.0 {

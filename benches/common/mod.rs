@@ -45,6 +45,14 @@ macro_rules! table3_calls {
     };
 }
 
+/// Removes a log and the finished files of earlier runs kept beside it.
+pub fn remove_set(path: &std::path::Path) {
+    for (p, _) in nanolog::reader::finished_files(path).unwrap_or_default() {
+        let _ = std::fs::remove_file(p);
+    }
+    let _ = std::fs::remove_file(path);
+}
+
 /// Calls timed in one burst: they fit the default 1 MiB ring.
 pub const BURST: u64 = 16_384;
 
@@ -74,7 +82,7 @@ pub fn tsc() -> u64 {
 }
 
 /// The `p`-th percentile of sorted samples, by nearest rank.
-pub fn nearest_rank(sorted: &[u64], p: f64) -> u64 {
+pub fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> T {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
     sorted[rank.min(sorted.len()) - 1]
 }
