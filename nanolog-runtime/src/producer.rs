@@ -247,10 +247,27 @@ impl ThreadProducer {
             self.dropped(tick, false);
             return;
         }
-        if !self.producer.try_reserve(len) && !self.wait_for_room(len) {
-            return;
+        match self.producer.try_reserve(len) {
+            Some(r) => r.commit_record(id, tick, enc),
+            None => self.push_after_wait(id, tick, len, enc),
         }
-        self.producer.commit_record(id, tick, enc);
+    }
+
+    /// The ring was full: wait for room (or drop, as configured), then write.
+    #[cold]
+    #[inline(never)]
+    fn push_after_wait(
+        &mut self,
+        id: u32,
+        tick: u64,
+        len: usize,
+        enc: impl for<'a> FnOnce(SlotWriter<'a>),
+    ) {
+        if self.wait_for_room(len) {
+            if let Some(r) = self.producer.try_reserve(len) {
+                r.commit_record(id, tick, enc);
+            }
+        }
     }
 
     /// After the exit hook has run, nothing will flush again: each call
@@ -263,6 +280,8 @@ impl ThreadProducer {
         let _ = self.shared.flush(false, Some(logger::HOOK_FLUSH_LIMIT));
     }
 
+    /// Whether the ring has room for `len` bytes now, after waiting for it
+    /// or not as the logger's `OnFull` says.
     #[cold]
     #[inline(never)]
     fn wait_for_room(&mut self, len: usize) -> bool {
@@ -277,7 +296,7 @@ impl ThreadProducer {
         }
         let mut spins = 0u32;
         loop {
-            if self.producer.try_reserve(len) {
+            if self.producer.has_room(len) {
                 return true;
             }
             // Give up when the flusher has gone, or the logger is stopping
@@ -320,11 +339,10 @@ impl ThreadProducer {
     /// Writes the pending drop marker; false if the ring has no room for it.
     #[cold]
     fn try_write_drops(&mut self) -> bool {
-        if !self.producer.try_reserve(ring::DROPS_LEN) {
+        let Some(r) = self.producer.try_reserve(ring::DROPS_LEN) else {
             return false;
-        }
-        self.producer
-            .commit_drops(self.pending_drops, self.first_drop, self.last_drop);
+        };
+        r.commit_drops(self.pending_drops, self.first_drop, self.last_drop);
         self.pending_drops = 0;
         true
     }

@@ -140,16 +140,74 @@ pub(crate) struct Producer {
     ring: std::sync::Arc<Ring>,
     tail: u64,
     cached_head: u64,
-    /// Where the last successful `try_reserve` reserved its bytes.
-    reserved: Option<(NonNull<u8>, usize)>,
 }
 
-// SAFETY: a `Producer` is the ring's only writer; `reserved` points into
-// the buffer its `Arc<Ring>` keeps alive, at bytes the consumer does not read
-// until they are committed. Moving the producer to another thread (the
-// fallback ring behind a mutex) moves that sole write right with it; nothing
-// else refers to the reserved bytes.
-unsafe impl Send for Producer {}
+/// Bytes reserved by [`Producer::try_reserve`], to be written and published
+/// by [`commit_record`](Self::commit_record) or
+/// [`commit_drops`](Self::commit_drops). It holds its producer mutably, so
+/// nothing else is reserved or committed while it lives, and a commit
+/// consumes it; one dropped instead publishes nothing. It lives in registers
+/// across the call, not in the producer: a logging call's only stores to
+/// memory are then its record and the tail.
+#[must_use]
+pub(crate) struct Reservation<'p> {
+    producer: &'p mut Producer,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Reservation<'_> {
+    /// Writes a record into the reserved bytes, its arguments by `enc`, and
+    /// publishes it.
+    #[inline(always)]
+    pub(crate) fn commit_record(
+        self,
+        site: u32,
+        tick: u64,
+        enc: impl for<'a> FnOnce(SlotWriter<'a>),
+    ) {
+        let Reservation { producer, ptr, len } = self;
+        // SAFETY: `reserve` returned `len` >= HEADER writable bytes at `ptr`
+        // that the consumer does not read before `commit`, and nothing was
+        // reserved or committed since (the reservation borrows the producer).
+        let args = unsafe {
+            let h = ptr.as_ptr();
+            h.cast::<u32>().write_unaligned(site);
+            h.add(4).cast::<u32>().write_unaligned(len as u32);
+            h.add(8).cast::<u64>().write_unaligned(tick);
+            ptr.add(HEADER)
+        };
+        enc(SlotWriter {
+            ptr: args,
+            remaining: len - HEADER,
+            _slot: std::marker::PhantomData,
+        });
+        producer.commit(len);
+    }
+
+    /// Writes a drop marker (`count` records dropped between the ticks) into
+    /// the reserved bytes and publishes it; a reservation of another size
+    /// publishes nothing.
+    pub(crate) fn commit_drops(self, count: u64, first: u64, last: u64) {
+        let Reservation { producer, ptr, len } = self;
+        debug_assert_eq!(len, DROPS_LEN);
+        if len != DROPS_LEN {
+            return;
+        }
+        // SAFETY: DROPS_LEN bytes are reserved at `ptr` (checked above), as
+        // for `commit_record`: a header whose tick is `last`, then three u64
+        // fields.
+        unsafe {
+            let h = ptr.as_ptr();
+            h.cast::<u32>().write_unaligned(DROPS);
+            h.add(4).cast::<u32>().write_unaligned(DROPS_LEN as u32);
+            for (i, f) in [last, count, first, last].iter().enumerate() {
+                h.add(8 + 8 * i).cast::<u64>().write_unaligned(*f);
+            }
+        }
+        producer.commit(DROPS_LEN);
+    }
+}
 
 /// Where an encoder writes a record's arguments: the reserved bytes after
 /// the header. Only the ring creates one, over exactly the reserved bytes;
@@ -193,7 +251,6 @@ impl Producer {
             ring,
             tail: 0,
             cached_head: 0,
-            reserved: None,
         }
     }
 
@@ -202,67 +259,23 @@ impl Producer {
     }
 
     /// Reserves `len` contiguous bytes (a multiple of 8, at least a header,
-    /// at most the capacity) for [`commit_record`](Self::commit_record) or
-    /// [`commit_drops`](Self::commit_drops); false if the ring has no room now.
+    /// at most the capacity) for one record or drop marker; `None` if the
+    /// ring has no room now.
     #[inline(always)]
-    pub(crate) fn try_reserve(&mut self, len: usize) -> bool {
-        match self.reserve(len) {
-            Some(p) => {
-                self.reserved = Some((p, len));
-                true
-            }
-            None => false,
-        }
+    pub(crate) fn try_reserve(&mut self, len: usize) -> Option<Reservation<'_>> {
+        let ptr = self.reserve(len)?;
+        Some(Reservation {
+            producer: self,
+            ptr,
+            len,
+        })
     }
 
-    /// Writes a record into the reserved bytes, its arguments by `enc`, and
-    /// publishes it.
+    /// Whether `len` bytes can be reserved now (for a caller that waits
+    /// for room before it reserves).
     #[inline(always)]
-    pub(crate) fn commit_record(
-        &mut self,
-        site: u32,
-        tick: u64,
-        enc: impl for<'a> FnOnce(SlotWriter<'a>),
-    ) {
-        let Some((p, len)) = self.reserved.take() else {
-            return;
-        };
-        // SAFETY: `reserve` returned `len` >= HEADER writable bytes at `p`
-        // that the consumer does not read before `commit`.
-        let args = unsafe {
-            let h = p.as_ptr();
-            h.cast::<u32>().write_unaligned(site);
-            h.add(4).cast::<u32>().write_unaligned(len as u32);
-            h.add(8).cast::<u64>().write_unaligned(tick);
-            p.add(HEADER)
-        };
-        enc(SlotWriter {
-            ptr: args,
-            remaining: len - HEADER,
-            _slot: std::marker::PhantomData,
-        });
-        self.commit(len);
-    }
-
-    /// Writes a drop marker (`count` records dropped between the ticks) into
-    /// the reserved bytes and publishes it.
-    pub(crate) fn commit_drops(&mut self, count: u64, first: u64, last: u64) {
-        let Some((p, len)) = self.reserved.take() else {
-            return;
-        };
-        debug_assert_eq!(len, DROPS_LEN);
-        // SAFETY: DROPS_LEN bytes are reserved at `p` (checked by the caller
-        // reserving exactly that): a header whose tick is `last`, then three
-        // u64 fields.
-        unsafe {
-            let h = p.as_ptr();
-            h.cast::<u32>().write_unaligned(DROPS);
-            h.add(4).cast::<u32>().write_unaligned(DROPS_LEN as u32);
-            for (i, f) in [last, count, first, last].iter().enumerate() {
-                h.add(8 + 8 * i).cast::<u64>().write_unaligned(*f);
-            }
-        }
-        self.commit(DROPS_LEN);
+    pub(crate) fn has_room(&mut self, len: usize) -> bool {
+        self.reserve(len).is_some()
     }
 
     #[inline(always)]
@@ -443,11 +456,14 @@ mod loom_tests {
         let mut cons = Consumer::new(Arc::clone(&ring));
         let t = loom::thread::spawn(move || {
             for (i, &len) in sizes.iter().enumerate() {
-                while !prod.try_reserve(len) {
-                    loom::thread::yield_now();
-                }
+                let r = loop {
+                    match prod.try_reserve(len) {
+                        Some(r) => break r,
+                        None => loom::thread::yield_now(),
+                    }
+                };
                 let fill = [i as u8; 64];
-                prod.commit_record(i as u32 + 1, 100 + i as u64, |c| {
+                r.commit_record(i as u32 + 1, 100 + i as u64, |c| {
                     let _ = c.put(&fill[..len - HEADER]);
                 });
             }
@@ -503,10 +519,13 @@ mod loom_tests {
             let mut cons = Consumer::new(Arc::clone(&ring));
             let t = loom::thread::spawn(move || {
                 for i in 0..2u32 {
-                    while !prod.try_reserve(24) {
-                        loom::thread::yield_now();
-                    }
-                    prod.commit_record(i + 1, u64::from(i), |c| {
+                    let r = loop {
+                        match prod.try_reserve(24) {
+                            Some(r) => break r,
+                            None => loom::thread::yield_now(),
+                        }
+                    };
+                    r.commit_record(i + 1, u64::from(i), |c| {
                         let _ = c.put(&[7; 8]);
                     });
                 }
