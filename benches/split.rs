@@ -18,10 +18,8 @@ mod common;
 
 use std::time::Instant;
 
-use common::{nearest_rank, remove_set, TABLE3};
+use common::{nearest_rank, remove_set, Op, TABLE3};
 use nanolog::Logger;
-
-type Op = fn();
 
 /// Records per round: the largest message's records (64 bytes each) fill
 /// half the ring.
@@ -56,17 +54,13 @@ fn main() {
             .start()
             .expect("start");
         // Register the site, attach the ring and touch all of it.
-        for _ in 0..(RING as u64 / 16) {
-            call();
-        }
+        call(RING as u64 / 16);
         logger.flush().expect("flush");
         let (mut producer, mut flusher) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
             logger.__hold_flusher(true);
             let t0 = Instant::now();
-            for _ in 0..CALLS {
-                call();
-            }
+            call(CALLS);
             let t1 = Instant::now();
             logger.__hold_flusher(false);
             logger.flush().expect("flush");

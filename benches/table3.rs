@@ -19,11 +19,9 @@ mod common;
 
 use std::time::Instant;
 
-use common::{empty_tsc_pair, nearest_rank, remove_set, rtt, tsc, TABLE3};
+use common::{empty_tsc_pair, nearest_rank, remove_set, rtt, tsc, Op, TABLE3};
 use nanolog::reader::LogFile;
 use nanolog::Logger;
-
-type Op = fn();
 
 /// The six messages with their call counts (100 M for the static one, 20 M
 /// for the others).
@@ -120,15 +118,13 @@ fn main() {
 
         // Latency.
         let logger = Logger::builder().path(&path).start().expect("start");
-        for _ in 0..4_194_304 / scale {
-            op();
-        }
+        op(4_194_304 / scale);
         logger.flush().expect("flush");
         let samples = (1_000_000 / scale) as usize;
         let mut lat = Vec::with_capacity(samples);
         for _ in 0..samples {
             let t0 = tsc();
-            op();
+            op(1);
             let t1 = tsc();
             lat.push((t1 - t0).saturating_sub(overhead));
             while tsc() - t1 < wait {
@@ -145,9 +141,7 @@ fn main() {
         for _ in 0..runs {
             let logger = Logger::builder().path(&path).start().expect("start");
             let t = Instant::now();
-            for _ in 0..n {
-                op();
-            }
+            op(n);
             logger.flush().expect("flush");
             rates.push(n as f64 / t.elapsed().as_secs_f64() / 1e6);
             drop(logger);
@@ -165,9 +159,7 @@ fn main() {
             std::thread::scope(|s| {
                 for _ in 0..2 {
                     s.spawn(|| {
-                        for _ in 0..n / 2 {
-                            op();
-                        }
+                        op(n / 2);
                     });
                 }
             });

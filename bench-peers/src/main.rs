@@ -135,14 +135,12 @@ fn run(logger: &str, message: &str, mode: &str, n: u64, path: &str) -> Row {
     let calls;
     if mode == "latency" {
         let overhead = empty_tsc_pair(100_000);
-        for _ in 0..n {
-            op();
-        }
+        op(n);
         let wait = (100.0 * per_ns) as u64;
         let mut lat = Vec::with_capacity(n as usize);
         for _ in 0..n {
             let t0 = tsc();
-            op();
+            op(1);
             let t1 = tsc();
             lat.push((t1 - t0).saturating_sub(overhead));
             while tsc() - t1 < wait {
@@ -158,9 +156,7 @@ fn run(logger: &str, message: &str, mode: &str, n: u64, path: &str) -> Row {
         calls = 2 * n;
     } else {
         let t = Instant::now();
-        for _ in 0..n {
-            op();
-        }
+        op(n);
         p.finish();
         row.mps = n as f64 / t.elapsed().as_secs_f64() / 1e6;
         calls = n;

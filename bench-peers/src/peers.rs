@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 
-pub type Ops = [fn(); 6];
+pub type Ops = [crate::common::Op; 6];
 
 pub trait Peer {
     /// The six calls.
