@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates every figure of issue #9 in one go (5-6 minutes on the
-# 2-core CI machine), side by side in one session:
+# Regenerates every figure of issue #9 in one go (about 4 minutes on the
+# 2-core CI machine: 3 min 34 s at 662a5eb), side by side in one session:
 #   1. the paper's Table 3 messages under the issue's protocol, with the
 #      floor and two logging threads (benches/table3.rs);
 #   2. nanolog and the Rust peers on the same messages (bench-peers/, its

@@ -19,7 +19,7 @@ mod common;
 
 use std::time::Instant;
 
-use common::{empty_tsc_pair, nearest_rank, remove_set, rtt, tsc, Op, TABLE3};
+use common::{empty_tsc_pair, nearest_rank, print_rtt, remove_set, tsc, Op, TABLE3};
 use nanolog::reader::LogFile;
 use nanolog::Logger;
 
@@ -104,10 +104,7 @@ fn main() {
         hz / 1e9,
         ns(overhead)
     );
-    println!(
-        "cache-line round trip between the two cores at the start: {:.0} ns",
-        rtt()
-    );
+    print_rtt("start");
     println!(
         "{:<14} {:>6} {:>6} {:>7}   {:>9} {:>9} {:>9}",
         "message", "p50", "p99", "p99.9", "M msg/s", "2thr M/s", "B/rec"
@@ -188,8 +185,5 @@ fn main() {
         );
         remove_set(&path);
     }
-    println!(
-        "cache-line round trip between the two cores at the end: {:.0} ns",
-        rtt()
-    );
+    print_rtt("end");
 }

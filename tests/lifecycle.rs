@@ -349,8 +349,8 @@ fn a_held_flusher_writes_nothing_until_released_or_stopped() {
     for i in 0..1000u32 {
         nanolog::info!("held {}", i);
     }
-    // Long enough for a running flusher to take them (it polls every few
-    // microseconds while records wait).
+    // Long enough for a running flusher to take them many times over (it
+    // sleeps at most its 1 ms wake delay between passes).
     std::thread::sleep(std::time::Duration::from_millis(50));
     assert_eq!(logger.stats().logged, 0);
     logger.__hold_flusher(false);

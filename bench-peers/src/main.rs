@@ -31,7 +31,7 @@ mod common;
 mod chart;
 mod peers;
 
-use common::{empty_tsc_pair, nearest_rank, rtt, tsc};
+use common::{empty_tsc_pair, nearest_rank, print_rtt, rtt, tsc};
 
 use std::io::Write;
 use std::process::Command;
@@ -192,10 +192,7 @@ fn all(scale: u64) {
             )
             .unwrap_or_default()
     );
-    println!(
-        "cache-line round trip between the two cores at the start: {:.0} ns",
-        rtt()
-    );
+    print_rtt("start");
     println!(
         "{:<17} {:<14} {:>7} {:>7} {:>8} {:>10} {:>8} {:>8}",
         "logger", "message", "p50 ns", "p99 ns", "p99.9 ns", "M calls/s", "B/call", "lossless"
@@ -246,10 +243,7 @@ fn all(scale: u64) {
             }
         }
     }
-    println!(
-        "cache-line round trip between the two cores at the end: {:.0} ns",
-        rtt()
-    );
+    print_rtt("end");
 }
 
 fn main() {

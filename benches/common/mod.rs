@@ -152,3 +152,13 @@ pub fn rtt() -> f64 {
     batches.sort_by(f64::total_cmp);
     batches[batches.len() / 2]
 }
+
+/// Prints the cores' round trip ([`rtt`]) `when` a run starts or ends, the
+/// line every harness's output carries so a reader can tell near cores from
+/// far ones.
+pub fn print_rtt(when: &str) {
+    println!(
+        "cache-line round trip between the two cores at the {when}: {:.0} ns",
+        rtt()
+    );
+}

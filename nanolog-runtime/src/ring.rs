@@ -272,7 +272,9 @@ impl Producer {
     }
 
     /// Whether `len` bytes can be reserved now (for a caller that waits
-    /// for room before it reserves).
+    /// for room before it reserves). Like `try_reserve`, it may publish the
+    /// PAD word that skips the end of the buffer; the reservation that
+    /// follows then starts at offset 0.
     #[inline(always)]
     pub(crate) fn has_room(&mut self, len: usize) -> bool {
         self.reserve(len).is_some()
