@@ -49,7 +49,7 @@ pub fn log<const N: usize>(
 /// Logs one record of the registered site `id` (see [`log`]).
 #[inline(always)]
 pub(crate) fn log_id(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
-    let len = (ring::HEADER + args_len + 7) & !7;
+    let len = (ring::HEADER + args_len + ring::ALIGN - 1) & !(ring::ALIGN - 1);
     let mut enc = Some(enc);
     let used_own = PRODUCER.try_with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {

@@ -5,8 +5,8 @@
 //! when it does not fit before the end of the buffer, the producer publishes a
 //! [`PAD`] word there and the record starts again at offset 0.
 //!
-//! Every record starts on an 8-byte boundary with a 16-byte header:
-//! `site id: u32`, `length: u32` (the whole record, padded to 8), `tick: u64`,
+//! Every record starts on a 4-byte boundary ([`ALIGN`]) with a 16-byte header:
+//! `site id: u32`, `length: u32` (the whole record, padded to 4), `tick: u64`,
 //! then the raw argument bytes written by the call site's encoder.
 //!
 //! Producer and consumer positions sit on their own cache lines, and each side
@@ -28,6 +28,12 @@ pub(crate) const PAD: u32 = u32::MAX;
 pub(crate) const DROPS: u32 = u32::MAX - 1;
 /// Bytes of a record header.
 pub(crate) const HEADER: usize = 16;
+/// Records start and end on this boundary: a multiple of 4, so that the
+/// PAD word always fits before the end of the buffer, and no more, because
+/// every byte of padding is a byte more for the two cores to pass between
+/// them (a singleInteger record is 20 bytes, not 24). Header fields are read
+/// and written unaligned.
+pub(crate) const ALIGN: usize = 4;
 /// Bytes of a drop marker record.
 pub(crate) const DROPS_LEN: usize = HEADER + 24;
 
@@ -258,7 +264,7 @@ impl Producer {
         &self.ring
     }
 
-    /// Reserves `len` contiguous bytes (a multiple of 8, at least a header,
+    /// Reserves `len` contiguous bytes (a multiple of [`ALIGN`], at least a header,
     /// at most the capacity) for one record or drop marker; `None` if the
     /// ring has no room now.
     #[inline(always)]
@@ -282,7 +288,7 @@ impl Producer {
 
     #[inline(always)]
     fn reserve(&mut self, len: usize) -> Option<NonNull<u8>> {
-        debug_assert!(len % 8 == 0 && len <= self.ring.cap && len >= HEADER);
+        debug_assert!(len % ALIGN == 0 && len <= self.ring.cap && len >= HEADER);
         let cap = self.ring.cap;
         let off = self.tail as usize & (cap - 1);
         if off + len > cap {
@@ -315,7 +321,7 @@ impl Producer {
             }
         }
         // SAFETY: [off, cap) is between tail and head + cap (checked above), so
-        // the consumer does not read it; off is 8-aligned and to_end >= 8.
+        // the consumer does not read it; off and cap are multiples of ALIGN, so to_end >= 4.
         unsafe {
             self.ring
                 .buf
@@ -400,7 +406,7 @@ impl Consumer {
                 continue;
             }
             // SAFETY: a record header is 16 bytes inside [head, tail), published
-            // as above; off is 8-aligned and records never cross the end.
+            // as above; records never cross the end of the buffer.
             let (len, tick) = unsafe {
                 let p = self.ring.buf.add(off);
                 (

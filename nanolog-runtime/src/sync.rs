@@ -48,7 +48,8 @@ pub(crate) fn park_timeout(d: std::time::Duration) {
 
 /// Loom's view of the staging ring's bytes. The bytes themselves are raw
 /// memory (a `UnsafeCell` per byte would change the hot path); under loom
-/// each 8-byte word also has a `loom::cell::UnsafeCell<()>` that the
+/// each 4-byte word (records are 4-aligned, so two records never share a
+/// word) also has a `loom::cell::UnsafeCell<()>` that the
 /// producer marks written when it fills a record and the consumer marks
 /// read when it reads one. Loom then checks that every read happens after
 /// the write it reads, and every write after the last read of the old bytes:
@@ -62,7 +63,7 @@ pub(crate) struct Shadow(Box<[loom::cell::UnsafeCell<()>]>);
 impl Shadow {
     pub(crate) fn new(bytes: usize) -> Shadow {
         Shadow(
-            (0..bytes.div_ceil(8))
+            (0..bytes.div_ceil(crate::ring::ALIGN))
                 .map(|_| loom::cell::UnsafeCell::new(()))
                 .collect(),
         )
@@ -70,14 +71,14 @@ impl Shadow {
 
     /// The producer writes `[off, off + len)`.
     pub(crate) fn write(&self, off: usize, len: usize) {
-        for w in off / 8..(off + len).div_ceil(8) {
+        for w in off / crate::ring::ALIGN..(off + len).div_ceil(crate::ring::ALIGN) {
             self.0[w].with_mut(|_| {});
         }
     }
 
     /// The consumer reads `[off, off + len)`.
     pub(crate) fn read(&self, off: usize, len: usize) {
-        for w in off / 8..(off + len).div_ceil(8) {
+        for w in off / crate::ring::ALIGN..(off + len).div_ceil(crate::ring::ALIGN) {
             self.0[w].with(|_| {});
         }
     }
