@@ -51,12 +51,13 @@ pub(crate) struct Config {
 
 /// Close an extent once its body passes this size.
 const EXTENT_MAX: usize = 64 << 10;
-/// Write the buffer out once it passes this size.
+/// Write the buffer out once it passes this size. While the rings keep
+/// the flusher busy it is written only when full or [`WRITE_EVERY`] old:
+/// fewer, larger writes cost the flusher less per record than the 64 KiB
+/// writes before (paired rounds, every Table 3 message: 1.02-1.03x the
+/// end-to-end throughput, 5-8 rounds of 8 ahead).
 const OUT_MAX: usize = 1 << 20;
-/// While the rings keep the flusher busy, write the buffer once it holds
-/// this much ...
-const WRITE_MIN: usize = 64 << 10;
-/// ... or once it is this old.
+/// Write a buffer that is this old even if the rings still hold records.
 const WRITE_EVERY: Duration = Duration::from_millis(1);
 /// Hand ring space back to the producer every this fraction of the ring
 /// consumed ...
@@ -211,12 +212,12 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         // for the file): a flusher that keeps up with a busy producer finds
         // a few hundred records a pass, and a write per pass would be a
         // system call per few hundred records. In between, the buffer goes
-        // out once it is large or a millisecond old.
+        // out once it is full (in `drain`) or a millisecond old.
         let urgent = stopping || ticket > flushed || sync_ticket > synced;
         // (Not under loom: a model must branch the same way on every run,
         // and the clock differs between runs.)
         let aged = !cfg!(loom) && now.wrapping_sub(f.st.last_write) > write_every;
-        if n == 0 || urgent || aged || f.st.out.len() >= WRITE_MIN {
+        if n == 0 || urgent || aged {
             f.st.last_write = now;
             f.st.write_out();
         }
