@@ -74,7 +74,7 @@ struct RingState {
 }
 
 /// A site met in the current drain: its id (also its index in
-/// `State::sites`) and compaction function.
+/// `State::sites`) and its own compaction of a run of records, if any.
 #[derive(Clone, Copy)]
 struct Current {
     id: u32,
@@ -491,15 +491,15 @@ impl State {
                 }
             }
             let Some(rec) = r.c.peek(tail) else { break };
-            let len = rec.len();
-            if rec.site == ring::DROPS {
+            let mut len = rec.len();
+            let (site, tick) = (rec.site, rec.tick);
+            if site == ring::DROPS {
                 let d = ring::DropMarker::parse(rec.args);
                 close(&mut self.out, &mut open);
                 put_entry(&mut self.out, tag::DROP, |b| {
                     dict::put_drop(b, thread, d.count, d.first, d.last)
                 });
-            } else if let Some(cur) = self.current(rec.site, &mut cur, &mut open) {
-                let tick = rec.tick;
+            } else if let Some(cur) = self.current(site, &mut cur, &mut open) {
                 let out = &mut self.out;
                 let o = open.get_or_insert_with(|| {
                     let start = begin_entry(out, tag::EXTENT);
@@ -509,34 +509,43 @@ impl State {
                         prev_tick: tick,
                     }
                 });
-                // Ticks of one thread only go forward; clamp a backward step
-                // (a migration between cores whose counters disagree) to zero.
-                let delta = tick.saturating_sub(o.prev_tick);
-                o.prev_tick += delta;
-                put_varint(out, u64::from(rec.site));
-                put_varint(out, delta);
-                let at = out.len();
-                let ok = match cur.compact {
-                    Some(compact) => compact(rec.args, out),
-                    None => record::compact(
-                        self.sites[cur.id as usize]
-                            .as_deref()
-                            .map_or(&[][..], |s| &s.kinds[..]),
-                        rec.args,
-                        out,
-                    ),
-                }
-                .is_some();
-                debug_assert!(ok, "ring record does not match its site's kinds");
-                if let Some(m) = &mut self.mirror {
-                    if let (true, Some(reg)) = (ok, self.sites[cur.id as usize].as_deref()) {
-                        if m.wants(reg.site.level) {
-                            m.record(reg, thread, &r.name, tick, &out[at..]);
+                // A macro site's own function takes this record and the
+                // site's records after it in one call (the text mirror wants
+                // them one at a time). Ticks of one thread only go forward;
+                // a backward step (a migration between cores whose counters
+                // disagree) is clamped to zero, here as there.
+                match cur.compact.filter(|_| self.mirror.is_none()) {
+                    Some(compact) => {
+                        // Stop where the checks below act: past the extent's
+                        // limit, or at a full buffer.
+                        let stop = (o.start + EXTENT_MAX + 1).min(self.out_limit);
+                        let raw = r.c.contiguous(tail, release_bytes as usize);
+                        let (used, recs) = compact(raw, site, &mut o.prev_tick, out, stop);
+                        debug_assert!(used > 0, "malformed ring record");
+                        // (A malformed record is skipped as `peek` measured it.)
+                        len = len.max(used);
+                        self.out_records += recs;
+                        n += recs;
+                    }
+                    None => {
+                        let delta = tick.saturating_sub(o.prev_tick);
+                        o.prev_tick += delta;
+                        put_varint(out, u64::from(site));
+                        put_varint(out, delta);
+                        let at = out.len();
+                        let reg = self.sites[cur.id as usize].as_deref();
+                        let kinds = reg.map_or(&[][..], |s| &s.kinds[..]);
+                        let ok = record::compact(kinds, rec.args, out).is_some();
+                        debug_assert!(ok, "ring record does not match its site's kinds");
+                        if let (Some(m), true, Some(reg)) = (&mut self.mirror, ok, reg) {
+                            if m.wants(reg.site.level) {
+                                m.record(reg, thread, &r.name, tick, &out[at..]);
+                            }
                         }
+                        self.out_records += 1;
+                        n += 1;
                     }
                 }
-                self.out_records += 1;
-                n += 1;
                 if out.len() - o.start > EXTENT_MAX {
                     close(out, &mut open);
                 }

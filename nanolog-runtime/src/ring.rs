@@ -37,6 +37,19 @@ pub(crate) const ALIGN: usize = 4;
 /// Bytes of a drop marker record.
 pub(crate) const DROPS_LEN: usize = HEADER + 24;
 
+/// The header at the start of `b`: site id, record length, tick; `None`
+/// if `b` is shorter than a header.
+#[inline(always)]
+pub(crate) fn parse_header(b: &[u8]) -> Option<(u32, usize, u64)> {
+    let h: &[u8; HEADER] = b.get(..HEADER)?.try_into().ok()?;
+    let [s0, s1, s2, s3, l0, l1, l2, l3, t @ ..] = *h;
+    Some((
+        u32::from_le_bytes([s0, s1, s2, s3]),
+        u32::from_le_bytes([l0, l1, l2, l3]) as usize,
+        u64::from_le_bytes(t),
+    ))
+}
+
 /// A drop marker's payload, as [`Producer::commit_drops`] writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DropMarker {
@@ -429,6 +442,27 @@ impl Consumer {
                 len,
             });
         }
+    }
+
+    /// The published bytes from the head on, up to `tail`, the end of the
+    /// buffer or `max` bytes, whichever comes first: whole records (the
+    /// last perhaps cut short by `max`) and perhaps a PAD word, for a caller
+    /// that parses a run of records itself ([`parse_header`]) and then
+    /// advances past those it took.
+    pub(crate) fn contiguous(&self, tail: u64, max: usize) -> &[u8] {
+        let cap = self.ring.cap;
+        let off = self.head as usize & (cap - 1);
+        let n = (tail.saturating_sub(self.head) as usize)
+            .min(cap - off)
+            .min(max);
+        self.ring.shadow.read(off, n);
+        // SAFETY: [head, head + n) lies in [head, tail), published by the
+        // producer (Acquire in `available`), and inside the buffer
+        // (n <= cap - off). The producer does not rewrite it before
+        // `release` hands it back, and `release` hands back only bytes
+        // before the head, which moves only by `advance` (`&mut self`, so
+        // not while this borrow lives).
+        unsafe { std::slice::from_raw_parts(self.ring.buf.add(off).as_ptr(), n) }
     }
 
     /// Moves past the record `peek` returned (locally; see `release`).

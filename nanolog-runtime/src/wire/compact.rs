@@ -5,22 +5,86 @@
 //! The macro expansion hands the runtime a [`CompactFn`] monomorphised over
 //! the call's prepared argument types (a tuple of `PhantomData`s), so the
 //! flusher runs straight-line code per record instead of interpreting the
-//! site's kind list. It writes exactly what [`record::compact`] writes (a
-//! test checks every kind at every width against it); bridge sites, whose
-//! types are known only at run time, keep the interpreter.
+//! site's kind list, and takes a run of the site's records in one call. It
+//! writes exactly what [`record::compact`] writes (a test checks every kind
+//! at every width against it); bridge sites, whose types are known only at
+//! run time, keep the interpreter.
 //!
 //! [`record::compact`]: super::record::compact
 
 use std::marker::PhantomData;
 
-use super::put_varint;
-use super::record::put_nibbled;
+use super::record::nibbled;
 use crate::encode::Preformatted;
+use crate::ring;
 use crate::site::ArgKind;
 
-/// Compacts one record's raw ring arguments into `out` (`None` if the raw
-/// bytes do not match the types, which would be a bug in the encoders).
-pub type CompactFn = fn(raw: &[u8], out: &mut Vec<u8>) -> Option<()>;
+/// A call site's compaction of a run of its ring records (see
+/// [`compact_run`]): `(run, site, prev_tick, out, out_stop)` to the bytes of
+/// `run` consumed and the records compacted.
+pub type CompactFn = fn(
+    run: &[u8],
+    site: u32,
+    prev_tick: &mut u64,
+    out: &mut Vec<u8>,
+    out_stop: usize,
+) -> (usize, u64);
+
+/// Where one record's compact form is written: a zero-filled window of the
+/// output buffer that `compact_run` has sized for the record, so that a
+/// write is a copy and a bounds check on a slice held in registers, not a
+/// capacity check and a length update of a `Vec` in memory. A write that
+/// does not fit (not possible for a record within its bound) fails.
+pub struct Cursor<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    #[inline(always)]
+    fn put(&mut self, b: &[u8]) -> Option<()> {
+        self.buf
+            .get_mut(self.pos..self.pos + b.len())?
+            .copy_from_slice(b);
+        self.pos += b.len();
+        Some(())
+    }
+
+    /// The low `n` bytes of `v` (1 to 8), as one 8-byte store.
+    #[inline(always)]
+    fn put_low(&mut self, v: u64, n: usize) -> Option<()> {
+        self.buf
+            .get_mut(self.pos..self.pos + 8)?
+            .copy_from_slice(&v.to_le_bytes());
+        self.pos += n.min(8);
+        Some(())
+    }
+
+    /// An unsigned LEB128 varint, as `put_varint` writes it.
+    #[inline(always)]
+    fn put_varint(&mut self, mut v: u64) -> Option<()> {
+        while v >= 0x80 {
+            *self.buf.get_mut(self.pos)? = v as u8 | 0x80;
+            self.pos += 1;
+            v >>= 7;
+        }
+        *self.buf.get_mut(self.pos)? = v as u8;
+        self.pos += 1;
+        Some(())
+    }
+}
+
+/// Output bytes reserved for one record whose raw arguments take `raw`
+/// bytes: the site and delta varints (15), the nibble bytes (at most one
+/// per two raw bytes), each value's compact form (at most its raw bytes
+/// and one), and the slack of an 8-byte store.
+#[inline(always)]
+fn bound(raw: usize) -> usize {
+    32 + 2 * raw
+}
+
+/// The output buffer grows by at least this much at a time.
+const GROW: usize = 4096;
 
 /// One argument type's compaction: reads its raw form at `raw[*pos..]`,
 /// appends its compact form, and returns its nibble code (0 if it has none).
@@ -28,7 +92,7 @@ pub trait CompactArg {
     /// Whether the value has a nibble code.
     const NIBBLED: bool;
     /// Compacts one value.
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8>;
+    fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8>;
 }
 
 #[inline(always)]
@@ -36,14 +100,6 @@ fn take<const W: usize>(raw: &[u8], pos: &mut usize) -> Option<[u8; W]> {
     let b = raw.get(*pos..*pos + W)?.try_into().ok()?;
     *pos += W;
     Some(b)
-}
-
-/// Appends the low `n` bytes of `v` (1 to 8) as one 8-byte store and a
-/// truncation, not a copy of `n` bytes.
-#[inline(always)]
-fn put_low(out: &mut Vec<u8>, v: u64, n: usize) {
-    out.extend_from_slice(&v.to_le_bytes());
-    out.truncate(out.len() - (8 - n));
 }
 
 /// Bytes needed for `v`, at least one.
@@ -54,28 +110,28 @@ fn bytes_of(v: u64) -> usize {
 
 /// An unsigned value of up to 8 bytes: its significant bytes, code n - 1.
 #[inline(always)]
-fn put_unsigned(out: &mut Vec<u8>, v: u64) -> u8 {
+fn put_unsigned(out: &mut Cursor<'_>, v: u64) -> Option<u8> {
     let n = bytes_of(v);
-    put_low(out, v, n);
-    n as u8 - 1
+    out.put_low(v, n)?;
+    Some(n as u8 - 1)
 }
 
 /// A signed value of up to 8 bytes (`width` of them in the ring): a
 /// negative one as its complement, code 7 + n.
 #[inline(always)]
-fn put_signed(out: &mut Vec<u8>, v: i64, width: usize) -> u8 {
+fn put_signed(out: &mut Cursor<'_>, v: i64, width: usize) -> Option<u8> {
     if v >= 0 {
         return put_unsigned(out, v as u64);
     }
     let m = !v as u64;
     let n = bytes_of(m);
     if n <= 7 {
-        put_low(out, m, n);
-        return 7 + n as u8;
+        out.put_low(m, n)?;
+        return Some(7 + n as u8);
     }
     // Only an i64/isize below -2^55 gets here: the raw value, full width.
-    put_low(out, v as u64, width);
-    15
+    out.put_low(v as u64, width)?;
+    Some(15)
 }
 
 // `type => the type its raw form has in the ring`.
@@ -84,9 +140,9 @@ macro_rules! unsigned {
         impl CompactArg for $t {
             const NIBBLED: bool = true;
             #[inline(always)]
-            fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
+            fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
                 let v = <$ring>::from_le_bytes(take(raw, pos)?);
-                Some(put_unsigned(out, v as u64))
+                put_unsigned(out, v as u64)
             }
         }
     )*};
@@ -98,9 +154,9 @@ macro_rules! signed {
         impl CompactArg for $t {
             const NIBBLED: bool = true;
             #[inline(always)]
-            fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
+            fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
                 let v = <$ring>::from_le_bytes(take(raw, pos)?);
-                Some(put_signed(out, i64::from(v), std::mem::size_of::<$ring>()))
+                put_signed(out, i64::from(v), std::mem::size_of::<$ring>())
             }
         }
     )*};
@@ -112,9 +168,11 @@ macro_rules! wide {
         impl CompactArg for $t {
             const NIBBLED: bool = true;
             #[inline(always)]
-            fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
+            fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
                 let b = take::<16>(raw, pos)?;
-                Some(put_nibbled(out, ArgKind::$k, &b))
+                let (bytes, n, code) = nibbled(ArgKind::$k, &b);
+                out.put(&bytes[..n])?;
+                Some(code)
             }
         }
     )*};
@@ -126,8 +184,8 @@ macro_rules! plain {
         impl CompactArg for $t {
             const NIBBLED: bool = false;
             #[inline(always)]
-            fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
-                out.extend_from_slice(&take::<$w>(raw, pos)?);
+            fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
+                out.put(&take::<$w>(raw, pos)?)?;
                 Some(0)
             }
         }
@@ -138,10 +196,10 @@ plain!(f32 => 4, f64 => 8, bool => 1);
 impl CompactArg for &str {
     const NIBBLED: bool = true;
     #[inline(always)]
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
+    fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
         let len = u32::from_le_bytes(take(raw, pos)?);
-        let code = put_unsigned(out, u64::from(len));
-        out.extend_from_slice(raw.get(*pos..*pos + len as usize)?);
+        let code = put_unsigned(out, u64::from(len))?;
+        out.put(raw.get(*pos..*pos + len as usize)?)?;
         *pos += len as usize;
         Some(code)
     }
@@ -149,13 +207,13 @@ impl CompactArg for &str {
 
 impl<const N: usize> CompactArg for Preformatted<N> {
     const NIBBLED: bool = false;
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Vec<u8>) -> Option<u8> {
+    fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
         let n = u32::from_le_bytes(take(raw, pos)?);
-        put_varint(out, u64::from(n));
+        out.put_varint(u64::from(n))?;
         for _ in 0..n {
             let len = u32::from_le_bytes(take(raw, pos)?) as usize;
-            put_varint(out, len as u64);
-            out.extend_from_slice(raw.get(*pos..*pos + len)?);
+            out.put_varint(len as u64)?;
+            out.put(raw.get(*pos..*pos + len)?)?;
             *pos += len;
         }
         Some(0)
@@ -172,7 +230,7 @@ pub trait ArgList {
     fn compact_all(
         raw: &[u8],
         pos: &mut usize,
-        out: &mut Vec<u8>,
+        out: &mut Cursor<'_>,
         nib_at: usize,
         ix: usize,
     ) -> Option<()>;
@@ -181,7 +239,7 @@ pub trait ArgList {
 impl ArgList for () {
     const NIBBLES: usize = 0;
     #[inline(always)]
-    fn compact_all(_: &[u8], _: &mut usize, _: &mut Vec<u8>, _: usize, _: usize) -> Option<()> {
+    fn compact_all(_: &[u8], _: &mut usize, _: &mut Cursor<'_>, _: usize, _: usize) -> Option<()> {
         Some(())
     }
 }
@@ -192,31 +250,113 @@ impl<H: CompactArg, T: ArgList> ArgList for (PhantomData<H>, T) {
     fn compact_all(
         raw: &[u8],
         pos: &mut usize,
-        out: &mut Vec<u8>,
+        out: &mut Cursor<'_>,
         nib_at: usize,
         ix: usize,
     ) -> Option<()> {
         let code = H::compact(raw, pos, out)?;
         if H::NIBBLED {
-            *out.get_mut(nib_at + ix / 2)? |= code << ((ix & 1) * 4);
+            *out.buf.get_mut(nib_at + ix / 2)? |= code << ((ix & 1) * 4);
         }
         T::compact_all(raw, pos, out, nib_at, ix + H::NIBBLED as usize)
     }
 }
 
-/// The compaction of one record of argument types `T`: the nibble bytes
-/// first (zeroed, filled in as the values are written), then each value.
-fn compact_record<T: ArgList>(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let nib_at = out.len();
-    out.resize(nib_at + T::NIBBLES.div_ceil(2), 0);
+/// The compaction of one record's raw ring arguments of types `T` (`None`
+/// if the raw bytes do not match the types, which would be a bug in the
+/// encoders): the nibble bytes first (zeroed, filled in as the values are
+/// written), then each value.
+#[inline(always)]
+fn compact_args<T: ArgList>(raw: &[u8], out: &mut Cursor<'_>) -> Option<()> {
+    let nib_at = out.pos;
+    let k = T::NIBBLES.div_ceil(2);
+    out.buf.get_mut(nib_at..nib_at + k)?.fill(0);
+    out.pos += k;
     T::compact_all(raw, &mut 0, out, nib_at, 0)
+}
+
+/// Compacts the ring records at the start of `run` that belong to `site`
+/// (whose argument types are `T`) into `out`, each as an extent body holds
+/// it: the site id and the tick delta from `prev_tick` as varints (the
+/// delta clamped at zero), then the arguments. `run` starts with a record
+/// of `site`; the run ends before the first record of another site or a
+/// PAD word, before a header that does not fit in `run` or a record that
+/// overruns it, or after the record that brings `out` to `out_stop` bytes.
+/// Returns the bytes of `run` consumed and the records compacted, (0, 0)
+/// when the first record is malformed.
+///
+/// One call per run rather than per record: in a burst from one call site,
+/// the flusher's per-record work is this loop, with no site lookup,
+/// dictionary check or indirect call between records. `out` grows ahead
+/// of the writes, zero-filled, a few KiB at a time, and is cut back to what
+/// was written at the end.
+fn compact_run<T: ArgList>(
+    run: &[u8],
+    site: u32,
+    prev_tick: &mut u64,
+    out: &mut Vec<u8>,
+    out_stop: usize,
+) -> (usize, u64) {
+    let mut len = out.len();
+    let mut pos = 0;
+    let mut n = 0;
+    let mut prev = *prev_tick;
+    while let Some((id, rec_len, tick)) = run.get(pos..).and_then(ring::parse_header) {
+        if id != site {
+            break;
+        }
+        // A length below the header's makes the range end before it: None.
+        let Some(args) = run.get(pos + ring::HEADER..pos + rec_len) else {
+            break;
+        };
+        let need = bound(args.len());
+        if out.len() - len < need {
+            out.resize(len + need.max(GROW), 0);
+        }
+        let delta = tick.saturating_sub(prev);
+        prev += delta;
+        let mut w = Cursor {
+            buf: &mut out[len..],
+            pos: 0,
+        };
+        let ok = w
+            .put_varint(u64::from(site))
+            .and_then(|()| w.put_varint(delta))
+            .and_then(|()| compact_args::<T>(args, &mut w))
+            .is_some();
+        debug_assert!(ok, "ring record does not match its site's types");
+        len += w.pos;
+        pos += rec_len;
+        n += 1;
+        if len >= out_stop {
+            break;
+        }
+    }
+    out.truncate(len);
+    *prev_tick = prev;
+    (pos, n)
 }
 
 /// The compaction function for the argument types of `_types` (the nested
 /// `PhantomData` list the macro builds from the prepared arguments).
 #[inline(always)]
 pub fn compactor<T: ArgList>(_types: &T) -> CompactFn {
-    compact_record::<T>
+    compact_run::<T>
+}
+
+/// One ring record of `site` at `tick` holding the raw arguments `args`,
+/// padded as the ring pads it: input for benchmarks and tests of a
+/// [`CompactFn`].
+#[doc(hidden)]
+pub fn __ring_record(site: u32, tick: u64, args: &[u8]) -> Vec<u8> {
+    let len = (ring::HEADER + args.len()).next_multiple_of(ring::ALIGN);
+    let mut r = Vec::with_capacity(len);
+    r.extend_from_slice(&site.to_le_bytes());
+    r.extend_from_slice(&(len as u32).to_le_bytes());
+    r.extend_from_slice(&tick.to_le_bytes());
+    r.extend_from_slice(args);
+    r.resize(len, 0);
+    r
 }
 
 /// `PhantomData` of a value's type, for [`compactor`].
@@ -228,12 +368,27 @@ pub fn type_of<T>(_: &T) -> PhantomData<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::put_varint;
     use crate::wire::record::compact;
 
-    fn same<T: ArgList>(types: T, kinds: &[ArgKind], raw: &[u8]) {
+    /// One record's arguments through the typed path, into a `Vec`.
+    fn compact_record<T: ArgList>(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
+        let at = out.len();
+        out.resize(at + bound(raw.len()), 0);
+        let mut w = Cursor {
+            buf: &mut out[at..],
+            pos: 0,
+        };
+        let r = compact_args::<T>(raw, &mut w);
+        let end = at + w.pos;
+        out.truncate(end);
+        r
+    }
+
+    fn same<T: ArgList>(_types: T, kinds: &[ArgKind], raw: &[u8]) {
         let mut a = Vec::new();
         let mut b = Vec::new();
-        let typed = compactor(&types)(raw, &mut a);
+        let typed = compact_record::<T>(raw, &mut a);
         let interpreted = compact(kinds, raw, &mut b);
         assert_eq!(typed, interpreted, "{kinds:?} {raw:?}");
         assert_eq!(a, b, "{kinds:?} {raw:?}");
@@ -241,6 +396,62 @@ mod tests {
 
     fn p<T>() -> PhantomData<T> {
         PhantomData
+    }
+
+    /// A run takes the records of its site up to another site's, each with
+    /// the site id and the tick delta, and stops early at `out_stop`.
+    #[test]
+    fn a_run_takes_its_sites_records_until_another_site_or_out_stop() {
+        let types = (p::<u32>(), (p::<&str>(), ()));
+        let f = compactor(&types);
+        let args = |v: u32, s: &str| {
+            let mut a = v.to_le_bytes().to_vec();
+            a.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            a.extend_from_slice(s.as_bytes());
+            a
+        };
+        // Ticks 1000, 1300, 1200 (a backward step), then a record of site 9.
+        let recs = [
+            (7, 1000, args(5, "a")),
+            (7, 1300, args(300, "bc")),
+            (7, 1200, args(0, "")),
+        ];
+        let mut ring = Vec::new();
+        for (site, tick, a) in &recs {
+            ring.extend_from_slice(&__ring_record(*site, *tick, a));
+        }
+        let first_three = ring.len();
+        ring.extend_from_slice(&__ring_record(9, 1400, &args(1, "z")));
+
+        let mut want = Vec::new();
+        let mut prev = 900;
+        for (site, tick, a) in &recs {
+            let delta = u64::saturating_sub(*tick, prev);
+            prev += delta;
+            put_varint(&mut want, *site as u64);
+            put_varint(&mut want, delta);
+            compact(&[ArgKind::U32, ArgKind::Str], a, &mut want).unwrap();
+        }
+        let (mut out, mut prev) = (Vec::new(), 900);
+        assert_eq!(
+            f(&ring, 7, &mut prev, &mut out, usize::MAX),
+            (first_three, 3)
+        );
+        assert_eq!(out, want);
+        assert_eq!(prev, 1300, "a backward step adds nothing");
+
+        // out_stop: the run ends after the record that reaches it.
+        let (mut out, mut prev) = (Vec::new(), 900);
+        let (used, n) = f(&ring, 7, &mut prev, &mut out, 1);
+        assert_eq!((used, n), (__ring_record(7, 1000, &recs[0].2).len(), 1));
+        // A run cut inside a record stops before it; a malformed first
+        // record (length below a header) takes nothing.
+        let cut = &ring[..first_three - 1];
+        let (mut out, mut prev) = (Vec::new(), 900);
+        assert_eq!(f(cut, 7, &mut prev, &mut out, usize::MAX).1, 2);
+        let mut bad = ring.clone();
+        bad[4..8].copy_from_slice(&3u32.to_le_bytes());
+        assert_eq!(f(&bad, 7, &mut prev, &mut Vec::new(), usize::MAX), (0, 0));
     }
 
     /// Every width's boundary values, as the ring holds them.

@@ -118,8 +118,18 @@ fn bytes_needed(v: u128) -> usize {
 /// Appends one nibble-coded value and returns its code.
 #[inline(always)]
 pub(crate) fn put_nibbled(out: &mut Vec<u8>, kind: ArgKind, raw: &[u8]) -> u8 {
-    // `raw` is the LE value in the ring at its natural width.
+    let (bytes, n, code) = nibbled(kind, raw);
+    out.extend_from_slice(&bytes[..n]);
+    code
+}
+
+/// One value's nibble-coded form: its bytes (the first `n` of the array)
+/// and its code. `raw` is the LE value in the ring at its natural width
+/// (at most 16 bytes).
+#[inline(always)]
+pub(crate) fn nibbled(kind: ArgKind, raw: &[u8]) -> ([u8; 16], usize, u8) {
     let mut b = [0u8; 16];
+    let raw = &raw[..raw.len().min(16)];
     b[..raw.len()].copy_from_slice(raw);
     let signed = kind.is_signed();
     let negative = signed && raw.last().is_some_and(|x| x & 0x80 != 0);
@@ -131,19 +141,16 @@ pub(crate) fn put_nibbled(out: &mut Vec<u8>, kind: ArgKind, raw: &[u8]) -> u8 {
         let m = !i128::from_le_bytes(b) as u128;
         let n = bytes_needed(m);
         if n <= 7 {
-            out.extend_from_slice(&m.to_le_bytes()[..n]);
-            return 7 + n as u8;
+            return (m.to_le_bytes(), n, 7 + n as u8);
         }
     } else {
         let v = u128::from_le_bytes(b);
         let n = bytes_needed(v);
         if n <= 8 {
-            out.extend_from_slice(&v.to_le_bytes()[..n]);
-            return n as u8 - 1;
+            return (v.to_le_bytes(), n, n as u8 - 1);
         }
     }
-    out.extend_from_slice(&b[..full_width(kind)]);
-    15
+    (b, full_width(kind).min(16), 15)
 }
 
 /// Compacts one record's raw ring arguments into `out`. Returns `None` if the
