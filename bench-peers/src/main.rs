@@ -161,6 +161,7 @@ fn run(logger: &str, message: &str, mode: &str, n: u64, path: &str) -> Row {
         row.mps = n as f64 / t.elapsed().as_secs_f64() / 1e6;
         calls = n;
     }
+    p.close();
     let written = p.count(path);
     row.lossless = written == calls;
     if !row.lossless {

@@ -10,8 +10,11 @@ pub type Ops = [crate::common::Op; 6];
 pub trait Peer {
     /// The six calls.
     fn ops(&self) -> Ops;
-    /// Hands everything logged to the OS (flush, or stop and join).
+    /// Hands everything logged to the OS (flush, or stop and join): the
+    /// end of a timed run.
     fn finish(&mut self);
+    /// Stops the logger after the timing, if `finish` left it running.
+    fn close(&mut self) {}
     /// Calls found in the file at `path`.
     fn count(&self, path: &str) -> u64 {
         let bytes = std::fs::read(path).unwrap_or_default();
@@ -55,9 +58,16 @@ impl Peer for Nanolog {
         table3_calls!(nanolog::info)
     }
     fn finish(&mut self) {
+        // Until `flush()` returns: everything logged is in the file, handed
+        // to the OS, as C++ NanoLog's `sync()` (its file opened without
+        // O_DSYNC) and the other peers' flush. Stopping the logger also
+        // `fdatasync`s the file, waiting for the disk: that is `close`,
+        // after the timing.
         if let Some(l) = &self.0 {
             l.flush().expect("flush");
         }
+    }
+    fn close(&mut self) {
         self.0 = None;
     }
     fn count(&self, path: &str) -> u64 {
