@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Regenerates every figure of issue #9 in one go (about 4 minutes on the
-# 2-core CI machine: 3 min 34 s at 662a5eb), side by side in one session:
+# Regenerates every figure of issue #9 in one go (about 3 minutes on the
+# 2-core CI machine: 3 min 7 s at 7d19abd), side by side in one session:
 #   1. the paper's Table 3 messages under the issue's protocol, with the
 #      floor and two logging threads (benches/table3.rs);
 #   2. nanolog and the Rust peers on the same messages (bench-peers/, its
 #      own workspace, so the peers never enter the library's dependencies);
 #   3. the charts (SVG) from both outputs;
 #   4. the two sides of a ring apart (benches/split.rs: the logging thread
-#      alone, the flusher alone) and one record's compaction on one core
-#      (benches/compact.rs): the code's own costs, steadier than 1-3 when
+#      alone, the flusher alone) and the compaction of a run of records on
+#      one core (benches/compact.rs): the code's own costs, steadier than 1-3 when
 #      the host moves the two vCPUs between near and distant cores.
 # Outputs: benches/results/{table3.txt,peers.csv,peers.txt,split.txt,compact.txt},
 # benches/charts/*.svg.
@@ -34,5 +34,5 @@ echo "== nanolog and the Rust peers (bench-peers)"
 echo "== The two sides of a ring apart (cargo bench --bench split)"
 cargo bench -q --bench split 2>/dev/null | tee benches/results/split.txt
 
-echo "== One record's compaction on one core (cargo bench --bench compact)"
+echo "== Compaction of a run of records on one core (cargo bench --bench compact)"
 cargo bench -q --bench compact 2>/dev/null | grep -E '^compact/|time:' | tee benches/results/compact.txt
