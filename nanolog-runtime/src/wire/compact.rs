@@ -19,9 +19,13 @@ use crate::encode::Preformatted;
 use crate::ring;
 use crate::site::ArgKind;
 
-/// A call site's compaction of a run of its ring records (see
-/// [`compact_run`]): `(run, site, prev_tick, out, out_stop)` to the bytes of
-/// `run` consumed and the records compacted.
+/// A call site's compaction of a run of its ring records:
+/// `(run, site, prev_tick, out, out_stop)` to the bytes of `run` consumed
+/// and the records compacted. `run` starts with a record of `site`; each
+/// record of `site` from there goes into `out` as an extent body holds it
+/// (site id and tick delta from `prev_tick` as varints, then the
+/// arguments), up to another site's record or a PAD word, the end of
+/// `run`, or the record that brings `out` to `out_stop` bytes.
 pub type CompactFn = fn(
     run: &[u8],
     site: u32,
