@@ -48,8 +48,8 @@ pub(crate) fn park_timeout(d: std::time::Duration) {
 
 /// Loom's view of the staging ring's bytes. The bytes themselves are raw
 /// memory (a `UnsafeCell` per byte would change the hot path); under loom
-/// each 4-byte word (records are 4-aligned, so two records never share a
-/// word) also has a `loom::cell::UnsafeCell<()>` that the
+/// each `ring::ALIGN`-byte word (records start on that boundary, so two
+/// records never share a word) also has a `loom::cell::UnsafeCell<()>` that the
 /// producer marks written when it fills a record and the consumer marks
 /// read when it reads one. Loom then checks that every read happens after
 /// the write it reads, and every write after the last read of the old bytes:
