@@ -397,51 +397,28 @@ impl Consumer {
     /// The record at the head, given the `tail` returned by `available`.
     pub(crate) fn peek(&mut self, tail: u64) -> Option<RawRecord<'_>> {
         let cap = self.ring.cap;
-        loop {
+        if self.head >= tail {
+            return None;
+        }
+        let word = self.contiguous(tail, 4);
+        if word == PAD.to_le_bytes() {
+            // Skip to offset 0; a PAD is never followed by another (the
+            // record after it fits the whole buffer from offset 0).
+            self.head += (cap - (self.head as usize & (cap - 1))) as u64;
             if self.head >= tail {
                 return None;
             }
-            let off = self.head as usize & (cap - 1);
-            // SAFETY: head < tail, so the word at `off` was published by the
-            // producer (Acquire in `available`) and is not rewritten before we
-            // advance `head` past it.
-            let site = unsafe {
-                self.ring
-                    .buf
-                    .add(off)
-                    .cast::<u32>()
-                    .as_ptr()
-                    .read_unaligned()
-            };
-            self.ring.shadow.read(off, 4);
-            if site == PAD {
-                self.head += (cap - off) as u64;
-                continue;
-            }
-            // SAFETY: a record header is 16 bytes inside [head, tail), published
-            // as above; records never cross the end of the buffer.
-            let (len, tick) = unsafe {
-                let p = self.ring.buf.add(off);
-                (
-                    p.add(4).cast::<u32>().as_ptr().read_unaligned() as usize,
-                    p.add(8).cast::<u64>().as_ptr().read_unaligned(),
-                )
-            };
-            debug_assert!(len >= HEADER && off + len <= cap);
-            let len = len.clamp(HEADER, cap - off);
-            self.ring.shadow.read(off, len);
-            // SAFETY: the record's `len` bytes lie in [head, tail) and inside
-            // the buffer (clamped above); they stay untouched until `advance`.
-            let args = unsafe {
-                std::slice::from_raw_parts(self.ring.buf.add(off + HEADER).as_ptr(), len - HEADER)
-            };
-            return Some(RawRecord {
-                site,
-                tick,
-                args,
-                len,
-            });
         }
+        let bytes = self.contiguous(tail, usize::MAX);
+        let (site, len, tick) = parse_header(bytes)?;
+        debug_assert!(len >= HEADER && len <= bytes.len());
+        let len = len.clamp(HEADER, bytes.len());
+        Some(RawRecord {
+            site,
+            tick,
+            args: &bytes[HEADER..len],
+            len,
+        })
     }
 
     /// The published bytes from the head on, up to `tail`, the end of the
