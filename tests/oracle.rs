@@ -3,14 +3,10 @@
 
 use std::fmt;
 
-use nanolog::reader::{Event, Filter, LogFile, Merge};
+#[macro_use]
+mod common;
 
-struct Temp(std::path::PathBuf);
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use nanolog::reader::{Event, Filter, LogFile, Merge};
 
 struct Point {
     x: i32,
@@ -45,17 +41,10 @@ enum Shape {
     Empty,
 }
 
-macro_rules! case {
-    ($exp:ident, $($t:tt)*) => {{
-        nanolog::info!($($t)*);
-        $exp.push(format!($($t)*));
-    }};
-}
-
 #[test]
 fn decoded_message_equals_format() {
     let path = std::env::temp_dir().join(format!("nanolog-oracle-{}.nlog", std::process::id()));
-    let _t = Temp(path.clone());
+    let _t = common::TempLog(path.clone());
     let logger = nanolog::Logger::builder()
         .path(&path)
         .level(nanolog::Level::Trace)

@@ -2,21 +2,10 @@
 //! call of the site's own function) decode to exactly what was logged.
 //! Its own test binary: a process runs one logger at a time.
 
+#[macro_use]
+mod common;
+
 use nanolog::reader::{Event, Filter, LogFile, Merge};
-
-struct Temp(std::path::PathBuf);
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-macro_rules! case {
-    ($exp:ident, $($t:tt)*) => {{
-        nanolog::info!($($t)*);
-        $exp.push(format!($($t)*));
-    }};
-}
 
 /// The flusher compacts a run of one call site's records in one call: runs
 /// of every length (one record, a few, more than an extent or a release
@@ -27,7 +16,7 @@ macro_rules! case {
 #[test]
 fn runs_of_one_site_decode_in_order_across_their_boundaries() {
     let path = std::env::temp_dir().join(format!("nanolog-runs-{}.nlog", std::process::id()));
-    let _t = Temp(path.clone());
+    let _t = common::TempLog(path.clone());
     // A small ring, so long runs wrap it and wait for the flusher.
     let logger = nanolog::Logger::builder()
         .path(&path)

@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests.
 
-use std::path::Path;
+// Each test binary compiles this module and uses only some of it.
+#![allow(dead_code, unused_macros)]
+
+use std::path::{Path, PathBuf};
 
 /// Removes the log at `path` and the earlier runs' files a later `start`
 /// kept beside it (`stem.<UTC start>Z[.n].ext`).
@@ -23,4 +26,22 @@ pub fn remove_with_kept(path: &Path) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// A log file removed when the test ends.
+pub struct TempLog(pub PathBuf);
+
+impl Drop for TempLog {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Logs the call with `nanolog::info!` and pushes `format!` of the same
+/// literal and arguments onto `$expected`, the message it must decode to.
+macro_rules! case {
+    ($expected:ident, $($t:tt)*) => {{
+        nanolog::info!($($t)*);
+        $expected.push(format!($($t)*));
+    }};
 }
