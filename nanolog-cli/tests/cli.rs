@@ -40,7 +40,8 @@ fn fixtures() -> &'static Fixtures {
 
 fn build_fixtures() -> Fixtures {
     {
-        let dir = std::env::temp_dir().join(format!("nanolog-cli-{}", std::process::id()));
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("nanolog-cli-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let main = dir.join("main.nlog");
         let logger = nanolog::Logger::builder()

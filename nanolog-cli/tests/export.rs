@@ -32,7 +32,8 @@ fn fixtures() -> &'static Fixtures {
 }
 
 fn build() -> Fixtures {
-    let dir = std::env::temp_dir().join(format!("nanolog-export-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("nanolog-export-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let main = dir.join("main.nlog");
