@@ -174,7 +174,8 @@ pub(crate) struct Producer {
     ring: std::sync::Arc<Ring>,
     tail: u64,
     cached_head: u64,
-    /// [`WRITE_AHEAD`], or 0 where the CPU cannot prefetch for writing.
+    /// How far ahead to prefetch: [`WRITE_AHEAD`], or a quarter of a smaller
+    /// ring, or 0 where the CPU cannot prefetch for writing.
     ahead: usize,
 }
 
@@ -283,15 +284,18 @@ impl<'a> SlotWriter<'a> {
 
 impl Producer {
     pub(crate) fn new(ring: std::sync::Arc<Ring>) -> Producer {
+        // (At most a quarter of a small ring ahead: not lines the flusher
+        // may still be reading.)
+        let ahead = if prefetch::for_write_supported() {
+            WRITE_AHEAD.min(ring.cap / 4)
+        } else {
+            0
+        };
         Producer {
             ring,
             tail: 0,
             cached_head: 0,
-            ahead: if prefetch::for_write_supported() {
-                WRITE_AHEAD
-            } else {
-                0
-            },
+            ahead,
         }
     }
 
