@@ -62,7 +62,7 @@ where
     Ok(())
 }
 
-const COLORS: [RGBColor; 8] = [
+pub const COLORS: [RGBColor; 8] = [
     RGBColor(214, 39, 40),
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -174,11 +174,7 @@ const CPP: [(&str, f64); 6] = [
 ];
 
 /// A bar series: its label, its color, and its value per message.
-type Series<'a> = (
-    &'static str,
-    RGBColor,
-    Box<dyn Fn(&str) -> Option<f64> + 'a>,
-);
+pub type Series<'a> = (String, RGBColor, Box<dyn Fn(&str) -> Option<f64> + 'a>);
 
 /// `table3-chart TABLE3_TXT DIR`: nanolog's Table 3 throughput (one and two
 /// threads) beside C++ NanoLog's and the 1.2x target.
@@ -193,85 +189,97 @@ pub fn write_table3(txt: &str, dir: &str) {
     };
     let series: [Series<'_>; 4] = [
         (
-            "C++ NanoLog (issue #9)",
+            "C++ NanoLog (issue #9)".to_owned(),
             COLORS[7],
             Box::new(|m| CPP.iter().find(|c| c.0 == m).map(|c| c.1)),
         ),
         (
-            "target: 1.2x C++",
+            "target: 1.2x C++".to_owned(),
             RGBColor(200, 200, 200),
             Box::new(|m| CPP.iter().find(|c| c.0 == m).map(|c| 1.2 * c.1)),
         ),
         (
-            "nanolog, 1 thread",
+            "nanolog, 1 thread".to_owned(),
             COLORS[0],
             Box::new(move |m| value(m, 4)),
         ),
         (
-            "nanolog, 2 threads",
+            "nanolog, 2 threads".to_owned(),
             COLORS[1],
             Box::new(move |m| value(m, 5)),
         ),
     ];
     std::fs::create_dir_all(dir).expect("chart directory");
     let path = format!("{dir}/table3-throughput.svg");
-    let result = (|| -> Result<(), Box<dyn std::error::Error>> {
-        let slot = series.len() + 1;
-        let width = (MESSAGES.len() * slot) as f64;
-        let max = MESSAGES
-            .iter()
-            .flat_map(|m| series.iter().filter_map(move |s| (s.2)(m)))
-            .fold(1.0, f64::max)
-            * 1.45;
-        let root = SVGBackend::new(&path, (1100, 480)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(
-                "Table 3 messages: throughput until flush (M msg/s, higher is better)",
-                ("sans-serif", 20),
-            )
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0f64..width, 0f64..max)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc("M msg/s")
-            .draw()?;
-        label_clusters(&root, &chart, series.len(), 0.0)?;
-        // The floor (a TSC read and a 16-byte store per call, no logger):
-        // what one thread can reach at most with a timestamp per record.
-        if let Some(floor) = value("floor", 4) {
-            chart
-                .draw_series(LineSeries::new(
-                    [(0.0, floor), (width, floor)],
-                    BLACK.stroke_width(2),
-                ))?
-                .label(format!("floor: TSC read + 16-byte store ({floor:.0} M/s)"))
-                .legend(|(x, y)| PathElement::new([(x, y), (x + 12, y)], BLACK.stroke_width(2)));
-        }
-        for (si, (label, color, f)) in series.iter().enumerate() {
-            let color = *color;
-            let bars: Vec<_> = MESSAGES
-                .iter()
-                .enumerate()
-                .filter_map(|(mi, m)| {
-                    let v = f(m)?;
-                    let x0 = (mi * slot + si) as f64;
-                    Some(Rectangle::new([(x0, 0.0), (x0 + 0.9, v)], color.filled()))
-                })
-                .collect();
-            chart
-                .draw_series(bars)?
-                .label(*label)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
-                });
-        }
-        legend_and_present(&mut chart, &root)
-    })();
-    result.expect("draw chart");
+    // The floor (a TSC read and a 16-byte store per call, no logger): what
+    // one thread can reach at most with a timestamp per record.
+    let floor =
+        value("floor", 4).map(|v| (format!("floor: TSC read + 16-byte store ({v:.0} M/s)"), v));
+    grouped_bars(
+        &path,
+        "Table 3 messages: throughput until flush (M msg/s, higher is better)",
+        &series,
+        floor,
+    )
+    .expect("draw chart");
     println!("wrote {path}");
+}
+
+/// A chart of one cluster of bars per Table 3 message, one bar per series,
+/// in M msg/s on a linear axis, with perhaps a labelled horizontal line.
+pub fn grouped_bars(
+    path: &str,
+    title: &str,
+    series: &[Series<'_>],
+    line: Option<(String, f64)>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let slot = series.len() + 1;
+    let width = (MESSAGES.len() * slot) as f64;
+    let max = MESSAGES
+        .iter()
+        .flat_map(|m| series.iter().filter_map(move |s| (s.2)(m)))
+        .chain(line.as_ref().map(|l| l.1))
+        .fold(1.0, f64::max)
+        * 1.45;
+    let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0f64..width, 0f64..max)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_desc("M msg/s")
+        .draw()?;
+    label_clusters(&root, &chart, series.len(), 0.0)?;
+    if let Some((label, v)) = line {
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, v), (width, v)],
+                BLACK.stroke_width(2),
+            ))?
+            .label(label)
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 12, y)], BLACK.stroke_width(2)));
+    }
+    for (si, (label, color, f)) in series.iter().enumerate() {
+        let color = *color;
+        let bars: Vec<_> = MESSAGES
+            .iter()
+            .enumerate()
+            .filter_map(|(mi, m)| {
+                let v = f(m)?;
+                let x0 = (mi * slot + si) as f64;
+                Some(Rectangle::new([(x0, 0.0), (x0 + 0.9, v)], color.filled()))
+            })
+            .collect();
+        chart
+            .draw_series(bars)?
+            .label(label.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+    }
+    legend_and_present(&mut chart, &root)
 }

@@ -8,6 +8,8 @@
 //! cargo run --release -- table3-chart ../benches/results/table3.txt ../benches/charts
 //! cargo run --release -- run LOGGER MESSAGE latency|throughput N PATH
 //! cargo run --release -- rtt               # the cores' cache-line round trip now
+//! cargo run --release -- alternate SECONDS OUT.csv [NAME=PROGRAM]...   # see alternate.rs
+//! cargo run --release -- alternate-report OUT.csv [CHART_DIR]
 //! ```
 //!
 //! Each (logger, message, mode) runs in a process of its own: several of
@@ -28,6 +30,7 @@
 #[macro_use]
 #[path = "../../benches/common/mod.rs"]
 mod common;
+mod alternate;
 mod chart;
 mod peers;
 
@@ -260,8 +263,17 @@ fn main() {
         ["all", scale] => all(scale.parse().expect("SCALE")),
         ["chart", csv, dir] => chart::write_all(csv, dir),
         ["table3-chart", txt, dir] => chart::write_table3(txt, dir),
+        ["alternate", seconds, out, others @ ..] => {
+            let others: Vec<String> = others.iter().map(|o| o.to_string()).collect();
+            alternate::run(seconds.parse().expect("SECONDS"), out, &others)
+        }
+        ["alternate-report", csv] => alternate::report(csv, None),
+        ["alternate-report", csv, dir] => alternate::report(csv, Some(dir)),
         _ => {
-            eprintln!("usage: all [SCALE] | chart CSV DIR | run LOGGER MESSAGE MODE N PATH | rtt");
+            eprintln!(
+                "usage: all [SCALE] | chart CSV DIR | table3-chart TXT DIR | run LOGGER MESSAGE MODE N PATH | rtt\n       \
+                 | alternate SECONDS OUT.csv [NAME=PROGRAM]... | alternate-report CSV [DIR]"
+            );
             std::process::exit(2);
         }
     }
