@@ -284,8 +284,11 @@ impl<'a> SlotWriter<'a> {
 
 impl Producer {
     pub(crate) fn new(ring: std::sync::Arc<Ring>) -> Producer {
-        // (At most a quarter of a small ring ahead: not lines the flusher
-        // may still be reading.)
+        // At most a quarter of a small ring ahead: while the ring is less
+        // than three quarters full the line asked for is one the flusher has
+        // finished with. Fuller than that, the hint may take a line the
+        // flusher has yet to read; it then reads it back from this core,
+        // slower but correct (a prefetch changes no data).
         let ahead = if prefetch::for_write_supported() {
             WRITE_AHEAD.min(ring.cap / 4)
         } else {
