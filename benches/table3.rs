@@ -7,6 +7,8 @@
 //! - throughput: 100M calls (static) or 20M (others) from one thread as fast
 //!   as possible, from the first call until `flush()` returns, default 1 MiB
 //!   ring; the record count checked by reading the file back; bytes/record.
+//!   Each run writes a new file, the previous run's deleted first, so that no
+//!   run starts with the page cache of the ones before it.
 //!
 //! Throughput is the median of `NANOLOG_T3_RUNS` runs (default 3), from one
 //! logging thread and from two (each making half the calls). The first row,
@@ -136,6 +138,10 @@ fn main() {
         let mut rates = Vec::new();
         let mut bytes = 0;
         for _ in 0..runs {
+            // Each run into a file of its own making: the previous run's file,
+            // kept as a finished file, would hold its page cache, and on this
+            // VM fresh guest pages cost a host fault each (see BENCHMARKS.md).
+            remove_set(&path);
             let logger = Logger::builder().path(&path).start().expect("start");
             let t = Instant::now();
             op(n);
@@ -151,6 +157,7 @@ fn main() {
         // Two logging threads, half the calls each.
         let mut rates2 = Vec::new();
         for _ in 0..runs {
+            remove_set(&path);
             let logger = Logger::builder().path(&path).start().expect("start");
             let t = Instant::now();
             std::thread::scope(|s| {
