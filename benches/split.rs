@@ -29,7 +29,9 @@ const RING: usize = 4 << 20;
 /// the pages of the one before go back to the page cache's free pool and
 /// are written again at once. On this machine's VM, pages freed longer ago
 /// are the host's again and cost a fault on the next write (BENCHMARKS.md),
-/// which one growing file would time instead of the flusher.
+/// which one growing file would time instead of the flusher. The price: the
+/// flusher also deletes a file every 16 MiB, about a tenth of its time on
+/// complexFormat under `perf`, but the same tenth every run.
 const ROLL: u64 = 16 << 20;
 
 /// The median and the 90th percentile (nearest rank) of the rounds' rates.
