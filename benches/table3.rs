@@ -21,7 +21,7 @@ mod common;
 
 use std::time::Instant;
 
-use common::{empty_tsc_pair, nearest_rank, print_rtt, remove_set, tsc, Op, TABLE3};
+use common::{empty_tsc_pair, median, nearest_rank, print_rtt, remove_set, tsc, Op, TABLE3};
 use nanolog::reader::LogFile;
 use nanolog::Logger;
 
@@ -77,11 +77,6 @@ fn floor(scale: u64, wait: u64, overhead: u64, ns: &dyn Fn(u64) -> f64) {
         "-",
         16.0
     );
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {
@@ -186,8 +181,8 @@ fn main() {
             ns(nearest_rank(&lat, 50.0)),
             ns(nearest_rank(&lat, 99.0)),
             ns(nearest_rank(&lat, 99.9)),
-            median(rates),
-            median(rates2),
+            median(rates).unwrap_or(f64::NAN),
+            median(rates2).unwrap_or(f64::NAN),
             bytes as f64 / n as f64
         );
         remove_set(&path);

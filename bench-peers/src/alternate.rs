@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use plotters::style::RGBColor;
 
 use crate::chart::{grouped_bars, Series};
-use crate::common::rtt;
+use crate::common::{median, rtt};
 use crate::MESSAGES;
 
 /// A round trip at or above this (ns) counts as the "far" placement.
@@ -145,23 +145,10 @@ struct Run {
     round: u64,
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let k = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[k]
-    } else {
-        (v[k - 1] + v[k]) / 2.0
-    })
-}
-
 /// The medians and per-round ratios of one placement.
 struct Cell {
     /// Median M msg/s and bytes per call, by logger.
-    rate: BTreeMap<String, (f64, f64, usize)>,
+    rate: BTreeMap<String, (f64, f64)>,
     /// nanolog / other: median of the per-round ratios, rounds nanolog
     /// ahead, rounds compared.
     ratio: BTreeMap<String, (f64, usize, usize)>,
@@ -185,9 +172,8 @@ fn cell(runs: &[Run], message: &str, far: bool) -> Cell {
                     .collect(),
             )
         };
-        let n = here.iter().filter(|r| r.logger == *name).count();
         if let (Some(m), Some(b)) = (of(|r| r.mps), of(|r| r.bytes)) {
-            rate.insert(name.to_string(), (m, b, n));
+            rate.insert(name.to_string(), (m, b));
         }
     }
     let mut ratio = BTreeMap::new();
@@ -243,6 +229,11 @@ pub fn report(csv: &str, dir: Option<&str>) {
         .collect();
     others.sort_unstable();
     others.dedup();
+    // Each message and placement's cell, computed once for table and chart.
+    let cells: BTreeMap<(&str, bool), Cell> = MESSAGES
+        .iter()
+        .flat_map(|m| [false, true].map(|far| ((*m, far), cell(&runs, m, far))))
+        .collect();
     let rounds = runs.iter().map(|r| r.round).max().unwrap_or(0);
     let far_runs = runs.iter().filter(|r| r.far).count();
     println!(
@@ -257,7 +248,7 @@ pub fn report(csv: &str, dir: Option<&str>) {
         println!("|---|---|---|---|---|---|");
         for message in MESSAGES {
             for (far, label) in [(false, "near"), (true, "far")] {
-                let c = cell(&runs, message, far);
+                let c = &cells[&(message, far)];
                 let (Some(ours), Some(theirs)) = (c.rate.get("nanolog"), c.rate.get(*other)) else {
                     continue;
                 };
@@ -281,7 +272,7 @@ pub fn report(csv: &str, dir: Option<&str>) {
         (false, RGBColor(150, 150, 150), RGBColor(240, 120, 110)),
         (true, RGBColor(80, 80, 80), RGBColor(190, 30, 30)),
     ];
-    let runs = &runs;
+    let cells = &cells;
     for (far, theirs, ours) in shades {
         let placement = if far { "far" } else { "near" };
         for other in &others {
@@ -289,13 +280,13 @@ pub fn report(csv: &str, dir: Option<&str>) {
             series.push((
                 format!("{other}, cores {placement}"),
                 theirs,
-                Box::new(move |m| cell(runs, m, far).rate.get(&other).map(|r| r.0)),
+                Box::new(move |m| cells.get(&(m, far))?.rate.get(&other).map(|r| r.0)),
             ));
         }
         series.push((
             format!("nanolog, cores {placement}"),
             ours,
-            Box::new(move |m| cell(runs, m, far).rate.get("nanolog").map(|r| r.0)),
+            Box::new(move |m| cells.get(&(m, far))?.rate.get("nanolog").map(|r| r.0)),
         ));
     }
     grouped_bars(

@@ -62,7 +62,7 @@ where
     Ok(())
 }
 
-pub const COLORS: [RGBColor; 8] = [
+const COLORS: [RGBColor; 8] = [
     RGBColor(214, 39, 40),
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),

@@ -94,6 +94,18 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> T {
     sorted[rank.min(sorted.len()) - 1]
 }
 
+/// The median of `v` (the mean of the middle two for an even count), or
+/// `None` if `v` is empty.
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let k = v.len() / 2;
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[k]),
+        _ => Some((v[k - 1] + v[k]) / 2.0),
+    }
+}
+
 /// The median cost in ticks of two back-to-back TSC reads, over `samples`
 /// pairs: the timer's own overhead, subtracted from timed calls.
 pub fn empty_tsc_pair(samples: usize) -> u64 {
