@@ -5,23 +5,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use nanolog::reader::{Event, Filter, LogFile, Merge};
 use nanolog::{Level, Logger};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("nanolog-filter-{name}-{}.nlog", std::process::id()))
-}
+use common::{serial, temp};
 
 /// `target message` of every record.
 fn records(path: &Path) -> Vec<String> {
@@ -67,7 +58,7 @@ fn log_everything(tag: &str) {
 #[test]
 fn directives_pick_the_longest_matching_target_prefix() {
     let _s = serial();
-    let path = temp("prefix");
+    let path = temp("filter-prefix");
     let logger = Logger::builder()
         .path(&path)
         .level(Level::Info)
@@ -93,7 +84,7 @@ fn directives_pick_the_longest_matching_target_prefix() {
 #[test]
 fn without_a_bare_level_the_builder_level_is_the_default() {
     let _s = serial();
-    let path = temp("default");
+    let path = temp("filter-default");
     let logger = Logger::builder()
         .path(&path)
         .level(Level::Warn)
@@ -114,7 +105,7 @@ fn invalid_directives_in_code_are_config_errors() {
     let _s = serial();
     for bad in ["filter=loud", "a=b=c", "info/regex"] {
         let err = Logger::builder()
-            .path(temp("invalid"))
+            .path(temp("filter-invalid"))
             .filter(bad)
             .start()
             .unwrap_err();
@@ -127,7 +118,7 @@ fn invalid_directives_in_code_are_config_errors() {
 #[test]
 fn set_filter_and_set_level_change_sites_already_called() {
     let _s = serial();
-    let path = temp("runtime");
+    let path = temp("filter-runtime");
     let logger = Logger::builder()
         .path(&path)
         .level(Level::Info)
@@ -165,7 +156,7 @@ fn set_filter_and_set_level_change_sites_already_called() {
 #[test]
 fn a_stopped_logger_disables_every_site_and_the_next_one_decides_again() {
     let _s = serial();
-    let path = temp("restart");
+    let path = temp("filter-restart");
     let logger = Logger::builder()
         .path(&path)
         .filter("trace")
@@ -195,7 +186,7 @@ fn a_stopped_logger_disables_every_site_and_the_next_one_decides_again() {
 #[test]
 fn named_arguments_and_captures_keep_their_names() {
     let _s = serial();
-    let path = temp("names");
+    let path = temp("filter-names");
     let logger = Logger::builder().path(&path).start().unwrap();
     let pct = 93.25;
     nanolog::info!("queue {name} at {pct:.1}% ({})", 7, name = "orders");
@@ -230,7 +221,7 @@ fn child_with_rust_log() {
 
 #[test]
 fn rust_log_is_used_and_its_invalid_directives_skipped() {
-    let path = temp("env");
+    let path = temp("filter-env");
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_with_rust_log", "--ignored", "--nocapture"])
         .env("NANOLOG_FILTER_CHILD_LOG", &path)

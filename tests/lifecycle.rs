@@ -7,20 +7,11 @@ mod common;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard};
 
 use nanolog::reader::{Event, Filter, LogFile, Merge};
 use nanolog::{Level, Logger, OnFull};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
-}
+use common::{serial, temp};
 
 fn messages(path: &PathBuf) -> Vec<String> {
     let files = [LogFile::open(path).unwrap()];

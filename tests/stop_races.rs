@@ -6,23 +6,14 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nanolog::reader::{Event, Filter, LogFile, Merge};
 use nanolog::{Level, Logger};
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
-}
+use common::{serial, temp};
 
 /// A `start` at the same path while the previous logger is being dropped
 /// waits for the drop: the two flushers never write one file together.

@@ -519,10 +519,17 @@ impl State {
                         // Stop where the checks below act: past the extent's
                         // limit, or at a full buffer.
                         let stop = (o.start + EXTENT_MAX + 1).min(self.out_limit);
-                        let raw = r.c.contiguous(tail, release_bytes as usize);
+                        // At least the whole first record: a run cut short
+                        // inside it compacts nothing (a record larger than
+                        // `release_bytes` was skipped so, uncounted, before).
+                        let raw = r.c.contiguous(tail, (release_bytes as usize).max(len));
                         let (used, recs) = compact(raw, site, &mut o.prev_tick, out, stop);
-                        debug_assert!(used > 0, "malformed ring record");
-                        // (A malformed record is skipped as `peek` measured it.)
+                        if recs == 0 {
+                            // A malformed record: skipped as `peek` measured
+                            // it, and counted and marked as a drop.
+                            debug_assert!(false, "malformed ring record of site {site}");
+                            self.unreadable(thread, tick, &mut open);
+                        }
                         len = len.max(used);
                         self.out_records += recs;
                         n += recs;
@@ -530,24 +537,33 @@ impl State {
                     None => {
                         let delta = tick.saturating_sub(o.prev_tick);
                         o.prev_tick += delta;
+                        let reg = self.sites[cur.id as usize].as_deref();
+                        let kinds = reg.map_or(&[][..], |s| &s.kinds[..]);
+                        let rollback = (out.len(), o.prev_tick);
                         put_varint(out, u64::from(site));
                         put_varint(out, delta);
                         let at = out.len();
-                        let reg = self.sites[cur.id as usize].as_deref();
-                        let kinds = reg.map_or(&[][..], |s| &s.kinds[..]);
-                        let ok = record::compact(kinds, rec.args, out).is_some();
-                        debug_assert!(ok, "ring record does not match its site's kinds");
-                        if let (Some(m), true, Some(reg)) = (&mut self.mirror, ok, reg) {
-                            if m.wants(reg.site.level) {
-                                m.record(reg, thread, &r.name, tick, &out[at..]);
+                        if record::compact(kinds, rec.args, out).is_none() {
+                            debug_assert!(false, "ring record does not match its site's kinds");
+                            out.truncate(rollback.0);
+                            o.prev_tick = rollback.1;
+                            self.unreadable(thread, tick, &mut open);
+                        } else {
+                            if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
+                                if m.wants(reg.site.level) {
+                                    m.record(reg, thread, &r.name, tick, &out[at..]);
+                                }
                             }
+                            self.out_records += 1;
+                            n += 1;
                         }
-                        self.out_records += 1;
-                        n += 1;
                     }
                 }
-                if out.len() - o.start > EXTENT_MAX {
-                    close(out, &mut open);
+                if open
+                    .as_ref()
+                    .is_some_and(|o| self.out.len() - o.start > EXTENT_MAX)
+                {
+                    close(&mut self.out, &mut open);
                 }
             }
             r.c.advance(len);
@@ -568,6 +584,20 @@ impl State {
         close(&mut self.out, &mut open);
         r.c.release();
         n
+    }
+}
+
+impl State {
+    /// A record the flusher cannot compact (its bytes do not match its
+    /// site): never silently lost, it is counted as dropped and written as a
+    /// one-record gap, which `decode` shows.
+    #[cold]
+    fn unreadable(&mut self, thread: u32, tick: u64, open: &mut Option<Open>) {
+        self.shared.count_dropped();
+        close(&mut self.out, open);
+        put_entry(&mut self.out, tag::DROP, |b| {
+            dict::put_drop(b, thread, 1, tick, tick)
+        });
     }
 }
 

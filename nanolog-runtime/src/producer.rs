@@ -239,12 +239,11 @@ impl ThreadProducer {
         // its records still reach its ring in tick order (a call that waits
         // for room keeps the time it was made).
         let tick = clock::now();
-        if len > self.producer.ring().capacity() {
+        if len > self.producer.max_record() {
             self.dropped(tick, true);
             return;
         }
-        if self.pending_drops > 0 && !self.try_write_drops() {
-            self.dropped(tick, false);
+        if self.pending_drops > 0 && !self.try_write_drops() && !self.drops_after_wait(tick) {
             return;
         }
         match self.producer.try_reserve(len) {
@@ -345,6 +344,21 @@ impl ThreadProducer {
         r.commit_drops(self.pending_drops, self.first_drop, self.last_drop);
         self.pending_drops = 0;
         true
+    }
+
+    /// The pending drop marker found the ring full: with `OnFull::Block`,
+    /// wait for room and write it (an oversize record must not cost the
+    /// record after it); with `OnFull::Drop`, drop the call made at `tick`
+    /// too. False if that call is dropped (and counted).
+    #[cold]
+    #[inline(never)]
+    fn drops_after_wait(&mut self, tick: u64) -> bool {
+        if self.shared.on_full == OnFull::Drop {
+            self.dropped(tick, false);
+            return false;
+        }
+        // Giving up (the flusher gone, or a stop) counts this call dropped.
+        self.wait_for_room(ring::DROPS_LEN) && self.try_write_drops()
     }
 
     /// Writes the pending drop marker, waiting for room up to `limit`.

@@ -34,6 +34,11 @@ pub(crate) const HEADER: usize = 16;
 /// instead of 24, but measured slower on that message: 0.99 of 8 (1 of 8
 /// rounds ahead) with the cores ~100 ns apart, 0.95 (0 of 10) ~500 ns apart.
 pub(crate) const ALIGN: usize = 8;
+/// The largest record any ring takes, whatever its capacity: its compacted
+/// form must fit one file entry ([`MAX_BODY`](crate::wire::MAX_BODY), which
+/// readers enforce) with an extent's other records. Larger ones are dropped
+/// and counted as oversize.
+pub(crate) const MAX_RECORD: usize = crate::wire::MAX_BODY / 2;
 /// Bytes of a drop marker record.
 pub(crate) const DROPS_LEN: usize = HEADER + 24;
 /// How far ahead of its tail the producer asks for the ring's cache lines
@@ -177,6 +182,8 @@ pub(crate) struct Producer {
     /// How far ahead to prefetch: [`WRITE_AHEAD`], or a quarter of a smaller
     /// ring, or 0 where the CPU cannot prefetch for writing.
     ahead: usize,
+    /// The largest record this ring takes: its capacity, or [`MAX_RECORD`].
+    max_record: usize,
 }
 
 /// Bytes reserved by [`Producer::try_reserve`], to be written and published
@@ -295,6 +302,7 @@ impl Producer {
             0
         };
         Producer {
+            max_record: ring.cap.min(MAX_RECORD),
             ring,
             tail: 0,
             cached_head: 0,
@@ -304,6 +312,12 @@ impl Producer {
 
     pub(crate) fn ring(&self) -> &Ring {
         &self.ring
+    }
+
+    /// Bytes of the largest record [`try_reserve`](Self::try_reserve) takes.
+    #[inline(always)]
+    pub(crate) fn max_record(&self) -> usize {
+        self.max_record
     }
 
     /// Reserves `len` contiguous bytes (a multiple of [`ALIGN`], at least a header,

@@ -4,6 +4,18 @@
 #![allow(dead_code, unused_macros)]
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// One logger per process: the tests of a binary take turns.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static M: Mutex<()> = Mutex::new(());
+    M.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A log path in the temporary directory, unique to this process and `name`.
+pub fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
+}
 
 /// Removes the log at `path` and the earlier runs' files a later `start`
 /// kept beside it (`stem.<UTC start>Z[.n].ext`).
