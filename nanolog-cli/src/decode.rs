@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, Refresh};
+use nanolog_runtime::reader::{next_in_set, Event, Filter, Header, LogFile, Merge, Refresh};
 use nanolog_runtime::Level;
 use regex::Regex;
 
@@ -353,74 +353,70 @@ fn print_parallel(
     })
 }
 
-/// `--follow`: print what is there, then poll for growth; move on to the
-/// next file when the log rotates.
-fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
+/// `--follow`: print what is there, then poll for growth. When the file
+/// ends (it rolled, or a new run took the path), go on with the files of the
+/// set that began after it, oldest first, then the live one: a follower
+/// several rolls or a restart behind the writer prints every record once.
+fn follow(plan: &Plan, base: &Path) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut w = stdout.lock();
-    let mut path: PathBuf = first.to_path_buf();
-    let mut log: Option<LogFile> = None;
-    let mut offset = 0usize;
     let mut printed = 0u64;
-    // The header of the file last read at `path`, to tell a new run there
-    // from the same file cut back.
-    let mut seen_header: Option<nanolog_runtime::reader::Header> = None;
-    // The header of a file that ended by rolling over: until the path holds
-    // another file, there is nothing new to read there.
-    let mut finished: Option<nanolog_runtime::reader::Header> = None;
+    // The file being read, where it was opened, and how far it is printed.
+    let mut cur: Option<(LogFile, PathBuf, usize)> = None;
+    // The header of the last file read to its end: the next file is the
+    // first of the set that began after it.
+    let mut done: Option<Header> = None;
+    // With no live file yet, the follower is there before the writer: every
+    // file of the set that begins from now on is new (a writer that rolls
+    // fast may have rolled several before the next look).
+    let mut after_ns: Option<i64> = None;
+    if std::fs::metadata(base).is_err() {
+        after_ns = Some(newest_finished(base).unwrap_or(i64::MIN));
+    }
     loop {
-        let grew = match log.as_mut() {
-            Some(l) => match l.refresh()? {
-                Refresh::Grew => true,
-                Refresh::Unchanged => false,
-                Refresh::Replaced => {
-                    // A new run at the same path, or the file was cut back by
-                    // another program: open what is there now (below).
-                    log = None;
+        let Some((log, path, offset)) = cur.as_mut() else {
+            let next = match after_ns {
+                Some(ns) => next_in_set(base, ns),
+                None => base.to_path_buf(),
+            };
+            match LogFile::open_live(&next) {
+                // The live file is still the one read to its end (the
+                // writer has yet to start the next): wait for it.
+                Ok(l) if Some(*l.header()) == done => {}
+                Ok(l) => {
+                    if done.is_some_and(|d| d.pid != l.header().pid) {
+                        let _ = writeln!(
+                            io::stderr(),
+                            "nanolog: warning: {} holds another run from {}; following it",
+                            base.display(),
+                            next.display()
+                        );
+                    }
+                    let more = print(plan, std::slice::from_ref(&l), 0, &mut w, &mut printed)?;
+                    w.flush()?;
+                    if !more {
+                        break;
+                    }
+                    let offset = l.valid_len();
+                    cur = Some((l, next, offset));
                     continue;
                 }
-            },
-            None => match LogFile::open_live(&path) {
-                Ok(l) if finished == Some(*l.header()) => false,
-                Ok(l) => {
-                    finished = None;
-                    let now = *l.header();
-                    match seen_header {
-                        // Another file: its records are all new, and none is
-                        // read with the previous file's dictionary. The same
-                        // process's next file (it rolled) needs no word.
-                        Some(seen) if seen != now => {
-                            offset = 0;
-                            if seen.pid != now.pid {
-                                let _ = writeln!(
-                                    io::stderr(),
-                                    "nanolog: warning: {} now holds another run; following it from its start",
-                                    path.display()
-                                );
-                            }
-                        }
-                        // The same file (cut back, or opened for the first
-                        // time): go on from what was printed.
-                        _ => offset = offset.min(l.valid_len()),
-                    }
-                    seen_header = Some(*l.header());
-                    log = Some(l);
-                    true
-                }
                 // Not there yet, or its header is not written yet.
-                Err(_) if std::fs::metadata(&path).map_or(true, |m| m.len() < 64) => false,
+                Err(_) if std::fs::metadata(&next).map_or(true, |m| m.len() < 64) => {}
                 Err(e) => return Err(e.into()),
-            },
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
         };
-        if grew {
-            if let Some(l) = log.take() {
-                let files = [l];
-                if !print(plan, &files, offset, &mut w, &mut printed)? {
+        let ended = match log.refresh()? {
+            Refresh::Grew => {
+                let files = std::slice::from_ref(&*log);
+                let more = print(plan, files, *offset, &mut w, &mut printed)?;
+                w.flush()?;
+                if !more {
                     break;
                 }
-                w.flush()?;
-                let [l] = files;
-                if l.shrank() {
+                if log.shrank() {
                     // Truncated while we read it: what was printed is good
                     // (records in lost bytes are errors, never printed);
                     // reopen and go on from there.
@@ -430,26 +426,46 @@ fn follow(plan: &Plan, first: &Path) -> anyhow::Result<()> {
                         path.display()
                     );
                     std::thread::sleep(Duration::from_millis(100));
+                    reopen(log, path, offset)?;
                     continue;
                 }
-                offset = l.valid_len();
-                if let Some(next) = l.rotated_to() {
-                    // nanolog renames the finished file away and puts the
-                    // next one at the same path; an older writer named the
-                    // next file differently.
-                    path = nanolog_runtime::reader::next_in_set(
-                        &path.with_file_name(next),
-                        l.header(),
-                    );
-                    offset = 0;
-                    seen_header = None;
-                    finished = Some(*l.header());
-                    continue;
-                }
-                log = Some(l);
+                *offset = log.valid_len();
+                log.rotated_to().is_some()
             }
+            // A finished file (not the live path) read to its end.
+            Refresh::Unchanged => path != base,
+            Refresh::Replaced => !reopen(log, path, offset)?,
+        };
+        if ended {
+            done = Some(*log.header());
+            after_ns = Some(log.header().base_unix_ns);
+            cur = None;
+            continue;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     Ok(())
+}
+
+/// When the newest finished file of the set at `base` began.
+fn newest_finished(base: &Path) -> Option<i64> {
+    let files = nanolog_runtime::reader::finished_files(base).ok()?;
+    let (last, _) = files.last()?;
+    Some(LogFile::open(last).ok()?.header().base_unix_ns)
+}
+
+/// The file at `path` was replaced or cut back: if it is the same file cut
+/// back, reopen it and go on from what was printed (true); if another file
+/// took the path, leave `log` as it is (false: it has ended).
+fn reopen(log: &mut LogFile, path: &Path, offset: &mut usize) -> anyhow::Result<bool> {
+    match LogFile::open_live(path) {
+        Ok(l) if l.header() == log.header() => {
+            *offset = (*offset).min(l.valid_len());
+            *log = l;
+            Ok(true)
+        }
+        Ok(_) => Ok(false),
+        // Gone, or not yet written again: the file read so far has ended.
+        Err(_) => Ok(false),
+    }
 }

@@ -470,3 +470,122 @@ fn follow_keeps_printing_across_rolls() {
     // A roll is not "another run".
     assert!(!err.contains("another run"), "{err}");
 }
+
+/// Run by `follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts`
+/// in a child process: one run of a writer that rolls every 64 KiB.
+#[test]
+#[ignore = "run in a child process by another test"]
+fn child_rolling_writer() {
+    let (Some(path), Some(run)) = (
+        std::env::var_os("NANOLOG_FOLLOW_CHILD_LOG"),
+        std::env::var("NANOLOG_FOLLOW_CHILD_RUN").ok(),
+    ) else {
+        return;
+    };
+    let run: u64 = run.parse().unwrap();
+    let logger = Logger::builder()
+        .path(&path)
+        .rotate_bytes(64 << 10)
+        .start()
+        .unwrap();
+    for i in 0..FOLLOW_RUN {
+        nanolog::info!("run {} rec {}", run, i);
+    }
+    drop(logger);
+}
+
+/// Records each run of `child_rolling_writer` logs.
+const FOLLOW_RUN: u64 = 100_000;
+
+/// A follower started before a writer that rolls every 64 KiB and is
+/// restarted twice (three processes, 0.3 s apart) prints every record of
+/// every run exactly once, in order: the files a new run rolled away before
+/// the follower noticed it are read too.
+#[test]
+fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
+    let d = dir("follow-restarts");
+    let base = d.join("app.nlog");
+    let mut follower = Command::new(BIN)
+        .args(["decode", "-f", p(&base)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = follower.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    // The follower is running (and has looked at the path) before the
+    // first run starts.
+    std::thread::sleep(Duration::from_millis(500));
+    for run in 0..3 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_rolling_writer", "--ignored"])
+            .env("NANOLOG_FOLLOW_CHILD_LOG", &base)
+            .env("NANOLOG_FOLLOW_CHILD_RUN", run.to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = follower.kill();
+                panic!("writer run {run} did not finish in 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(status.success(), "writer run {run}: {status}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let total = 3 * FOLLOW_RUN;
+    let mut got = Vec::with_capacity(total as usize);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while (got.len() as u64) < total {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => got.push(l),
+            Err(_) => break,
+        }
+    }
+    // Anything more than every record is a duplicate.
+    if let Ok(extra) = rx.recv_timeout(Duration::from_millis(500)) {
+        got.push(extra);
+    }
+    let _ = follower.kill();
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut follower.stderr.take().unwrap(), &mut err);
+    let _ = follower.wait();
+    assert!(
+        finished(&base).len() > 10,
+        "the writer rolled only {} times",
+        finished(&base).len()
+    );
+    let mut per_run = [0u64; 3];
+    for l in &got {
+        if let Some(run) = l.split(" run ").nth(1).and_then(|r| r.split(' ').next()) {
+            per_run[run.parse::<usize>().unwrap()] += 1;
+        }
+    }
+    assert_eq!(
+        got.len() as u64,
+        total,
+        "follow printed {per_run:?} of {FOLLOW_RUN} a run; stderr: {err}"
+    );
+    for (i, l) in got.iter().enumerate() {
+        let (run, rec) = (i as u64 / FOLLOW_RUN, i as u64 % FOLLOW_RUN);
+        assert!(
+            l.ends_with(&format!(" run {run} rec {rec}")),
+            "line {i}: {l}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -123,19 +123,18 @@ pub fn finished_files(base: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
     Ok(found.into_iter().map(|(_, p, len)| (p, len)).collect())
 }
 
-/// The file of the set at `base` that follows the one whose header is
-/// `after` (a file that ended by rolling over): the first finished file
-/// that the same process started later, else the live file at `base`.
-/// A reader following the log may be several rolls behind the writer.
-pub fn next_in_set(base: &Path, after: &Header) -> PathBuf {
+/// The file of the set at `base` that follows one that began at
+/// `after_unix_ns` and was read to its end (it rolled over, or its run
+/// ended): the first finished file that began later, whichever process
+/// wrote it, else the live file at `base`. A reader following the log may be several rolls, or
+/// a restart and several rolls, behind the writer; finished names sort in
+/// time order.
+pub fn next_in_set(base: &Path, after_unix_ns: i64) -> PathBuf {
     finished_files(base)
         .unwrap_or_default()
         .into_iter()
         .map(|(p, _)| p)
-        .find(|p| {
-            read_header(p)
-                .is_some_and(|h| h.pid == after.pid && h.base_unix_ns > after.base_unix_ns)
-        })
+        .find(|p| read_header(p).is_some_and(|h| h.base_unix_ns > after_unix_ns))
         .unwrap_or_else(|| base.to_path_buf())
 }
 
