@@ -18,7 +18,7 @@ mod db {
     pub fn query(id: u32) -> u32 {
         log::debug!("prepared statement {}", id);
         log::info!(target: "db::pool", "connection {} checked out", id % 4);
-        if id % 5 == 0 {
+        if id.is_multiple_of(5) {
             log::warn!("slow query {} took {} ms", id, 40 + id);
         }
         id * 2

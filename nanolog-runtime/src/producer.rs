@@ -287,7 +287,7 @@ impl ThreadProducer {
         if self.shared.on_full == OnFull::Drop {
             // Wake an idle flusher at the start of a run of drops (and now
             // and then during one), so a burst does not wait out its sleep.
-            if self.pending_drops % 1024 == 0 {
+            if self.pending_drops.is_multiple_of(1024) {
                 self.shared.wake_flusher();
             }
             self.dropped(clock::now(), false);

@@ -344,7 +344,7 @@ impl Producer {
 
     #[inline(always)]
     fn reserve(&mut self, len: usize) -> Option<NonNull<u8>> {
-        debug_assert!(len % ALIGN == 0 && len <= self.ring.cap && len >= HEADER);
+        debug_assert!(len.is_multiple_of(ALIGN) && len <= self.ring.cap && len >= HEADER);
         let cap = self.ring.cap;
         let off = self.tail as usize & (cap - 1);
         if off + len > cap {
@@ -520,7 +520,7 @@ mod prefetch {
             use std::arch::x86_64::__cpuid;
             // SAFETY: CPUID exists on every x86_64 CPU, and leaf 0x8000_0000
             // says which extended leaves exist. (Newer compilers call
-            // `__cpuid` safe; the MSRV's needs the block.)
+            // `__cpuid` safe; older ones need the block.)
             #[allow(unused_unsafe)]
             let max = unsafe { __cpuid(0x8000_0000) }.eax;
             // SAFETY: as above; leaf 0x8000_0001 exists (checked).
