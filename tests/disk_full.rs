@@ -167,6 +167,27 @@ fn a_write_error_that_clears_resumes_and_is_reported_once() {
         })
         .collect();
     assert_eq!(resumed, (0..10_000).collect::<Vec<u128>>());
+    // The file itself says what was lost, before what was written after.
+    let lost: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("child: lost="))
+        .expect("lost line")
+        .parse()
+        .unwrap();
+    assert!(lost > 0);
+    let mut in_file = 0;
+    let mut seen_resumed = false;
+    for ev in Merge::new(&files, Filter::default()) {
+        match ev {
+            Event::Gap(g, _) => {
+                assert!(g.is_lost(), "{g:?}");
+                assert!(!seen_resumed, "the loss is reported after later records");
+                in_file += g.count;
+            }
+            Event::Record(r) => seen_resumed |= r.site().format.starts_with("resumed"),
+        }
+    }
+    assert_eq!(in_file, lost, "records the file reports lost");
     let _ = std::fs::remove_file(&path);
 }
 
@@ -198,5 +219,6 @@ fn child_clears() {
         Ok(()) => println!("child: resumed, flush ok"),
         Err(e) => println!("child: flush after the space came back failed: {e}"),
     }
+    println!("child: lost={}", logger.stats().lost);
     drop(logger);
 }

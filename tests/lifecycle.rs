@@ -270,15 +270,34 @@ fn rotation_splits_the_log_into_self_contained_files() {
 #[test]
 fn unwritable_path_is_a_clear_error() {
     let _s = serial();
-    let err = Logger::builder()
-        .path("/nonexistent-dir/x.nlog")
-        .start()
-        .unwrap_err();
-    assert!(err.to_string().contains("/nonexistent-dir/x.nlog"), "{err}");
+    // A directory that cannot be made: its parent is a file. (A missing
+    // directory is made, as the next test checks.)
+    let file = temp("not-a-dir");
+    std::fs::write(&file, b"x").unwrap();
+    let bad = file.join("x.nlog");
+    let err = Logger::builder().path(&bad).start().unwrap_err();
+    assert!(err.to_string().contains(&*bad.to_string_lossy()), "{err}");
+    let _ = std::fs::remove_file(&file);
     // The failed start leaves nothing running.
     let ok = Logger::builder().path(temp("after-error")).start().unwrap();
     drop(ok);
     let _ = std::fs::remove_file(temp("after-error"));
+}
+
+/// `.path("logs/app.nlog")` with no `logs/` yet: the directories are made
+/// (as tracing-appender and log4rs do), not a NotFound error.
+#[test]
+fn missing_directories_of_the_path_are_created() {
+    let _s = serial();
+    let root = std::env::temp_dir().join(format!("nanolog-mkdir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let path = root.join("logs").join("deeper").join("app.nlog");
+    let logger = Logger::builder().path(&path).start().unwrap();
+    nanolog::info!("made {}", 1);
+    drop(logger);
+    let f = nanolog::reader::LogFile::open(&path).unwrap();
+    assert_eq!(f.sites().count(), 1);
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// The files of `dir` whose names start with `prefix` and end in `Z.nlog`

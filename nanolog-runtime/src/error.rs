@@ -17,6 +17,16 @@ pub enum Error {
         /// The operating system's error.
         source: io::Error,
     },
+    /// Another logger, in this process or another, writes the log at this
+    /// path: two writers in one file would corrupt it, so the second is
+    /// refused and changes nothing on disk. The lock is the kernel's
+    /// (`flock` on `PATH.lock`), so a crashed holder releases it.
+    Locked {
+        /// The log file's path.
+        path: PathBuf,
+        /// The process that holds it, as it wrote in the lock file.
+        pid: Option<u32>,
+    },
     /// Writing the log failed (for example, the disk is full). Records of the
     /// failed batch are lost and counted in `Stats::lost`; the file keeps
     /// everything written before.
@@ -35,6 +45,13 @@ impl fmt::Display for Error {
             }
             Error::Open { path, source } => {
                 write!(f, "cannot open log file {}: {source}", path.display())
+            }
+            Error::Locked { path, pid } => {
+                write!(f, "log file {} is in use by another logger", path.display())?;
+                match pid {
+                    Some(pid) => write!(f, " (process {pid})"),
+                    None => Ok(()),
+                }
             }
             Error::Write(e) => write!(f, "cannot write the log: {e}"),
             Error::Config(m) => write!(f, "invalid configuration: {m}"),

@@ -14,7 +14,7 @@ use crate::wire::compact::CompactFn;
 use crate::wire::extent;
 use crate::wire::frame::{begin_entry, end_entry, put_entry};
 use crate::wire::{dict, put_varint, record, tag};
-use crate::writer::Writer;
+use crate::writer::{FileState, Lost, Writer};
 
 /// How long the flusher sleeps after a pass that found fewer than
 /// [`NAP_BELOW`] records, and after each of the first [`NAPS`] passes that
@@ -114,6 +114,14 @@ struct State {
     /// When `out` was last written (ticks).
     last_write: u64,
     mirror: Option<Mirror>,
+    /// The names of the threads recorded in the current file, for a file
+    /// that must begin again with the whole dictionary.
+    thread_names: std::collections::BTreeMap<u32, String>,
+    /// Records lost (a failed write, the live file deleted or cut back)
+    /// not yet reported in the file: the next write begins with the gap.
+    pending_lost: Option<Lost>,
+    /// When the flusher last looked at the live file's path (ticks).
+    last_path_check: u64,
 }
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
@@ -177,6 +185,9 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         closing: false,
         last_write: 0,
         mirror: config.mirror,
+        thread_names: Default::default(),
+        pending_lost: None,
+        last_path_check: 0,
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -306,6 +317,7 @@ impl State {
             m.end_batch();
         }
         if !self.out.is_empty() {
+            self.check_file();
             self.write_buffer();
         }
         if !self.closing && self.writer.should_rotate() {
@@ -314,9 +326,78 @@ impl State {
         self.out_limit = out_limit(&self.writer);
     }
 
+    /// Before a write: is the live file still at its path, whole? (It is
+    /// cut back when an `fstat` says so, each write; the path is looked at
+    /// once per clock interval.) If not, start a fresh file there, which
+    /// begins with the dictionary `out` relies on.
+    fn check_file(&mut self) {
+        let now = clock::now();
+        let look = now.wrapping_sub(self.last_path_check) > self.clock_every;
+        if look {
+            self.last_path_check = now;
+        }
+        let state = self.writer.check(look);
+        if state == FileState::Ours {
+            return;
+        }
+        match self.writer.restart(state) {
+            Ok((header_len, lost)) => {
+                self.shared.counters.files.fetch_add(1, Ordering::Relaxed);
+                self.shared
+                    .counters
+                    .bytes_written
+                    .fetch_add(header_len, Ordering::Relaxed);
+                self.add_lost(lost);
+                // The new file must read on its own: a clock pair and every
+                // dictionary entry `out` refers to, before `out`.
+                let mut head = Vec::new();
+                let (tick, ns) = clock::pair();
+                dict::put_clock_entry(&mut head, tick, ns);
+                for ix in 0..self.sites.len() {
+                    if self.site_emitted[ix] {
+                        emit_site(&mut head, &self.sites, ix);
+                    }
+                }
+                for (&id, name) in &self.thread_names {
+                    put_entry(&mut head, tag::THREAD, |b| dict::put_thread(b, id, name));
+                }
+                self.out.splice(0..0, head);
+            }
+            Err(e) => self.file_error(e),
+        }
+    }
+
+    /// Counts `lost` records (already counted as logged) as lost, to be
+    /// reported in the file by the next write.
+    fn add_lost(&mut self, lost: Lost) {
+        if lost.records == 0 {
+            return;
+        }
+        self.shared
+            .counters
+            .lost
+            .fetch_add(lost.records, Ordering::Relaxed);
+        self.pending_lost = Some(match self.pending_lost {
+            Some(p) => Lost {
+                records: p.records + lost.records,
+                first_tick: p.first_tick.min(lost.first_tick),
+                last_tick: p.last_tick.max(lost.last_tick),
+            },
+            None => lost,
+        });
+    }
+
     fn write_buffer(&mut self) {
+        if let Some(l) = self.pending_lost {
+            let mut gap = Vec::new();
+            put_entry(&mut gap, tag::DROP, |b| {
+                dict::put_drop(b, dict::WRITER_THREAD, l.records, l.first_tick, l.last_tick)
+            });
+            self.out.splice(0..0, gap);
+        }
         match self.writer.write(&self.out, self.out_records) {
             Ok(()) => {
+                self.pending_lost = None;
                 self.logged += self.out_records;
                 self.shared
                     .counters
@@ -328,10 +409,13 @@ impl State {
                     .fetch_add(self.out.len() as u64, Ordering::Relaxed);
             }
             Err(e) => {
-                self.shared
-                    .counters
-                    .lost
-                    .fetch_add(self.out_records, Ordering::Relaxed);
+                // (A pending gap's marker was in the failed batch: it stays
+                // pending, with this batch's records added.)
+                self.add_lost(Lost {
+                    records: self.out_records,
+                    first_tick: self.last_write,
+                    last_tick: clock::now(),
+                });
                 self.report(e);
                 // The lost batch may have held dictionary entries: write them again.
                 self.forget_emitted();
@@ -381,6 +465,7 @@ impl State {
 
     fn forget_emitted(&mut self) {
         self.site_emitted.iter_mut().for_each(|e| *e = false);
+        self.thread_names.clear();
         self.generation += 1;
     }
 
@@ -426,27 +511,7 @@ impl State {
     }
 
     fn emit_site(&mut self, ix: usize) {
-        let Some(info) = self.sites[ix].as_ref() else {
-            return;
-        };
-        let s = info.site;
-        let start = begin_entry(&mut self.out, tag::SITE);
-        dict::put_site(
-            &mut self.out,
-            &dict::SiteEntryRef {
-                id: ix as u32,
-                level: s.level,
-                file: s.file,
-                line: s.line,
-                module: s.module,
-                format: s.format,
-                kinds: &info.kinds,
-                pieces: s.pieces,
-                target: s.target,
-                names: s.names,
-            },
-        );
-        end_entry(&mut self.out, start);
+        emit_site(&mut self.out, &self.sites, ix);
         self.site_emitted[ix] = true;
     }
 
@@ -486,6 +551,7 @@ impl State {
                     let start = begin_entry(&mut self.out, tag::THREAD);
                     dict::put_thread(&mut self.out, thread, &name);
                     end_entry(&mut self.out, start);
+                    self.thread_names.insert(thread, name.clone());
                     r.thread_emitted = Some((self.generation, version));
                     r.name = name;
                 }
@@ -599,6 +665,31 @@ impl State {
             dict::put_drop(b, thread, 1, tick, tick)
         });
     }
+}
+
+/// Appends the dictionary entry of site `ix` to `out`.
+fn emit_site(out: &mut Vec<u8>, sites: &[Option<Arc<Registration>>], ix: usize) {
+    let Some(info) = sites.get(ix).and_then(Option::as_ref) else {
+        return;
+    };
+    let s = info.site;
+    let start = begin_entry(out, tag::SITE);
+    dict::put_site(
+        out,
+        &dict::SiteEntryRef {
+            id: ix as u32,
+            level: s.level,
+            file: s.file,
+            line: s.line,
+            module: s.module,
+            format: s.format,
+            kinds: &info.kinds,
+            pieces: s.pieces,
+            target: s.target,
+            names: s.names,
+        },
+    );
+    end_entry(out, start);
 }
 
 /// How much `out` may hold before it is written: [`OUT_MAX`], or less when

@@ -39,7 +39,10 @@ pub struct Stats {
     pub oversize: u64,
     /// Bytes written to log files, headers included.
     pub bytes_written: u64,
-    /// Records lost to failed writes (disk full, I/O error).
+    /// Records lost to failed writes (disk full, I/O error), or written
+    /// into a live file that another program had deleted or cut back (these
+    /// were counted in `logged` first). The file reports them too, as a
+    /// loss at the start of the next successful write.
     pub lost: u64,
     /// Log files opened (more than one after rotation).
     pub files: u64,

@@ -75,21 +75,147 @@ pub(crate) struct Writer {
     /// No rotation before this tick (after a failed one).
     retry_tick: u64,
     copy: Option<File>,
+    /// The lock file, held (locked) while this writer lives.
+    _lock: File,
+    /// Records written into the live file after it lost its last name
+    /// (seen by an `fstat` after the write).
+    unchecked_records: u64,
+    /// Records of the last write, and the tick it was made at.
+    last_write: (u64, u64),
+    /// The tick of the last look at the path.
+    checked_tick: u64,
+}
+
+/// What became of the live file and its path, from [`Writer::check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileState {
+    /// The path names the live file, as long as it was written.
+    Ours,
+    /// The live file is shorter than what was written to it (`truncate`,
+    /// logrotate's `copytruncate`): its header is gone.
+    Truncated,
+    /// The path names another file, or none, and the live file still has a
+    /// name (it was renamed): what it holds is kept there.
+    Moved,
+    /// The live file has no name left (`rm`): what is written to it is lost.
+    Deleted,
+}
+
+/// What a restart of the live file lost: records, and the ticks they span.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Lost {
+    pub(crate) records: u64,
+    pub(crate) first_tick: u64,
+    pub(crate) last_tick: u64,
+}
+
+/// The lock file of the log at `path`: `app.nlog.lock`.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    path.with_file_name(name)
+}
+
+/// Takes the lock of the log at `path` (an exclusive `flock` on its lock
+/// file, released by the kernel when the holder exits, however it exits)
+/// and writes this process's id into it; a logger that holds it already is
+/// [`Error::Locked`].
+fn lock(path: &Path) -> Result<File, Error> {
+    let lock = lock_path(path);
+    let open_err = |source| Error::Open {
+        path: lock.clone(),
+        source,
+    };
+    // Not truncated on open: the holder's pid is read from it on refusal.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock)
+        .map_err(open_err)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            // The holder writes its pid just after it takes the lock: a
+            // file found empty is read again, briefly.
+            let mut pid = None;
+            for _ in 0..20 {
+                let mut text = String::new();
+                let _ = io::Read::read_to_string(&mut file, &mut text);
+                pid = text.trim().parse().ok();
+                if pid.is_some() {
+                    break;
+                }
+                let _ = file.seek(SeekFrom::Start(0));
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            return Err(Error::Locked {
+                path: path.to_path_buf(),
+                pid,
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(open_err(e)),
+    }
+    // Written over the previous holder's in place, at a fixed width, so a
+    // reader never finds the file empty once a pid was written.
+    file.write_all(format!("{:>10}\n", std::process::id()).as_bytes())
+        .and_then(|()| file.set_len(11))
+        .map_err(open_err)?;
+    Ok(file)
 }
 
 /// Creates `path` and writes a fresh header; returns the file and the header.
+/// The file is opened for appending: a write after another program cut it
+/// back lands at its new end, not past a hole where the header was.
 fn open(path: &Path) -> io::Result<(File, Header)> {
-    let mut file = File::create(path)?;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    // (A FIFO or a device cannot be cut, nor has it anything to cut.)
+    if file.metadata()?.is_file() {
+        file.set_len(0)?;
+    }
+    let header = new_header();
+    file.write_all(&header.encode())?;
+    Ok((file, header))
+}
+
+/// The header of a file begun now.
+fn new_header() -> Header {
     let (tick, unix_ns) = clock::pair();
-    let header = Header {
+    Header {
         version: wire::VERSION,
         ticks_per_second: clock::ticks_per_second(),
         base_tick: tick,
         base_unix_ns: unix_ns,
         pid: std::process::id(),
-    };
-    file.write_all(&header.encode())?;
-    Ok((file, header))
+    }
+}
+
+/// Whether the file `meta` describes has a name left (a link count).
+#[cfg(unix)]
+fn has_name(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.nlink() > 0
+}
+
+/// Whether `path` names the file `meta` describes.
+#[cfg(unix)]
+fn names(path: &Path, meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|p| p.dev() == meta.dev() && p.ino() == meta.ino())
+}
+
+#[cfg(not(unix))]
+fn has_name(_: &std::fs::Metadata) -> bool {
+    true
+}
+
+#[cfg(not(unix))]
+fn names(_: &Path, _: &std::fs::Metadata) -> bool {
+    true
 }
 
 /// The tick at which the wall clock reads `at`, estimated from a (tick,
@@ -116,13 +242,20 @@ fn no_hard_links(e: &io::Error) -> bool {
 }
 
 impl Writer {
-    /// Keeps an earlier run's file at `path` as a finished file, applies
-    /// retention, and creates the live file.
+    /// Creates the directory if it is missing, takes the path's lock, keeps
+    /// an earlier run's file at `path` as a finished file, applies retention,
+    /// and creates the live file.
     pub(crate) fn create(path: &Path, policy: Policy) -> Result<Writer, Error> {
         let open_err = |source| Error::Open {
             path: path.to_path_buf(),
             source,
         };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(open_err)?;
+        }
+        // Before anything at the path is touched: a second writer changes
+        // nothing on disk.
+        let lock = lock(path)?;
         fileset::keep_previous(path)?;
         // A roll that died between creating the next file and renaming it
         // over the path leaves `app.nlog.next` holding a header and nothing
@@ -154,6 +287,10 @@ impl Writer {
             boundary: None,
             retry_tick: 0,
             copy,
+            _lock: lock,
+            unchecked_records: 0,
+            last_write: (0, 0),
+            checked_tick: clock::now(),
         };
         w.plan_boundary();
         Ok(w)
@@ -175,6 +312,12 @@ impl Writer {
     pub(crate) fn write(&mut self, buf: &[u8], records: u64) -> io::Result<()> {
         self.write_live(buf)?;
         self.records += records;
+        self.last_write = (records, clock::now());
+        // Written into a file with no name left: lost, unless it comes back
+        // (found by the next `check`, which starts a fresh file).
+        if self.file.metadata().is_ok_and(|m| !has_name(&m)) {
+            self.unchecked_records += records;
+        }
         if let Some(c) = &mut self.copy {
             // Test-only copy: a failure shows up as a mismatch in the test.
             let _ = c.write_all(buf);
@@ -316,6 +459,91 @@ impl Writer {
         self.start_unix_ns = header.base_unix_ns;
         self.records = 0;
         Ok(self.len)
+    }
+
+    /// What became of the live file, before a write: cut back, or left
+    /// without a name (one `fstat`); and, when `look_at_path`, whether the
+    /// path still names it (a `stat`, once per clock interval: a renamed
+    /// file keeps what is written to it, so it can wait).
+    pub(crate) fn check(&mut self, look_at_path: bool) -> FileState {
+        let Ok(meta) = self.file.metadata() else {
+            return FileState::Ours;
+        };
+        // A FIFO or a device has no length to check, nor a name to lose.
+        if !meta.is_file() {
+            return FileState::Ours;
+        }
+        if meta.len() < self.len {
+            return FileState::Truncated;
+        }
+        if !has_name(&meta) {
+            return FileState::Deleted;
+        }
+        self.checked_tick = clock::now();
+        if look_at_path && !names(&self.path, &meta) {
+            return FileState::Moved;
+        }
+        FileState::Ours
+    }
+
+    /// Starts a fresh live file at the path after [`check`](Self::check)
+    /// found `state`, as a roll does (header; the caller writes the clock
+    /// and dictionary again), and returns what was lost:
+    /// - truncated: the file is cut to nothing and begins again; only a write
+    ///   that raced the truncation (it landed where the header was) is lost;
+    /// - moved: the old file ends (clock pair, END) where it now is; nothing
+    ///   is lost; a file someone put at the path is kept as a finished file;
+    /// - deleted: the records of writes that went into the file after it had
+    ///   lost its name are lost (normally none: `check` comes before each
+    ///   write; a write racing the deletion may be counted although the
+    ///   file took it just before).
+    ///
+    /// Returns the new header's length too.
+    pub(crate) fn restart(&mut self, state: FileState) -> io::Result<(u64, Lost)> {
+        let now = clock::now();
+        let mut lost = Lost {
+            records: 0,
+            first_tick: now,
+            last_tick: now,
+        };
+        match state {
+            FileState::Ours => return Ok((0, lost)),
+            FileState::Truncated => {
+                let size = self.file.metadata().map_or(0, |m| m.len());
+                if size > 0 {
+                    lost.records = self.last_write.0;
+                    lost.first_tick = self.last_write.1;
+                }
+                self.file.set_len(0)?;
+                let header = new_header();
+                self.file.write_all(&header.encode())?;
+                self.len = wire::HEADER_LEN as u64;
+                self.start_unix_ns = header.base_unix_ns;
+                self.records = 0;
+                self.unchecked_records = 0;
+                self.checked_tick = now;
+                return Ok((self.len, lost));
+            }
+            FileState::Moved => {
+                let mut out = Vec::new();
+                self.close_entries(&mut out);
+                let _ = self.write_live(&out);
+            }
+            FileState::Deleted => {
+                lost.records = self.unchecked_records;
+                lost.first_tick = self.checked_tick;
+            }
+        }
+        fileset::keep_previous(&self.path).map_err(|e| io::Error::other(e.to_string()))?;
+        let (file, header) = open(&self.path)?;
+        self.file = file;
+        self.len = wire::HEADER_LEN as u64;
+        self.start_unix_ns = header.base_unix_ns;
+        self.records = 0;
+        self.unchecked_records = 0;
+        self.checked_tick = now;
+        self.plan_boundary();
+        Ok((self.len, lost))
     }
 
     /// Appends a final clock pair and the END entry; returns the pair.

@@ -194,12 +194,16 @@ pub fn json_gap(j: &mut Json, g: &Gap, file: &LogFile, out: &mut String) {
     j.utc.write(out, g.first_unix_ns, 'T');
     out.push_str("Z\",\"dropped\":");
     push_u64(out, g.count);
-    out.push_str(",\"thread\":");
-    push_u64(out, u64::from(g.thread));
-    out.push_str(",\"thread_name\":");
-    match file.thread_name(g.thread) {
-        Some(n) => json_string(n, out),
-        None => out.push_str("null"),
+    if g.is_lost() {
+        out.push_str(",\"lost\":true,\"thread\":null,\"thread_name\":null");
+    } else {
+        out.push_str(",\"thread\":");
+        push_u64(out, u64::from(g.thread));
+        out.push_str(",\"thread_name\":");
+        match file.thread_name(g.thread) {
+            Some(n) => json_string(n, out),
+            None => out.push_str("null"),
+        }
     }
     out.push_str(",\"first_ts_ns\":");
     push_i64(out, g.first_unix_ns);

@@ -56,14 +56,26 @@ fn prefix_text(rec: &Record<'_>, out: &mut String) {
 /// The line that reports a dropped-records gap.
 pub fn text_gap(t: &mut Text, g: &Gap, file: &LogFile, out: &mut String) {
     t.utc.write(out, g.first_unix_ns, ' ');
-    out.push_str(" - DROPPED");
-    push_thread_tag(out, g.thread, file.thread_name(g.thread));
-    out.push_str(": ");
+    if g.is_lost() {
+        out.push_str(" - LOST: ");
+    } else {
+        out.push_str(" - DROPPED");
+        push_thread_tag(out, g.thread, file.thread_name(g.thread));
+        out.push_str(": ");
+    }
     out.push_str(&gap_message(g));
     out.push('\n');
 }
 
 pub(super) fn gap_message(g: &Gap) -> String {
+    if g.is_lost() {
+        return format!(
+            "{} records lost by the writer (a failed write, or the live file deleted or cut back) between {} and {}",
+            g.count,
+            rfc3339(g.first_unix_ns),
+            rfc3339(g.last_unix_ns)
+        );
+    }
     format!(
         "{} records dropped between {} and {}",
         g.count,

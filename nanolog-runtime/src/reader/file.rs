@@ -50,6 +50,13 @@ pub struct Gap {
 }
 
 impl Gap {
+    /// Whether the records were lost by the writer after they left the
+    /// rings (a failed write, the live file deleted or cut back under it),
+    /// rather than dropped by a thread.
+    pub fn is_lost(&self) -> bool {
+        self.thread == crate::wire::dict::WRITER_THREAD
+    }
+
     /// A gap of `count` records between two ticks, stamped by `time`.
     pub(crate) fn stamped(time: &TimeMap, thread: u32, count: u64, first: u64, last: u64) -> Gap {
         Gap {
@@ -479,6 +486,7 @@ impl LogFile {
             .keys()
             .chain(self.streams.keys())
             .copied()
+            .filter(|&id| id != crate::wire::dict::WRITER_THREAD)
             .collect();
         ids.sort_unstable();
         ids.dedup();

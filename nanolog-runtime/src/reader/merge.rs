@@ -206,7 +206,7 @@ impl<'a> Merge<'a> {
                 .filter
                 .threads
                 .as_ref()
-                .is_none_or(|t| t.contains(&g.thread))
+                .is_none_or(|t| g.is_lost() || t.contains(&g.thread))
             && self.filter.since_ns.is_none_or(|s| g.last_unix_ns >= s)
             && self.filter.until_ns.is_none_or(|u| g.first_unix_ns <= u)
     }

@@ -270,6 +270,11 @@ pub fn get_clock(b: &[u8]) -> Option<(u64, i64)> {
     ))
 }
 
+/// The thread id of a DROP entry for records the writer lost after they
+/// left the rings (a failed write, the live file deleted or cut back under
+/// it), not records a thread dropped.
+pub const WRITER_THREAD: u32 = u32::MAX;
+
 /// DROP body: `thread: varint, count: varint, first tick: u64 LE, last tick: u64 LE`.
 pub fn put_drop(out: &mut Vec<u8>, thread: u32, count: u64, first: u64, last: u64) {
     put_varint(out, u64::from(thread));
