@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::marker::PhantomData;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use nanolog_runtime::wire::compact::{__ring_record, compactor, ArgList};
+use nanolog_runtime::compact::{__ring_record, compactor, ArgList};
 use nanolog_runtime::wire::{put_varint, record};
 use nanolog_runtime::ArgKind;
 

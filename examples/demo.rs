@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use nanolog::reader::time::rfc3339;
+use nanolog::reader::rfc3339;
 use nanolog::reader::{Event, Filter, LogFile, Merge};
 use nanolog::{debug, error, info, warn, Level, Logger};
 

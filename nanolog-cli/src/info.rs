@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::output::json_string;
-use nanolog_runtime::reader::time::rfc3339;
 use nanolog_runtime::reader::{Event, Filter, Merge};
+use nanolog_runtime::text::utc::rfc3339;
 
 use crate::cli::{Format, InfoArgs};
 

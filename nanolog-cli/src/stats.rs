@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use crate::output::json_string;
 use anyhow::{bail, Context};
-use nanolog_runtime::reader::time::rfc3339;
+use nanolog_runtime::text::utc::rfc3339;
 
 use crate::time_args::parse_duration_ns;
 use nanolog_runtime::reader::{LogFile, Record, SiteEntry, Value};

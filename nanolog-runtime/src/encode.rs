@@ -9,7 +9,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub use crate::ring::SlotWriter;
-use crate::site::ArgKind;
+use crate::wire::format::ArgKind;
 
 /// A borrowed argument, the receiver of `__nl_prep`.
 pub struct Wrap<'a, T: ?Sized>(pub &'a T);

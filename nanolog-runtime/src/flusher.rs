@@ -6,11 +6,11 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use crate::clock;
+use crate::compact::CompactFn;
 use crate::mirror::Mirror;
 use crate::ring::{self, Consumer};
 use crate::shared::Shared;
 use crate::site::{self, Registration};
-use crate::wire::compact::CompactFn;
 use crate::wire::extent;
 use crate::wire::frame::{begin_entry, end_entry, put_entry};
 use crate::wire::{dict, put_varint, record, tag};

@@ -15,6 +15,8 @@
 #[cfg(any(feature = "log", feature = "tracing"))]
 mod bridge;
 pub mod clock;
+#[doc(hidden)]
+pub mod compact;
 mod encode;
 mod error;
 mod fileset;
@@ -27,9 +29,12 @@ mod mirror;
 mod producer;
 pub mod reader;
 mod ring;
+mod set;
 mod shared;
 mod site;
 mod sync;
+#[doc(hidden)]
+pub mod text;
 pub mod wire;
 mod writer;
 
@@ -38,23 +43,23 @@ pub use bridge::log::capture_log;
 #[cfg(feature = "tracing")]
 pub use bridge::tracing::{tracing_layer, NanologLayer};
 pub use error::Error;
-pub use fileset::{finished_files, finished_path};
 pub use filter::{set_filter, set_level};
 pub use level::{Level, ParseLevelError};
 pub use logger::{flush, sync, Builder, Logger};
 pub use producer::set_thread_name;
+pub use set::{finished_files, finished_path};
 pub use shared::{OnFull, Stats};
-pub use site::{Align, ArgKind, Count, Piece, Spec, Ty};
+pub use wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
 pub use writer::Rotation;
 
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::compact::{compactor, type_of};
     pub use crate::encode::{
         encode, encoded_len, fmt_closure, kind_of, Encode, Preformatted, PrepFmt, PrepRaw,
         SlotWriter, Wrap,
     };
     pub use crate::producer::log;
     pub use crate::site::Site;
-    pub use crate::wire::compact::{compactor, type_of};
 }

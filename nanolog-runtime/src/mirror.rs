@@ -16,11 +16,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use crate::level::Level;
-use crate::reader::line::{escape_line, push_prefix};
-use crate::reader::render::format_message;
-use crate::reader::time::UtcWriter;
 use crate::shared::Shared;
 use crate::site::Registration;
+use crate::text::line::{escape_line, push_prefix};
+use crate::text::render::format_message;
+use crate::text::utc::UtcWriter;
 use crate::wire::record::{self, Value};
 
 /// Chunks (batches of lines) the writer thread may fall behind by.

@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::clock;
+use crate::compact::CompactFn;
 use crate::logger::{self, EPOCH};
 use crate::ring::{self, Producer, Ring, SlotWriter};
 use crate::shared::{OnFull, Shared};
-use crate::site::{ArgKind, Site};
-use crate::wire::compact::CompactFn;
+use crate::site::Site;
+use crate::wire::format::ArgKind;
 
 thread_local! {
     static PRODUCER: RefCell<Option<ThreadProducer>> = const { RefCell::new(None) };
@@ -400,7 +401,7 @@ mod loom_tests {
     /// every call.)
     #[test]
     fn loom_stop_races_a_blocked_producer_and_a_flush() {
-        let id = SITE.id(|| ([], crate::wire::compact::compactor(&())));
+        let id = SITE.id(|| ([], crate::compact::compactor(&())));
         let _ = crate::clock::ticks_per_second();
         let dir = std::env::temp_dir();
         loom::model(move || {

@@ -143,7 +143,7 @@ impl Ring {
             thread,
             name: std::sync::Mutex::new(name),
             name_version: std::sync::atomic::AtomicU32::new(0),
-            shadow: crate::sync::Shadow::new(cap),
+            shadow: crate::sync::Shadow::new(cap, ALIGN),
         }
     }
 

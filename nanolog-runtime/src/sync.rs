@@ -48,8 +48,8 @@ pub(crate) fn park_timeout(d: std::time::Duration) {
 
 /// Loom's view of the staging ring's bytes. The bytes themselves are raw
 /// memory (a `UnsafeCell` per byte would change the hot path); under loom
-/// each `ring::ALIGN`-byte word (records start on that boundary, so two
-/// records never share a word) also has a `loom::cell::UnsafeCell<()>` that the
+/// `word`-byte word (the ring's record alignment: records start on that
+/// boundary, so two records never share a word) also has a `loom::cell::UnsafeCell<()>` that the
 /// producer marks written when it fills a record and the consumer marks
 /// read when it reads one. Loom then checks that every read happens after
 /// the write it reads, and every write after the last read of the old bytes:
@@ -57,29 +57,33 @@ pub(crate) fn park_timeout(d: std::time::Duration) {
 /// weakening one of them fails the models. Absent (zero-sized) otherwise.
 #[cfg(loom)]
 #[derive(Debug)]
-pub(crate) struct Shadow(Box<[loom::cell::UnsafeCell<()>]>);
+pub(crate) struct Shadow {
+    cells: Box<[loom::cell::UnsafeCell<()>]>,
+    word: usize,
+}
 
 #[cfg(loom)]
 impl Shadow {
-    pub(crate) fn new(bytes: usize) -> Shadow {
-        Shadow(
-            (0..bytes.div_ceil(crate::ring::ALIGN))
+    pub(crate) fn new(bytes: usize, word: usize) -> Shadow {
+        Shadow {
+            cells: (0..bytes.div_ceil(word))
                 .map(|_| loom::cell::UnsafeCell::new(()))
                 .collect(),
-        )
+            word,
+        }
     }
 
     /// The producer writes `[off, off + len)`.
     pub(crate) fn write(&self, off: usize, len: usize) {
-        for w in off / crate::ring::ALIGN..(off + len).div_ceil(crate::ring::ALIGN) {
-            self.0[w].with_mut(|_| {});
+        for w in off / self.word..(off + len).div_ceil(self.word) {
+            self.cells[w].with_mut(|_| {});
         }
     }
 
     /// The consumer reads `[off, off + len)`.
     pub(crate) fn read(&self, off: usize, len: usize) {
-        for w in off / crate::ring::ALIGN..(off + len).div_ceil(crate::ring::ALIGN) {
-            self.0[w].with(|_| {});
+        for w in off / self.word..(off + len).div_ceil(self.word) {
+            self.cells[w].with(|_| {});
         }
     }
 }
@@ -91,7 +95,7 @@ pub(crate) struct Shadow;
 #[cfg(not(loom))]
 impl Shadow {
     #[inline(always)]
-    pub(crate) fn new(_: usize) -> Shadow {
+    pub(crate) fn new(_: usize, _: usize) -> Shadow {
         Shadow
     }
     #[inline(always)]

@@ -113,7 +113,7 @@ fn documented_example_matches_the_encoders_and_decodes() {
     assert_eq!(recs[0].unix_ns(), 1_795_000_000_000_001_000);
     assert_eq!(recs[1].unix_ns(), 1_795_000_000_000_001_500);
     assert_eq!(recs[1].thread_name(), Some("main"));
-    let ts = nanolog_runtime::reader::time::rfc3339(recs[0].unix_ns());
+    let ts = nanolog_runtime::text::utc::rfc3339(recs[0].unix_ns());
     assert_eq!(ts, "2026-11-18T11:06:40.000001000Z");
     assert!(include_str!("../../FORMAT.md")
         .contains("2026-11-18 11:06:40.000001000 src/main.rs:7 INFO[main:1]: took 12 ms"));

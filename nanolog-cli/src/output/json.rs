@@ -7,9 +7,9 @@
 
 use std::fmt::Write;
 
-use nanolog_runtime::reader::render::{format_message, nine_digits, push_u64, NineDigits};
-use nanolog_runtime::reader::time::UtcWriter;
 use nanolog_runtime::reader::{Gap, LogFile, Record, SiteEntry, Value};
+use nanolog_runtime::text::render::{format_message, nine_digits, push_u64, NineDigits};
+use nanolog_runtime::text::utc::UtcWriter;
 
 use super::text::gap_message;
 use super::SiteThreadCache;

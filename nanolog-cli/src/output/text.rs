@@ -1,9 +1,9 @@
 //! Text lines for records and gaps: what `nanolog decode` prints by default.
 
-use nanolog_runtime::reader::line::{escape_line, push_prefix, push_thread_tag};
-use nanolog_runtime::reader::render::needs_escape;
-use nanolog_runtime::reader::time::{rfc3339, UtcWriter};
 use nanolog_runtime::reader::{Gap, LogFile, Record};
+use nanolog_runtime::text::line::{escape_line, push_prefix, push_thread_tag};
+use nanolog_runtime::text::render::needs_escape;
+use nanolog_runtime::text::utc::{rfc3339, UtcWriter};
 
 use super::SiteThreadCache;
 

@@ -23,7 +23,8 @@ use std::sync::{PoisonError, RwLock};
 use crate::encode::{Encode, SlotWriter};
 use crate::level::Level;
 use crate::producer;
-use crate::site::{ArgKind, Piece, Site, Spec};
+use crate::site::Site;
+use crate::wire::format::{ArgKind, Piece, Spec};
 
 /// One value of a bridge record; `S` is `&str` when written, `String` while
 /// a `tracing` event's fields are collected.

@@ -9,7 +9,7 @@ use tracing_subscriber::layer::{Context, Layer};
 
 use super::{Arg, Key};
 use crate::level::Level;
-use crate::site::ArgKind;
+use crate::wire::format::ArgKind;
 
 /// A `tracing_subscriber::Layer` that records every enabled event as a
 /// nanolog record: level, target, file, line, its message and its fields

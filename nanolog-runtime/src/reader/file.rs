@@ -9,11 +9,11 @@ use super::error::ReadError;
 use super::extent::{Clock, Extent, ExtentRecords};
 use super::map::{load, load_open, Data};
 use super::record::Record;
-use super::render;
 use super::time::TimeMap;
 use super::warning::Warning;
-use crate::site::ArgKind;
+use crate::text::render;
 use crate::wire::dict::SiteEntry;
+use crate::wire::format::ArgKind;
 use crate::wire::frame::{frame_at, Frame};
 use crate::wire::header::{Header, HeaderError};
 use crate::wire::{self, dict, tag};
@@ -303,8 +303,10 @@ impl LogFile {
                         .iter()
                         .any(|k| matches!(k, ArgKind::Str | ArgKind::Char | ArgKind::Rendered))
                         || s.pieces.iter().any(|p| match p {
-                            crate::site::Piece::Lit(l) => render::needs_escape(l.as_bytes()),
-                            crate::site::Piece::Arg(spec) => spec.fill != ' ',
+                            crate::wire::format::Piece::Lit(l) => {
+                                render::needs_escape(l.as_bytes())
+                            }
+                            crate::wire::format::Piece::Arg(spec) => spec.fill != ' ',
                         })
                 })
             })

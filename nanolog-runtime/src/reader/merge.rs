@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 use super::extent::{Clock, Extent};
 use super::file::{Gap, Item, LogFile};
 use super::{ReadError, Record, SiteEntry, TimeMap};
-use crate::Level;
+use crate::level::Level;
 
 /// Which records to yield. Everything here is decided from the dictionary and
 /// the record header, before arguments are formatted.

@@ -19,15 +19,14 @@
 mod error;
 mod extent;
 mod file;
-pub mod line;
 mod map;
 mod merge;
 mod record;
-pub mod render;
-pub mod time;
+mod time;
 mod warning;
 
-pub use crate::fileset::{finished_files, finished_path, next_in_set};
+pub use crate::set::{finished_files, finished_path, next_in_set};
+pub use crate::text::utc::rfc3339;
 pub use crate::wire::dict::SiteEntry;
 pub use crate::wire::header::{Header, HeaderError};
 pub use crate::wire::record::{PreformattedStrs, Value};

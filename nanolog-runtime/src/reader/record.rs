@@ -3,11 +3,11 @@
 use std::fmt;
 
 use super::file::LogFile;
-use super::render;
+use crate::level::Level;
+use crate::text::render;
 use crate::wire;
 use crate::wire::dict::SiteEntry;
 use crate::wire::record::Value;
-use crate::Level;
 
 /// `Record::ns` before it is computed.
 const UNTIMED: i64 = i64::MIN;

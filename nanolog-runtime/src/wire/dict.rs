@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use crate::level::Level;
-use crate::site::{Align, ArgKind, Count, Piece, Spec, Ty};
+use crate::wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
 
 use super::{get_array, get_str, get_varint, put_str, put_varint};
 

@@ -6,9 +6,9 @@
 //! so a reader can check it and skip past anything it does not understand or
 //! that is damaged.
 
-pub mod compact;
 pub mod dict;
 pub(crate) mod extent;
+pub mod format;
 pub(crate) mod frame;
 pub mod header;
 pub mod record;

@@ -15,7 +15,7 @@
 //! length (nibble-coded) then its UTF-8 bytes, and a call-site-rendered value
 //! is `count: varint` then `count` strings of `len: varint, bytes`.
 
-use crate::site::ArgKind;
+use crate::wire::format::ArgKind;
 
 use super::{get_array, get_varint, put_varint};
 

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::site::{Align, ArgKind, Count, Piece, Spec, Ty};
+use crate::wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
 use crate::wire::record::Value;
 
 /// Appends the rendered message to `out`.

@@ -10,14 +10,14 @@
 //! at every width against it); bridge sites, whose types are known only at
 //! run time, keep the interpreter.
 //!
-//! [`record::compact`]: super::record::compact
+//! [`record::compact`]: crate::wire::record::compact
 
 use std::marker::PhantomData;
 
-use super::record::nibbled;
 use crate::encode::Preformatted;
 use crate::ring;
-use crate::site::ArgKind;
+use crate::wire::format::ArgKind;
+use crate::wire::record::nibbled;
 
 /// A call site's compaction of a run of its ring records:
 /// `(run, site, prev_tick, out, out_stop)` to the bytes of `run` consumed
