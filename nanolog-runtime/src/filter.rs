@@ -12,7 +12,6 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::error::Error;
 use crate::level::Level;
-use crate::site::Site;
 
 /// What a logger was configured with; compiled into a [`Filter`].
 #[derive(Debug, Clone, Default)]
@@ -121,26 +120,41 @@ pub(crate) const UNDECIDED: u8 = 1;
 /// Enabled.
 pub(crate) const ENABLED: u8 = 2;
 
+/// What the filter decides for: a call site with a level and a target,
+/// which caches the decision (the macros' `Site`; a bridge's sites too).
+/// The filter keeps every one it decided, to decide it again on a change.
+pub(crate) trait Callsite: Sync {
+    fn level(&self) -> Level;
+    fn target(&self) -> &str;
+    /// The cached decision: [`DISABLED`], [`UNDECIDED`] or [`ENABLED`].
+    fn interest(&self) -> u8;
+    fn set_interest(&self, interest: u8);
+}
+
 struct State {
     /// The running logger's directives; `None` while no logger runs, when
     /// every call is disabled.
     filter: Option<Filter>,
     /// Every site decided so far, to decide again when the filter changes.
-    sites: Vec<&'static Site>,
+    sites: Vec<&'static dyn Callsite>,
+    /// Told the filter's most verbose level whenever it changes (a bridge
+    /// whose own macros can skip what the filter disables).
+    listeners: Vec<fn(Option<Level>)>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     filter: None,
     sites: Vec::new(),
+    listeners: Vec::new(),
 });
 
 fn lock() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn interest(filter: Option<&Filter>, site: &Site) -> u8 {
+fn interest(filter: Option<&Filter>, site: &dyn Callsite) -> u8 {
     match filter {
-        Some(f) if f.enabled(site.level, site.target) => ENABLED,
+        Some(f) if f.enabled(site.level(), site.target()) => ENABLED,
         _ => DISABLED,
     }
 }
@@ -148,7 +162,7 @@ fn interest(filter: Option<&Filter>, site: &Site) -> u8 {
 /// Decides a site on its first call. Cold: once per site.
 #[cold]
 #[inline(never)]
-pub(crate) fn decide(site: &'static Site) -> bool {
+pub(crate) fn decide(site: &'static dyn Callsite) -> bool {
     let mut st = lock();
     // Decided under the lock: a site is listed once, and a change of filter
     // running at the same time either sees it listed or runs before it.
@@ -163,10 +177,10 @@ pub(crate) fn decide(site: &'static Site) -> bool {
 fn apply(st: &mut State, filter: Option<Filter>) {
     st.filter = filter;
     for s in &st.sites {
-        s.set_interest(interest(st.filter.as_ref(), s));
+        s.set_interest(interest(st.filter.as_ref(), *s));
     }
-    #[cfg(feature = "log")]
-    crate::bridge::log::max_level_changed(st.filter.as_ref().and_then(Filter::max_level));
+    let max = st.filter.as_ref().and_then(Filter::max_level);
+    st.listeners.iter().for_each(|f| f(max));
 }
 
 /// A logger starts with these directives.
@@ -189,12 +203,14 @@ pub(crate) fn enabled(level: Level, target: &str) -> bool {
         .is_some_and(|f| f.enabled(level, target))
 }
 
-/// Tells the `log` bridge the filter's most verbose level, under the lock
-/// that orders it with every change of filter.
+/// Calls `f` with the filter's most verbose level (`None`: everything
+/// off) now and whenever the filter changes, under the lock that orders it
+/// with every change.
 #[cfg(feature = "log")]
-pub(crate) fn sync_log_max_level() {
-    let st = lock();
-    crate::bridge::log::max_level_changed(st.filter.as_ref().and_then(Filter::max_level));
+pub(crate) fn on_max_level_change(f: fn(Option<Level>)) {
+    let mut st = lock();
+    f(st.filter.as_ref().and_then(Filter::max_level));
+    st.listeners.push(f);
 }
 
 /// Changes the directives of the running logger, at once: every call site

@@ -5,11 +5,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use crate::channel::Shared;
 use crate::clock;
 use crate::compact::CompactFn;
 use crate::mirror::Mirror;
 use crate::ring::{self, Consumer};
-use crate::shared::Shared;
 use crate::site::{self, Registration};
 use crate::wire::extent;
 use crate::wire::frame::{begin_entry, end_entry, put_entry};
@@ -161,7 +161,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     IS_FLUSHER.with(|f| f.set(true));
     shared
         .flusher_id
-        .store(crate::hooks::thread_id(), Ordering::Relaxed);
+        .store(crate::channel::thread_id(), Ordering::Relaxed);
     let hz = clock::ticks_per_second();
     shared.counters.files.store(1, Ordering::Relaxed);
     shared

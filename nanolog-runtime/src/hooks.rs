@@ -11,11 +11,42 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
-use crate::logger;
-use crate::shared::Shared;
+use crate::channel::{
+    running_from_hook, Shared, EPOCH, EXITING, EXIT_EPOCH, FORKED, HOOK_FLUSH_LIMIT,
+};
+use crate::flusher;
+use crate::producer::report_own_drops;
 
 /// The longest the signal handler waits for the flusher.
 const SIGNAL_FLUSH_LIMIT: Duration = Duration::from_secs(1);
+
+/// The exit hook: write out everything logged so far, and make every later
+/// call (from other exit hooks, thread-local destructors, threads still
+/// running) flush its own record, since nothing else will.
+pub(crate) fn on_exit() {
+    EXITING.store(true, Ordering::Relaxed);
+    EPOCH.store(EXIT_EPOCH, Ordering::Relaxed);
+    flush_from_hook();
+}
+
+/// The panic hook's flush: bounded, and skipped on the flusher thread.
+pub(crate) fn flush_from_hook() {
+    let Some(shared) = running_from_hook() else {
+        return;
+    };
+    if !shared.in_owner_process() || flusher::is_flusher_thread() {
+        return;
+    }
+    report_own_drops();
+    let _ = shared.flush(false, Some(HOOK_FLUSH_LIMIT));
+}
+
+/// In a forked child: every call takes the slow path, which counts it as
+/// dropped (the child has no flusher). Async-signal-safe: one store.
+pub(crate) fn on_fork_child() {
+    FORKED.store(true, Ordering::Relaxed);
+    EPOCH.store(EXIT_EPOCH, Ordering::Relaxed);
+}
 
 /// Installs the exit hook, the panic hook and the fork handler, once.
 pub(crate) fn install_process_hooks() {
@@ -26,9 +57,9 @@ pub(crate) fn install_process_hooks() {
             // Before the previous hook (which may abort, as under
             // `panic = "abort"` the runtime does right after the hooks) and
             // after it (it may log the panic itself).
-            logger::flush_from_hook();
+            flush_from_hook();
             previous(info);
-            logger::flush_from_hook();
+            flush_from_hook();
         }));
         #[cfg(target_os = "linux")]
         os::install_exit_and_fork_hooks();
@@ -86,14 +117,12 @@ fn flush_for_signal() {
         return;
     }
     // A fault on the flusher thread: it cannot flush while in this handler.
-    if shared.flusher_id.load(Ordering::Relaxed) == os::thread_id() {
+    if shared.flusher_id.load(Ordering::Relaxed) == crate::channel::thread_id() {
         return;
     }
     let ticket = shared.request_flush(false);
     shared.wait_flushed_lock_free(ticket, SIGNAL_FLUSH_LIMIT);
 }
-
-pub(crate) use os::thread_id;
 
 #[cfg(target_os = "linux")]
 mod os {
@@ -116,18 +145,12 @@ mod os {
     /// once before nanolog's handlers are installed.
     static PREVIOUS: OnceLock<[libc::sigaction; SIGNALS.len()]> = OnceLock::new();
 
-    /// An id of the calling thread (`pthread_self`), async-signal-safe.
-    pub(crate) fn thread_id() -> u64 {
-        // SAFETY: pthread_self has no preconditions and is async-signal-safe.
-        unsafe { libc::pthread_self() as u64 }
-    }
-
     extern "C" fn at_exit() {
-        logger::on_exit();
+        super::on_exit();
     }
 
     extern "C" fn at_fork_child() {
-        logger::on_fork_child();
+        super::on_fork_child();
     }
 
     pub(super) fn install_exit_and_fork_hooks() {
@@ -225,12 +248,5 @@ mod os {
                 }
             }
         }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod os {
-    pub(crate) fn thread_id() -> u64 {
-        0
     }
 }

@@ -14,6 +14,7 @@
 
 #[cfg(any(feature = "log", feature = "tracing"))]
 mod bridge;
+mod channel;
 pub mod clock;
 #[doc(hidden)]
 pub mod compact;
@@ -25,6 +26,8 @@ mod flusher;
 mod hooks;
 mod level;
 mod logger;
+#[cfg(all(test, loom))]
+mod loom_stop;
 mod mirror;
 mod producer;
 pub mod reader;
@@ -42,13 +45,14 @@ mod writer;
 pub use bridge::log::capture_log;
 #[cfg(feature = "tracing")]
 pub use bridge::tracing::{tracing_layer, NanologLayer};
+pub use channel::OnFull;
 pub use error::Error;
 pub use filter::{set_filter, set_level};
 pub use level::{Level, ParseLevelError};
 pub use logger::{flush, sync, Builder, Logger};
 pub use producer::set_thread_name;
 pub use set::{finished_files, finished_path};
-pub use shared::{OnFull, Stats};
+pub use shared::Stats;
 pub use wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
 pub use writer::Rotation;
 

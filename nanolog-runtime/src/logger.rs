@@ -2,17 +2,20 @@
 //! process-wide state that says which logger runs.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::channel::{
+    lock_current, running, OnFull, Shared, EPOCH, EXITING, NEXT_EPOCH, SLOT_FREED,
+};
 use crate::error::Error;
 use crate::filter::{self, Filter};
 use crate::level::Level;
 use crate::mirror::{self, Mirror};
 use crate::producer::report_own_drops;
-use crate::shared::{OnFull, Shared, Stats};
+use crate::shared::{self, Stats};
 use crate::{flusher, hooks};
 
 /// Configures and starts a [`Logger`].
@@ -327,7 +330,7 @@ impl Logger {
 
     /// The logger's counters.
     pub fn stats(&self) -> Stats {
-        self.shared.counters.snapshot()
+        shared::snapshot(&self.shared.counters)
     }
 
     /// Benchmarks only: while held, the flusher takes no records, so a
@@ -421,100 +424,3 @@ pub fn sync() -> Result<(), Error> {
         None => Ok(()),
     }
 }
-
-/// The running logger, for threads attaching their rings; `Some` and
-/// stopping while its `Logger` is being dropped.
-static CURRENT: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
-/// Notified when a stopping logger leaves CURRENT.
-static SLOT_FREED: Condvar = Condvar::new();
-/// The running logger's epoch (0: none; [`EXIT_EPOCH`] once the process
-/// exits). A call whose ring belongs to another epoch takes the slow path.
-pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
-static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
-/// An epoch no logger has: every call takes the slow path.
-const EXIT_EPOCH: u64 = u64::MAX;
-/// Set by the exit hook: from then on each call flushes its own record.
-static EXITING: AtomicBool = AtomicBool::new(false);
-
-/// The longest a hook (exit, panic, and a call made after the exit hook)
-/// waits for the flusher.
-pub(crate) const HOOK_FLUSH_LIMIT: Duration = Duration::from_secs(5);
-
-fn lock_current() -> MutexGuard<'static, Option<Arc<Shared>>> {
-    CURRENT.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The running logger, unless none runs or it is stopping.
-pub(crate) fn running() -> Option<Arc<Shared>> {
-    if FORKED.load(Ordering::Relaxed) {
-        // The lock may have been held by another thread at the fork: it
-        // would never be released in this process.
-        return running_from_hook();
-    }
-    lock_current()
-        .as_ref()
-        .filter(|s| !s.stop.load(Ordering::Acquire))
-        .cloned()
-}
-
-/// Like [`running`], but never waits long for the lock: for hooks that may
-/// run while this thread (panicking, or exiting) holds it.
-fn running_from_hook() -> Option<Arc<Shared>> {
-    let deadline = Instant::now() + Duration::from_millis(500);
-    loop {
-        match CURRENT.try_lock() {
-            Ok(g) => {
-                return g
-                    .as_ref()
-                    .filter(|s| !s.stop.load(Ordering::Acquire))
-                    .cloned()
-            }
-            Err(TryLockError::Poisoned(p)) => {
-                return p
-                    .into_inner()
-                    .as_ref()
-                    .filter(|s| !s.stop.load(Ordering::Acquire))
-                    .cloned()
-            }
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(1))
-            }
-            Err(TryLockError::WouldBlock) => return None,
-        }
-    }
-}
-
-pub(crate) fn exiting() -> bool {
-    EXITING.load(Ordering::Relaxed)
-}
-
-/// The exit hook: write out everything logged so far, and make every later
-/// call (from other exit hooks, thread-local destructors, threads still
-/// running) flush its own record, since nothing else will.
-pub(crate) fn on_exit() {
-    EXITING.store(true, Ordering::Relaxed);
-    EPOCH.store(EXIT_EPOCH, Ordering::Relaxed);
-    flush_from_hook();
-}
-
-/// The panic hook's flush: bounded, and skipped on the flusher thread.
-pub(crate) fn flush_from_hook() {
-    let Some(shared) = running_from_hook() else {
-        return;
-    };
-    if !shared.in_owner_process() || flusher::is_flusher_thread() {
-        return;
-    }
-    report_own_drops();
-    let _ = shared.flush(false, Some(HOOK_FLUSH_LIMIT));
-}
-
-/// In a forked child: every call takes the slow path, which counts it as
-/// dropped (the child has no flusher). Async-signal-safe: one store.
-pub(crate) fn on_fork_child() {
-    FORKED.store(true, Ordering::Relaxed);
-    EPOCH.store(EXIT_EPOCH, Ordering::Relaxed);
-}
-
-/// Set in a forked child of a process that started a logger.
-static FORKED: AtomicBool = AtomicBool::new(false);

@@ -15,8 +15,8 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::channel::Shared;
 use crate::level::Level;
-use crate::shared::Shared;
 use crate::site::Registration;
 use crate::text::line::{escape_line, push_prefix};
 use crate::text::render::format_message;

@@ -6,11 +6,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
+use crate::channel::{self, EPOCH};
+use crate::channel::{OnFull, Shared};
 use crate::clock;
 use crate::compact::CompactFn;
-use crate::logger::{self, EPOCH};
 use crate::ring::{self, Producer, Ring, SlotWriter};
-use crate::shared::{OnFull, Shared};
 use crate::site::Site;
 use crate::wire::format::ArgKind;
 
@@ -80,7 +80,7 @@ fn log_slow(
     len: usize,
     enc: impl for<'a> FnOnce(SlotWriter<'a>),
 ) {
-    let Some(shared) = logger::running() else {
+    let Some(shared) = channel::running() else {
         *slot = None;
         return;
     };
@@ -95,7 +95,7 @@ fn log_slow(
     }
     let Some(p) = slot.as_mut() else { return };
     p.push(id, len, enc);
-    if logger::exiting() {
+    if channel::exiting() {
         p.flush_after_exit();
     }
 }
@@ -103,7 +103,7 @@ fn log_slow(
 #[cold]
 #[inline(never)]
 fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
-    let Some(shared) = logger::running() else {
+    let Some(shared) = channel::running() else {
         return;
     };
     if !shared.in_owner_process() {
@@ -139,7 +139,7 @@ fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
     }
     let Some(p) = slot.as_mut() else { return };
     p.push(id, len, enc);
-    if logger::exiting() {
+    if channel::exiting() {
         p.flush_after_exit();
     }
 }
@@ -199,7 +199,7 @@ impl Drop for ThreadProducer {
 impl ThreadProducer {
     /// A new ring for the calling thread, handed to `shared`'s flusher;
     /// `None` if that logger is stopping.
-    fn attach(shared: Arc<Shared>) -> Option<ThreadProducer> {
+    pub(crate) fn attach(shared: Arc<Shared>) -> Option<ThreadProducer> {
         let name = THREAD_NAME
             .try_with(|n| n.borrow().clone())
             .ok()
@@ -233,7 +233,7 @@ impl ThreadProducer {
     }
 
     #[inline(always)]
-    fn push(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
+    pub(crate) fn push(&mut self, id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
         // The tick first: `rdtsc` takes tens of cycles, and nothing below
         // waits for it until the header is written, so the CPU overlaps it
         // with the reservation. A thread's calls run one after another, so
@@ -277,7 +277,7 @@ impl ThreadProducer {
         if self.pending_drops > 0 {
             self.write_drops_within(Duration::from_millis(100));
         }
-        let _ = self.shared.flush(false, Some(logger::HOOK_FLUSH_LIMIT));
+        let _ = self.shared.flush(false, Some(channel::HOOK_FLUSH_LIMIT));
     }
 
     /// Whether the ring has room for `len` bytes now, after waiting for it
@@ -370,93 +370,5 @@ impl ThreadProducer {
             self.shared.wake_flusher();
             crate::sync::yield_now();
         }
-    }
-}
-
-#[cfg(all(test, loom))]
-mod loom_tests {
-    use super::*;
-    use crate::flusher;
-    use crate::level::Level;
-    use crate::writer::Writer;
-    use std::sync::atomic::AtomicUsize;
-
-    static SITE: Site = Site::new(Level::Info, "model", "model.rs", 1, "model", "m", &[], &[]);
-    static RUN: AtomicUsize = AtomicUsize::new(0);
-    /// Records the producer logs into a ring with room for four.
-    const RECORDS: u64 = 5;
-
-    /// The logger-stop handshake, with the real producer, flush protocol,
-    /// stop and flusher loop: a producer fills its ring (blocking in
-    /// `OnFull::Block` on the fifth record) and then flushes, while the
-    /// logger's stop begins. Under every interleaving: nothing hangs (loom
-    /// reports a deadlock otherwise); every record whose call returned
-    /// before the stop began is written; a flush that returns `Ok` has
-    /// written (or counted as dropped) every record logged before it; no record is both written
-    /// and counted as dropped.
-    ///
-    /// (A call that overlaps the stop may be lost uncounted: loom finds the
-    /// interleaving where it commits after the flusher's last pass. That is
-    /// the documented limit; closing it would put a read-modify-write on
-    /// every call.)
-    #[test]
-    fn loom_stop_races_a_blocked_producer_and_a_flush() {
-        let id = SITE.id(|| ([], crate::compact::compactor(&())));
-        let _ = crate::clock::ticks_per_second();
-        let dir = std::env::temp_dir();
-        loom::model(move || {
-            let n = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let path = dir.join(format!("nanolog-loom-{}-{n}.nlog", std::process::id()));
-            let writer = Writer::create(&path, Default::default()).unwrap();
-            let shared = Arc::new(Shared::new(1, 64, OnFull::Block));
-            let returned = Arc::new(crate::sync::AtomicU64::new(0));
-            let flusher = {
-                let s = Arc::clone(&shared);
-                let config = flusher::Config {
-                    wake_delay: Duration::from_millis(1),
-                    clock_interval: Duration::from_secs(3600),
-                    mirror: None,
-                };
-                loom::thread::spawn(move || flusher::run(s, writer, config))
-            };
-            let producer = {
-                let (s, returned) = (Arc::clone(&shared), Arc::clone(&returned));
-                loom::thread::spawn(move || {
-                    let Some(mut p) = ThreadProducer::attach(Arc::clone(&s)) else {
-                        return (0, None);
-                    };
-                    for _ in 0..RECORDS {
-                        p.push(id, ring::HEADER, |_| {});
-                        returned.fetch_add(1, Ordering::SeqCst);
-                    }
-                    let flushed = s.flush(false, None).is_ok();
-                    let accounted = s.counters.logged.load(Ordering::SeqCst)
-                        + s.counters.dropped.load(Ordering::SeqCst);
-                    (RECORDS, Some((flushed, accounted)))
-                })
-            };
-            let before_stop = returned.load(Ordering::SeqCst);
-            shared.begin_stop();
-            let (attempted, after_flush) = producer.join().unwrap();
-            flusher.join().unwrap();
-            let logged = shared.counters.logged.load(Ordering::SeqCst);
-            let dropped = shared.counters.dropped.load(Ordering::SeqCst);
-            assert!(
-                logged + dropped >= before_stop,
-                "a record logged before the stop was lost ({logged} written, {dropped} dropped, {before_stop} before)"
-            );
-            if let Some((true, accounted)) = after_flush {
-                assert_eq!(
-                    accounted, RECORDS,
-                    "flush returned Ok before its records were written (or counted dropped)"
-                );
-            }
-            assert!(
-                logged + dropped <= attempted,
-                "a record written and counted dropped"
-            );
-            assert!(!shared.running.load(Ordering::SeqCst));
-            let _ = std::fs::remove_file(&path);
-        });
     }
 }

@@ -100,14 +100,6 @@ impl Site {
         i == filter::ENABLED || filter::decide(self)
     }
 
-    pub(crate) fn interest(&self) -> u8 {
-        self.interest.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_interest(&self, i: u8) {
-        self.interest.store(i, Ordering::Relaxed);
-    }
-
     /// The site's id, registering it on the first call.
     #[inline(always)]
     pub(crate) fn id<const N: usize>(
@@ -135,6 +127,24 @@ impl Site {
             return id;
         }
         register(self, kinds, None)
+    }
+}
+
+impl filter::Callsite for Site {
+    fn level(&self) -> Level {
+        self.level
+    }
+
+    fn target(&self) -> &str {
+        self.target
+    }
+
+    fn interest(&self) -> u8 {
+        self.interest.load(Ordering::Relaxed)
+    }
+
+    fn set_interest(&self, i: u8) {
+        self.interest.store(i, Ordering::Relaxed);
     }
 }
 

@@ -3,16 +3,11 @@
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Arg, Key};
 use crate::error::Error;
 use crate::filter;
 use crate::level::Level;
-
-/// Whether `capture_log` installed the bridge (then `log::max_level` follows
-/// the filter).
-static CAPTURED: AtomicBool = AtomicBool::new(false);
 
 struct Bridge;
 
@@ -92,14 +87,11 @@ pub fn capture_log() -> Result<(), Error> {
     log::set_logger(&BRIDGE).map_err(|_| {
         Error::Config("another logger is already installed for the `log` crate".into())
     })?;
-    CAPTURED.store(true, Ordering::Relaxed);
-    filter::sync_log_max_level();
+    filter::on_max_level_change(max_level_changed);
     Ok(())
 }
 
 /// The filter changed: let `log`'s macros skip what it disables.
-pub(crate) fn max_level_changed(max: Option<Level>) {
-    if CAPTURED.load(Ordering::Relaxed) {
-        log::set_max_level(max.map_or(log::LevelFilter::Off, |l| l.to_log().to_level_filter()));
-    }
+fn max_level_changed(max: Option<Level>) {
+    log::set_max_level(max.map_or(log::LevelFilter::Off, |l| l.to_log().to_level_filter()));
 }

@@ -7,6 +7,32 @@ use super::time::TimeMap;
 use crate::wire::dict::SiteEntry;
 use crate::wire::{self, get_varint};
 
+/// Reading a file's records: every one, or those of a range of extents.
+impl LogFile {
+    /// Every record of every thread, thread by thread (not in time order; see
+    /// [`Merge`](crate::reader::Merge) for that).
+    pub fn records(&self) -> impl Iterator<Item = Result<Record<'_>, ReadError>> + '_ {
+        self.streams
+            .iter()
+            .flat_map(move |(&thread, items)| {
+                items.iter().flat_map(move |it| match *it {
+                    Item::Extent { start, end } => {
+                        Some(Extent::new(self, thread, start, end, Clock::OwnFile))
+                    }
+                    Item::Drop { .. } => None,
+                })
+            })
+            .flatten()
+    }
+
+    /// The records of every extent in `range` (extents counted in file
+    /// order), for splitting work across threads. Records come thread-run by
+    /// thread-run, not in time order.
+    pub fn records_of_extents(&self, range: std::ops::Range<usize>) -> ExtentRecords<'_> {
+        ExtentRecords::new(self, self.order(), range)
+    }
+}
+
 /// The records of a range of extents, from [`LogFile::records_of_extents`];
 /// their wall-clock time is computed only when asked for.
 pub struct ExtentRecords<'a> {

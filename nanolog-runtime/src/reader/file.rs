@@ -6,9 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
-use super::extent::{Clock, Extent, ExtentRecords};
 use super::map::{load, load_open, Data};
-use super::record::Record;
 use super::time::TimeMap;
 use super::warning::Warning;
 use crate::text::render;
@@ -86,12 +84,12 @@ pub struct LogFile {
     header: Header,
     sites: Vec<Option<SiteEntry>>,
     threads: BTreeMap<u32, String>,
-    /// Per site id: see [`Record::may_need_escape`].
+    /// Per site id: see `Record::may_need_escape`.
     site_may_escape: Vec<bool>,
     /// Names of the low thread ids, for a lookup per record.
     thread_names: Vec<Option<String>>,
     /// Per thread, its extents and drops in file order.
-    streams: BTreeMap<u32, Vec<Item>>,
+    pub(super) streams: BTreeMap<u32, Vec<Item>>,
     /// All extents and drops in file order.
     order: Vec<(u32, Item)>,
     time: TimeMap,
@@ -543,35 +541,12 @@ impl LogFile {
         self.streams.get(&thread).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// Every record of every thread, thread by thread (not in time order; see
-    /// [`Merge`](super::Merge) for that).
-    pub fn records(&self) -> impl Iterator<Item = Result<Record<'_>, ReadError>> + '_ {
-        self.streams
-            .iter()
-            .flat_map(move |(&thread, items)| {
-                items.iter().flat_map(move |it| match *it {
-                    Item::Extent { start, end } => {
-                        Some(Extent::new(self, thread, start, end, Clock::OwnFile))
-                    }
-                    Item::Drop { .. } => None,
-                })
-            })
-            .flatten()
-    }
-
     /// How many extents (runs of one thread's records) the file holds.
     pub fn extent_count(&self) -> usize {
         self.order
             .iter()
             .filter(|(_, it)| matches!(it, Item::Extent { .. }))
             .count()
-    }
-
-    /// The records of every extent in `range` (extents counted in file
-    /// order), for splitting work across threads. Records come thread-run by
-    /// thread-run, not in time order.
-    pub fn records_of_extents(&self, range: std::ops::Range<usize>) -> ExtentRecords<'_> {
-        ExtentRecords::new(self, &self.order, range)
     }
 
     /// The bytes of `range` (an extent body the index points to).
@@ -584,7 +559,7 @@ impl LogFile {
         &self.sites
     }
 
-    /// See [`Record::may_need_escape`].
+    /// See `Record::may_need_escape`.
     pub(super) fn site_may_escape(&self, id: u32) -> bool {
         self.site_may_escape
             .get(id as usize)
