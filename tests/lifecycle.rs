@@ -376,3 +376,19 @@ fn a_held_flusher_writes_nothing_until_released_or_stopped() {
     assert_eq!(got[1000], "held at stop 1");
     common::remove_with_kept(&path);
 }
+
+/// `nanolog::sync()` (README, Guarantees): the free function the facade
+/// exports, a flush plus `fdatasync`; nothing to do with no logger running.
+#[test]
+fn the_free_sync_function_flushes_to_disk() {
+    let _s = serial();
+    nanolog::sync().unwrap();
+    let path = temp("free-sync");
+    let logger = Logger::builder().path(&path).start().unwrap();
+    nanolog::info!("synced {}", 1);
+    nanolog::sync().unwrap();
+    let f = nanolog::reader::LogFile::open(&path).unwrap();
+    assert_eq!(f.records().count(), 1);
+    drop(logger);
+    common::remove_with_kept(&path);
+}

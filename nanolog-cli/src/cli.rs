@@ -1,11 +1,11 @@
 //! The command line, as clap types only; each subcommand's module
-//! (`decode.rs`, `stats.rs`, `info.rs`) turns them into its plan.
+//! (`decode.rs`, `stats.rs`, `info.rs`, `export.rs`) turns them into its plan.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Decode, filter and aggregate nanolog binary logs.
+/// Decode, filter, aggregate and export nanolog binary logs.
 #[derive(Debug, Parser)]
 #[command(name = "nanolog", version, about)]
 pub struct Cli {
@@ -58,10 +58,10 @@ pub struct FilterArgs {
     /// Only records at or after this time: RFC 3339 (2026-11-22T11:02:03Z),
     /// a date (2026-11-22, midnight UTC), or a time ago (2h, -90s, "1h 30m",
     /// "2 hours ago").
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub since: Option<String>,
     /// Only records at or before this time (same forms as --since).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub until: Option<String>,
     /// Only records of this thread id (repeatable).
     #[arg(long)]

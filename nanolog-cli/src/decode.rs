@@ -13,7 +13,7 @@ use crate::cli::{DecodeArgs, FilterArgs, Format};
 use crate::output;
 
 /// Options resolved from the command line.
-pub(crate) struct Plan {
+pub(crate) struct DecodePlan {
     format: Format,
     sorted: bool,
     min_level: Option<Level>,
@@ -24,13 +24,13 @@ pub(crate) struct Plan {
     pub(crate) limit: Option<u64>,
 }
 
-impl Plan {
-    fn from_args(a: &DecodeArgs) -> anyhow::Result<Plan> {
-        Plan::new(a.format, !a.unsorted, &a.filters)
+impl DecodePlan {
+    fn from_args(a: &DecodeArgs) -> anyhow::Result<DecodePlan> {
+        DecodePlan::new(a.format, !a.unsorted, &a.filters)
     }
 
     /// The plan of records in time order, in `format`, filtered by `f`.
-    pub(crate) fn new(format: Format, sorted: bool, f: &FilterArgs) -> anyhow::Result<Plan> {
+    pub(crate) fn new(format: Format, sorted: bool, f: &FilterArgs) -> anyhow::Result<DecodePlan> {
         let min_level = f
             .level
             .as_deref()
@@ -50,7 +50,7 @@ impl Plan {
             .map(Regex::new)
             .transpose()
             .context("--grep: invalid regular expression")?;
-        Ok(Plan {
+        Ok(DecodePlan {
             format,
             sorted,
             min_level,
@@ -77,7 +77,7 @@ impl Plan {
 }
 
 pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
-    let plan = Plan::from_args(a)?;
+    let plan = DecodePlan::from_args(a)?;
     if a.follow {
         if a.files.len() != 1 {
             bail!("--follow takes exactly one file");
@@ -111,7 +111,7 @@ impl Renderer {
 
     /// Appends the event's line to `out`; returns whether it was a record
     /// that passed `--grep`.
-    fn event(&mut self, plan: &Plan, ev: &Event<'_>, out: &mut String) -> bool {
+    fn event(&mut self, plan: &DecodePlan, ev: &Event<'_>, out: &mut String) -> bool {
         match ev {
             Event::Record(rec) => {
                 match (&plan.grep, plan.format) {
@@ -153,7 +153,7 @@ impl Renderer {
 /// Prints the events of `files` from `min_offset` on; returns false once
 /// `--limit` is reached.
 pub(crate) fn print(
-    plan: &Plan,
+    plan: &DecodePlan,
     files: &[LogFile],
     min_offset: usize,
     w: &mut impl Write,
@@ -183,7 +183,7 @@ pub(crate) fn print(
 }
 
 fn print_serial(
-    plan: &Plan,
+    plan: &DecodePlan,
     merge: &mut Merge<'_>,
     w: &mut impl Write,
     printed: &mut u64,
@@ -219,7 +219,7 @@ enum Slot<'a> {
     Remote(usize),
 }
 
-fn render_job(r: &mut Renderer, plan: &Plan, job: &mut Job<'_>) -> u64 {
+fn render_job(r: &mut Renderer, plan: &DecodePlan, job: &mut Job<'_>) -> u64 {
     let (batch, out) = job;
     out.clear();
     let mut n = 0;
@@ -235,7 +235,7 @@ fn render_job(r: &mut Renderer, plan: &Plan, job: &mut Job<'_>) -> u64 {
 /// whatever the cost of merging against rendering), and written back in
 /// their original order.
 fn print_parallel(
-    plan: &Plan,
+    plan: &DecodePlan,
     merge: &mut Merge<'_>,
     workers: usize,
     w: &mut impl Write,
@@ -357,7 +357,7 @@ fn print_parallel(
 /// ends (it rolled, or a new run took the path), go on with the files of the
 /// set that began after it, oldest first, then the live one: a follower
 /// several rolls or a restart behind the writer prints every record once.
-fn follow(plan: &Plan, base: &Path) -> anyhow::Result<()> {
+fn follow(plan: &DecodePlan, base: &Path) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut w = stdout.lock();
     let mut printed = 0u64;

@@ -1,5 +1,5 @@
 //! `nanolog export`: the records, in time order, as Apache Parquet (one row
-//! per record, the columns of CONTRACT §11) or as the JSON lines of
+//! per record, the columns README.md lists) or as the JSON lines of
 //! `decode --format json`, for analytics engines.
 //!
 //! Parquet is written in row groups: records are gathered into Arrow column
@@ -23,7 +23,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 use crate::cli::{Compression, ExportArgs, ExportFormat, Format};
-use crate::decode::{print, Plan};
+use crate::decode::{print, DecodePlan};
 use crate::output;
 
 /// Rows gathered before they are handed to the Parquet writer.
@@ -35,7 +35,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
         File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let summary = match a.format {
         ExportFormat::Jsonl => {
-            let plan = Plan::new(Format::Json, true, &a.filters)?;
+            let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
             let mut w = BufWriter::with_capacity(1 << 16, out);
             let mut printed = 0;
             print(&plan, &files, 0, &mut w, &mut printed)?;
@@ -48,7 +48,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             }
         }
         ExportFormat::Parquet => {
-            let plan = Plan::new(Format::Json, true, &a.filters)?;
+            let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
             parquet(a, &plan, &files, out)
                 .with_context(|| format!("cannot write {}", a.output.display()))?
         }
@@ -74,7 +74,7 @@ struct Summary {
     dropped: u64,
 }
 
-/// The columns of CONTRACT §11, in order.
+/// The columns of an export, in order (README.md).
 fn schema() -> Schema {
     let utf8 = |name: &str, nullable: bool| Field::new(name, DataType::Utf8, nullable);
     Schema::new(vec![
@@ -175,7 +175,7 @@ impl Columns {
 
 fn parquet(
     a: &ExportArgs,
-    plan: &Plan,
+    plan: &DecodePlan,
     files: &[nanolog_runtime::reader::LogFile],
     out: File,
 ) -> anyhow::Result<Summary> {

@@ -77,7 +77,7 @@ struct Partial {
     errors: Vec<String>,
 }
 
-struct Plan<'a> {
+struct StatsPlan<'a> {
     by: GroupBy,
     every_ns: Option<i64>,
     arg: Option<usize>,
@@ -134,7 +134,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
             a.site.as_deref().unwrap_or("")
         );
     }
-    let plan = Plan {
+    let plan = StatsPlan {
         by: a.by.unwrap_or(GroupBy::Site),
         every_ns,
         arg: a.arg,
@@ -210,7 +210,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn scan(plan: &Plan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut Partial) {
+fn scan(plan: &StatsPlan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut Partial) {
     let f = &plan.files[fi];
     let sel = &plan.selected[fi];
     for rec in f.records_of_extents(range) {
@@ -255,7 +255,7 @@ fn scan(plan: &Plan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut Parti
     }
 }
 
-fn group_key(plan: &Plan<'_>, fi: usize, rec: &Record<'_>) -> Key {
+fn group_key(plan: &StatsPlan<'_>, fi: usize, rec: &Record<'_>) -> Key {
     match plan.by {
         GroupBy::Site => plan.site_keys[fi][rec.site().id as usize]
             .clone()
@@ -284,7 +284,7 @@ fn level_name(l: u8) -> &'static str {
         .unwrap_or("?")
 }
 
-fn key_label(plan: &Plan<'_>, k: &Key) -> (String, String) {
+fn key_label(plan: &StatsPlan<'_>, k: &Key) -> (String, String) {
     // (short label, long description)
     match k {
         Key::Site {
@@ -309,7 +309,12 @@ fn key_label(plan: &Plan<'_>, k: &Key) -> (String, String) {
     }
 }
 
-fn write_groups(format: Format, plan: &Plan<'_>, groups: &HashMap<Key, Row>, out: &mut String) {
+fn write_groups(
+    format: Format,
+    plan: &StatsPlan<'_>,
+    groups: &HashMap<Key, Row>,
+    out: &mut String,
+) {
     let mut rows: Vec<(&Key, &Row)> = groups.iter().collect();
     rows.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0)));
     let total: u64 = rows.iter().map(|r| r.1.count).sum();
@@ -387,7 +392,7 @@ fn write_groups(format: Format, plan: &Plan<'_>, groups: &HashMap<Key, Row>, out
 
 fn write_series(
     format: Format,
-    plan: &Plan<'_>,
+    plan: &StatsPlan<'_>,
     series: &HashMap<(i64, Key), u64>,
     out: &mut String,
 ) {

@@ -7,7 +7,9 @@ use std::process::Command;
 use serde_json::{json, Value as Json};
 use tracing_subscriber::layer::SubscriberExt;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+mod common;
+
+use common::BIN;
 
 fn decode(path: &PathBuf, json: bool) -> Vec<String> {
     let mut cmd = Command::new(BIN);

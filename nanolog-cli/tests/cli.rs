@@ -327,6 +327,18 @@ fn filters_match_a_brute_force_reference() {
         refm(&|j| (an..=bn).contains(&j["ts_ns"].as_i64().unwrap()))
     );
 
+    // A time ago that starts with '-', as its own argument (README, --help):
+    // the fixtures were written moments ago, so all of them are in the
+    // last two hours and none in the two hours before that.
+    let got = msgs(json_lines(&[
+        "decode", "--format", "json", "--since", "-2h", path,
+    ]));
+    assert_eq!(got, refm(&|_| true));
+    let got = msgs(json_lines(&[
+        "decode", "--format", "json", "--until", "-2h", path,
+    ]));
+    assert!(got.is_empty());
+
     // Combined.
     let got = msgs(json_lines(&[
         "decode", "--format", "json", "--level", "info", "--grep", "7", "--limit", "5", path,

@@ -6,7 +6,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nanolog::reader::{finished_files, Event, Filter, LogFile, Merge, Value};
@@ -14,13 +13,7 @@ use nanolog::{Logger, Rotation};
 
 mod common;
 
-use common::{ok as decode, p, BIN};
-
-/// One logger per process: the tests take turns.
-fn serial() -> MutexGuard<'static, ()> {
-    static M: Mutex<()> = Mutex::new(());
-    M.lock().unwrap_or_else(PoisonError::into_inner)
-}
+use common::{ok as decode, p, serial, BIN};
 
 fn dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))

@@ -8,21 +8,17 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nanolog::{Level, Logger, OnFull};
 
-const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+mod common;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+use common::{serial, BIN};
 
 fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("nanolog-mirror-{name}-{}.nlog", std::process::id()))
+    common::temp(&format!("mirror-{name}"))
 }
 
 fn count_records(path: &Path) -> usize {

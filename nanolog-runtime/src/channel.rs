@@ -1,6 +1,6 @@
 //! The channel between the logging threads and the flusher, which the
 //! logger opens and closes: the rings handed over, the flush and stop
-//! handshakes, the counters, and which channel is current (the epoch a
+//! handshakes, the counters, and which channel is current (the generation a
 //! logging call compares its ring's with, and whether the process exits).
 //!
 //! The logging threads and the flusher reach each other only through this
@@ -60,7 +60,7 @@ pub(crate) const STALL_LIMIT: Duration = Duration::from_secs(10);
 /// State shared by the logger handle, the flusher and the logging threads.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) epoch: u64,
+    pub(crate) generation: u64,
     /// The process that started the logger: a forked child has no flusher.
     pub(crate) pid: u32,
     pub(crate) capacity: usize,
@@ -97,9 +97,9 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(epoch: u64, capacity: usize, on_full: OnFull) -> Shared {
+    pub(crate) fn new(generation: u64, capacity: usize, on_full: OnFull) -> Shared {
         Shared {
-            epoch,
+            generation,
             pid: std::process::id(),
             capacity,
             on_full,
@@ -293,12 +293,13 @@ pub(crate) struct Done {
 pub(crate) static CURRENT: std::sync::Mutex<Option<Arc<Shared>>> = std::sync::Mutex::new(None);
 /// Notified when a stopping logger leaves CURRENT.
 pub(crate) static SLOT_FREED: std::sync::Condvar = std::sync::Condvar::new();
-/// The running logger's epoch (0: none; [`EXIT_EPOCH`] once the process
-/// exits). A call whose ring belongs to another epoch takes the slow path.
-pub(crate) static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-pub(crate) static NEXT_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-/// An epoch no logger has: every call takes the slow path.
-pub(crate) const EXIT_EPOCH: u64 = u64::MAX;
+/// The running logger's generation (0: none; [`EXIT_GENERATION`] once the process
+/// exits). A call whose ring belongs to another generation takes the slow path.
+pub(crate) static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub(crate) static NEXT_GENERATION: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(1);
+/// An generation no logger has: every call takes the slow path.
+pub(crate) const EXIT_GENERATION: u64 = u64::MAX;
 /// Set by the exit hook: from then on each call flushes its own record.
 pub(crate) static EXITING: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);

@@ -352,6 +352,7 @@ pub fn compactor<T: ArgList>(_types: &T) -> CompactFn {
 /// padded as the ring pads it: input for benchmarks and tests of a
 /// [`CompactFn`].
 #[doc(hidden)]
+#[cfg(any(test, feature = "test-hooks"))]
 pub fn __ring_record(site: u32, tick: u64, args: &[u8]) -> Vec<u8> {
     let len = (ring::HEADER + args.len()).next_multiple_of(ring::ALIGN);
     let mut r = Vec::with_capacity(len);

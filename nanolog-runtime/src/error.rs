@@ -33,8 +33,24 @@ pub enum Error {
     Write(io::Error),
     /// A builder setting is out of range.
     Config(String),
-    /// The flusher thread could not be spawned or has died.
+    /// The flusher thread has died or stopped, or is stuck: records since
+    /// then are not written.
     Flusher(String),
+    /// A thread the logger needs (the flusher, the text mirror's writer)
+    /// could not be started.
+    Spawn {
+        /// Which thread.
+        thread: &'static str,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// Another logger is already installed for the `log` crate
+    /// ([`capture_log`](crate::capture_log) can install nanolog's only once,
+    /// and not beside another one).
+    LogLoggerInstalled,
+    /// The fatal-signal handlers of `Builder::flush_on_signals` could not
+    /// be installed.
+    Signals(io::Error),
 }
 
 impl fmt::Display for Error {
@@ -56,6 +72,13 @@ impl fmt::Display for Error {
             Error::Write(e) => write!(f, "cannot write the log: {e}"),
             Error::Config(m) => write!(f, "invalid configuration: {m}"),
             Error::Flusher(m) => write!(f, "flusher thread failed: {m}"),
+            Error::Spawn { thread, source } => {
+                write!(f, "cannot start the {thread} thread: {source}")
+            }
+            Error::LogLoggerInstalled => {
+                f.write_str("another logger is already installed for the `log` crate")
+            }
+            Error::Signals(e) => write!(f, "cannot install the signal handlers: {e}"),
         }
     }
 }
@@ -64,7 +87,8 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Open { source, .. } => Some(source),
-            Error::Write(e) => Some(e),
+            Error::Write(e) | Error::Signals(e) => Some(e),
+            Error::Spawn { source, .. } => Some(source),
             _ => None,
         }
     }

@@ -13,7 +13,7 @@ use std::sync::{Mutex, PoisonError};
 use crate::error::Error;
 use crate::level::Level;
 
-/// What a logger was configured with; compiled into a [`Filter`].
+/// What a logger was configured with; compiled into a [`Directives`].
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Config {
     /// The default level, applied before the directives (a bare level among
@@ -27,7 +27,7 @@ pub(crate) struct Config {
 }
 
 impl Config {
-    fn compile(&self) -> Result<Filter, String> {
+    fn compile(&self) -> Result<Directives, String> {
         check_directives(&self.directives)?;
         let mut b = env_filter::Builder::new();
         if let Some(l) = self.default {
@@ -37,7 +37,7 @@ impl Config {
         if let Some(l) = self.level {
             b.filter_level(l.to_log().to_level_filter());
         }
-        Ok(Filter {
+        Ok(Directives {
             config: self.clone(),
             inner: b.build(),
         })
@@ -83,14 +83,14 @@ pub(crate) fn lossy_directives(var: &str, value: &str) -> (String, Option<String
 
 /// Compiled directives.
 #[derive(Debug)]
-pub(crate) struct Filter {
+pub(crate) struct Directives {
     config: Config,
     inner: env_filter::Filter,
 }
 
-impl Filter {
+impl Directives {
     /// Compiles `config`; an invalid directive is an `Error::Config`.
-    pub(crate) fn new(config: Config) -> Result<Filter, Error> {
+    pub(crate) fn new(config: Config) -> Result<Directives, Error> {
         config
             .compile()
             .map_err(|e| Error::Config(format!("invalid filter directives: {e}")))
@@ -134,7 +134,7 @@ pub(crate) trait Callsite: Sync {
 struct State {
     /// The running logger's directives; `None` while no logger runs, when
     /// every call is disabled.
-    filter: Option<Filter>,
+    filter: Option<Directives>,
     /// Every site decided so far, to decide again when the filter changes.
     sites: Vec<&'static dyn Callsite>,
     /// Told the filter's most verbose level whenever it changes (a bridge
@@ -152,7 +152,7 @@ fn lock() -> std::sync::MutexGuard<'static, State> {
     STATE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn interest(filter: Option<&Filter>, site: &dyn Callsite) -> u8 {
+fn interest(filter: Option<&Directives>, site: &dyn Callsite) -> u8 {
     match filter {
         Some(f) if f.enabled(site.level(), site.target()) => ENABLED,
         _ => DISABLED,
@@ -174,17 +174,17 @@ pub(crate) fn decide(site: &'static dyn Callsite) -> bool {
 }
 
 /// Decides every site seen so far again, under `filter` (`None`: all off).
-fn apply(st: &mut State, filter: Option<Filter>) {
+fn apply(st: &mut State, filter: Option<Directives>) {
     st.filter = filter;
     for s in &st.sites {
         s.set_interest(interest(st.filter.as_ref(), *s));
     }
-    let max = st.filter.as_ref().and_then(Filter::max_level);
+    let max = st.filter.as_ref().and_then(Directives::max_level);
     st.listeners.iter().for_each(|f| f(max));
 }
 
 /// A logger starts with these directives.
-pub(crate) fn activate(filter: Filter) {
+pub(crate) fn activate(filter: Directives) {
     apply(&mut lock(), Some(filter));
 }
 
@@ -209,7 +209,7 @@ pub(crate) fn enabled(level: Level, target: &str) -> bool {
 #[cfg(feature = "log")]
 pub(crate) fn on_max_level_change(f: fn(Option<Level>)) {
     let mut st = lock();
-    f(st.filter.as_ref().and_then(Filter::max_level));
+    f(st.filter.as_ref().and_then(Directives::max_level));
     st.listeners.push(f);
 }
 
@@ -233,7 +233,7 @@ pub fn set_filter(directives: &str) -> Result<(), Error> {
             ..Config::default()
         },
     };
-    let filter = Filter::new(config)?;
+    let filter = Directives::new(config)?;
     if st.filter.is_some() {
         apply(&mut st, Some(filter));
     }
@@ -251,7 +251,7 @@ pub fn set_level(level: Level) {
         ..f.config.clone()
     };
     // The directives compiled before; only the default level changed.
-    if let Ok(filter) = Filter::new(config) {
+    if let Ok(filter) = Directives::new(config) {
         apply(&mut st, Some(filter));
     }
 }
@@ -260,8 +260,8 @@ pub fn set_level(level: Level) {
 mod tests {
     use super::*;
 
-    fn filter(default: Option<Level>, d: &str) -> Filter {
-        Filter::new(Config {
+    fn filter(default: Option<Level>, d: &str) -> Directives {
+        Directives::new(Config {
             default,
             directives: d.into(),
             level: None,
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn invalid_directives_are_errors_and_lossy_skips_them() {
         for bad in ["app=loud", "a=b=c", "info/foo"] {
-            let e = Filter::new(Config {
+            let e = Directives::new(Config {
                 directives: bad.into(),
                 ..Config::default()
             });

@@ -27,13 +27,9 @@ use crate::writer::{FileState, Lost, Writer};
 /// ring right behind its producer, taking each cache line the producer has
 /// just written to its own core for a few records a pass; and a spinning
 /// vCPU competes for the host core the producer's vCPU may share. Sleeping
-/// lets a batch build up and leaves the core to the producer. In 20
-/// alternated rounds of every Table 3 message against the build that spun
-/// (about 1 us after a pass of fewer than 256 records, then spun and
-/// yielded when idle), every median rose, 3-10% (staticString 62.3 -> 67.5,
-/// singleInteger 47.5 -> 52.3 M/s), and every message's slowest run
-/// 1.1-1.9x (singleInteger 13.5 -> 26.0). C++ NanoLog's compression thread
-/// waits on a condition variable the same way.
+/// lets a batch build up and leaves the core to the producer (BENCHMARKS.md,
+/// "Design decisions measured", has the figures). C++ NanoLog's compression
+/// thread waits on a condition variable the same way.
 const NAP: Duration = Duration::from_micros(20);
 /// Passes of fewer records than this end with a [`NAP`]: the flusher has
 /// caught up with its producers. (A pass of 4096 records is 64 KiB of a
@@ -53,9 +49,8 @@ pub(crate) struct Config {
 const EXTENT_MAX: usize = 64 << 10;
 /// Write the buffer out once it passes this size. While the rings keep
 /// the flusher busy it is written only when full or [`WRITE_EVERY`] old:
-/// fewer, larger writes cost the flusher less per record than the 64 KiB
-/// writes before (paired rounds, every Table 3 message: 1.02-1.03x the
-/// end-to-end throughput, 5-8 rounds of 8 ahead).
+/// fewer, larger writes cost the flusher less per record than 64 KiB
+/// writes (BENCHMARKS.md, "Design decisions measured").
 const OUT_MAX: usize = 1 << 20;
 /// Write a buffer that is this old even if the rings still hold records.
 const WRITE_EVERY: Duration = Duration::from_millis(1);
@@ -67,7 +62,7 @@ const RELEASE_MIN: u64 = 4096;
 
 struct RingState {
     c: Consumer,
-    /// The (file generation, name version) last recorded for this thread.
+    /// The (file file_generation, name version) last recorded for this thread.
     thread_emitted: Option<(u64, u32)>,
     /// The thread's name as last recorded.
     name: String,
@@ -97,7 +92,7 @@ struct State {
     writer: Writer,
     /// Bumped whenever the dictionary must be written again (a new file, or a
     /// failed write that may have lost it).
-    generation: u64,
+    file_generation: u64,
     out: Vec<u8>,
     /// Records in `out` not yet written.
     out_records: u64,
@@ -173,7 +168,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     let st = State {
         shared,
         writer,
-        generation: 0,
+        file_generation: 0,
         out: Vec::with_capacity(OUT_MAX + EXTENT_MAX),
         out_records: 0,
         out_limit,
@@ -466,7 +461,7 @@ impl State {
     fn forget_emitted(&mut self) {
         self.site_emitted.iter_mut().for_each(|e| *e = false);
         self.thread_names.clear();
-        self.generation += 1;
+        self.file_generation += 1;
     }
 
     fn site(&mut self, id: u32) -> Option<usize> {
@@ -541,7 +536,7 @@ impl State {
             if check_thread {
                 check_thread = false;
                 let version = ring.name_version.load(Ordering::Acquire);
-                if r.thread_emitted != Some((self.generation, version)) {
+                if r.thread_emitted != Some((self.file_generation, version)) {
                     close(&mut self.out, &mut open);
                     let name = ring
                         .name
@@ -552,7 +547,7 @@ impl State {
                     dict::put_thread(&mut self.out, thread, &name);
                     end_entry(&mut self.out, start);
                     self.thread_names.insert(thread, name.clone());
-                    r.thread_emitted = Some((self.generation, version));
+                    r.thread_emitted = Some((self.file_generation, version));
                     r.name = name;
                 }
             }

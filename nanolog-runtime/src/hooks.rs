@@ -12,7 +12,7 @@ use std::sync::{Arc, Once, OnceLock};
 use std::time::Duration;
 
 use crate::channel::{
-    running_from_hook, Shared, EPOCH, EXITING, EXIT_EPOCH, FORKED, HOOK_FLUSH_LIMIT,
+    running_from_hook, Shared, EXITING, EXIT_GENERATION, FORKED, GENERATION, HOOK_FLUSH_LIMIT,
 };
 use crate::flusher;
 use crate::producer::report_own_drops;
@@ -25,7 +25,7 @@ const SIGNAL_FLUSH_LIMIT: Duration = Duration::from_secs(1);
 /// running) flush its own record, since nothing else will.
 pub(crate) fn on_exit() {
     EXITING.store(true, Ordering::Relaxed);
-    EPOCH.store(EXIT_EPOCH, Ordering::Relaxed);
+    GENERATION.store(EXIT_GENERATION, Ordering::Relaxed);
     flush_from_hook();
 }
 
@@ -45,7 +45,7 @@ pub(crate) fn flush_from_hook() {
 /// dropped (the child has no flusher). Async-signal-safe: one store.
 pub(crate) fn on_fork_child() {
     FORKED.store(true, Ordering::Relaxed);
-    EPOCH.store(EXIT_EPOCH, Ordering::Relaxed);
+    GENERATION.store(EXIT_GENERATION, Ordering::Relaxed);
 }
 
 /// Installs the exit hook, the panic hook and the fork handler, once.

@@ -8,10 +8,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::channel::{
-    lock_current, running, OnFull, Shared, EPOCH, EXITING, NEXT_EPOCH, SLOT_FREED,
+    lock_current, running, OnFull, Shared, EXITING, GENERATION, NEXT_GENERATION, SLOT_FREED,
 };
 use crate::error::Error;
-use crate::filter::{self, Filter};
+use crate::filter::{self, Directives};
 use crate::level::Level;
 use crate::mirror::{self, Mirror};
 use crate::producer::report_own_drops;
@@ -116,7 +116,7 @@ impl Builder {
     }
 
     /// The directives this builder starts with.
-    fn compile_filter(&self) -> Result<Filter, Error> {
+    fn compile_filter(&self) -> Result<Directives, Error> {
         let env = self.filter_env.as_deref().and_then(|var| {
             let v = std::env::var(var).ok().filter(|v| !v.trim().is_empty())?;
             Some((var, v))
@@ -126,12 +126,12 @@ impl Builder {
             if let Some(w) = warning {
                 let _ = writeln_stderr(&w);
             }
-            return Filter::new(filter::Config {
+            return Directives::new(filter::Config {
                 directives,
                 ..filter::Config::default()
             });
         }
-        Filter::new(filter::Config {
+        Directives::new(filter::Config {
             default: Some(self.level),
             directives: self.filter.clone().unwrap_or_default(),
             level: None,
@@ -189,6 +189,7 @@ impl Builder {
     /// Tests only: shifts the wall clock that time boundaries are decided
     /// by, so a test reaches a minute boundary in seconds.
     #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub fn __rotation_clock_offset(mut self, offset: Duration, ahead: bool) -> Self {
         let ns = offset.as_nanos().min(i64::MAX as u128) as i64;
         self.files.clock_offset_ns = if ahead { ns } else { -ns };
@@ -198,6 +199,7 @@ impl Builder {
     /// Tests only: also writes one unrotated log of the same run at `path`
     /// (the decode of the rotated set must equal its decode).
     #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub fn __unrotated_copy(mut self, path: impl Into<PathBuf>) -> Self {
         self.files.unrotated_copy = Some(path.into());
         self
@@ -258,12 +260,16 @@ impl Builder {
                 .0;
         }
         let writer = crate::writer::Writer::create(&self.path, self.files.clone())?;
-        let epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
-        let shared = Arc::new(Shared::new(epoch, capacity, self.on_full));
+        let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::new(Shared::new(generation, capacity, self.on_full));
         let mirror = match self.mirror.clone() {
             Some(m) => Some(
-                Mirror::start(m, Arc::clone(&shared), crate::clock::ticks_per_second())
-                    .map_err(|e| Error::Flusher(format!("cannot start the mirror thread: {e}")))?,
+                Mirror::start(m, Arc::clone(&shared), crate::clock::ticks_per_second()).map_err(
+                    |source| Error::Spawn {
+                        thread: "text mirror",
+                        source,
+                    },
+                )?,
             ),
             None => None,
         };
@@ -276,18 +282,20 @@ impl Builder {
         let handle = std::thread::Builder::new()
             .name("nanolog-flusher".into())
             .spawn(move || flusher::run(s2, writer, config))
-            .map_err(|e| Error::Flusher(e.to_string()))?;
+            .map_err(|source| Error::Spawn {
+                thread: "flusher",
+                source,
+            })?;
         let _ = shared.flusher.set(handle.thread().clone());
         hooks::install_process_hooks();
         if self.flush_on_signals {
-            hooks::install_signal_handlers(&shared)
-                .map_err(|e| Error::Config(format!("cannot install the signal handlers: {e}")))?;
+            hooks::install_signal_handlers(&shared).map_err(Error::Signals)?;
         }
         *current = Some(Arc::clone(&shared));
         EXITING.store(false, Ordering::Relaxed);
-        // Relaxed: producers compare their ring's epoch with this one; a
+        // Relaxed: producers compare their ring's generation with this one; a
         // stale read only sends them to the slow path, which takes the lock.
-        EPOCH.store(epoch, Ordering::Relaxed);
+        GENERATION.store(generation, Ordering::Relaxed);
         drop(current);
         filter::activate(filter);
         Ok(Logger {
@@ -338,6 +346,7 @@ impl Logger {
     /// then time the flusher draining what they wrote. A flush waits for the
     /// release (`hold(false)`); stopping the logger ends the hold.
     #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub fn __hold_flusher(&self, hold: bool) {
         // Release/Acquire with the flusher's load: records logged before a
         // release are seen by the pass that sees it.
@@ -364,7 +373,7 @@ impl Drop for Logger {
                 .is_some_and(|c| Arc::ptr_eq(c, &self.shared))
             {
                 filter::deactivate();
-                EPOCH.store(0, Ordering::Relaxed);
+                GENERATION.store(0, Ordering::Relaxed);
             }
             self.shared.begin_stop();
         }

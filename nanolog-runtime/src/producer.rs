@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
-use crate::channel::{self, EPOCH};
+use crate::channel::{self, GENERATION};
 use crate::channel::{OnFull, Shared};
 use crate::clock;
 use crate::compact::CompactFn;
@@ -58,7 +58,7 @@ pub(crate) fn log_id(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWrit
         };
         let Some(enc) = enc.take() else { return true };
         match slot.as_mut() {
-            Some(p) if p.epoch == EPOCH.load(Ordering::Relaxed) => p.push(id, len, enc),
+            Some(p) if p.generation == GENERATION.load(Ordering::Relaxed) => p.push(id, len, enc),
             _ => log_slow(&mut slot, id, len, enc),
         }
         true
@@ -89,7 +89,10 @@ fn log_slow(
         shared.count_dropped();
         return;
     }
-    if slot.as_ref().is_none_or(|p| p.epoch != shared.epoch) {
+    if slot
+        .as_ref()
+        .is_none_or(|p| p.generation != shared.generation)
+    {
         *slot = None;
         *slot = ThreadProducer::attach(shared);
     }
@@ -133,7 +136,10 @@ fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
             }
         }
     };
-    if slot.as_ref().is_none_or(|p| p.epoch != shared.epoch) {
+    if slot
+        .as_ref()
+        .is_none_or(|p| p.generation != shared.generation)
+    {
         *slot = None;
         *slot = ThreadProducer::attach(shared);
     }
@@ -152,7 +158,7 @@ pub(crate) fn report_own_drops() {
             return;
         };
         let Some(p) = slot.as_mut() else { return };
-        if p.pending_drops == 0 || p.epoch != EPOCH.load(Ordering::Relaxed) {
+        if p.pending_drops == 0 || p.generation != GENERATION.load(Ordering::Relaxed) {
             return;
         }
         p.write_drops_within(Duration::from_secs(1));
@@ -176,7 +182,7 @@ pub fn set_thread_name(name: &str) {
 
 /// A thread's producer: its ring and the logger it belongs to.
 pub(crate) struct ThreadProducer {
-    epoch: u64,
+    generation: u64,
     shared: Arc<Shared>,
     producer: Producer,
     /// Records dropped since the last drop marker was written.
@@ -223,7 +229,7 @@ impl ThreadProducer {
         drop(rings);
         shared.counters.threads.fetch_add(1, Ordering::Relaxed);
         Some(ThreadProducer {
-            epoch: shared.epoch,
+            generation: shared.generation,
             shared,
             producer: Producer::new(ring),
             pending_drops: 0,

@@ -12,7 +12,7 @@
 //! Producer and consumer positions sit on their own cache lines, and each side
 //! keeps a private copy of the other's position, rereading the shared one only
 //! when its copy says the ring is full (producer) or empty (consumer) —
-//! paper §4.2.1.
+//! as the NanoLog paper's staging buffers do.
 
 use std::ptr::NonNull;
 
@@ -31,8 +31,8 @@ pub(crate) const HEADER: usize = 16;
 /// Records start and end on this boundary, so the header's tick (and a
 /// record's first 8-byte argument) never straddles a cache line. 4 would
 /// suffice for the PAD word and pack a singleInteger record in 20 bytes
-/// instead of 24, but measured slower on that message: 0.99 of 8 (1 of 8
-/// rounds ahead) with the cores ~100 ns apart, 0.95 (0 of 10) ~500 ns apart.
+/// instead of 24, but measured slower on that message (BENCHMARKS.md,
+/// "Design decisions measured").
 pub(crate) const ALIGN: usize = 8;
 /// The largest record any ring takes, whatever its capacity: its compacted
 /// form must fit one file entry ([`MAX_BODY`](crate::wire::MAX_BODY), which
@@ -47,14 +47,10 @@ pub(crate) const DROPS_LEN: usize = HEADER + 24;
 /// The flusher reads every line the producer writes, so when the producer
 /// comes round to a line again, the flusher's core holds a copy of it, and
 /// the producer's store must first take it back. With the two cores far
-/// apart (a ~500 ns cache-line round trip on the CI machine) the stores
-/// queue behind those transfers: complexFormat, 48 bytes a record, logged
-/// at 42 M calls/s, against 99 with the cores close. Asked for 4 KiB
-/// ahead (a few microseconds of logging), the lines are the producer's
-/// again before it writes them: 88 M/s far, and no change near (15 rounds
-/// far, 135 near, alternated: complexFormat 2.09x far, twoIntegers 1.42x,
-/// singleInteger 1.23x; 1.00x near on all three). 8 and 16 KiB ahead did
-/// the same, 1 and 2 KiB a little less (complexFormat 1.93-1.99x).
+/// apart the stores queue behind those transfers. Asked for 4 KiB ahead (a
+/// few microseconds of logging), the lines are the producer's again before
+/// it writes them (BENCHMARKS.md, "Design decisions measured", has the
+/// figures and the distances tried).
 const WRITE_AHEAD: usize = 4096;
 
 /// The header at the start of `b`: site id, record length, tick; `None`

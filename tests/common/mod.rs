@@ -17,26 +17,12 @@ pub fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
 }
 
-/// Removes the log at `path` and the earlier runs' files a later `start`
-/// kept beside it (`stem.<UTC start>Z[.n].ext`).
+/// Removes the log at `path` and the finished files of its set (an earlier
+/// run's file a later `start` kept beside it, rolled files).
 pub fn remove_with_kept(path: &Path) {
     let _ = std::fs::remove_file(path);
-    let (Some(dir), Some(stem)) = (path.parent(), path.file_stem()) else {
-        return;
-    };
-    let prefix = format!("{}.", stem.to_string_lossy());
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(&prefix) else {
-            continue;
-        };
-        // `20261123T153100.123456789Z.nlog` or `...Z.1.nlog`.
-        if rest.len() > 26 && rest.as_bytes()[8] == b'T' && rest.contains("Z.") {
-            let _ = std::fs::remove_file(e.path());
-        }
+    for (f, _) in nanolog::reader::finished_files(path).unwrap_or_default() {
+        let _ = std::fs::remove_file(f);
     }
 }
 

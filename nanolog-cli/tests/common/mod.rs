@@ -2,8 +2,20 @@
 //! (each uses some of these).
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// One logger per process: the tests of a binary that log take turns.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static M: Mutex<()> = Mutex::new(());
+    M.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A log path in the temporary directory, unique to this process and `name`.
+pub fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
+}
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
 

@@ -84,9 +84,7 @@ fn format_message(m: &mut String, record: &log::Record<'_>) {
 ///
 /// Call once per process. Fails if another `log` logger is installed.
 pub fn capture_log() -> Result<(), Error> {
-    log::set_logger(&BRIDGE).map_err(|_| {
-        Error::Config("another logger is already installed for the `log` crate".into())
-    })?;
+    log::set_logger(&BRIDGE).map_err(|_| Error::LogLoggerInstalled)?;
     filter::on_max_level_change(max_level_changed);
     Ok(())
 }

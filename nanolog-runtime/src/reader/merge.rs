@@ -1,5 +1,5 @@
 //! Interleaving threads and files into one time order: a heap over one cursor
-//! per (file, thread), each already in time order (paper §4.3). Memory is one
+//! per (file, thread), each already in time order (as NanoLog's decompressor merges). Memory is one
 //! cursor per stream, whatever the size of the logs.
 
 use std::cmp::Reverse;

@@ -28,6 +28,7 @@ mod warning;
 pub use crate::set::{finished_files, finished_path, next_in_set};
 pub use crate::text::utc::rfc3339;
 pub use crate::wire::dict::SiteEntry;
+pub use crate::wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
 pub use crate::wire::header::{Header, HeaderError};
 pub use crate::wire::record::{PreformattedStrs, Value};
 pub use error::ReadError;

@@ -3,7 +3,7 @@
 //! A record is `site id: varint, tick delta: varint, nibbles, payloads`.
 //! Integer-like arguments (all integers, `char`, and the length of each
 //! string) get one 4-bit code each, packed two to a byte, low nibble first;
-//! their payload is the value in the fewest bytes (paper §4.2.2):
+//! their payload is the value in the fewest bytes (as NanoLog's compaction does):
 //!
 //! | code | payload |
 //! |---|---|
