@@ -45,7 +45,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter_env("RUST_LOG")
         .mirror(std::io::stderr(), Level::Warn)
         .start()?;
-    nanolog::capture_log()?;
+    // tracing events, and (through tracing-log, which `.init()` installs
+    // with tracing-subscriber's default features) every `log` record.
     tracing_subscriber::registry()
         .with(nanolog::tracing_layer())
         .init();

@@ -52,6 +52,12 @@ pub use nanolog_runtime::{
 #[cfg(feature = "tracing")]
 pub use nanolog_runtime::{tracing_layer, NanologLayer};
 
+/// The README's Rust blocks, compiled and run as doctests: a user who
+/// copies one gets what it says.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {

@@ -13,6 +13,7 @@ mod stats;
 mod time_args;
 
 use std::io::{self, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -27,7 +28,11 @@ fn main() -> ExitCode {
             }
             let mut msg = format!("nanolog: {e}");
             for cause in e.chain().skip(1) {
-                msg.push_str(&format!(": {cause}"));
+                // An error whose text already holds its cause's says it once.
+                let cause = cause.to_string();
+                if !msg.contains(&cause) {
+                    msg.push_str(&format!(": {cause}"));
+                }
             }
             let _ = writeln!(io::stderr(), "{msg}");
             ExitCode::from(1)
@@ -52,14 +57,45 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Opens every file, printing each file's warnings (torn tail, skipped
-/// corruption) to stderr.
-pub(crate) fn open_all(
-    files: &[std::path::PathBuf],
-    warn: bool,
-) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
+/// The paths given, with each one that does not exist and holds `*`, `?`
+/// or `[` expanded as the shell would (the shell passes a pattern that
+/// matched nothing as it is: `app.*Z.nlog` before the first roll). A
+/// pattern that matches nothing is skipped with one warning line.
+pub(crate) fn expand(files: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
+        let text = f.to_string_lossy();
+        if f.exists() || !text.contains(['*', '?', '[']) {
+            out.push(f.clone());
+            continue;
+        }
+        let matched: Vec<PathBuf> = glob::glob(&text)
+            .map_err(|e| anyhow::anyhow!("{text}: not a valid pattern: {e}"))?
+            .filter_map(Result::ok)
+            .collect();
+        if matched.is_empty() {
+            let _ = writeln!(
+                io::stderr(),
+                "nanolog: warning: {text}: no file matches; skipped"
+            );
+        }
+        out.extend(matched);
+    }
+    if out.is_empty() {
+        anyhow::bail!("no log file to read");
+    }
+    Ok(out)
+}
+
+/// Opens every file (patterns expanded, see [`expand`]), printing each
+/// file's warnings (torn tail, skipped corruption) to stderr.
+pub(crate) fn open_all(
+    files: &[PathBuf],
+    warn: bool,
+) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
+    let files = expand(files)?;
+    let mut out = Vec::with_capacity(files.len());
+    for f in &files {
         let log = nanolog_runtime::reader::LogFile::open(f)?;
         if warn {
             for w in log.warnings() {

@@ -45,10 +45,40 @@ fn level(l: &tracing_core::Level) -> Level {
 struct Fields {
     message: Option<String>,
     fields: Vec<(&'static str, Arg<String>)>,
+    /// A `log` record that tracing-log made an event of: where it really
+    /// came from (`log.target`, `log.module_path`, `log.file`, `log.line`).
+    log: Option<LogOrigin>,
+}
+
+#[derive(Default)]
+struct LogOrigin {
+    target: Option<String>,
+    module: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
 }
 
 impl Fields {
     fn push(&mut self, field: &Field, v: Arg<String>) {
+        if let Some(o) = &mut self.log {
+            let text = || match &v {
+                Arg::Str(s) => s.clone(),
+                other => other.to_string(),
+            };
+            match field.name() {
+                "log.target" => return o.target = Some(text()),
+                "log.module_path" => return o.module = Some(text()),
+                "log.file" => return o.file = Some(text()),
+                "log.line" => {
+                    return o.line = match v {
+                        Arg::U64(n) => u32::try_from(n).ok(),
+                        Arg::I64(n) => u32::try_from(n).ok(),
+                        _ => None,
+                    }
+                }
+                _ => {}
+            }
+        }
         if field.name() == "message" {
             self.message = Some(match v {
                 Arg::Str(s) => s,
@@ -96,9 +126,67 @@ impl Visit for Fields {
     }
 }
 
+/// Whether `meta` is tracing-log's: a `log` record made a `tracing` event
+/// (target `log`, with `log.target` and the other origin fields).
+fn from_tracing_log(meta: &tracing_core::Metadata<'_>) -> bool {
+    meta.target() == "log" && meta.fields().field("log.target").is_some()
+}
+
+impl NanologLayer {
+    /// A `log` record that arrived through tracing-log (the `log` feature of
+    /// `tracing-subscriber`, on by default): recorded once, with its own
+    /// target, module, file and line, as `capture_log` records it.
+    #[cold]
+    fn log_record(&self, event: &Event<'_>) {
+        let meta = event.metadata();
+        let mut f = Fields {
+            log: Some(LogOrigin::default()),
+            ..Fields::default()
+        };
+        event.record(&mut f);
+        let o = f.log.take().unwrap_or_default();
+        let level = level(meta.level());
+        let target = o.target.as_deref().unwrap_or("log");
+        let module = o.module.as_deref().unwrap_or(target);
+        let file = o.file.as_deref().unwrap_or("<unknown>");
+        let line = o.line.unwrap_or(0);
+        let gate = super::site(&Key {
+            level,
+            target,
+            file,
+            line,
+            module,
+            fields: &[],
+            message: false,
+        });
+        if !gate.site.enabled() {
+            return;
+        }
+        let kinds: Vec<(&str, ArgKind)> = f.fields.iter().map(|(n, v)| (*n, v.kind())).collect();
+        let site = super::site(&Key {
+            level,
+            target,
+            file,
+            line,
+            module,
+            fields: &kinds,
+            message: f.message.is_some(),
+        });
+        let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.fields.len() + 1);
+        if let Some(m) = &f.message {
+            args.push(Arg::Str(m.as_str()));
+        }
+        args.extend(f.fields.iter().map(|(_, v)| v.as_str_arg()));
+        super::log(site, &args);
+    }
+}
+
 impl<S: Subscriber> Layer<S> for NanologLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
+        if from_tracing_log(meta) {
+            return self.log_record(event);
+        }
         let (level, target) = (level(meta.level()), meta.target());
         let (file, line) = (meta.file().unwrap_or("<unknown>"), meta.line().unwrap_or(0));
         let module = meta.module_path().unwrap_or("");

@@ -1,0 +1,167 @@
+//! The README's `nanolog` command lines, run as a user types them (through
+//! a shell, so its globs and quotes are the shell's) against a log set this
+//! test makes: every line exits 0 and prints something (`-f` keeps
+//! running; a line that writes a file, or reads a window that ended before
+//! these records, prints nothing).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nanolog::{Level, Logger};
+
+mod common;
+
+/// The lines of the README's block under "The `nanolog` command".
+fn readme_lines() -> Vec<String> {
+    let readme = include_str!("../../README.md");
+    let at = readme
+        .find("## The `nanolog` command")
+        .expect("the README's section");
+    let block = &readme[at..];
+    let start = block.find("```sh\n").expect("its sh block") + 6;
+    let end = start + block[start..].find("```").expect("the block's end");
+    block[start..end]
+        .lines()
+        .map(|l| l.split(" # ").next().unwrap_or("").trim().to_owned())
+        .filter(|l| l.starts_with("nanolog "))
+        .collect()
+}
+
+/// `app.nlog` (a rolled set: two threads, every level, `took {} ms`) and
+/// `other.nlog`, in `dir`.
+fn make_logs(dir: &Path) {
+    let _s = common::serial();
+    for (name, roll) in [("app.nlog", true), ("other.nlog", false)] {
+        let mut b = Logger::builder().path(dir.join(name)).level(Level::Trace);
+        if roll {
+            b = b.rotate_bytes(16 << 10);
+        }
+        let logger = b.start().unwrap();
+        let worker = std::thread::Builder::new()
+            .name("worker".into())
+            .spawn(|| {
+                for i in 0..5_000u64 {
+                    nanolog::info!("took {} ms", i % 97);
+                }
+            })
+            .unwrap();
+        for i in 0..5_000u64 {
+            nanolog::debug!("step {}", i);
+            if i % 500 == 0 {
+                nanolog::warn!("timeout after {} tries", i / 500);
+                nanolog::error!("connection refused by {}", "db");
+            }
+        }
+        worker.join().unwrap();
+        // The live file's last records, for the lines that read it alone
+        // (after a flush: a batch goes whole into the file live then).
+        logger.flush().unwrap();
+        nanolog::warn!("timeout after {} tries", 11);
+        nanolog::info!("took {} ms", 5);
+        drop(logger);
+    }
+}
+
+#[test]
+fn every_readme_command_line_runs() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("nanolog-readme-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    make_logs(&dir);
+    let bin_dir = Path::new(common::BIN).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let lines = readme_lines();
+    assert!(lines.len() >= 10, "{lines:?}");
+    let (out_path, err_path) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
+    for line in &lines {
+        let follow = line.contains(" -f ");
+        // Into files, not pipes: a pipe nobody reads while we wait would
+        // stop a command that prints a lot.
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .stdout(std::fs::File::create(&out_path).unwrap())
+            .stderr(std::fs::File::create(&err_path).unwrap())
+            .spawn()
+            .unwrap();
+        // `-f` follows until interrupted: it must print the log, then keep
+        // running; every other line ends by itself.
+        let limit = Duration::from_secs(if follow { 2 } else { 60 });
+        let deadline = Instant::now() + limit;
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let still_running = child.try_wait().unwrap().is_none();
+        if still_running {
+            let _ = child.kill();
+        }
+        let status = child.wait().unwrap();
+        let stdout = std::fs::read_to_string(&out_path).unwrap_or_default();
+        let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
+        if follow {
+            assert!(still_running, "`{line}` ended: {stderr}");
+        } else {
+            assert!(!still_running, "`{line}` did not end in {limit:?}");
+            assert!(status.success(), "`{line}`: {status}\n{stderr}");
+        }
+        // Lines that write a file print nothing; a window that ends in the
+        // past holds none of these fresh records.
+        let none_expected = line.contains(" -o ") || line.contains("--until");
+        assert!(
+            !stdout.trim().is_empty() || none_expected,
+            "`{line}` printed nothing; stderr: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Before the first roll the shell passes `app.*Z.nlog` as it is: the CLI
+/// expands it itself, and skips a pattern that matches nothing with one
+/// warning line instead of failing.
+#[test]
+fn a_pattern_that_matches_nothing_is_skipped_with_a_warning() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("nanolog-pattern-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    {
+        let _s = common::serial();
+        let logger = Logger::builder()
+            .path(dir.join("app.nlog"))
+            .start()
+            .unwrap();
+        nanolog::info!("only {}", 1);
+        drop(logger);
+    }
+    let bin_dir = Path::new(common::BIN).parent().unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("nanolog decode app.nlog app.*Z.nlog")
+        .current_dir(&dir)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "nanolog: warning: app.*Z.nlog: no file matches; skipped"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("only 1"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
