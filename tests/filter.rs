@@ -261,3 +261,71 @@ fn rust_log_is_used_and_its_invalid_directives_skipped() {
     );
     common::remove_with_kept(&path);
 }
+
+/// Run by `rust_log_with_no_valid_directive_keeps_the_builders_filter` in a
+/// child process with an unusable `RUST_LOG`.
+#[test]
+#[ignore = "run in a child process by another test"]
+fn child_with_unusable_rust_log() {
+    let Some(path) = std::env::var_os("NANOLOG_FILTER_CHILD_LOG2") else {
+        return;
+    };
+    let logger = Logger::builder()
+        .path(&path)
+        .level(Level::Warn)
+        .filter("filter::db=debug")
+        .filter_env("RUST_LOG")
+        .start()
+        .unwrap();
+    log_everything("env");
+    drop(logger);
+}
+
+/// A `RUST_LOG` whose directives are all invalid keeps the builder's filter
+/// (not "errors only") and says so in one stderr line.
+#[test]
+fn rust_log_with_no_valid_directive_keeps_the_builders_filter() {
+    let path = temp("filter-env-unusable");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_with_unusable_rust_log",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("NANOLOG_FILTER_CHILD_LOG2", &path)
+        .env("RUST_LOG", "app=loud,x/y")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the child logger did not finish in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<_> = stderr.lines().filter(|l| l.contains("nanolog:")).collect();
+    assert_eq!(
+        warnings,
+        ["nanolog: RUST_LOG: no valid directive in `app=loud,x/y`; keeping the configured filter"]
+    );
+    // The builder's filter: warn by default, debug for filter::db.
+    assert_eq!(
+        records(&path),
+        [
+            "filter top warn env",
+            "filter::db db debug env",
+            "filter::db db info env",
+            "filter::db::pool pool warn env",
+            "filter::db::pool pool error env",
+            "filter::quiet quiet error env"
+        ]
+    );
+    common::remove_with_kept(&path);
+}

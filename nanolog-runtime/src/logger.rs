@@ -123,13 +123,21 @@ impl Builder {
         });
         if let Some((var, value)) = env {
             let (directives, warning) = filter::lossy_directives(var, &value);
-            if let Some(w) = warning {
-                let _ = writeln_stderr(&w);
+            if directives.is_empty() {
+                // Nothing usable: the builder's filter, not errors only.
+                let _ = writeln_stderr(&format!(
+                    "nanolog: {var}: no valid directive in `{}`; keeping the configured filter",
+                    value.trim()
+                ));
+            } else {
+                if let Some(w) = warning {
+                    let _ = writeln_stderr(&w);
+                }
+                return Directives::new(filter::Config {
+                    directives,
+                    ..filter::Config::default()
+                });
             }
-            return Directives::new(filter::Config {
-                directives,
-                ..filter::Config::default()
-            });
         }
         Directives::new(filter::Config {
             default: Some(self.level),
