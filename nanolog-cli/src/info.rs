@@ -10,6 +10,40 @@ use nanolog_runtime::text::utc::rfc3339;
 
 use crate::cli::{Format, InfoArgs};
 
+/// How a file ended, as `info` tells it.
+enum State {
+    /// Its last entry is an END: a dropped logger, a roll, an exit.
+    Ended,
+    /// No END, and the process that wrote it holds the log's lock: a
+    /// writer is appending.
+    Live,
+    /// No END and no writer: killed or crashed.
+    CutOff,
+}
+
+fn state(log: &nanolog_runtime::reader::LogFile) -> State {
+    if log.is_complete() {
+        return State::Ended;
+    }
+    if writer_alive(log.path(), log.header().pid) {
+        State::Live
+    } else {
+        State::CutOff
+    }
+}
+
+/// Whether the process `pid`, which wrote the file at `path`, still runs
+/// and holds its lock (`PATH.lock` names it). The lock file is only read: a
+/// lock taken to test it could refuse a writer starting at that moment.
+fn writer_alive(path: &std::path::Path, pid: u32) -> bool {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let holder = std::fs::read_to_string(path.with_file_name(name))
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok());
+    holder == Some(pid) && std::path::Path::new("/proc").join(pid.to_string()).exists()
+}
+
 pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
     let files = crate::open_all(std::slice::from_ref(&a.file), true)?;
     let log = &files[0];
@@ -63,11 +97,13 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             let _ = writeln!(s, "dropped:         {dropped}");
             let _ = writeln!(
                 s,
-                "complete:        {}",
-                if log.is_complete() {
-                    "yes"
-                } else {
-                    "no (no END entry: the writer is running or died)"
+                "state:           {}",
+                match state(log) {
+                    State::Ended => "ended cleanly",
+                    State::Live => "live (a writer is appending)",
+                    State::CutOff => {
+                        "cut off (its writer was killed or crashed: the records up to the last whole entry)"
+                    }
                 }
             );
             if let Some(n) = log.rotated_to() {
@@ -108,7 +144,7 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
         Format::Json => {
             let _ = write!(
                 s,
-                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"complete\":{},\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
+                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"complete\":{},\"state\":\"{}\",\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
                 json(&log.path().to_string_lossy()),
                 h.version,
                 h.pid,
@@ -116,6 +152,11 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
                 h.base_tick,
                 h.base_unix_ns,
                 log.is_complete(),
+                match state(log) {
+                    State::Ended => "ended",
+                    State::Live => "live",
+                    State::CutOff => "cut off",
+                },
                 if records > 0 { first.to_string() } else { "null".into() },
                 if records > 0 { last.to_string() } else { "null".into() },
             );

@@ -117,6 +117,8 @@ struct State {
     pending_lost: Option<Lost>,
     /// When the flusher last looked at the live file's path (ticks).
     last_path_check: u64,
+    /// An END was written since the process began to exit.
+    ended_at_exit: bool,
 }
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
@@ -183,6 +185,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         thread_names: Default::default(),
         pending_lost: None,
         last_path_check: 0,
+        ended_at_exit: false,
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -311,11 +314,19 @@ impl State {
         if let Some(m) = &mut self.mirror {
             m.end_batch();
         }
+        // The process is exiting (`exit`, a return from `main`): each write
+        // ends the file cleanly, in case it is the last. Calls made later
+        // (other exit hooks) add their records and another END.
+        let exiting = crate::channel::exiting();
+        if exiting && !self.closing && (!self.out.is_empty() || !self.ended_at_exit) {
+            self.writer.close_entries(&mut self.out);
+            self.ended_at_exit = true;
+        }
         if !self.out.is_empty() {
             self.check_file();
             self.write_buffer();
         }
-        if !self.closing && self.writer.should_rotate() {
+        if !self.closing && !exiting && self.writer.should_rotate() {
             self.rotate();
         }
         self.out_limit = out_limit(&self.writer);

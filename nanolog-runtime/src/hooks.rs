@@ -205,10 +205,26 @@ mod os {
         // SAFETY: __errno_location returns the calling thread's errno slot,
         // valid for the thread's life.
         let errno = unsafe { *libc::__errno_location() };
+        if ends_the_process(sig) {
+            // The default action follows: the file ends cleanly (the
+            // flusher writes END with this flush). Two atomic stores.
+            EXITING.store(true, Ordering::Relaxed);
+            GENERATION.store(EXIT_GENERATION, Ordering::Relaxed);
+        }
         flush_for_signal();
         chain(sig, info, ctx);
         // SAFETY: as above.
         unsafe { *libc::__errno_location() = errno };
+    }
+
+    /// Whether no handler was installed before ours for `sig`, so its
+    /// default action (ending the process) follows this one. A previous
+    /// handler may let the process go on.
+    fn ends_the_process(sig: libc::c_int) -> bool {
+        PREVIOUS
+            .get()
+            .and_then(|p| SIGNALS.iter().position(|&s| s == sig).map(|i| p[i]))
+            .is_none_or(|p| p.sa_sigaction == libc::SIG_DFL)
     }
 
     /// Hands the signal on: to the handler installed before ours, else to

@@ -379,6 +379,10 @@ impl LogFile {
     }
 
     fn entry(&mut self, t: u8, body: &[u8], start: usize, end: usize, pairs: &mut Vec<(u64, i64)>) {
+        // The file ended cleanly if its last entry is an END: a process that
+        // exits writes one, and calls made after that (other exit hooks)
+        // add their records and another END.
+        self.clean_end = t == tag::END;
         match t {
             tag::SITE => match dict::get_site(body) {
                 Some(s) => {
@@ -433,7 +437,7 @@ impl LogFile {
                 let mut p = 0;
                 self.rotated_to = wire::get_str(body, &mut p).map(str::to_owned);
             }
-            tag::END => self.clean_end = true,
+            tag::END => {}
             // An entry of a later minor revision: checksummed, so skip it.
             _ => {}
         }
@@ -454,7 +458,8 @@ impl LogFile {
         &self.warnings
     }
 
-    /// Whether the logger closed the file (an END entry is present).
+    /// Whether the logger closed the file: its last entry is an END (a
+    /// dropped `Logger`, a roll, or a process that exited).
     pub fn is_complete(&self) -> bool {
         self.clean_end
     }

@@ -1,0 +1,97 @@
+//! `nanolog info` tells a file that ended cleanly (a dropped logger, an
+//! `exit`, a return from `main` with the logger leaked), one cut off (its
+//! writer killed) and a live one apart.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+mod common;
+
+/// Run by `info_tells_ended_cut_off_and_live_apart` in a child process:
+/// logs, then ends as `NANOLOG_INFO_END` says.
+#[test]
+#[ignore = "run in a child process by another test"]
+fn child_that_ends() {
+    let (Some(path), Ok(how)) = (
+        std::env::var_os("NANOLOG_INFO_LOG"),
+        std::env::var("NANOLOG_INFO_END"),
+    ) else {
+        return;
+    };
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    for i in 0..1000u64 {
+        nanolog::info!("record {}", i);
+    }
+    match how.as_str() {
+        "exit" => std::process::exit(0),
+        "leak" => std::mem::forget(logger),
+        "kill" => {
+            logger.flush().unwrap();
+            // SAFETY: raising SIGKILL on ourselves: no handler runs.
+            unsafe { libc_kill() };
+        }
+        _ => drop(logger),
+    }
+}
+
+/// SIGKILL to this process.
+unsafe fn libc_kill() {
+    extern "C" {
+        fn getpid() -> i32;
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: both calls have no preconditions; 9 is SIGKILL.
+    unsafe { kill(getpid(), 9) };
+}
+
+fn run_child(path: &Path, how: &str) {
+    let mut c = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_that_ends", "--ignored"])
+        .env("NANOLOG_INFO_LOG", path)
+        .env("NANOLOG_INFO_END", how)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "child {how} did not end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn state(path: &Path) -> String {
+    let out = common::ok(&["info", common::p(path)]);
+    out.lines()
+        .find_map(|l| l.strip_prefix("state:"))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn info_tells_ended_cut_off_and_live_apart() {
+    let dir: PathBuf =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nanolog-info-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for how in ["drop", "exit", "leak", "kill"] {
+        let path = dir.join(format!("{how}.nlog"));
+        run_child(&path, how);
+        let want = if how == "kill" {
+            "cut off (its writer was killed or crashed: the records up to the last whole entry)"
+        } else {
+            "ended cleanly"
+        };
+        assert_eq!(state(&path), want, "{how}");
+        let records = common::ok(&["decode", common::p(&path)]).lines().count();
+        assert_eq!(records, 1000, "{how}");
+    }
+    let live = dir.join("live.nlog");
+    let logger = nanolog::Logger::builder().path(&live).start().unwrap();
+    nanolog::info!("record {}", 1u64);
+    logger.flush().unwrap();
+    assert_eq!(state(&live), "live (a writer is appending)");
+    drop(logger);
+    assert_eq!(state(&live), "ended cleanly");
+    let _ = std::fs::remove_dir_all(&dir);
+}
