@@ -47,6 +47,19 @@ pub struct DecodeArgs {
     /// Keep printing records as the file grows (and across rolls), until interrupted.
     #[arg(short, long)]
     pub follow: bool,
+    /// Colour the level in text lines: when stdout is a terminal (auto), always, never.
+    #[arg(long, value_enum, default_value_t = Color::Auto)]
+    pub color: Color,
+    /// Text times in the local time zone with its offset, instead of UTC (Z).
+    #[arg(long)]
+    pub local: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
 }
 
 /// The record filters `decode` and `export` share.

@@ -22,11 +22,30 @@ pub(crate) struct DecodePlan {
     threads: Option<Vec<u32>>,
     pub(crate) grep: Option<Regex>,
     pub(crate) limit: Option<u64>,
+    /// Text lines: colour the level.
+    color: bool,
+    /// Text lines: times in this zone.
+    local: Option<jiff::tz::TimeZone>,
 }
 
 impl DecodePlan {
     fn from_args(a: &DecodeArgs) -> anyhow::Result<DecodePlan> {
-        DecodePlan::new(a.format, !a.unsorted, &a.filters)
+        let mut plan = DecodePlan::new(a.format, !a.unsorted, &a.filters)?;
+        plan.color = match a.color {
+            crate::cli::Color::Always => true,
+            crate::cli::Color::Never => false,
+            crate::cli::Color::Auto => {
+                use std::io::IsTerminal;
+                io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        };
+        if a.local {
+            plan.local =
+                Some(jiff::tz::TimeZone::try_system().map_err(|e| {
+                    anyhow::anyhow!("--local: cannot find the local time zone: {e}")
+                })?);
+        }
+        Ok(plan)
     }
 
     /// The plan of records in time order, in `format`, filtered by `f`.
@@ -59,6 +78,8 @@ impl DecodePlan {
             threads: (!f.thread.is_empty()).then(|| f.thread.clone()),
             grep,
             limit: f.limit,
+            color: false,
+            local: None,
         })
     }
 
@@ -101,9 +122,9 @@ struct Renderer {
 }
 
 impl Renderer {
-    fn new() -> Renderer {
+    fn new(plan: &DecodePlan) -> Renderer {
         Renderer {
-            text: Default::default(),
+            text: output::Text::new(plan.color, plan.local.clone()),
             json: Default::default(),
             msg: String::with_capacity(256),
         }
@@ -188,7 +209,7 @@ fn print_serial(
     w: &mut impl Write,
     printed: &mut u64,
 ) -> anyhow::Result<bool> {
-    let mut r = Renderer::new();
+    let mut r = Renderer::new(plan);
     let mut line = String::with_capacity(1 << 17);
     for ev in merge.by_ref() {
         if plan.limit.is_some_and(|l| *printed >= l) {
@@ -250,7 +271,7 @@ fn print_parallel(
             let (tx, rx) = sync_channel::<Job<'_>>(1);
             let (rtx, rrx) = channel::<(Job<'_>, u64)>();
             s.spawn(move || {
-                let mut r = Renderer::new();
+                let mut r = Renderer::new(plan);
                 for mut job in rx {
                     let n = render_job(&mut r, plan, &mut job);
                     if rtx.send((job, n)).is_err() {
@@ -261,7 +282,7 @@ fn print_parallel(
             to.push(tx);
             from.push(rrx);
         }
-        let mut local = Renderer::new();
+        let mut local = Renderer::new(plan);
         // Each slot with the number of records its batch holds (for --limit).
         let mut queue: VecDeque<(Slot<'_>, u64)> = VecDeque::new();
         let mut spare: Vec<Job<'_>> = Vec::new();

@@ -86,7 +86,7 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
     let me = file!();
     let text: Vec<String> = decode(&path, false)
         .into_iter()
-        // "date time file:line LEVEL[thread]: message" -> "file LEVEL: message"
+        // "date time file:line LEVEL[thread] [target]: message" -> "file LEVEL: message"
         .map(|l| {
             let mut parts = l.splitn(4, ' ');
             let (_, _, at, rest) = (
@@ -96,7 +96,7 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
                 parts.next().unwrap(),
             );
             let file = at.rsplit_once(':').unwrap().0;
-            let (level, msg) = rest.split_once("]: ").unwrap();
+            let (level, msg) = rest.split_once(": ").unwrap();
             format!("{file} {} {msg}", level.split('[').next().unwrap())
         })
         .collect();

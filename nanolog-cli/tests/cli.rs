@@ -169,7 +169,7 @@ fn text_lines_have_the_contract_shape() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len() as u64, 1 + 2 * PER_WORKER + 2);
     let re = regex::Regex::new(
-        r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{9} \S+:\d+ (TRACE|DEBUG|INFO|WARN|ERROR)\[(\w+:)?\d+\]: .*$",
+        r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{9}Z \S+:\d+ (TRACE|DEBUG|INFO|WARN|ERROR)\[(\w+:)?\d+\]( \S+)?: .*$",
     )
     .unwrap();
     for l in &lines {

@@ -582,3 +582,45 @@ fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Text lines (CONTRACT §15): the message exactly as `format!` made it
+/// when it holds no control character (a `{:?}` string keeps its single
+/// backslashes), the target when it is not the module path, the zone mark;
+/// `--color always` colours the level, `never` does not; `--local` prints
+/// the zone's offset.
+#[test]
+fn text_lines_print_the_message_as_format_made_it_with_target_and_zone() {
+    let _s = serial();
+    let d = dir("text-lines");
+    let path = d.join("app.nlog");
+    let logger = Logger::builder().path(&path).start().unwrap();
+    let quoted = "quote\"d \\ back";
+    nanolog::info!("{:?} {}", quoted, "a\\b");
+    nanolog::warn!(target: "audit", "user {} read", 7);
+    drop(logger);
+    let want_msg = format!("{:?} {}", quoted, "a\\b");
+    let out = decode(&["decode", "--color", "never", p(&path)]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(
+        lines[0].ends_with(&format!("]: {want_msg}")),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].ends_with("] audit: user 7 read"), "{}", lines[1]);
+    for l in &lines {
+        assert_eq!(l.as_bytes()[29], b'Z', "no zone mark: {l}");
+    }
+    assert!(!out.contains('\x1b'));
+    let colored = decode(&["decode", "--color", "always", p(&path)]);
+    assert!(colored.contains("\x1b[32mINFO\x1b[0m"), "{colored}");
+    assert!(colored.contains("\x1b[33mWARN\x1b[0m"), "{colored}");
+    let local = std::process::Command::new(BIN)
+        .args(["decode", "--local", p(&path)])
+        .env("TZ", "Asia/Kolkata")
+        .output()
+        .unwrap();
+    let local = String::from_utf8_lossy(&local.stdout);
+    assert!(local.lines().all(|l| &l[29..36] == "+05:30 "), "{local}");
+    let _ = std::fs::remove_dir_all(&d);
+}

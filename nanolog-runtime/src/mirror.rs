@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::channel::Shared;
 use crate::level::Level;
 use crate::site::Registration;
-use crate::text::line::{escape_line, push_prefix};
+use crate::text::line::{escape_line, push_prefix, Prefix};
 use crate::text::render::format_message;
 use crate::text::utc::UtcWriter;
 use crate::wire::record::{self, Value};
@@ -142,13 +142,19 @@ impl Mirror {
         let dt = tick.wrapping_sub(t0) as i64 as f64 * self.ns_per_tick;
         self.utc
             .write(&mut self.chunk, n0.saturating_add(dt as i64), ' ');
+        self.chunk.push('Z');
         push_prefix(
             &mut self.chunk,
-            site.file,
-            site.line,
-            site.level,
-            thread,
-            Some(name),
+            &Prefix {
+                file: site.file,
+                line: site.line,
+                level: site.level,
+                thread,
+                name: Some(name),
+                target: site.target,
+                module: site.module,
+                color: false,
+            },
         );
         self.message.clear();
         format_message(site.pieces, &reg.kinds, &values, &mut self.message);

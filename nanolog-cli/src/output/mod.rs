@@ -24,7 +24,7 @@ pub struct SiteThreadCache {
 impl SiteThreadCache {
     const SLOTS: usize = 1024;
 
-    fn get(&mut self, rec: &Record<'_>, build: fn(&Record<'_>, &mut String)) -> &str {
+    fn get(&mut self, rec: &Record<'_>, build: impl FnOnce(&Record<'_>, &mut String)) -> &str {
         if self.slots.is_empty() {
             self.slots = vec![None; Self::SLOTS];
         }

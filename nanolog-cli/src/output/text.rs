@@ -1,7 +1,7 @@
 //! Text lines for records and gaps: what `nanolog decode` prints by default.
 
 use nanolog_runtime::reader::{Gap, LogFile, Record};
-use nanolog_runtime::text::line::{escape_line, push_prefix, push_thread_tag};
+use nanolog_runtime::text::line::{escape_line, push_prefix, push_thread_tag, Prefix};
 use nanolog_runtime::text::render::needs_escape;
 use nanolog_runtime::text::utc::{rfc3339, UtcWriter};
 
@@ -34,28 +34,73 @@ pub fn text_record_direct(t: &mut Text, rec: &Record<'_>, out: &mut String, scra
 pub struct Text {
     utc: UtcWriter,
     prefixes: SiteThreadCache,
+    /// Colour the level (`--color`).
+    color: bool,
+    /// Times in this zone with its offset (`--local`), else UTC with `Z`.
+    local: Option<jiff::tz::TimeZone>,
+}
+
+impl Text {
+    /// Text lines with the level coloured or not, times in `local` or UTC.
+    pub fn new(color: bool, local: Option<jiff::tz::TimeZone>) -> Text {
+        Text {
+            color,
+            local,
+            ..Default::default()
+        }
+    }
+
+    /// `2026-11-22 11:02:03.123456789Z`, or with `--local`
+    /// `2026-11-22 12:02:03.123456789+01:00`.
+    fn write_time(&mut self, out: &mut String, unix_ns: i64) {
+        match &self.local {
+            None => {
+                self.utc.write(out, unix_ns, ' ');
+                out.push('Z');
+            }
+            Some(tz) => match jiff::Timestamp::from_nanosecond(i128::from(unix_ns)) {
+                Ok(ts) => {
+                    let z = ts.to_zoned_datetime(tz.clone());
+                    let _ = std::fmt::Write::write_fmt(
+                        out,
+                        format_args!("{}", z.strftime("%Y-%m-%d %H:%M:%S%.9f%:z")),
+                    );
+                }
+                Err(_) => {
+                    self.utc.write(out, unix_ns, ' ');
+                    out.push('Z');
+                }
+            },
+        }
+    }
 }
 
 fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
-    t.utc.write(out, rec.unix_ns(), ' ');
-    out.push_str(t.prefixes.get(rec, prefix_text));
+    t.write_time(out, rec.unix_ns());
+    let color = t.color;
+    out.push_str(t.prefixes.get(rec, |rec, out| prefix_text(rec, color, out)));
 }
 
-fn prefix_text(rec: &Record<'_>, out: &mut String) {
+fn prefix_text(rec: &Record<'_>, color: bool, out: &mut String) {
     let site = rec.site();
     push_prefix(
         out,
-        &site.file,
-        site.line,
-        site.level,
-        rec.thread(),
-        rec.thread_name(),
+        &Prefix {
+            file: &site.file,
+            line: site.line,
+            level: site.level,
+            thread: rec.thread(),
+            name: rec.thread_name(),
+            target: &site.target,
+            module: &site.module,
+            color,
+        },
     );
 }
 
 /// The line that reports a dropped-records gap.
 pub fn text_gap(t: &mut Text, g: &Gap, file: &LogFile, out: &mut String) {
-    t.utc.write(out, g.first_unix_ns, ' ');
+    t.write_time(out, g.first_unix_ns);
     if g.is_lost() {
         out.push_str(" - LOST: ");
     } else {
