@@ -76,9 +76,9 @@ pub struct FilterArgs {
     /// Only records at or before this time (same forms as --since).
     #[arg(long, allow_hyphen_values = true)]
     pub until: Option<String>,
-    /// Only records of this thread id (repeatable).
-    #[arg(long)]
-    pub thread: Vec<u32>,
+    /// Only records of this thread, by id or by name (repeatable).
+    #[arg(long, value_name = "ID|NAME")]
+    pub thread: Vec<String>,
     /// Only records whose rendered message matches this regular expression.
     #[arg(long)]
     pub grep: Option<String>,
@@ -136,11 +136,16 @@ pub struct StatsArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Only call sites whose format string matches this regular expression.
-    #[arg(long)]
+    #[arg(long, value_name = "REGEX")]
     pub site: Option<String>,
-    /// Aggregate the N-th argument (0-based) of the selected records.
-    #[arg(long, value_name = "N")]
-    pub arg: Option<usize>,
+    /// Only call sites whose format string is exactly this text
+    /// (`--fmt 'took {} us'`, no regex escapes needed).
+    #[arg(long, value_name = "TEXT", conflicts_with = "site")]
+    pub fmt: Option<String>,
+    /// Aggregate an argument of the selected records: its index (0-based)
+    /// or its name (`pct` in `{pct:.1}` or `pct = x`).
+    #[arg(long, value_name = "N|NAME")]
+    pub arg: Option<String>,
     /// Group counts by call site (default), thread or level.
     #[arg(long, value_enum)]
     pub by: Option<GroupBy>,

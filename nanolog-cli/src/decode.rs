@@ -19,7 +19,8 @@ pub(crate) struct DecodePlan {
     min_level: Option<Level>,
     since_ns: Option<i64>,
     until_ns: Option<i64>,
-    threads: Option<Vec<u32>>,
+    /// `--thread` values: ids, or names resolved per set of files.
+    threads: Vec<String>,
     pub(crate) grep: Option<Regex>,
     pub(crate) limit: Option<u64>,
     /// Text lines: colour the level.
@@ -75,7 +76,7 @@ impl DecodePlan {
             min_level,
             since_ns: time(&f.since, "--since")?,
             until_ns: time(&f.until, "--until")?,
-            threads: (!f.thread.is_empty()).then(|| f.thread.clone()),
+            threads: f.thread.clone(),
             grep,
             limit: f.limit,
             color: false,
@@ -83,12 +84,12 @@ impl DecodePlan {
         })
     }
 
-    pub(crate) fn filter(&self, min_offset: usize) -> Filter {
+    pub(crate) fn filter(&self, files: &[LogFile], min_offset: usize) -> Filter {
         Filter {
             min_level: self.min_level,
             since_ns: self.since_ns,
             until_ns: self.until_ns,
-            threads: self.threads.clone(),
+            threads: crate::thread_ids(&self.threads, files),
             site: None,
             // A gap has no message, so a --grep or --level query leaves it out.
             no_gaps: self.grep.is_some() || self.min_level.is_some(),
@@ -180,7 +181,7 @@ pub(crate) fn print(
     w: &mut impl Write,
     printed: &mut u64,
 ) -> anyhow::Result<bool> {
-    let filter = plan.filter(min_offset);
+    let filter = plan.filter(files, min_offset);
     let mut merge = if plan.sorted {
         Merge::new(files, filter)
     } else {

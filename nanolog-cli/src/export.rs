@@ -222,7 +222,7 @@ fn parquet(
         rows: 0,
         dropped: 0,
     };
-    let mut merge = Merge::new(files, plan.filter(0));
+    let mut merge = Merge::new(files, plan.filter(files, 0));
     let send = |batch: RecordBatch| -> bool { to_writer.send(batch).is_ok() };
     let mut writer_gone = false;
     for ev in merge.by_ref() {

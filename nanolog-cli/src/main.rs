@@ -87,6 +87,34 @@ pub(crate) fn expand(files: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// The thread ids `--thread` selects in `files`: each value an id, or a
+/// thread name (every id that has it, in any of the files). `None` when no
+/// `--thread` was given.
+pub(crate) fn thread_ids(
+    args: &[String],
+    files: &[nanolog_runtime::reader::LogFile],
+) -> Option<Vec<u32>> {
+    if args.is_empty() {
+        return None;
+    }
+    let mut ids = Vec::new();
+    for a in args {
+        match a.parse::<u32>() {
+            Ok(id) => ids.push(id),
+            Err(_) => ids.extend(
+                files
+                    .iter()
+                    .flat_map(|f| f.threads())
+                    .filter(|t| t.name == *a)
+                    .map(|t| t.id),
+            ),
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Some(ids)
+}
+
 /// Opens every file (patterns expanded, see [`expand`]), printing each
 /// file's warnings (torn tail, skipped corruption) to stderr.
 pub(crate) fn open_all(

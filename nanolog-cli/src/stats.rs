@@ -80,7 +80,12 @@ struct Partial {
 struct StatsPlan<'a> {
     by: GroupBy,
     every_ns: Option<i64>,
-    arg: Option<usize>,
+    /// With `--arg`: per file, per site id, the index of the argument to
+    /// aggregate (a name may sit at another index in each site).
+    arg: Option<Vec<Vec<Option<usize>>>>,
+    /// Per file: the file whose thread ids it shares (the first file of
+    /// the same process), so `--by thread` merges a set's files.
+    thread_source: Vec<usize>,
     /// Per file, per site id: selected by --site.
     selected: Vec<Vec<bool>>,
     /// Per file, per site id: the group key of that site (for `--by site`).
@@ -99,14 +104,15 @@ fn site_key(s: &SiteEntry) -> Key {
 
 pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
     let files = crate::open_all(&a.files, true)?;
-    let site_re = a
-        .site
-        .as_deref()
-        .map(Regex::new)
-        .transpose()
-        .context("--site: invalid regular expression")?;
+    let site_re = match (&a.site, &a.fmt) {
+        (Some(re), _) => Some(Regex::new(re).context("--site: invalid regular expression")?),
+        // An exact format string: the regex of its text, anchored.
+        (None, Some(text)) => Some(Regex::new(&format!("^{}$", regex::escape(text)))?),
+        (None, None) => None,
+    };
+    let selector = if a.fmt.is_some() { "--fmt" } else { "--site" };
     if a.arg.is_some() && site_re.is_none() {
-        bail!("--arg needs --site to choose the call sites whose argument to aggregate");
+        bail!("--arg needs --site or --fmt to choose the call sites whose argument to aggregate");
     }
     let every_ns = a
         .every
@@ -130,14 +136,46 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
     }
     if site_re.is_some() && !selected.iter().flatten().any(|&b| b) {
         bail!(
-            "--site {:?} matches no call site's format string",
-            a.site.as_deref().unwrap_or("")
+            "{selector} {:?} matches no call site's format string",
+            a.site.as_deref().or(a.fmt.as_deref()).unwrap_or("")
         );
     }
+    let arg = match a.arg.as_deref() {
+        None => None,
+        Some(want) => {
+            let index = want.parse::<usize>().ok();
+            let per_file: Vec<Vec<Option<usize>>> = files
+                .iter()
+                .zip(&selected)
+                .map(|(f, sel)| {
+                    let mut v = vec![None; sel.len()];
+                    for s in f.sites().filter(|s| sel[s.id as usize]) {
+                        v[s.id as usize] =
+                            index.or_else(|| (0..s.kinds.len()).find(|&i| s.name(i) == Some(want)));
+                    }
+                    v
+                })
+                .collect();
+            if index.is_none() && !per_file.iter().flatten().any(Option::is_some) {
+                bail!("--arg {want:?}: no selected call site has an argument of that name");
+            }
+            Some(per_file)
+        }
+    };
+    let thread_source = files
+        .iter()
+        .map(|f| {
+            files
+                .iter()
+                .position(|g| g.header().pid == f.header().pid)
+                .unwrap_or(0)
+        })
+        .collect();
     let plan = StatsPlan {
         by: a.by.unwrap_or(GroupBy::Site),
         every_ns,
-        arg: a.arg,
+        arg,
+        thread_source,
         selected,
         site_keys,
         files: &files,
@@ -196,7 +234,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
     }
     let mut out = String::new();
-    if let Some(n) = a.arg {
+    if let Some(n) = a.arg.as_deref() {
         if let Some(kind) = total.non_numeric {
             bail!("argument {n} of the selected call sites is {kind}, not a number");
         }
@@ -225,7 +263,11 @@ fn scan(plan: &StatsPlan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut 
         if !sel.get(id).copied().unwrap_or(false) {
             continue;
         }
-        if let Some(n) = plan.arg {
+        if let Some(arg) = &plan.arg {
+            let Some(n) = arg[fi].get(id).copied().flatten() else {
+                // A selected site without an argument of that name.
+                continue;
+            };
             match rec.arg(n) {
                 Some(v) => match v.as_f64() {
                     Some(x) => p.values.push(x),
@@ -261,7 +303,7 @@ fn group_key(plan: &StatsPlan<'_>, fi: usize, rec: &Record<'_>) -> Key {
             .clone()
             .unwrap_or(Key::Level(rec.level() as u8)),
         GroupBy::Thread => Key::Thread {
-            source: fi,
+            source: plan.thread_source[fi],
             id: rec.thread(),
         },
         GroupBy::Level => Key::Level(rec.level() as u8),
@@ -298,8 +340,17 @@ fn key_label(plan: &StatsPlan<'_>, k: &Key) -> (String, String) {
         ),
         Key::Thread { source, id } => {
             let name = plan.files[*source].thread_name(*id).unwrap_or("");
-            let label = if plan.files.len() > 1 {
-                format!("{}#{id}", plan.files[*source].path().display())
+            // The files of one process (a rolled set) share their ids:
+            // a thread is one row; threads of several processes are told
+            // apart by pid.
+            let processes = plan
+                .thread_source
+                .iter()
+                .enumerate()
+                .filter(|(i, s)| i == *s)
+                .count();
+            let label = if processes > 1 {
+                format!("{}#{id}", plan.files[*source].header().pid)
             } else {
                 id.to_string()
             };
@@ -403,6 +454,18 @@ fn write_series(
             .then_with(|| b.1.cmp(a.1))
             .then_with(|| a.0 .1.cmp(&b.0 .1))
     });
+    if format == Format::Text {
+        let what = match plan.by {
+            GroupBy::Site => "site",
+            GroupBy::Thread => "thread",
+            GroupBy::Level => "level",
+        };
+        let _ = writeln!(
+            out,
+            "{:<30}  {:>10}  {:<24}",
+            "interval start", "count", what
+        );
+    }
     for ((t, k), c) in rows {
         let (label, desc) = key_label(plan, k);
         match format {
@@ -424,7 +487,7 @@ fn write_series(
     }
 }
 
-fn write_arg_summary(a: &StatsArgs, n: usize, values: &mut [f64], out: &mut String) {
+fn write_arg_summary(a: &StatsArgs, n: &str, values: &mut [f64], out: &mut String) {
     let count = values.len();
     let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
     for &v in values.iter() {
@@ -477,7 +540,12 @@ fn write_arg_summary(a: &StatsArgs, n: usize, values: &mut [f64], out: &mut Stri
             }
         }
         Format::Json => {
-            let _ = write!(out, "{{\"arg\":{n},\"count\":{count}");
+            out.push_str("{\"arg\":");
+            match n.parse::<usize>() {
+                Ok(i) => out.push_str(&i.to_string()),
+                Err(_) => json_string(n, out),
+            }
+            let _ = write!(out, ",\"count\":{count}");
             for (name, v) in fields {
                 match v {
                     Some(v) if v.is_finite() => {

@@ -293,6 +293,11 @@ fn filters_match_a_brute_force_reference() {
         path,
     ]));
     assert_eq!(got, refm(&|j| j["thread"].as_u64() == Some(beta)));
+    // --thread takes a name too.
+    let by_name = msgs(json_lines(&[
+        "decode", "--format", "json", "--thread", "beta", path,
+    ]));
+    assert_eq!(by_name, got);
 
     let got = msgs(json_lines(&[
         "decode",
@@ -483,6 +488,31 @@ fn stats_counts_and_aggregates_match_direct_computation() {
     let o = run(&["stats", "--site", "^failed", "--arg", "0", p(&f.main)]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a number"));
+
+    // --fmt selects by the exact format string (no regex escapes).
+    let exact = &json_lines(&[
+        "stats",
+        "--format",
+        "json",
+        "--fmt",
+        "latency {} us at {:.2}",
+        "--arg",
+        "1",
+        p(&f.main),
+    ])[0];
+    assert_eq!(exact, agg);
+    // A header row over the time series.
+    let text = ok(&["stats", "--every", "1s", p(&f.main)]);
+    assert!(
+        text.lines().next().unwrap().starts_with("interval start"),
+        "{text}"
+    );
+    // One thread's records over the files of a rolled set: one row.
+    let mut args = vec!["stats", "--format", "json", "--by", "thread"];
+    args.extend(f.rotated.iter().map(|x| p(x)));
+    let rows = json_lines(&args);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["count"].as_u64(), Some(20_000));
 }
 
 #[test]

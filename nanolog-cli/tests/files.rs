@@ -624,3 +624,45 @@ fn text_lines_print_the_message_as_format_made_it_with_target_and_zone() {
     assert!(local.lines().all(|l| &l[29..36] == "+05:30 "), "{local}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `stats --arg NAME`: a named argument, wherever it sits in each site.
+#[test]
+fn stats_aggregates_a_named_argument() {
+    let _s = serial();
+    let d = dir("arg-name");
+    let path = d.join("app.nlog");
+    let logger = Logger::builder().path(&path).start().unwrap();
+    for i in 1..=100u64 {
+        let pct = i as f64;
+        nanolog::info!("queue {name} at {pct:.1}%", name = "orders");
+        nanolog::info!("at {pct} for {name}", name = "other");
+    }
+    drop(logger);
+    let out = decode(&[
+        "stats",
+        "--format",
+        "json",
+        "--site",
+        "^(queue|at) ",
+        "--arg",
+        "pct",
+        p(&path),
+    ]);
+    let j: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(j["arg"], "pct");
+    assert_eq!(j["count"], 200);
+    assert_eq!(j["min"], 1.0);
+    assert_eq!(j["max"], 100.0);
+    let o = common::run(&[
+        "stats",
+        "--fmt",
+        "queue {name} at {pct:.1}%",
+        "--arg",
+        "nope",
+        p(&path),
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("no selected call site has an argument of that name"));
+    let _ = std::fs::remove_dir_all(&d);
+}
