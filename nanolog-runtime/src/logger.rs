@@ -32,6 +32,8 @@ pub struct Builder {
     pub(crate) clock_interval: Duration,
     pub(crate) flush_on_signals: bool,
     mirror: Option<mirror::Config>,
+    /// `console`: no file, the mirror is the output.
+    console: bool,
 }
 
 impl Default for Builder {
@@ -48,6 +50,7 @@ impl Default for Builder {
             wake_delay: Duration::from_millis(1),
             clock_interval: Duration::from_secs(1),
             flush_on_signals: false,
+            console: false,
         }
     }
 }
@@ -92,6 +95,28 @@ impl Builder {
     pub fn filter_env(mut self, var: &str) -> Self {
         self.filter_env = Some(var.to_owned());
         self
+    }
+
+    /// No file: the lines `nanolog decode` would print go to stderr, for
+    /// records at `level` and above (tests, development). The same macros,
+    /// filter and calling-thread cost; `level` is also the filter's default
+    /// level. The lines are the text mirror's (see [`Builder::mirror`]):
+    /// written by a thread of their own, so a stderr that cannot keep up
+    /// skips lines (counted in [`Stats::mirror_skipped`]) rather than
+    /// stalling the program. `path`, rolling and retention do not apply.
+    ///
+    /// ```
+    /// let logger = nanolog::Logger::builder()
+    ///     .console(nanolog::Level::Debug)
+    ///     .start()?;
+    /// nanolog::debug!("shown on stderr: {}", 42);
+    /// logger.flush()?;
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
+    pub fn console(mut self, level: Level) -> Self {
+        self.console = true;
+        self.level = level;
+        self.mirror(std::io::stderr(), level)
     }
 
     /// Also writes every record at or above `level` to `writer` as a text
@@ -267,7 +292,11 @@ impl Builder {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        let writer = crate::writer::Writer::create(&self.path, self.files.clone())?;
+        let writer = if self.console {
+            crate::writer::Writer::discard()?
+        } else {
+            crate::writer::Writer::create(&self.path, self.files.clone())?
+        };
         let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(Shared::new(generation, capacity, self.on_full));
         let mirror = match self.mirror.clone() {

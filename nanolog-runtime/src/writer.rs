@@ -75,8 +75,9 @@ pub(crate) struct Writer {
     /// No rotation before this tick (after a failed one).
     retry_tick: u64,
     copy: Option<File>,
-    /// The lock file, held (locked) while this writer lives.
-    _lock: File,
+    /// The lock file, held (locked) while this writer lives (none for a
+    /// writer that discards).
+    _lock: Option<File>,
     /// Records written into the live file after it lost its last name
     /// (seen by an `fstat` after the write).
     unchecked_records: u64,
@@ -287,13 +288,41 @@ impl Writer {
             boundary: None,
             retry_tick: 0,
             copy,
-            _lock: lock,
+            _lock: Some(lock),
             unchecked_records: 0,
             last_write: (0, 0),
             checked_tick: clock::now(),
         };
         w.plan_boundary();
         Ok(w)
+    }
+
+    /// A writer that keeps nothing (`Builder::console`: the text mirror is
+    /// the output): the null device, no lock, no set.
+    pub(crate) fn discard() -> Result<Writer, Error> {
+        let null = if cfg!(windows) { "NUL" } else { "/dev/null" };
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(null)
+            .map_err(|source| Error::Open {
+                path: PathBuf::from(null),
+                source,
+            })?;
+        Ok(Writer {
+            path: PathBuf::from(null),
+            file,
+            len: wire::HEADER_LEN as u64,
+            start_unix_ns: clock::unix_ns(),
+            records: 0,
+            policy: Policy::default(),
+            boundary: None,
+            retry_tick: 0,
+            copy: None,
+            _lock: None,
+            unchecked_records: 0,
+            last_write: (0, 0),
+            checked_tick: clock::now(),
+        })
     }
 
     /// Sets the next time boundary after now.
