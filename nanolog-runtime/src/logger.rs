@@ -106,12 +106,13 @@ impl Builder {
     /// stalling the program. `path`, rolling and retention do not apply.
     ///
     /// ```
-    /// let logger = nanolog::Logger::builder()
-    ///     .console(nanolog::Level::Debug)
+    /// // (Through the facade: `nanolog::Logger::builder()`, then
+    /// // `nanolog::debug!(...)` calls print on stderr.)
+    /// let logger = nanolog_runtime::Logger::builder()
+    ///     .console(nanolog_runtime::Level::Debug)
     ///     .start()?;
-    /// nanolog::debug!("shown on stderr: {}", 42);
     /// logger.flush()?;
-    /// # Ok::<(), nanolog::Error>(())
+    /// # Ok::<(), nanolog_runtime::Error>(())
     /// ```
     pub fn console(mut self, level: Level) -> Self {
         self.console = true;
