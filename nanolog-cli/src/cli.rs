@@ -146,6 +146,10 @@ pub struct StatsArgs {
     /// or its name (`pct` in `{pct:.1}` or `pct = x`).
     #[arg(long, value_name = "N|NAME")]
     pub arg: Option<String>,
+    /// With --arg: also draw the distribution, as a terminal histogram of
+    /// log-scaled buckets (1-2-5 per decade).
+    #[arg(long, requires = "arg")]
+    pub histogram: bool,
     /// Group counts by call site (default), thread or level.
     #[arg(long, value_enum)]
     pub by: Option<GroupBy>,

@@ -653,6 +653,54 @@ fn stats_aggregates_a_named_argument() {
     assert_eq!(j["count"], 200);
     assert_eq!(j["min"], 1.0);
     assert_eq!(j["max"], 100.0);
+    // The distribution, in log-scaled buckets (1-2-5 per decade).
+    let out = decode(&[
+        "stats",
+        "--format",
+        "json",
+        "--site",
+        "^(queue|at) ",
+        "--arg",
+        "pct",
+        "--histogram",
+        p(&path),
+    ]);
+    let j: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let bars: Vec<(f64, f64, u64)> = j["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["from"].as_f64().unwrap(),
+                b["to"].as_f64().unwrap(),
+                b["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        bars,
+        [
+            (1.0, 2.0, 2),
+            (2.0, 5.0, 6),
+            (5.0, 10.0, 10),
+            (10.0, 20.0, 20),
+            (20.0, 50.0, 60),
+            (50.0, 100.0, 100),
+            (100.0, 200.0, 2)
+        ]
+    );
+    let text = decode(&[
+        "stats",
+        "--fmt",
+        "at {pct} for {name}",
+        "--arg",
+        "pct",
+        "--histogram",
+        p(&path),
+    ]);
+    assert!(text.contains("histogram (log-scaled buckets):"), "{text}");
+    assert!(text.contains("[50, 100)"), "{text}");
     let o = common::run(&[
         "stats",
         "--fmt",
