@@ -9,6 +9,8 @@ mod decode;
 mod export;
 mod info;
 mod output;
+#[cfg(feature = "parquet")]
+mod parquet_out;
 mod stats;
 mod time_args;
 

@@ -130,6 +130,7 @@ fn json_arg_values(args: &[Value<'_>], out: &mut String) {
 }
 
 /// The JSON array of a record's argument values, as in `args`.
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub fn json_args(args: &[Value<'_>], out: &mut String) {
     out.push('[');
     json_arg_values(args, out);
@@ -137,6 +138,7 @@ pub fn json_args(args: &[Value<'_>], out: &mut String) {
 }
 
 /// The JSON object of a record's named arguments, as in `fields`.
+#[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub fn json_fields(site: &SiteEntry, args: &[Value<'_>], out: &mut String) {
     out.push('{');
     if site.names.is_empty() {

@@ -3,9 +3,9 @@
 mod json;
 mod text;
 
-pub use json::{
-    json_args, json_fields, json_gap, json_record, json_record_direct, json_string, Json,
-};
+#[cfg(feature = "parquet")]
+pub use json::{json_args, json_fields};
+pub use json::{json_gap, json_record, json_record_direct, json_string, Json};
 pub use text::{text_gap, text_record, text_record_direct, Text};
 
 use nanolog_runtime::reader::Record;
