@@ -52,6 +52,11 @@ pub(crate) fn thread_id() -> u64 {
     id
 }
 
+/// Records of bridge calls past the cap of interned sites, logged at the
+/// overflow sites (`Stats::overflow`; process-wide, as the cap is).
+pub(crate) static BRIDGE_OVERFLOW: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
 /// A flusher that makes no progress for this long is taken to be stuck (a
 /// write blocked on a FIFO nobody reads, a hung network filesystem): waits
 /// that have a bound give up then.

@@ -195,7 +195,7 @@ pub(crate) fn deactivate() {
 
 /// Whether a record of `level` and `target` would pass now (for bridges,
 /// whose records have no static site to cache it in).
-#[cfg(feature = "log")]
+#[cfg(any(feature = "log", feature = "tracing"))]
 pub(crate) fn enabled(level: Level, target: &str) -> bool {
     lock()
         .filter

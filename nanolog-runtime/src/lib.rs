@@ -45,6 +45,8 @@ mod writer;
 pub use bridge::log::capture_log;
 #[cfg(feature = "tracing")]
 pub use bridge::tracing::{tracing_layer, NanologLayer};
+#[cfg(any(feature = "log", feature = "tracing"))]
+pub use bridge::MAX_SITES as MAX_BRIDGE_SITES;
 pub use channel::OnFull;
 pub use error::Error;
 pub use filter::{set_filter, set_level};

@@ -36,6 +36,11 @@ pub struct Stats {
     /// Lines the text mirror skipped because its writer was behind or had
     /// failed (the binary log has those records).
     pub mirror_skipped: u64,
+    /// Records of `log`/`tracing` calls made after the process had interned
+    /// its cap of bridge call sites (targets or field sets made at run
+    /// time): logged at their level's overflow site with their message,
+    /// fields and target as text. Counted since the process started.
+    pub overflow: u64,
 }
 
 /// Reads the channel's counters (each on its own, Relaxed: a snapshot for
@@ -52,5 +57,6 @@ pub(crate) fn snapshot(c: &Counters) -> Stats {
         file_errors: r(&c.file_errors),
         threads: r(&c.threads),
         mirror_skipped: r(&c.mirror_skipped),
+        overflow: crate::channel::BRIDGE_OVERFLOW.load(Ordering::Relaxed),
     }
 }

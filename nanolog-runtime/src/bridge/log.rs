@@ -25,7 +25,7 @@ impl log::Log for Bridge {
 
     fn log(&self, record: &log::Record<'_>) {
         let module = record.module_path().unwrap_or("");
-        let site = super::site(&Key {
+        let key = Key {
             level: Level::from_log(record.level()),
             target: record.target(),
             file: record.file().unwrap_or("<unknown>"),
@@ -33,12 +33,13 @@ impl log::Log for Bridge {
             module,
             fields: &[],
             message: true,
-        });
-        if !site.site.enabled() {
+        };
+        let site = super::site(&key);
+        if !site.enabled(&key) {
             return;
         }
         if let Some(s) = record.args().as_str() {
-            super::log(site, &[Arg::Str(s)]);
+            super::log(site, &key, &[Arg::Str(s)]);
             return;
         }
         let logged = MESSAGE.try_with(|m| {
@@ -46,7 +47,7 @@ impl log::Log for Bridge {
                 return false;
             };
             format_message(&mut m, record);
-            super::log(site, &[Arg::Str(&m)]);
+            super::log(site, &key, &[Arg::Str(&m)]);
             true
         });
         if logged != Ok(true) {
@@ -54,7 +55,7 @@ impl log::Log for Bridge {
             // being torn down: a buffer of its own.
             let mut m = String::new();
             format_message(&mut m, record);
-            super::log(site, &[Arg::Str(&m)]);
+            super::log(site, &key, &[Arg::Str(&m)]);
         }
     }
 

@@ -6,6 +6,12 @@
 //! records per site, and the site caches its filter state as a macro's does.
 //!
 //! Their messages are formatted on the calling thread (the slow path).
+//!
+//! A program that makes targets or field sets at run time would grow the
+//! table and the dictionary without bound: past [`MAX_SITES`] interned
+//! sites, a new call's records go to its level's overflow site instead,
+//! with their message, fields and target as text (`Stats::overflow`
+//! counts them), and nothing more is interned.
 
 #[cfg(feature = "log")]
 pub(crate) mod log;
@@ -19,6 +25,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{PoisonError, RwLock};
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::encode::{Encode, SlotWriter};
 use crate::level::Level;
@@ -157,6 +165,10 @@ impl Key<'_> {
     /// A site for this key, leaked: `"{} k=v..."` over the message and the
     /// fields, which render as `key=value` after it.
     fn leak(&self) -> &'static Interned {
+        Box::leak(Box::new(self.leak_interned()))
+    }
+
+    fn leak_interned(&self) -> Interned {
         let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
         let mut pieces = Vec::new();
         let mut names: Vec<&'static str> = Vec::new();
@@ -191,12 +203,13 @@ impl Key<'_> {
             Vec::leak(pieces),
             Vec::leak(names),
         );
-        Box::leak(Box::new(Interned {
+        Interned {
             site: Box::leak(Box::new(site)),
             kinds: kinds.into_boxed_slice(),
             fields: fields.into_boxed_slice(),
             message: self.message,
-        }))
+            overflow: false,
+        }
     }
 }
 
@@ -208,6 +221,50 @@ pub(crate) struct Interned {
     kinds: Box<[ArgKind]>,
     fields: Box<[(&'static str, ArgKind)]>,
     message: bool,
+    /// A level's overflow site: takes any call's record as text.
+    overflow: bool,
+}
+
+impl Interned {
+    /// Whether a record of `key` at this site passes the filter: the
+    /// site's cached decision, or for an overflow site the filter's answer
+    /// for the call's own level and target.
+    pub(crate) fn enabled(&self, key: &Key<'_>) -> bool {
+        if self.overflow {
+            crate::filter::enabled(key.level, key.target)
+        } else {
+            self.site.enabled()
+        }
+    }
+}
+
+/// The most bridge call sites interned in a process. Past it, records of
+/// new calls go to their level's overflow site (see the module's doc).
+pub const MAX_SITES: usize = 16_384;
+
+/// Bridge sites interned so far (written under the `SITES` write lock;
+/// Relaxed: a stale read only takes the lock to find the cap reached).
+static INTERNED: AtomicUsize = AtomicUsize::new(0);
+
+/// A level's overflow site: `"{} target={}"`, the call's message and
+/// fields as text, then its target.
+fn overflow_site(level: Level) -> &'static Interned {
+    static SITES: [std::sync::OnceLock<&'static Interned>; 5] =
+        [const { std::sync::OnceLock::new() }; 5];
+    SITES[level as usize].get_or_init(|| {
+        let key = Key {
+            level,
+            target: "nanolog::overflow",
+            file: "<bridge sites past the cap>",
+            line: 0,
+            module: "nanolog::overflow",
+            fields: &[("target", ArgKind::Str)],
+            message: true,
+        };
+        let mut s = key.leak_interned();
+        s.overflow = true;
+        Box::leak(Box::new(s))
+    })
 }
 
 /// Interned sites by the hash of their key.
@@ -256,24 +313,63 @@ fn intern(key: &Key<'_>) -> &'static Interned {
             return s;
         }
     }
+    // Past the cap nothing more is interned: no write lock for that.
+    if INTERNED.load(Ordering::Relaxed) >= MAX_SITES {
+        return overflow_site(key.level);
+    }
     let mut map = SITES.write().unwrap_or_else(PoisonError::into_inner);
     let bucket = map.get_or_insert_with(HashMap::new).entry(h).or_default();
     if let Some(&s) = bucket.iter().find(|s| key.matches(s)) {
         return s;
     }
+    // Relaxed: read and written only under the write lock.
+    if INTERNED.load(Ordering::Relaxed) >= MAX_SITES {
+        return overflow_site(key.level);
+    }
+    INTERNED.fetch_add(1, Ordering::Relaxed);
     let s = key.leak();
     bucket.push(s);
     s
 }
 
-/// Logs one bridge record of `site` with `args` (the message first, if the
-/// site has one, then the fields in the key's order).
-pub(crate) fn log(site: &'static Interned, args: &[Arg<&str>]) {
+/// Logs one bridge record of `key` at `site` with `args` (the message
+/// first, if the key has one, then the fields in the key's order).
+pub(crate) fn log(site: &'static Interned, key: &Key<'_>, args: &[Arg<&str>]) {
+    if site.overflow {
+        return log_overflow(site, key, args);
+    }
     debug_assert!(args.iter().map(Arg::kind).eq(site.kinds.iter().copied()));
     let id = site.site.id_dyn(&site.kinds);
     let len = args.iter().map(Arg::ring_len).sum();
     producer::log_id(id, len, |mut c| {
         for a in args {
+            c = a.write(c);
+        }
+    });
+}
+
+/// A record of a call past the cap: its message and fields as text, and
+/// its target, at its level's overflow site.
+#[cold]
+fn log_overflow(site: &'static Interned, key: &Key<'_>, args: &[Arg<&str>]) {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let mut rest = args.iter();
+    if key.message {
+        if let Some(m) = rest.next() {
+            let _ = write!(text, "{m}");
+        }
+    }
+    for ((name, _), v) in key.fields.iter().zip(rest) {
+        let sep = if text.is_empty() { "" } else { " " };
+        let _ = write!(text, "{sep}{name}={v}");
+    }
+    crate::channel::BRIDGE_OVERFLOW.fetch_add(1, Ordering::Relaxed);
+    let args = [Arg::Str(text.as_str()), Arg::Str(key.target)];
+    let id = site.site.id_dyn(&site.kinds);
+    let len = args.iter().map(Arg::ring_len).sum();
+    producer::log_id(id, len, |mut c| {
+        for a in &args {
             c = a.write(c);
         }
     });

@@ -150,7 +150,7 @@ impl NanologLayer {
         let module = o.module.as_deref().unwrap_or(target);
         let file = o.file.as_deref().unwrap_or("<unknown>");
         let line = o.line.unwrap_or(0);
-        let gate = super::site(&Key {
+        let gate_key = Key {
             level,
             target,
             file,
@@ -158,12 +158,12 @@ impl NanologLayer {
             module,
             fields: &[],
             message: false,
-        });
-        if !gate.site.enabled() {
+        };
+        if !super::site(&gate_key).enabled(&gate_key) {
             return;
         }
         let kinds: Vec<(&str, ArgKind)> = f.fields.iter().map(|(n, v)| (*n, v.kind())).collect();
-        let site = super::site(&Key {
+        let key = Key {
             level,
             target,
             file,
@@ -171,13 +171,14 @@ impl NanologLayer {
             module,
             fields: &kinds,
             message: f.message.is_some(),
-        });
+        };
+        let site = super::site(&key);
         let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.fields.len() + 1);
         if let Some(m) = &f.message {
             args.push(Arg::Str(m.as_str()));
         }
         args.extend(f.fields.iter().map(|(_, v)| v.as_str_arg()));
-        super::log(site, &args);
+        super::log(site, &key, &args);
     }
 }
 
@@ -192,7 +193,7 @@ impl<S: Subscriber> Layer<S> for NanologLayer {
         let module = meta.module_path().unwrap_or("");
         // The filter first, from the call site alone, before anything is
         // collected: a site with no fields stands for the event's call site.
-        let gate = super::site(&Key {
+        let gate_key = Key {
             level,
             target,
             file,
@@ -200,15 +201,15 @@ impl<S: Subscriber> Layer<S> for NanologLayer {
             module,
             fields: &[],
             message: false,
-        });
-        if !gate.site.enabled() {
+        };
+        if !super::site(&gate_key).enabled(&gate_key) {
             return;
         }
         let mut f = Fields::default();
         event.record(&mut f);
         let mut kinds: Vec<(&str, ArgKind)> = Vec::with_capacity(f.fields.len());
         kinds.extend(f.fields.iter().map(|(n, v)| (*n, v.kind())));
-        let site = super::site(&Key {
+        let key = Key {
             level,
             target,
             file,
@@ -216,12 +217,13 @@ impl<S: Subscriber> Layer<S> for NanologLayer {
             module,
             fields: &kinds,
             message: f.message.is_some(),
-        });
+        };
+        let site = super::site(&key);
         let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.fields.len() + 1);
         if let Some(m) = &f.message {
             args.push(Arg::Str(m.as_str()));
         }
         args.extend(f.fields.iter().map(|(_, v)| v.as_str_arg()));
-        super::log(site, &args);
+        super::log(site, &key, &args);
     }
 }
