@@ -110,9 +110,15 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// The file to write (replaced if it exists).
+    /// The file to write (replaced if it exists); with --partition-by, the
+    /// directory of the partitions.
     #[arg(long, short)]
     pub output: PathBuf,
+    /// Parquet only: Hive-style partitions by the records' UTC day
+    /// (`DIR/date=2026-11-24/part-00000.parquet`) or hour (`.../hour=13/...`),
+    /// which DuckDB (`hive_partitioning=true`) and Spark read as one table.
+    #[arg(long, value_enum, value_name = "day|hour")]
+    pub partition_by: Option<PartitionBy>,
     /// Parquet compression codec.
     #[arg(long, value_enum, default_value_t = Compression::Zstd)]
     pub compression: Compression,
@@ -121,6 +127,12 @@ pub struct ExportArgs {
     pub row_group: usize,
     #[command(flatten)]
     pub filters: FilterArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PartitionBy {
+    Day,
+    Hour,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

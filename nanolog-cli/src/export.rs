@@ -17,6 +17,21 @@ use crate::decode::{print, DecodePlan};
 
 pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
     let files = crate::open_all(&a.files, true)?;
+    if a.partition_by.is_some() && a.format != ExportFormat::Parquet {
+        anyhow::bail!("--partition-by writes Parquet partitions: use --format parquet");
+    }
+    #[cfg(feature = "parquet")]
+    if let Some(by) = a.partition_by {
+        let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
+        let summary = crate::parquet_out::parquet(
+            a,
+            &plan,
+            &files,
+            crate::parquet_out::Output::Partitions(a.output.clone(), by),
+        )
+        .with_context(|| format!("cannot write under {}", a.output.display()))?;
+        return report(a, &summary);
+    }
     let out =
         File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let summary = match a.format {
@@ -31,12 +46,13 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             Summary {
                 rows: printed,
                 dropped: 0,
+                partitions: 0,
             }
         }
         #[cfg(feature = "parquet")]
         ExportFormat::Parquet => {
             let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
-            crate::parquet_out::parquet(a, &plan, &files, out)
+            crate::parquet_out::parquet(a, &plan, &files, crate::parquet_out::Output::File(out))
                 .with_context(|| format!("cannot write {}", a.output.display()))?
         }
         #[cfg(not(feature = "parquet"))]
@@ -48,6 +64,11 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             )
         }
     };
+    report(a, &summary)
+}
+
+/// The summary lines on stderr.
+fn report(a: &ExportArgs, summary: &Summary) -> anyhow::Result<()> {
     if summary.dropped > 0 {
         let _ = writeln!(
             io::stderr(),
@@ -55,9 +76,14 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             summary.dropped
         );
     }
+    let parts = if summary.partitions > 0 {
+        format!(" in {} partitions", summary.partitions)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         io::stderr(),
-        "nanolog: exported {} records to {}",
+        "nanolog: exported {} records to {}{parts}",
         summary.rows,
         a.output.display()
     );
@@ -67,4 +93,6 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
 pub(crate) struct Summary {
     pub(crate) rows: u64,
     pub(crate) dropped: u64,
+    /// Partition files written (0: one file).
+    pub(crate) partitions: u64,
 }

@@ -3,19 +3,23 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use anyhow::Context;
 
 use arrow_array::builder::{StringBuilder, TimestampNanosecondBuilder, UInt32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use nanolog_runtime::reader::{Event, Merge, Record, Value};
 use nanolog_runtime::text::render::format_message;
+use nanolog_runtime::text::utc::rfc3339;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression as Codec, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
-use crate::cli::{Compression, ExportArgs};
+use crate::cli::{Compression, ExportArgs, PartitionBy};
 use crate::decode::DecodePlan;
 use crate::export::Summary;
 use crate::output;
@@ -122,11 +126,55 @@ impl Columns {
     }
 }
 
+/// Where an export goes: one file, or Hive-style partitions under a
+/// directory.
+pub(crate) enum Output {
+    File(File),
+    Partitions(PathBuf, PartitionBy),
+}
+
+/// What the writer thread is handed: the next file to write (the one
+/// before is finished), or a batch of rows for the current one.
+enum ToWriter {
+    Open(File),
+    Batch(RecordBatch),
+}
+
+/// The partition of a record at `unix_ns`: `date=2026-11-24`, or
+/// `date=2026-11-24/hour=13` (UTC).
+fn partition(by: PartitionBy, unix_ns: i64) -> String {
+    let t = rfc3339(unix_ns); // 2026-11-24T13:02:03.123456789Z
+    match by {
+        PartitionBy::Day => format!("date={}", &t[..10]),
+        PartitionBy::Hour => format!("date={}/hour={}", &t[..10], &t[11..13]),
+    }
+}
+
+/// A new file in partition `part` under `dir`: the first free
+/// `part-NNNNN.parquet`, so an export beside an earlier one adds to it.
+fn open_partition(dir: &Path, part: &str) -> anyhow::Result<File> {
+    let d = dir.join(part);
+    std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+    for n in 0..100_000 {
+        let p = d.join(format!("part-{n:05}.parquet"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+        {
+            Ok(f) => return Ok(f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", p.display())),
+        }
+    }
+    anyhow::bail!("{}: no free part-NNNNN.parquet name", d.display())
+}
+
 pub(crate) fn parquet(
     a: &ExportArgs,
     plan: &DecodePlan,
     files: &[nanolog_runtime::reader::LogFile],
-    out: File,
+    out: Output,
 ) -> anyhow::Result<Summary> {
     let schema = Arc::new(schema());
     let codec = match a.compression {
@@ -145,34 +193,57 @@ pub(crate) fn parquet(
         .set_column_dictionary_enabled(ColumnPath::from("msg"), false)
         .set_column_dictionary_enabled(ColumnPath::from("args"), false)
         .build();
-    let writer = ArrowWriter::try_new(
-        BufWriter::with_capacity(1 << 20, out),
-        Arc::clone(&schema),
-        Some(props),
-    )?;
     // Encoding and compressing the columns (the writer) runs on a thread of
     // its own while this one merges and renders the next batch; two batches
-    // in flight at most, so memory stays bounded.
-    let (to_writer, batches) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
+    // in flight at most, so memory stays bounded. Each Open finishes the
+    // file before it (footer, flush) and starts the next.
+    let (to_writer, batches) = std::sync::mpsc::sync_channel::<ToWriter>(2);
+    let encoder_schema = Arc::clone(&schema);
     let encoder = std::thread::Builder::new()
         .name("nanolog-export-writer".into())
         .spawn(move || -> anyhow::Result<()> {
-            let mut writer = writer;
-            for batch in batches {
-                writer.write(&batch)?;
+            let mut writer: Option<ArrowWriter<BufWriter<File>>> = None;
+            let finish = |w: Option<ArrowWriter<BufWriter<File>>>| -> anyhow::Result<()> {
+                if let Some(w) = w {
+                    w.into_inner()?.flush()?;
+                }
+                Ok(())
+            };
+            for m in batches {
+                match m {
+                    ToWriter::Open(file) => {
+                        finish(writer.take())?;
+                        writer = Some(ArrowWriter::try_new(
+                            BufWriter::with_capacity(1 << 20, file),
+                            Arc::clone(&encoder_schema),
+                            Some(props.clone()),
+                        )?);
+                    }
+                    ToWriter::Batch(b) => match writer.as_mut() {
+                        Some(w) => w.write(&b)?,
+                        None => anyhow::bail!("rows before a file to write them to"),
+                    },
+                }
             }
-            // Writes the footer; then the buffered bytes go out.
-            writer.into_inner()?.flush()?;
-            Ok(())
+            finish(writer)
         })?;
+    let partitions = match out {
+        Output::File(f) => {
+            let _ = to_writer.send(ToWriter::Open(f));
+            None
+        }
+        Output::Partitions(dir, by) => Some((dir, by)),
+    };
+    let mut current_part: Option<String> = None;
     let mut cols = Columns::new();
     let (mut msg, mut scratch) = (String::with_capacity(256), String::with_capacity(256));
     let mut summary = Summary {
         rows: 0,
         dropped: 0,
+        partitions: 0,
     };
     let mut merge = Merge::new(files, plan.filter(files, 0));
-    let send = |batch: RecordBatch| -> bool { to_writer.send(batch).is_ok() };
+    let send = |batch: RecordBatch| -> bool { to_writer.send(ToWriter::Batch(batch)).is_ok() };
     let mut writer_gone = false;
     for ev in merge.by_ref() {
         match ev {
@@ -180,6 +251,24 @@ pub(crate) fn parquet(
             Event::Record(rec) => {
                 if plan.limit.is_some_and(|l| summary.rows >= l) {
                     break;
+                }
+                if let Some((dir, by)) = &partitions {
+                    // Records come in time order: a partition, once left,
+                    // does not come back.
+                    let part = partition(*by, rec.unix_ns());
+                    if current_part.as_deref() != Some(part.as_str()) {
+                        if cols.rows > 0 && !send(cols.finish(&schema)?) {
+                            writer_gone = true;
+                            break;
+                        }
+                        let file = open_partition(dir, &part)?;
+                        if to_writer.send(ToWriter::Open(file)).is_err() {
+                            writer_gone = true;
+                            break;
+                        }
+                        summary.partitions += 1;
+                        current_part = Some(part);
+                    }
                 }
                 // The arguments decoded once, for the message and the columns.
                 let site = rec.site();

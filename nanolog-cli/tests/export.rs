@@ -338,3 +338,91 @@ fn hostile_and_truncated_inputs_get_the_same_clean_error_as_decode() {
     assert!(want.len() > 1000);
     assert_eq!(rows(&read_parquet(&out)), want);
 }
+
+/// The Parquet files under `dir`, sorted.
+fn part_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "parquet") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `export --partition-by hour` (CONTRACT §14): Hive-style directories
+/// named by each row's UTC date and hour, every row once, rows equal to
+/// decode's in order; a second export into the same directory adds files
+/// beside the first (part-00001), never replaces them.
+#[test]
+fn partitioned_export_writes_hive_directories_by_utc_hour() {
+    let f = fixtures();
+    let dir = f.dir.join("partitioned");
+    let _ = std::fs::remove_dir_all(&dir);
+    for _ in 0..2 {
+        let o = succeed(&[
+            "export",
+            "--format",
+            "parquet",
+            "--partition-by",
+            "hour",
+            "--output",
+            p(&dir),
+            p(&f.main),
+        ]);
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("partitions"),
+            "{o:?}"
+        );
+    }
+    let files = part_files(&dir);
+    let firsts: Vec<&PathBuf> = files
+        .iter()
+        .filter(|p| p.ends_with("part-00000.parquet"))
+        .collect();
+    assert!(!firsts.is_empty());
+    let mut got = Vec::new();
+    let mut homes = Vec::new();
+    for file in &firsts {
+        let rel = file
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let rows = rows(&read_parquet(file));
+        homes.extend(std::iter::repeat_n(rel, rows.len()));
+        got.extend(rows);
+    }
+    let decoded = decoded(&[p(&f.main)]);
+    let want: Vec<Json> = decoded.iter().map(project).collect();
+    assert_eq!(got, want);
+    for (home, d) in homes.iter().zip(&decoded) {
+        // date=YYYY-MM-DD/hour=HH of the row's own UTC time.
+        let ts = d["ts"].as_str().unwrap();
+        let expect = format!("date={}/hour={}/part-00000.parquet", &ts[..10], &ts[11..13]);
+        assert_eq!(*home, expect);
+    }
+    // The second export: the same partitions, a second part each.
+    assert_eq!(files.len(), 2 * firsts.len(), "{files:?}");
+
+    let o = run(&[
+        "export",
+        "--format",
+        "jsonl",
+        "--partition-by",
+        "day",
+        "-o",
+        p(&dir),
+        p(&f.main),
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("use --format parquet"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
