@@ -47,6 +47,12 @@ pub struct DecodeArgs {
     /// Keep printing records as the file grows (and across rolls), until interrupted.
     #[arg(short, long)]
     pub follow: bool,
+    /// With -f: resume from, and keep, the position saved in FILE (the
+    /// file of the set and the offset printed up to, saved atomically after
+    /// each batch printed): restarted, the follower prints what came after
+    /// it, records of a batch cut off by a kill possibly twice.
+    #[arg(long, value_name = "FILE", requires = "follow")]
+    pub cursor: Option<PathBuf>,
     /// Colour the level in text lines: when stdout is a terminal (auto), always, never.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,

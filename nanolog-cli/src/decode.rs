@@ -104,7 +104,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         if a.files.len() != 1 {
             bail!("--follow takes exactly one file");
         }
-        return follow(&plan, &a.files[0]);
+        return follow(&plan, &a.files[0], a.cursor.as_deref());
     }
     let files = crate::open_all(&a.files, true)?;
     let stdout = io::stdout();
@@ -379,7 +379,7 @@ fn print_parallel(
 /// ends (it rolled, or a new run took the path), go on with the files of the
 /// set that began after it, oldest first, then the live one: a follower
 /// several rolls or a restart behind the writer prints every record once.
-fn follow(plan: &DecodePlan, base: &Path) -> anyhow::Result<()> {
+fn follow(plan: &DecodePlan, base: &Path, cursor: Option<&Path>) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut w = stdout.lock();
     let mut printed = 0u64;
@@ -394,6 +394,32 @@ fn follow(plan: &DecodePlan, base: &Path) -> anyhow::Result<()> {
     let mut after_ns: Option<i64> = None;
     if std::fs::metadata(base).is_err() {
         after_ns = Some(newest_finished(base).unwrap_or(i64::MIN));
+    }
+    // A saved position: go on from it, in its file if the set still has
+    // it, else from the first file that began after it.
+    if let Some(c) = cursor.map(Cursor::load).transpose()?.flatten() {
+        match find_in_set(base, c.pid, c.base_unix_ns) {
+            Some((l, path)) => {
+                let offset = c.offset.min(l.valid_len());
+                let more = print(plan, std::slice::from_ref(&l), offset, &mut w, &mut printed)?;
+                w.flush()?;
+                if !more {
+                    return Ok(());
+                }
+                let offset = l.valid_len();
+                save_cursor(cursor, &l, offset)?;
+                cur = Some((l, path, offset));
+            }
+            None => {
+                let _ = writeln!(
+                    io::stderr(),
+                    "nanolog: warning: the cursor's file is no longer in the set of {}; going on from the first file after it",
+                    base.display()
+                );
+                after_ns = Some(c.base_unix_ns);
+                done = None;
+            }
+        }
     }
     loop {
         let Some((log, path, offset)) = cur.as_mut() else {
@@ -420,6 +446,7 @@ fn follow(plan: &DecodePlan, base: &Path) -> anyhow::Result<()> {
                         break;
                     }
                     let offset = l.valid_len();
+                    save_cursor(cursor, &l, offset)?;
                     cur = Some((l, next, offset));
                     continue;
                 }
@@ -452,6 +479,7 @@ fn follow(plan: &DecodePlan, base: &Path) -> anyhow::Result<()> {
                     continue;
                 }
                 *offset = log.valid_len();
+                save_cursor(cursor, log, *offset)?;
                 log.rotated_to().is_some()
             }
             // A finished file (not the live path) read to its end.
@@ -467,6 +495,72 @@ fn follow(plan: &DecodePlan, base: &Path) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_millis(100));
     }
     Ok(())
+}
+
+/// A follower's saved position: the file (by its header's pid and start
+/// time) and the offset printed up to.
+struct Cursor {
+    pid: u32,
+    base_unix_ns: i64,
+    offset: usize,
+}
+
+impl Cursor {
+    /// The cursor saved at `path`; `None` if there is none yet.
+    fn load(path: &Path) -> anyhow::Result<Option<Cursor>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let bad = || anyhow::anyhow!("{}: not a nanolog cursor", path.display());
+        let mut f = text.split_whitespace();
+        if f.next() != Some("nanolog-cursor-v1") {
+            return Err(bad());
+        }
+        let mut num = || f.next().ok_or_else(bad);
+        Ok(Some(Cursor {
+            pid: num()?.parse().map_err(|_| bad())?,
+            base_unix_ns: num()?.parse().map_err(|_| bad())?,
+            offset: num()?.parse().map_err(|_| bad())?,
+        }))
+    }
+}
+
+/// Saves the position (`log` printed up to `offset`) at `path`, if a
+/// cursor is kept: written beside it and renamed over it, so a reader (or
+/// a kill) sees the old position or the new, never half of one.
+fn save_cursor(path: Option<&Path>, log: &LogFile, offset: usize) -> anyhow::Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    let h = log.header();
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(
+        &tmp,
+        format!("nanolog-cursor-v1 {} {} {offset}\n", h.pid, h.base_unix_ns),
+    )
+    .and_then(|()| std::fs::rename(&tmp, path))
+    .with_context(|| format!("cannot save the cursor {}", path.display()))
+}
+
+/// The file of the set at `base` whose header says `pid` and `base_unix_ns`
+/// (the live file or a finished one), opened to follow.
+fn find_in_set(base: &Path, pid: u32, base_unix_ns: i64) -> Option<(LogFile, PathBuf)> {
+    let finished = nanolog_runtime::reader::finished_files(base).unwrap_or_default();
+    let candidates = finished
+        .into_iter()
+        .map(|(p, _)| p)
+        .chain([base.to_path_buf()]);
+    for p in candidates {
+        if let Ok(l) = LogFile::open_live(&p) {
+            let h = l.header();
+            if h.pid == pid && h.base_unix_ns == base_unix_ns {
+                return Some((l, p));
+            }
+        }
+    }
+    None
 }
 
 /// When the newest finished file of the set at `base` began.

@@ -714,3 +714,110 @@ fn stats_aggregates_a_named_argument() {
         .contains("no selected call site has an argument of that name"));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Lines a follower printed, read on a thread of their own.
+fn spawn_follower(
+    base: &Path,
+    cursor: &Path,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(BIN)
+        .args(["decode", "-f", "--cursor", p(cursor), p(base)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// The record numbers of `follow {i}` lines received until record `last`
+/// (or a minute).
+fn take_lines(rx: &std::sync::mpsc::Receiver<String>, got: &mut Vec<u64>, last: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while got.last() != Some(&last) && Instant::now() < deadline {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+            got.push(l.rsplit(' ').next().unwrap().parse().unwrap());
+        }
+    }
+}
+
+/// `decode -f --cursor FILE` (CONTRACT §13): a follower killed with
+/// SIGKILL and started again with its cursor goes on where it was, across
+/// the rolls made in between: every record is printed, and none twice
+/// but those of a batch printed and not yet saved at the kill.
+#[test]
+fn follow_with_a_cursor_resumes_after_a_kill() {
+    let _s = serial();
+    let d = dir("cursor");
+    let base = d.join("app.nlog");
+    let cursor = d.join("app.cursor");
+    let logger = Logger::builder()
+        .path(&base)
+        .rotate_bytes(16 << 10)
+        .start()
+        .unwrap();
+    let log = |range: std::ops::Range<u64>| {
+        for i in range {
+            nanolog::info!("follow {}", i);
+            if i % 500 == 0 {
+                nanolog::flush().unwrap();
+            }
+        }
+        nanolog::flush().unwrap();
+    };
+    log(0..10_000);
+    let (mut a, rx) = spawn_follower(&base, &cursor);
+    // It prints the live file from its start (files rolled before it
+    // started are not its business), up to the last record.
+    let mut first = Vec::new();
+    take_lines(&rx, &mut first, 9_999);
+    // (Killed after it saved the position it printed to; killed between a
+    // print and its save, it would print that batch again.)
+    let saved_by = Instant::now() + Duration::from_secs(10);
+    while !cursor.exists() && Instant::now() < saved_by {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    a.kill().unwrap();
+    let _ = a.wait();
+    assert_eq!(
+        first.last(),
+        Some(&9_999),
+        "the first follower: {}",
+        first.len()
+    );
+    let saved = std::fs::read_to_string(&cursor).unwrap();
+    assert!(saved.starts_with("nanolog-cursor-v1 "), "{saved}");
+    log(10_000..40_000);
+    let (mut b, rx) = spawn_follower(&base, &cursor);
+    log(40_000..50_000);
+    let mut second = Vec::new();
+    take_lines(&rx, &mut second, 49_999);
+    let _ = b.kill();
+    let _ = b.wait();
+    drop(logger);
+    assert!(
+        finished(&base).len() > 3,
+        "the writer rolled {} times",
+        finished(&base).len()
+    );
+    // The second follower starts where the first left off (its cursor),
+    // not at the start of the live file or of the set.
+    let resumed_at = second[0];
+    assert!(resumed_at <= 10_000, "a gap: resumed at {resumed_at}");
+    assert!(resumed_at > first[0], "the second follower started over");
+    assert_eq!(
+        second,
+        (resumed_at..50_000).collect::<Vec<_>>(),
+        "the second follower, from {resumed_at}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
