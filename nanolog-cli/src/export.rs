@@ -30,7 +30,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             crate::parquet_out::Output::Partitions(a.output.clone(), by),
         )
         .with_context(|| format!("cannot write under {}", a.output.display()))?;
-        return report(a, &summary);
+        return report(a, &summary.into());
     }
     let out =
         File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
@@ -54,6 +54,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
             crate::parquet_out::parquet(a, &plan, &files, crate::parquet_out::Output::File(out))
                 .with_context(|| format!("cannot write {}", a.output.display()))?
+                .into()
         }
         #[cfg(not(feature = "parquet"))]
         ExportFormat::Parquet => {
@@ -65,6 +66,17 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
         }
     };
     report(a, &summary)
+}
+
+#[cfg(feature = "parquet")]
+impl From<crate::parquet_out::Written> for Summary {
+    fn from(w: crate::parquet_out::Written) -> Summary {
+        Summary {
+            rows: w.rows,
+            dropped: w.dropped,
+            partitions: w.partitions,
+        }
+    }
 }
 
 /// The summary lines on stderr.
@@ -90,9 +102,9 @@ fn report(a: &ExportArgs, summary: &Summary) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) struct Summary {
-    pub(crate) rows: u64,
-    pub(crate) dropped: u64,
+struct Summary {
+    rows: u64,
+    dropped: u64,
     /// Partition files written (0: one file).
-    pub(crate) partitions: u64,
+    partitions: u64,
 }

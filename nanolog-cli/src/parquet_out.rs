@@ -21,7 +21,6 @@ use parquet::schema::types::ColumnPath;
 
 use crate::cli::{Compression, ExportArgs, PartitionBy};
 use crate::decode::DecodePlan;
-use crate::export::Summary;
 use crate::output;
 
 /// Rows gathered before they are handed to the Parquet writer.
@@ -126,6 +125,15 @@ impl Columns {
     }
 }
 
+/// What an export wrote.
+pub(crate) struct Written {
+    pub(crate) rows: u64,
+    /// Records the logger had dropped (gaps are not rows).
+    pub(crate) dropped: u64,
+    /// Partition files written (0: one file).
+    pub(crate) partitions: u64,
+}
+
 /// Where an export goes: one file, or Hive-style partitions under a
 /// directory.
 pub(crate) enum Output {
@@ -175,7 +183,7 @@ pub(crate) fn parquet(
     plan: &DecodePlan,
     files: &[nanolog_runtime::reader::LogFile],
     out: Output,
-) -> anyhow::Result<Summary> {
+) -> anyhow::Result<Written> {
     let schema = Arc::new(schema());
     let codec = match a.compression {
         Compression::Zstd => Codec::ZSTD(ZstdLevel::default()),
@@ -237,7 +245,7 @@ pub(crate) fn parquet(
     let mut current_part: Option<String> = None;
     let mut cols = Columns::new();
     let (mut msg, mut scratch) = (String::with_capacity(256), String::with_capacity(256));
-    let mut summary = Summary {
+    let mut summary = Written {
         rows: 0,
         dropped: 0,
         partitions: 0,

@@ -310,6 +310,15 @@ fn group_key(plan: &StatsPlan<'_>, fi: usize, rec: &Record<'_>) -> Key {
     }
 }
 
+/// The column heading of `--by`'s groups.
+fn group_name(by: GroupBy) -> &'static str {
+    match by {
+        GroupBy::Site => "site",
+        GroupBy::Thread => "thread",
+        GroupBy::Level => "level",
+    }
+}
+
 fn kind_name(v: &Value<'_>) -> &'static str {
     match v {
         Value::Bool(_) => "a bool",
@@ -373,11 +382,7 @@ fn write_groups(
     let file_bytes: u64 = plan.files.iter().map(|f| f.valid_len() as u64).sum();
     match format {
         Format::Text => {
-            let what = match plan.by {
-                GroupBy::Site => "site",
-                GroupBy::Thread => "thread",
-                GroupBy::Level => "level",
-            };
+            let what = group_name(plan.by);
             let _ = writeln!(
                 out,
                 "{:>12} {:>7} {:>12} {:>7}  {:<30} {:<30}  {:<24}",
@@ -455,11 +460,7 @@ fn write_series(
             .then_with(|| a.0 .1.cmp(&b.0 .1))
     });
     if format == Format::Text {
-        let what = match plan.by {
-            GroupBy::Site => "site",
-            GroupBy::Thread => "thread",
-            GroupBy::Level => "level",
-        };
+        let what = group_name(plan.by);
         let _ = writeln!(
             out,
             "{:<30}  {:>10}  {:<24}",

@@ -132,46 +132,40 @@ fn from_tracing_log(meta: &tracing_core::Metadata<'_>) -> bool {
     meta.target() == "log" && meta.fields().field("log.target").is_some()
 }
 
-impl NanologLayer {
-    /// A `log` record that arrived through tracing-log (the `log` feature of
-    /// `tracing-subscriber`, on by default): recorded once, with its own
-    /// target, module, file and line, as `capture_log` records it.
-    #[cold]
-    fn log_record(&self, event: &Event<'_>) {
-        let meta = event.metadata();
-        let mut f = Fields {
-            log: Some(LogOrigin::default()),
-            ..Fields::default()
-        };
-        event.record(&mut f);
-        let o = f.log.take().unwrap_or_default();
-        let level = level(meta.level());
-        let target = o.target.as_deref().unwrap_or("log");
-        let module = o.module.as_deref().unwrap_or(target);
-        let file = o.file.as_deref().unwrap_or("<unknown>");
-        let line = o.line.unwrap_or(0);
-        let gate_key = Key {
-            level,
-            target,
-            file,
-            line,
-            module,
-            fields: &[],
-            message: false,
-        };
-        if !super::site(&gate_key).enabled(&gate_key) {
-            return;
+/// Where an event comes from: level, target, file, line, module.
+struct Origin<'a> {
+    level: Level,
+    target: &'a str,
+    file: &'a str,
+    line: u32,
+    module: &'a str,
+}
+
+impl Origin<'_> {
+    /// The key of this origin with `fields` (the gate's, with none: the
+    /// filter is decided from the call site alone).
+    fn key<'k>(&'k self, fields: &'k [(&'k str, ArgKind)], message: bool) -> Key<'k> {
+        Key {
+            level: self.level,
+            target: self.target,
+            file: self.file,
+            line: self.line,
+            module: self.module,
+            fields,
+            message,
         }
+    }
+
+    /// Whether the filter lets this call site's records through.
+    fn enabled(&self) -> bool {
+        let gate = self.key(&[], false);
+        super::site(&gate).enabled(&gate)
+    }
+
+    /// Logs the collected message and fields at the site of this origin.
+    fn log(&self, f: &Fields) {
         let kinds: Vec<(&str, ArgKind)> = f.fields.iter().map(|(n, v)| (*n, v.kind())).collect();
-        let key = Key {
-            level,
-            target,
-            file,
-            line,
-            module,
-            fields: &kinds,
-            message: f.message.is_some(),
-        };
+        let key = self.key(&kinds, f.message.is_some());
         let site = super::site(&key);
         let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.fields.len() + 1);
         if let Some(m) = &f.message {
@@ -182,48 +176,51 @@ impl NanologLayer {
     }
 }
 
+impl NanologLayer {
+    /// A `log` record that arrived through tracing-log (the `log` feature of
+    /// `tracing-subscriber`, on by default): recorded once, with its own
+    /// target, module, file and line, as `capture_log` records it.
+    #[cold]
+    fn log_record(&self, event: &Event<'_>) {
+        let mut f = Fields {
+            log: Some(LogOrigin::default()),
+            ..Fields::default()
+        };
+        event.record(&mut f);
+        let o = f.log.take().unwrap_or_default();
+        let target = o.target.as_deref().unwrap_or("log");
+        let origin = Origin {
+            level: level(event.metadata().level()),
+            target,
+            file: o.file.as_deref().unwrap_or("<unknown>"),
+            line: o.line.unwrap_or(0),
+            module: o.module.as_deref().unwrap_or(target),
+        };
+        if origin.enabled() {
+            origin.log(&f);
+        }
+    }
+}
+
 impl<S: Subscriber> Layer<S> for NanologLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
         if from_tracing_log(meta) {
             return self.log_record(event);
         }
-        let (level, target) = (level(meta.level()), meta.target());
-        let (file, line) = (meta.file().unwrap_or("<unknown>"), meta.line().unwrap_or(0));
-        let module = meta.module_path().unwrap_or("");
-        // The filter first, from the call site alone, before anything is
-        // collected: a site with no fields stands for the event's call site.
-        let gate_key = Key {
-            level,
-            target,
-            file,
-            line,
-            module,
-            fields: &[],
-            message: false,
+        let origin = Origin {
+            level: level(meta.level()),
+            target: meta.target(),
+            file: meta.file().unwrap_or("<unknown>"),
+            line: meta.line().unwrap_or(0),
+            module: meta.module_path().unwrap_or(""),
         };
-        if !super::site(&gate_key).enabled(&gate_key) {
+        // The filter first, before anything is collected.
+        if !origin.enabled() {
             return;
         }
         let mut f = Fields::default();
         event.record(&mut f);
-        let mut kinds: Vec<(&str, ArgKind)> = Vec::with_capacity(f.fields.len());
-        kinds.extend(f.fields.iter().map(|(n, v)| (*n, v.kind())));
-        let key = Key {
-            level,
-            target,
-            file,
-            line,
-            module,
-            fields: &kinds,
-            message: f.message.is_some(),
-        };
-        let site = super::site(&key);
-        let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.fields.len() + 1);
-        if let Some(m) = &f.message {
-            args.push(Arg::Str(m.as_str()));
-        }
-        args.extend(f.fields.iter().map(|(_, v)| v.as_str_arg()));
-        super::log(site, &key, &args);
+        origin.log(&f);
     }
 }
