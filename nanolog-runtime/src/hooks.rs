@@ -237,31 +237,12 @@ mod os {
             .and_then(|p| SIGNALS.iter().position(|&s| s == sig).map(|i| p[i]));
         match prev {
             Some(p) if p.sa_sigaction == libc::SIG_IGN => {}
-            Some(p) if p.sa_sigaction != libc::SIG_DFL => {
-                if p.sa_flags & libc::SA_SIGINFO != 0 {
-                    // SAFETY: with SA_SIGINFO the previous handler has this
-                    // signature (it was installed as such); we pass on the
-                    // kernel's own arguments.
-                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-                        unsafe { std::mem::transmute(p.sa_sigaction) };
-                    f(sig, info, ctx);
-                } else {
-                    // SAFETY: without SA_SIGINFO the previous handler is a
-                    // plain `void (*)(int)`.
-                    let f: extern "C" fn(libc::c_int) =
-                        unsafe { std::mem::transmute(p.sa_sigaction) };
-                    f(sig);
-                }
-            }
+            Some(p) if crate::signals::call_previous(&p, sig, info, ctx) => {}
             _ => {
-                let mut dfl = zeroed_action();
-                dfl.sa_sigaction = libc::SIG_DFL;
-                // SAFETY: restoring the default action and raising the signal
-                // are async-signal-safe; `dfl` is a valid sigaction.
-                unsafe {
-                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
-                    libc::raise(sig);
-                }
+                crate::signals::restore_default(sig);
+                // SAFETY: raise is async-signal-safe; the default action is
+                // back, so the signal ends the process once we return.
+                unsafe { libc::raise(sig) };
             }
         }
     }

@@ -34,6 +34,8 @@ pub mod reader;
 mod ring;
 mod set;
 mod shared;
+#[cfg(target_os = "linux")]
+mod signals;
 mod site;
 mod sync;
 #[doc(hidden)]

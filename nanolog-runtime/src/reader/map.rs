@@ -262,29 +262,13 @@ mod os {
 
     /// Not ours: the handler before ours, else the default action.
     fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-        match PREVIOUS.get() {
-            Some(p) if p.sa_sigaction != libc::SIG_DFL && p.sa_sigaction != libc::SIG_IGN => {
-                if p.sa_flags & libc::SA_SIGINFO != 0 {
-                    // SAFETY: installed with SA_SIGINFO, so of this signature.
-                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-                        unsafe { std::mem::transmute(p.sa_sigaction) };
-                    f(sig, info, ctx);
-                } else {
-                    // SAFETY: a plain `void (*)(int)` handler.
-                    let f: extern "C" fn(libc::c_int) =
-                        unsafe { std::mem::transmute(p.sa_sigaction) };
-                    f(sig);
-                }
-            }
-            _ => {
-                // SAFETY: all-zero bytes are SIG_DFL; restoring it and
-                // returning re-runs the faulting access under the default
-                // action, which ends the process as the fault would have.
-                unsafe {
-                    let dfl: libc::sigaction = std::mem::zeroed();
-                    libc::sigaction(sig, &dfl, std::ptr::null_mut());
-                }
-            }
+        let called = PREVIOUS
+            .get()
+            .is_some_and(|p| crate::signals::call_previous(p, sig, info, ctx));
+        if !called {
+            // Returning re-runs the faulting access under the default
+            // action, which ends the process as the fault would have.
+            crate::signals::restore_default(sig);
         }
     }
 }

@@ -1,0 +1,42 @@
+//! Handing a signal on to the handler installed before ours: what the
+//! fatal-signal handlers (`hooks`) and the reader's SIGBUS handler (a
+//! mapped file cut short) share. Async-signal-safe: `sigaction` and plain
+//! calls only.
+
+/// Calls `prev`, the action installed before ours, if it is a handler
+/// (neither `SIG_DFL` nor `SIG_IGN`), with the kernel's own arguments;
+/// false if it is not one, for the caller to decide what the default is.
+pub(crate) fn call_previous(
+    prev: &libc::sigaction,
+    sig: libc::c_int,
+    info: *mut libc::siginfo_t,
+    ctx: *mut libc::c_void,
+) -> bool {
+    if prev.sa_sigaction == libc::SIG_DFL || prev.sa_sigaction == libc::SIG_IGN {
+        return false;
+    }
+    if prev.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: installed with SA_SIGINFO, the previous handler has this
+        // signature; we pass on the kernel's own arguments.
+        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(prev.sa_sigaction) };
+        f(sig, info, ctx);
+    } else {
+        // SAFETY: without SA_SIGINFO the previous handler is a plain
+        // `void (*)(int)`.
+        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(prev.sa_sigaction) };
+        f(sig);
+    }
+    true
+}
+
+/// Restores the default action of `sig` (async-signal-safe).
+pub(crate) fn restore_default(sig: libc::c_int) {
+    // SAFETY: all-zero bytes are a valid sigaction whose handler is
+    // SIG_DFL, with no flags and an empty mask; `sigaction` is
+    // async-signal-safe.
+    unsafe {
+        let dfl: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, &dfl, std::ptr::null_mut());
+    }
+}
