@@ -21,7 +21,9 @@ mod common;
 
 use std::time::Instant;
 
-use common::{empty_tsc_pair, median, nearest_rank, print_rtt, remove_set, tsc, Op, TABLE3};
+use common::{
+    empty_tsc_pair, median, nearest_rank, print_rtt, remove_set, timed_calls, tsc, Op, TABLE3,
+};
 use nanolog::reader::LogFile;
 use nanolog::Logger;
 
@@ -50,17 +52,7 @@ fn floor(scale: u64, wait: u64, overhead: u64, ns: &dyn Fn(u64) -> f64) {
         op(&mut buf);
     }
     let samples = (1_000_000 / scale) as usize;
-    let mut lat = Vec::with_capacity(samples);
-    for _ in 0..samples {
-        let t0 = tsc();
-        op(&mut buf);
-        let t1 = tsc();
-        lat.push((t1 - t0).saturating_sub(overhead));
-        while tsc() - t1 < wait {
-            std::hint::spin_loop();
-        }
-    }
-    lat.sort_unstable();
+    let lat = timed_calls(samples, wait, overhead, || op(&mut buf));
     let n = 100_000_000 / scale;
     let t = Instant::now();
     for _ in 0..n {
@@ -115,18 +107,8 @@ fn main() {
         op(4_194_304 / scale);
         logger.flush().expect("flush");
         let samples = (1_000_000 / scale) as usize;
-        let mut lat = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            let t0 = tsc();
-            op(1);
-            let t1 = tsc();
-            lat.push((t1 - t0).saturating_sub(overhead));
-            while tsc() - t1 < wait {
-                std::hint::spin_loop();
-            }
-        }
+        let lat = timed_calls(samples, wait, overhead, || op(1));
         drop(logger);
-        lat.sort_unstable();
 
         // Throughput, median of `runs`.
         let n = count / scale;

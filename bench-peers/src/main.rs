@@ -34,7 +34,7 @@ mod alternate;
 mod chart;
 mod peers;
 
-use common::{empty_tsc_pair, nearest_rank, print_rtt, rtt, tsc};
+use common::{empty_tsc_pair, nearest_rank, print_rtt, rtt, timed_calls};
 
 use std::io::Write;
 use std::process::Command;
@@ -140,17 +140,7 @@ fn run(logger: &str, message: &str, mode: &str, n: u64, path: &str) -> Row {
         let overhead = empty_tsc_pair(100_000);
         op(n);
         let wait = (100.0 * per_ns) as u64;
-        let mut lat = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            let t0 = tsc();
-            op(1);
-            let t1 = tsc();
-            lat.push((t1 - t0).saturating_sub(overhead));
-            while tsc() - t1 < wait {
-                std::hint::spin_loop();
-            }
-        }
-        lat.sort_unstable();
+        let lat = timed_calls(n as usize, wait, overhead, || op(1));
         let ns = |t: u64| t as f64 / per_ns;
         row.p50 = ns(nearest_rank(&lat, 50.0));
         row.p99 = ns(nearest_rank(&lat, 99.0));

@@ -89,6 +89,25 @@ pub fn tsc() -> u64 {
 }
 
 /// The `p`-th percentile of sorted samples, by nearest rank.
+/// Times `samples` calls of `op` one by one with the TSC (an empty
+/// `rdtsc` pair's `overhead` subtracted), busy-waiting `wait` ticks after
+/// each so calls do not queue behind one another; the ticks each took,
+/// sorted (read percentiles with [`nearest_rank`]).
+pub fn timed_calls(samples: usize, wait: u64, overhead: u64, mut op: impl FnMut()) -> Vec<u64> {
+    let mut lat = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let t0 = tsc();
+        op();
+        let t1 = tsc();
+        lat.push((t1 - t0).saturating_sub(overhead));
+        while tsc() - t1 < wait {
+            std::hint::spin_loop();
+        }
+    }
+    lat.sort_unstable();
+    lat
+}
+
 pub fn nearest_rank<T: Copy>(sorted: &[T], p: f64) -> T {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
     sorted[rank.min(sorted.len()) - 1]
