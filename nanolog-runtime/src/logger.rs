@@ -63,6 +63,17 @@ impl Builder {
     /// `stem.<UTC start time>Z.ext` ([`crate::finished_path`], from the time
     /// the file's header records), so `nanolog decode app.nlog app.*Z.nlog`
     /// reads the whole set in time order. A run never destroys an earlier one.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-path-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("logs/app.nlog")) // logs/ is made if missing
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn path(mut self, path: impl Into<PathBuf>) -> Self {
         self.path = path.into();
         self
@@ -70,6 +81,18 @@ impl Builder {
 
     /// The minimum level (default `Info`); [`crate::set_level`] changes it later.
     /// It is the default of [`Builder::filter`]'s directives.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-level-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .level(nanolog::Level::Debug)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn level(mut self, level: Level) -> Self {
         self.level = level;
         self
@@ -83,6 +106,18 @@ impl Builder {
     ///
     /// An invalid directive makes [`Builder::start`] fail with
     /// [`Error::Config`]. [`crate::set_filter`] changes them later.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-filter-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .filter("info,my_crate::db=debug,hyper=off")
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn filter(mut self, directives: &str) -> Self {
         self.filter = Some(directives.to_owned());
         self
@@ -92,6 +127,19 @@ impl Builder {
     /// `RUST_LOG`) if it is set and not empty, instead of those of
     /// [`Builder::filter`] and [`Builder::level`]. An invalid directive there
     /// is reported in one line on stderr and skipped; the rest apply.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-filter_env-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .filter("info")
+    ///     .filter_env("RUST_LOG") // replaces "info" when RUST_LOG is set
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn filter_env(mut self, var: &str) -> Self {
         self.filter_env = Some(var.to_owned());
         self
@@ -133,6 +181,18 @@ impl Builder {
     /// come in the flusher's order (each thread's in its own order), and a
     /// line's time is mapped from the clock calibration known when it was
     /// rendered (within microseconds of `decode`'s).
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-mirror-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .mirror(std::io::stderr(), nanolog::Level::Warn)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn mirror(mut self, writer: impl std::io::Write + Send + 'static, level: Level) -> Self {
         self.mirror = Some(mirror::Config {
             writer: Arc::new(Mutex::new(writer)),
@@ -175,12 +235,36 @@ impl Builder {
     /// Bytes of each thread's staging ring (default 1 MiB), rounded up to a
     /// power of two; at least 256. A record larger than the ring is dropped
     /// and counted (see `Stats::oversize`).
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-staging_capacity-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .staging_capacity(4 << 20) // 4 MiB a thread: bursts, or records up to 4 MiB
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn staging_capacity(mut self, bytes: usize) -> Self {
         self.staging_capacity = bytes;
         self
     }
 
     /// What a call does when its ring is full (default [`OnFull::Block`]).
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-on_full-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .on_full(nanolog::OnFull::Drop) // never wait; count and report drops
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn on_full(mut self, on_full: OnFull) -> Self {
         self.on_full = on_full;
         self
@@ -191,6 +275,18 @@ impl Builder {
     /// is renamed beside it to `stem.<UTC start time>Z.ext`, so the names
     /// sort in time order (see [`Builder::path`]). Each file is complete on
     /// its own (header, clock calibration, dictionary).
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-rotate_bytes-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .rotate_bytes(256 << 20)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn rotate_bytes(mut self, bytes: u64) -> Self {
         self.files.rotate_bytes = Some(bytes);
         self
@@ -200,6 +296,18 @@ impl Builder {
     /// when no record arrives near it (a live file with no record yet is
     /// kept into the next period rather than finished empty). Combines
     /// with [`Builder::rotate_bytes`]: whichever comes first.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-rotate_every-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .rotate_every(nanolog::Rotation::Hourly)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn rotate_every(mut self, every: crate::Rotation) -> Self {
         self.files.rotate_every = Some(every);
         self
@@ -208,6 +316,19 @@ impl Builder {
     /// Keeps at most `n` finished files of this path's set (the live file
     /// is not counted), deleting the oldest first, at start and after each
     /// roll. Only names of the set's own shape are ever deleted.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-max_files-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .rotate_bytes(64 << 20)
+    ///     .max_files(48)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn max_files(mut self, n: usize) -> Self {
         self.files.retention.max_files = Some(n);
         self
@@ -215,6 +336,19 @@ impl Builder {
 
     /// Keeps at most `bytes` bytes of finished files of this path's set,
     /// deleting the oldest first (as [`Builder::max_files`]).
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-max_total_bytes-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .rotate_bytes(64 << 20)
+    ///     .max_total_bytes(20 << 30)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn max_total_bytes(mut self, bytes: u64) -> Self {
         self.files.retention.max_total_bytes = Some(bytes);
         self
@@ -241,12 +375,36 @@ impl Builder {
 
     /// The longest the idle flusher sleeps before looking at the rings again
     /// (default 1 ms). Shorter costs CPU when idle; longer delays records.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-wake_delay-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .wake_delay(std::time::Duration::from_millis(5))
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn wake_delay(mut self, delay: Duration) -> Self {
         self.wake_delay = delay;
         self
     }
 
     /// How often the flusher records a fresh (tick, wall clock) pair (default 1 s).
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-clock_interval-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .clock_interval(std::time::Duration::from_millis(250))
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn clock_interval(mut self, interval: Duration) -> Self {
         self.clock_interval = interval;
         self
@@ -259,6 +417,18 @@ impl Builder {
     /// nanolog's, or restores the default action and raises the signal
     /// again, so the process ends as the signal would have ended it. The
     /// handler allocates nothing and takes no lock.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-flush_on_signals-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .flush_on_signals(true)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
     pub fn flush_on_signals(mut self, on: bool) -> Self {
         self.flush_on_signals = on;
         self
