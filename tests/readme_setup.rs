@@ -16,6 +16,11 @@ mod dependency {
     }
 }
 
+/// One tracing callsite, hit under two filters.
+fn toggled(i: u64) {
+    tracing::info!(i, "toggled");
+}
+
 #[test]
 fn the_readme_set_up_works_with_default_features() {
     let path = std::env::temp_dir().join(format!("nanolog-readme-{}.nlog", std::process::id()));
@@ -30,6 +35,13 @@ fn the_readme_set_up_works_with_default_features() {
     let log_line = dependency::work();
     tracing::info!(order = 7u64, "order placed");
     nanolog::info!("native {}", 1);
+    // tracing's interest cache follows nanolog's filter: a callsite first
+    // seen while disabled (cached `never`) records again once the filter
+    // lets it through.
+    nanolog::set_filter("warn").unwrap();
+    toggled(1);
+    nanolog::set_filter("info").unwrap();
+    toggled(2);
     logger.flush().unwrap();
     drop(logger);
 
@@ -66,9 +78,15 @@ fn the_readme_set_up_works_with_default_features() {
             ),
             (
                 "readme_setup".to_string(),
-                file,
+                file.clone(),
                 got.get(3).map_or(0, |g| g.2),
                 "native 1".to_string()
+            ),
+            (
+                "readme_setup".to_string(),
+                file,
+                got.get(4).map_or(0, |g| g.2),
+                "toggled i=2".to_string()
             ),
         ]
     );

@@ -138,14 +138,19 @@ struct State {
     /// Every site decided so far, to decide again when the filter changes.
     sites: Vec<&'static dyn Callsite>,
     /// Told the filter's most verbose level whenever it changes (a bridge
-    /// whose own macros can skip what the filter disables).
+    /// whose own macros can skip what the filter disables), under the lock.
     listeners: Vec<fn(Option<Level>)>,
+    /// Called after every change, once the lock is released (a bridge
+    /// whose framework caches decisions that it asks this filter for
+    /// again: tracing's interest cache).
+    after_change: Vec<fn()>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     filter: None,
     sites: Vec::new(),
     listeners: Vec::new(),
+    after_change: Vec::new(),
 });
 
 fn lock() -> std::sync::MutexGuard<'static, State> {
@@ -174,23 +179,43 @@ pub(crate) fn decide(site: &'static dyn Callsite) -> bool {
 }
 
 /// Decides every site seen so far again, under `filter` (`None`: all off).
-fn apply(st: &mut State, filter: Option<Directives>) {
+/// Returns what must be called once the lock is released.
+#[must_use]
+fn apply(st: &mut State, filter: Option<Directives>) -> Vec<fn()> {
     st.filter = filter;
     for s in &st.sites {
         s.set_interest(interest(st.filter.as_ref(), *s));
     }
     let max = st.filter.as_ref().and_then(Directives::max_level);
     st.listeners.iter().for_each(|f| f(max));
+    st.after_change.clone()
+}
+
+/// Calls what `apply` returned (the lock released: they may ask the filter).
+fn notify(after: Vec<fn()>) {
+    after.iter().for_each(|f| f());
 }
 
 /// A logger starts with these directives.
 pub(crate) fn activate(filter: Directives) {
-    apply(&mut lock(), Some(filter));
+    let after = apply(&mut lock(), Some(filter));
+    notify(after);
 }
 
 /// The logger stops: every call is disabled.
 pub(crate) fn deactivate() {
-    apply(&mut lock(), None);
+    let after = apply(&mut lock(), None);
+    notify(after);
+}
+
+/// Calls `f` after every change of the filter, with no lock held (once per
+/// distinct `f`).
+#[cfg(feature = "tracing")]
+pub(crate) fn after_change(f: fn()) {
+    let mut st = lock();
+    if !st.after_change.contains(&f) {
+        st.after_change.push(f);
+    }
 }
 
 /// Whether a record of `level` and `target` would pass now (for bridges,
@@ -235,7 +260,9 @@ pub fn set_filter(directives: &str) -> Result<(), Error> {
     };
     let filter = Directives::new(config)?;
     if st.filter.is_some() {
-        apply(&mut st, Some(filter));
+        let after = apply(&mut st, Some(filter));
+        drop(st);
+        notify(after);
     }
     Ok(())
 }
@@ -252,7 +279,9 @@ pub fn set_level(level: Level) {
     };
     // The directives compiled before; only the default level changed.
     if let Ok(filter) = Directives::new(config) {
-        apply(&mut st, Some(filter));
+        let after = apply(&mut st, Some(filter));
+        drop(st);
+        notify(after);
     }
 }
 

@@ -28,6 +28,9 @@ pub struct NanologLayer {
 /// The layer that records `tracing` events (see [`NanologLayer`]):
 /// `tracing_subscriber::registry().with(nanolog::tracing_layer()).init()`.
 pub fn tracing_layer() -> NanologLayer {
+    // tracing caches each callsite's interest (from `register_callsite`):
+    // a change of nanolog's filter asks it again.
+    crate::filter::after_change(tracing_core::callsite::rebuild_interest_cache);
     NanologLayer::default()
 }
 
@@ -203,6 +206,26 @@ impl NanologLayer {
 }
 
 impl<S: Subscriber> Layer<S> for NanologLayer {
+    /// An event's callsite is decided by nanolog's filter, once, and again
+    /// whenever the filter changes: a disabled event then costs what
+    /// tracing's cached interest costs, and is never built. (As with any
+    /// filtering layer, a callsite this says `never` to is off for the
+    /// whole subscriber.) Spans, and the one callsite tracing-log gives every
+    /// `log` record, are decided per record instead.
+    fn register_callsite(
+        &self,
+        meta: &'static tracing_core::Metadata<'static>,
+    ) -> tracing_core::Interest {
+        if meta.is_span() || from_tracing_log(meta) {
+            return tracing_core::Interest::sometimes();
+        }
+        if crate::filter::enabled(level(meta.level()), meta.target()) {
+            tracing_core::Interest::always()
+        } else {
+            tracing_core::Interest::never()
+        }
+    }
+
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
         if from_tracing_log(meta) {
