@@ -37,6 +37,11 @@ fn tracing_event(i: u64) {
     );
 }
 
+/// A `tracing` event below the filter (Info): tracing's cached interest.
+fn tracing_disabled(i: u64) {
+    tracing::debug!(id = i, "not recorded");
+}
+
 fn bench(c: &mut Criterion) {
     let dir = std::env::temp_dir();
     let pid = std::process::id();
@@ -88,6 +93,9 @@ fn bench(c: &mut Criterion) {
     tracing::subscriber::with_default(nl, || {
         g.bench_function("tracing_info_nanolog", |b| {
             b.iter_custom(|iters| bursts(iters, &logger, tracing_event))
+        });
+        g.bench_function("tracing_debug_disabled_nanolog", |b| {
+            b.iter(|| tracing_disabled(std::hint::black_box(7)))
         });
     });
     let fmt_path = dir.join(format!("nanolog-bench-tracing-fmt-{pid}.log"));
