@@ -104,7 +104,7 @@ struct State {
     clock_every: u64,
     last_clock: u64,
     logged: u64,
-    /// The END entry is in `out`: no rotation after it.
+    /// The END entry is in `out`: no roll after it.
     closing: bool,
     /// When `out` was last written (ticks).
     last_write: u64,
@@ -326,8 +326,8 @@ impl State {
             self.check_file();
             self.write_buffer();
         }
-        if !self.closing && !exiting && self.writer.should_rotate() {
-            self.rotate();
+        if !self.closing && !exiting && self.writer.should_roll() {
+            self.roll();
         }
         self.out_limit = out_limit(&self.writer);
     }
@@ -432,8 +432,8 @@ impl State {
     }
 
     /// Starts the next file; a failure leaves the live file in use.
-    fn rotate(&mut self) {
-        match self.writer.rotate() {
+    fn roll(&mut self) {
+        match self.writer.roll() {
             Ok((header_len, retention)) => {
                 self.shared.counters.files.fetch_add(1, Ordering::Relaxed);
                 self.shared

@@ -365,7 +365,7 @@ impl Builder {
     }
 
     /// Tests only: also writes one unrotated log of the same run at `path`
-    /// (the decode of the rotated set must equal its decode).
+    /// (the decode of the rolled set must equal its decode).
     #[doc(hidden)]
     #[cfg(feature = "test-hooks")]
     pub fn __unrotated_copy(mut self, path: impl Into<PathBuf>) -> Self {
@@ -523,7 +523,7 @@ pub struct Logger {
 
 impl Logger {
     /// A builder with the defaults: `nanolog.nlog`, `Info`, 1 MiB rings,
-    /// `OnFull::Block`, no rotation.
+    /// `OnFull::Block`, no rolling.
     pub fn builder() -> Builder {
         Builder::default()
     }

@@ -25,7 +25,7 @@ pub struct Stats {
     /// were counted in `logged` first). The file reports them too, as a
     /// loss at the start of the next successful write.
     pub lost: u64,
-    /// Log files opened (more than one after rotation).
+    /// Log files opened (more than one after a roll).
     pub files: u64,
     /// Rolls to a new file, and deletions of old files, that failed (each
     /// is also reported by the next `flush`; logging goes on in the

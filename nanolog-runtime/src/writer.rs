@@ -51,11 +51,11 @@ pub(crate) struct Policy {
     /// puts a boundary seconds away instead of up to a minute).
     pub(crate) clock_offset_ns: i64,
     /// Also write one unrotated log of the same run here (tests only: the
-    /// decode of the rotated set must equal the decode of this file).
+    /// decode of the rolled set must equal the decode of this file).
     pub(crate) unrotated_copy: Option<PathBuf>,
 }
 
-/// After a failed rotation, wait this long before trying again.
+/// After a failed roll, wait this long before trying again.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub(crate) struct Writer {
@@ -72,7 +72,7 @@ pub(crate) struct Writer {
     policy: Policy,
     /// The next time boundary (wall clock, ns), and roughly the tick it falls on.
     boundary: Option<(i64, u64)>,
-    /// No rotation before this tick (after a failed one).
+    /// No roll before this tick (after a failed one).
     retry_tick: u64,
     copy: Option<File>,
     /// The lock file, held (locked) while this writer lives (none for a
@@ -378,7 +378,7 @@ impl Writer {
     /// Whether the live file is due to roll: past its size, or past a time
     /// boundary with records in it. Cheap enough for every pass of the
     /// flusher (one `rdtsc` when a time policy is set).
-    pub(crate) fn should_rotate(&mut self) -> bool {
+    pub(crate) fn should_roll(&mut self) -> bool {
         let by_size = self.policy.rotate_bytes.is_some_and(|max| self.len >= max);
         let by_time = match self.boundary {
             Some((at, tick)) => {
@@ -416,8 +416,8 @@ impl Writer {
     /// A failure in steps 1-3 undoes what was done and leaves the live file
     /// in use (tried again a second later); it is returned, for the next
     /// `flush` to report. Returns the new file's header length, and whether
-    /// retention failed (the rotation itself is done then).
-    pub(crate) fn rotate(&mut self) -> Result<(u64, io::Result<()>), io::Error> {
+    /// retention failed (the roll itself is done then).
+    pub(crate) fn roll(&mut self) -> Result<(u64, io::Result<()>), io::Error> {
         match self.switch() {
             Ok(header_len) => {
                 self.plan_boundary();

@@ -101,7 +101,7 @@ pub struct LogFile {
     /// The file's (device, inode) when opened, to notice a replacement.
     identity: Option<(u64, u64)>,
     /// The file as opened, kept by [`LogFile::open_live`] only: after a
-    /// rotation renames it away from its path, its last entries are read
+    /// roll renames it away from its path, its last entries are read
     /// through this.
     handle: Option<std::fs::File>,
 }
@@ -113,7 +113,7 @@ pub enum Refresh {
     Unchanged,
     /// The file grew; the new entries are indexed.
     Grew,
-    /// The path now holds another file (a new run, a rotation by another
+    /// The path now holds another file (a new run, a rename by another
     /// tool) or this one was cut below what was read: this `LogFile` stays
     /// as it was; open the path again to read the new content.
     Replaced,
@@ -464,7 +464,8 @@ impl LogFile {
         self.clean_end
     }
 
-    /// The next file of a rotated set, if this one ended by rotating.
+    /// The next file of a rolled set, if this one ended by rolling (the
+    /// name `rotated_to` is kept: it is public).
     pub fn rotated_to(&self) -> Option<&str> {
         self.rotated_to.as_deref()
     }

@@ -64,7 +64,7 @@ impl Event<'_> {
 
 /// (time, clock domain, tick, file, thread, cursor) of a cursor's pending
 /// event: the order of the merged output. Within one clock (one process's
-/// files) ties are broken by tick, so rotation boundaries keep their order.
+/// files) ties are broken by tick, so roll boundaries keep their order.
 type HeapKey = (i64, usize, u64, usize, u32, usize);
 
 enum Opened<'a> {
@@ -101,8 +101,8 @@ pub struct Merge<'a> {
     u_extent: Option<Extent<'a>>,
     errors: Vec<ReadError>,
     /// Per file, the clock its ticks are read by: files written by one
-    /// process (a rotated set) share one map built from all their clock
-    /// pairs, so records on both sides of a rotation keep their order.
+    /// process (a rolled set) share one map built from all their clock
+    /// pairs, so records on both sides of a roll keep their order.
     clocks: Vec<std::sync::Arc<TimeMap>>,
     /// Per file, the index of the first file sharing its clock.
     domains: Vec<usize>,
