@@ -500,7 +500,16 @@ fn stats_counts_and_aggregates_match_direct_computation() {
         "1",
         p(&f.main),
     ])[0];
-    assert_eq!(exact, agg);
+    // The same selection: the same figures (the mean to rounding: the
+    // parallel scan sums in an order of its own).
+    for k in ["count", "min", "max", "p50", "p90", "p99"] {
+        assert_eq!(exact[k], agg[k], "{k}");
+    }
+    let (m1, m2) = (
+        exact["mean"].as_f64().unwrap(),
+        agg["mean"].as_f64().unwrap(),
+    );
+    assert!((m1 - m2).abs() <= 1e-9 * m1.abs().max(1.0), "{m1} {m2}");
     // A header row over the time series.
     let text = ok(&["stats", "--every", "1s", p(&f.main)]);
     assert!(
