@@ -115,7 +115,7 @@ fn child_writer() {
     }
     logger.flush().unwrap();
     // Still holding the path while the others try.
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(3000));
     drop(logger);
 }
 
@@ -123,7 +123,8 @@ fn child_writer() {
 fn simultaneous_starts_at_one_path_let_one_writer_in() {
     let d = dir("simultaneous");
     let base = d.join("app.nlog");
-    let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_millis(700);
+    // Time for all 20 to be up and waiting, even on a loaded machine.
+    let at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_millis(1500);
     let mut children: Vec<_> = (0..20)
         .map(|id| {
             Command::new(std::env::current_exe().unwrap())

@@ -515,7 +515,7 @@ fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
     });
     // The follower is running (and has looked at the path) before the
     // first run starts.
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(1000));
     for run in 0..3 {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "child_rolling_writer", "--ignored"])
