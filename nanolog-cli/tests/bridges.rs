@@ -72,6 +72,9 @@ fn write_log() -> PathBuf {
         tracing::info!(only = "fields");
     });
 
+    // The log crate's key-values become typed fields.
+    log::info!(order = 7, side = "buy", ok = true, ratio = 0.5; "placed {}", 3);
+
     nanolog::set_filter("warn").unwrap();
     assert_eq!(log::max_level(), log::LevelFilter::Warn);
     log::info!("after set_filter: filtered out");
@@ -110,6 +113,7 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
             format!("{me} INFO login 7 user=alice attempts=3 ok=true ratio=0.5"),
             format!("{me} WARN denied code=-2"),
             format!("{me} INFO only=fields"),
+            format!("{me} INFO placed 3 order=7 side=buy ok=true ratio=0.5"),
         ]
     );
 
@@ -146,6 +150,10 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
                    "args": ["denied", -2], "msg": "denied code=-2"}),
             json!({"target": module, "module": module, "fields": {"only": "fields"},
                    "args": ["fields"], "msg": "only=fields"}),
+            json!({"target": module, "module": module,
+                   "fields": {"order": 7, "side": "buy", "ok": true, "ratio": 0.5},
+                   "args": ["placed 3", 7, "buy", true, 0.5],
+                   "msg": "placed 3 order=7 side=buy ok=true ratio=0.5"}),
         ]
     );
     // Every record has the file and line of its own call, not the bridge's:

@@ -8,6 +8,7 @@ use super::{Arg, Key};
 use crate::error::Error;
 use crate::filter;
 use crate::level::Level;
+use crate::wire::format::ArgKind;
 
 struct Bridge;
 
@@ -38,6 +39,9 @@ impl log::Log for Bridge {
         if !site.enabled(&key) {
             return;
         }
+        if record.key_values().count() > 0 {
+            return log_with_fields(record, &key);
+        }
         if let Some(s) = record.args().as_str() {
             super::log(site, &key, &[Arg::Str(s)]);
             return;
@@ -62,6 +66,51 @@ impl log::Log for Bridge {
     fn flush(&self) {
         let _ = crate::logger::flush();
     }
+}
+
+/// A record with key-values (the `log` crate's `kv`: `info!(order = 7;
+/// "placed")`): they become the site's named fields, typed where the value
+/// is a number, a bool or a string, else as the value's text.
+#[cold]
+fn log_with_fields(record: &log::Record<'_>, gate: &Key<'_>) {
+    struct Fields(Vec<(String, Arg<String>)>);
+    impl<'kvs> log::kv::VisitSource<'kvs> for Fields {
+        fn visit_pair(
+            &mut self,
+            key: log::kv::Key<'kvs>,
+            value: log::kv::Value<'kvs>,
+        ) -> Result<(), log::kv::Error> {
+            let v = if let Some(b) = value.to_bool() {
+                Arg::Bool(b)
+            } else if let Some(u) = value.to_u64() {
+                Arg::U64(u)
+            } else if let Some(i) = value.to_i64() {
+                Arg::I64(i)
+            } else if let Some(x) = value.to_f64() {
+                Arg::F64(x)
+            } else if let Some(t) = value.to_borrowed_str() {
+                Arg::Str(t.to_owned())
+            } else {
+                Arg::Str(value.to_string())
+            };
+            self.0.push((key.as_str().to_owned(), v));
+            Ok(())
+        }
+    }
+    let mut f = Fields(Vec::new());
+    let _ = record.key_values().visit(&mut f);
+    let kinds: Vec<(&str, ArgKind)> = f.0.iter().map(|(n, v)| (n.as_str(), v.kind())).collect();
+    let key = Key {
+        fields: &kinds,
+        ..*gate
+    };
+    let site = super::site(&key);
+    let mut m = String::new();
+    format_message(&mut m, record);
+    let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.0.len() + 1);
+    args.push(Arg::Str(&m));
+    args.extend(f.0.iter().map(|(_, v)| v.as_str_arg()));
+    super::log(site, &key, &args);
 }
 
 /// Formats the record's message into `m`; a panicking `Display` impl leaves
