@@ -102,8 +102,34 @@ pub use nanolog_macros::error;
 /// nanolog::log!(level, "built with {} threads", 4);
 /// ```
 pub use nanolog_macros::log;
+
+/// Enters a span on this thread until the returned [`SpanGuard`] is
+/// dropped: `let _s = nanolog::span!("request", id = 7, user = name);`.
+///
+/// Every record the thread makes meanwhile (nanolog's macros, `log`,
+/// `tracing`) carries the span, outermost first when spans nest: `decode`
+/// prints `request{id=7 user="ann"}: ` before the message, JSON and export
+/// list it under `spans`. The fields are written once, when the span is
+/// entered; the records inside cost what records outside cost. Fields
+/// show as `Debug` (strings quoted), or as `Display` with `%`:
+/// `span!("db", %table)`. A field without a value captures the variable of
+/// that name.
+///
+/// ```
+/// # let _ = std::fs::remove_file("span-doc.nlog");
+/// let _logger = nanolog::Logger::builder().path("span-doc.nlog").start().unwrap();
+/// let user = "ann";
+/// {
+///     let _s = nanolog::span!("request", id = 7, user);
+///     nanolog::info!("loaded {} rows", 3); // ... request{id=7 user="ann"}: loaded 3 rows
+/// }
+/// # drop(_logger);
+/// # let _ = std::fs::remove_file("span-doc.nlog");
+/// ```
+pub use nanolog_macros::span;
 #[cfg(feature = "log")]
 pub use nanolog_runtime::capture_log;
+pub use nanolog_runtime::SpanGuard;
 pub use nanolog_runtime::{
     flush, reader, set_filter, set_level, set_thread_name, sync, Builder, Error, Level, Logger,
     OnFull, ParseLevelError, Rotation, Stats,

@@ -45,6 +45,7 @@ fn schema() -> Schema {
         utf8("msg", false),
         utf8("args", false),
         utf8("fields", false),
+        utf8("spans", false),
     ])
 }
 
@@ -61,6 +62,7 @@ struct Columns {
     msg: StringBuilder,
     args: StringBuilder,
     fields: StringBuilder,
+    spans: StringBuilder,
     rows: usize,
 }
 
@@ -79,6 +81,7 @@ impl Columns {
             msg: s(),
             args: s(),
             fields: s(),
+            spans: s(),
             rows: 0,
         }
     }
@@ -102,6 +105,9 @@ impl Columns {
         scratch.clear();
         output::json_fields(site, args, scratch);
         self.fields.append_value(&*scratch);
+        scratch.clear();
+        output::json_spans(rec, scratch);
+        self.spans.append_value(&*scratch);
         self.rows += 1;
     }
 
@@ -119,6 +125,7 @@ impl Columns {
             Arc::new(self.msg.finish()),
             Arc::new(self.args.finish()),
             Arc::new(self.fields.finish()),
+            Arc::new(self.spans.finish()),
         ];
         self.rows = 0;
         Ok(RecordBatch::try_new(Arc::clone(schema), cols)?)

@@ -147,14 +147,15 @@ fn rows(batches: &[RecordBatch]) -> Vec<Json> {
                 // Strings holding JSON: parsed, to compare as values.
                 "args": serde_json::from_str::<Json>(s(9).value(r)).unwrap(),
                 "fields": serde_json::from_str::<Json>(s(10).value(r)).unwrap(),
+                "spans": serde_json::from_str::<Json>(s(11).value(r)).unwrap(),
             }));
         }
     }
     out
 }
 
-/// The columns of CONTRACT §11, in order.
-const COLUMNS: [&str; 11] = [
+/// The columns of CONTRACT §11 and §12, in order.
+const COLUMNS: [&str; 12] = [
     "ts",
     "level",
     "thread",
@@ -166,6 +167,7 @@ const COLUMNS: [&str; 11] = [
     "msg",
     "args",
     "fields",
+    "spans",
 ];
 
 /// The keys of a decoded JSON record that the Parquet columns carry (`ts`

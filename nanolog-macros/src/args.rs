@@ -119,3 +119,56 @@ impl Parse for LevelAndFormat {
         })
     }
 }
+
+/// `"name", field = value, %shown = value, captured, ...` for `span!`.
+pub struct SpanArgs {
+    pub name: LitStr,
+    /// Each field: its name, its value, and whether it shows as `Display`
+    /// (`%value`) rather than `Debug` (the default, as in `tracing`).
+    pub fields: Vec<(Ident, Expr, bool)>,
+}
+
+impl Parse for SpanArgs {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if !input.peek(LitStr) {
+            return Err(input.error("expected the span's name, a string literal"));
+        }
+        let name: LitStr = input.parse()?;
+        let mut fields: Vec<(Ident, Expr, bool)> = Vec::new();
+        while !input.is_empty() {
+            input.parse::<Token![,]>()?;
+            if input.is_empty() {
+                break;
+            }
+            // `%x` / `?x` alone, `x` alone, or `x = [%|?]value`.
+            let sigil = |input: ParseStream| -> syn::Result<bool> {
+                if input.peek(Token![%]) {
+                    input.parse::<Token![%]>()?;
+                    Ok(true)
+                } else {
+                    if input.peek(Token![?]) {
+                        input.parse::<Token![?]>()?;
+                    }
+                    Ok(false)
+                }
+            };
+            let shorthand_display = sigil(input)?;
+            let field: Ident = input.parse()?;
+            let (value, display) = if input.peek(Token![=]) && !input.peek(Token![==]) {
+                input.parse::<Token![=]>()?;
+                let display = sigil(input)? || shorthand_display;
+                (input.parse::<Expr>()?, display)
+            } else {
+                (syn::parse_quote!(#field), shorthand_display)
+            };
+            if fields.iter().any(|(n, _, _)| *n == field) {
+                return Err(syn::Error::new_spanned(
+                    &field,
+                    format!("duplicate field `{field}`"),
+                ));
+            }
+            fields.push((field, value, display));
+        }
+        Ok(SpanArgs { name, fields })
+    }
+}

@@ -17,6 +17,24 @@ pub enum LevelSpec {
     Dynamic(Expr),
 }
 
+/// A `span!`: its site (role span, named `name`), the record of its
+/// fields and key, and the guard that exits it.
+pub fn expand_span(name: &str, resolved: &Resolved) -> TokenStream {
+    let p = quote!(::nanolog::__private);
+    let (statics, body) = statics_and_body(resolved);
+    quote! {{
+        let __nl_key: u64 = #p::span_key();
+        #statics
+        static __NL_SITE_STATIC: #p::Site = #p::Site::span(
+            #name, ::core::module_path!(), ::core::file!(), ::core::line!(),
+            ::core::module_path!(), &__NL_PIECES, &__NL_NAMES,
+        );
+        let __NL_SITE: &'static #p::Site = &__NL_SITE_STATIC;
+        #body
+        #p::SpanGuard::entered(__nl_key)
+    }}
+}
+
 pub fn expand(
     level: LevelSpec,
     target: Option<&Expr>,
@@ -28,6 +46,49 @@ pub fn expand(
         Some(t) => quote!(#t),
         None => quote!(::core::module_path!()),
     };
+    let fmt_str = lit.value();
+    let (statics, body) = statics_and_body(resolved);
+    match level {
+        LevelSpec::Static(name) => {
+            let lvl = syn::Ident::new(name, Span::call_site());
+            quote! {{
+                if #p::compiled_in(#p::Level::#lvl) {
+                    #statics
+                    static __NL_SITE_STATIC: #p::Site = #p::Site::new(
+                        #p::Level::#lvl, #target, ::core::file!(), ::core::line!(),
+                        ::core::module_path!(), #fmt_str, &__NL_PIECES, &__NL_NAMES,
+                    );
+                    let __NL_SITE: &'static #p::Site = &__NL_SITE_STATIC;
+                    if __NL_SITE.enabled() {
+                        #body
+                    }
+                }
+            }}
+        }
+        LevelSpec::Dynamic(expr) => {
+            // One site per level, built by the runtime in its own level order.
+            quote! {{
+                let __nl_level: #p::Level = #expr;
+                if #p::compiled_in(__nl_level) {
+                    #statics
+                    static __NL_SITES: [#p::Site; #p::Level::ALL.len()] = #p::Site::per_level(
+                        #target, ::core::file!(), ::core::line!(), ::core::module_path!(),
+                        #fmt_str, &__NL_PIECES, &__NL_NAMES,
+                    );
+                    let __NL_SITE: &'static #p::Site = &__NL_SITES[__nl_level as usize];
+                    if __NL_SITE.enabled() {
+                        #body
+                    }
+                }
+            }}
+        }
+    }
+}
+
+/// The call's static pieces and names, and the code that logs its record
+/// at `__NL_SITE`.
+fn statics_and_body(resolved: &Resolved) -> (TokenStream, TokenStream) {
+    let p = quote!(::nanolog::__private);
     // Each argument's name, for the log's named fields ("" if positional).
     let names = resolved.args.iter().map(|a| match &a.origin {
         Origin::Positional => String::new(),
@@ -35,7 +96,6 @@ pub fn expand(
     });
     let n_args = resolved.args.len();
     let pieces = pieces_tokens(resolved);
-    let fmt_str = lit.value();
     let n_pieces = resolved.pieces.len();
 
     let arg_idents: Vec<_> = (0..resolved.args.len())
@@ -118,41 +178,7 @@ pub fn expand(
         static __NL_PIECES: [#p::Piece; #n_pieces] = [#(#pieces),*];
         static __NL_NAMES: [&str; #n_args] = [#(#names),*];
     };
-    match level {
-        LevelSpec::Static(name) => {
-            let lvl = syn::Ident::new(name, Span::call_site());
-            quote! {{
-                if #p::compiled_in(#p::Level::#lvl) {
-                    #statics
-                    static __NL_SITE_STATIC: #p::Site = #p::Site::new(
-                        #p::Level::#lvl, #target, ::core::file!(), ::core::line!(),
-                        ::core::module_path!(), #fmt_str, &__NL_PIECES, &__NL_NAMES,
-                    );
-                    let __NL_SITE: &'static #p::Site = &__NL_SITE_STATIC;
-                    if __NL_SITE.enabled() {
-                        #body
-                    }
-                }
-            }}
-        }
-        LevelSpec::Dynamic(expr) => {
-            // One site per level, built by the runtime in its own level order.
-            quote! {{
-                let __nl_level: #p::Level = #expr;
-                if #p::compiled_in(__nl_level) {
-                    #statics
-                    static __NL_SITES: [#p::Site; #p::Level::ALL.len()] = #p::Site::per_level(
-                        #target, ::core::file!(), ::core::line!(), ::core::module_path!(),
-                        #fmt_str, &__NL_PIECES, &__NL_NAMES,
-                    );
-                    let __NL_SITE: &'static #p::Site = &__NL_SITES[__nl_level as usize];
-                    if __NL_SITE.enabled() {
-                        #body
-                    }
-                }
-            }}
-        }
-    }
+    (statics, body)
 }
 
 fn pieces_tokens(resolved: &Resolved) -> Vec<TokenStream> {

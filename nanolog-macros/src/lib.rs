@@ -57,6 +57,47 @@ pub fn error(input: TokenStream) -> TokenStream {
     expand_static("Error", input)
 }
 
+/// Enters a span on this thread: `span!("request", id = 7, user = name)`.
+#[proc_macro]
+pub fn span(input: TokenStream) -> TokenStream {
+    let parsed = syn::parse_macro_input!(input as args::SpanArgs);
+    // The span's text, `name{id=7 user="ann"}`, as a format string over the
+    // fields: its pieces render it, checked and encoded as any call's.
+    let name = parsed.name.value();
+    let mut fmt = name.replace('{', "{{").replace('}', "}}");
+    if !parsed.fields.is_empty() {
+        fmt.push_str("{{");
+        for (i, (field, _, display)) in parsed.fields.iter().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            let spec = if *display { "" } else { ":?" };
+            fmt.push_str(&format!("{sep}{field}={{{field}{spec}}}"));
+        }
+        fmt.push_str("}}");
+    }
+    let format = args::FormatArgs {
+        lit: syn::LitStr::new(&fmt, parsed.name.span()),
+        positional: Vec::new(),
+        named: parsed
+            .fields
+            .iter()
+            .map(|(f, v, _)| (f.clone(), v.clone()))
+            .collect(),
+    };
+    match check::resolve(&format) {
+        Ok(mut r) => {
+            // The span's key last, recorded raw, named by no placeholder.
+            r.args.push(check::Arg {
+                expr: syn::parse_quote!(__nl_key),
+                origin: check::Origin::Positional,
+                value_uses: Vec::new(),
+                count_use: false,
+            });
+            codegen::expand_span(&name, &r).into()
+        }
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
 /// Logs at a level known only at run time: `log!(level, "fmt", args...)`.
 ///
 /// Every macro takes an optional `target: "name",` first, as the `log`

@@ -12,7 +12,9 @@ use crate::mirror::Mirror;
 use crate::ring::{self, Consumer};
 use crate::site::{self, Registration};
 use crate::wire::extent;
+use crate::wire::format::Role;
 use crate::wire::frame::{begin_entry, end_entry, put_entry};
+use crate::wire::record::Value;
 use crate::wire::{dict, put_varint, record, tag};
 use crate::writer::{FileState, Lost, Writer};
 
@@ -66,6 +68,29 @@ struct RingState {
     thread_emitted: Option<(u64, u32)>,
     /// The thread's name as last recorded.
     name: String,
+    /// The thread's spans.
+    ctx: Context,
+}
+
+/// A thread's spans, as the flusher follows them.
+#[derive(Default)]
+struct Context {
+    /// The spans entered on the thread and not exited, outermost first.
+    spans: Vec<LiveSpan>,
+    /// The (file generation, context) the file last placed the thread in.
+    written: Option<(u64, u32)>,
+}
+
+/// A span entered on a thread: what its SPAN entry holds, and the context
+/// id that entry has in the current file, once written.
+struct LiveSpan {
+    key: u64,
+    site: u32,
+    tick: u64,
+    /// Its arguments, compacted as a record's.
+    args: Vec<u8>,
+    /// (file generation, context id) of its SPAN entry.
+    ctx: Option<(u64, u32)>,
 }
 
 /// A site met in the current drain: its id (also its index in
@@ -74,6 +99,7 @@ struct RingState {
 struct Current {
     id: u32,
     compact: Option<CompactFn>,
+    role: Role,
 }
 
 struct Open {
@@ -119,6 +145,8 @@ struct State {
     last_path_check: u64,
     /// An END was written since the process began to exit.
     ended_at_exit: bool,
+    /// The last context id given (unique within a file while live).
+    last_ctx: u32,
 }
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
@@ -186,6 +214,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         pending_lost: None,
         last_path_check: 0,
         ended_at_exit: false,
+        last_ctx: 0,
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -285,6 +314,7 @@ impl Flusher {
             c: Consumer::new(r),
             thread_emitted: None,
             name: String::new(),
+            ctx: Context::default(),
         }));
     }
 }
@@ -508,9 +538,11 @@ impl State {
             close(&mut self.out, open);
             self.emit_site(ix);
         }
+        let reg = self.sites[ix].as_ref();
         let c = Current {
             id,
-            compact: self.sites[ix].as_ref().and_then(|r| r.compact),
+            compact: reg.and_then(|r| r.compact),
+            role: reg.map_or(Role::Record, |r| r.site.role),
         };
         *cur = Some(c);
         Some(c)
@@ -572,6 +604,15 @@ impl State {
                     dict::put_drop(b, thread, d.count, d.first, d.last)
                 });
             } else if let Some(cur) = self.current(site, &mut cur, &mut open) {
+                if cur.role != Role::Record {
+                    close(&mut self.out, &mut open);
+                    self.span_record(&mut r.ctx, cur, tick, rec.args);
+                    r.c.advance(len);
+                    continue;
+                }
+                if open.is_none() {
+                    self.place_thread(&mut r.ctx, thread);
+                }
                 let out = &mut self.out;
                 let o = open.get_or_insert_with(|| {
                     let start = begin_entry(out, tag::EXTENT);
@@ -660,6 +701,90 @@ impl State {
 }
 
 impl State {
+    /// A span entered or exited on the ring's thread: its stack changes;
+    /// the file learns of it before the thread's next extent
+    /// ([`State::place_thread`]), so spans without records inside cost the
+    /// file nothing.
+    fn span_record(&mut self, r: &mut Context, cur: Current, tick: u64, raw: &[u8]) {
+        let kinds = match self.sites[cur.id as usize].as_deref() {
+            Some(reg) => &reg.kinds[..],
+            None => return,
+        };
+        let mut args = Vec::new();
+        let key = record::compact(kinds, raw, &mut args)
+            .and_then(|()| record::nth_arg(kinds, &args, 0, kinds.len().checked_sub(1)?));
+        let Some(Value::Uint(key)) = key else {
+            debug_assert!(false, "span record without its key");
+            return;
+        };
+        let key = key as u64;
+        match cur.role {
+            Role::Span => r.spans.push(LiveSpan {
+                key,
+                site: cur.id,
+                tick,
+                args,
+                ctx: None,
+            }),
+            _ => {
+                // The innermost span of that key; spans entered after it
+                // now sit in another context and are written again.
+                if let Some(i) = r.spans.iter().rposition(|s| s.key == key) {
+                    r.spans.remove(i);
+                    r.spans[i..].iter_mut().for_each(|s| s.ctx = None);
+                }
+            }
+        }
+    }
+
+    /// Before an extent of `r`'s thread: the SPAN entries of its stack that
+    /// the current file lacks, and a CONTEXT entry if its context changed.
+    fn place_thread(&mut self, r: &mut Context, thread: u32) {
+        let generation = self.file_generation;
+        let written = match r.written {
+            Some((g, c)) if g == generation => c,
+            _ => 0,
+        };
+        let mut parent = 0;
+        let mut stale = false;
+        for sp in &mut r.spans {
+            match sp.ctx {
+                Some((g, c)) if g == generation && !stale => parent = c,
+                _ => {
+                    stale = true;
+                    if let Some(ix) = self.site(sp.site) {
+                        if !self.site_emitted[ix] {
+                            emit_site(&mut self.out, &self.sites, ix);
+                            self.site_emitted[ix] = true;
+                        }
+                    }
+                    self.last_ctx = self.last_ctx.checked_add(1).unwrap_or(1);
+                    let ctx = self.last_ctx;
+                    put_entry(&mut self.out, tag::SPAN, |b| {
+                        dict::put_span(
+                            b,
+                            &dict::SpanEntry {
+                                ctx,
+                                parent,
+                                site: sp.site,
+                                tick: sp.tick,
+                                args: &sp.args,
+                            },
+                        )
+                    });
+                    sp.ctx = Some((generation, ctx));
+                    parent = ctx;
+                }
+            }
+        }
+        if parent != written {
+            put_entry(&mut self.out, tag::CONTEXT, |b| {
+                dict::put_context(b, thread, parent)
+            });
+        }
+        r.written = Some((generation, parent));
+    }
+
     /// A record the flusher cannot compact (its bytes do not match its
     /// site): never silently lost, it is counted as dropped and written as a
     /// one-record gap, which `decode` shows.
@@ -693,6 +818,7 @@ fn emit_site(out: &mut Vec<u8>, sites: &[Option<Arc<Registration>>], ix: usize) 
             pieces: s.pieces,
             target: s.target,
             names: s.names,
+            role: s.role,
         },
     );
     end_entry(out, start);

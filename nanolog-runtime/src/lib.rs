@@ -37,6 +37,7 @@ mod shared;
 #[cfg(target_os = "linux")]
 mod signals;
 mod site;
+mod span;
 mod sync;
 #[doc(hidden)]
 pub mod text;
@@ -57,6 +58,7 @@ pub use logger::{flush, sync, Builder, Logger};
 pub use producer::set_thread_name;
 pub use set::{finished_files, finished_path};
 pub use shared::Stats;
+pub use span::SpanGuard;
 pub use wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
 pub use writer::Rotation;
 
@@ -70,4 +72,5 @@ pub mod __private {
     };
     pub use crate::producer::log;
     pub use crate::site::Site;
+    pub use crate::span::{span_key, SpanGuard};
 }

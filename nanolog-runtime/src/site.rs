@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::compact::CompactFn;
 use crate::filter;
 use crate::level::Level;
-use crate::wire::format::{ArgKind, Piece};
+use crate::wire::format::{ArgKind, Piece, Role};
 
 /// The static descriptor of one call site, emitted by the logging macros
 /// (or interned once per distinct call by a bridge).
@@ -29,6 +29,8 @@ pub struct Site {
     pub pieces: &'static [Piece],
     /// Each argument's name, in argument order (`""` for a positional one).
     pub names: &'static [&'static str],
+    /// A log record's site, or a span's entry or exit.
+    pub role: Role,
     /// Whether calls are enabled (`filter::{DISABLED, UNDECIDED, ENABLED}`).
     interest: AtomicU8,
     /// 0 until the first call registers the site.
@@ -57,9 +59,31 @@ impl Site {
             format,
             pieces,
             names,
+            role: Role::Record,
             interest: AtomicU8::new(filter::UNDECIDED),
             id: AtomicU32::new(0),
         }
+    }
+
+    /// The site of a span (`nanolog::span!`, a `tracing` span's callsite):
+    /// `name` is the span's name, `pieces` render it as `name{k=v ..}`;
+    /// its arguments are the fields, then the span's key. Spans pass no
+    /// filter: the records inside them are what the filter selects.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub const fn span(
+        name: &'static str,
+        target: &'static str,
+        file: &'static str,
+        line: u32,
+        module: &'static str,
+        pieces: &'static [Piece],
+        names: &'static [&'static str],
+    ) -> Site {
+        let mut s = Site::new(Level::Info, target, file, line, module, name, pieces, names);
+        s.role = Role::Span;
+        s.interest = AtomicU8::new(filter::ENABLED);
+        s
     }
 
     /// The sites of a `log!(level, ...)` call: one per level, indexed by the
@@ -83,6 +107,23 @@ impl Site {
             Site::new(l3, target, file, line, module, format, pieces, names),
             Site::new(l4, target, file, line, module, format, pieces, names),
         ]
+    }
+
+    /// The one site of span exits (see `span.rs`).
+    pub(crate) const fn span_exit() -> Site {
+        let mut s = Site::new(
+            Level::Info,
+            "nanolog::span",
+            "<span exit>",
+            0,
+            "nanolog::span",
+            "",
+            &[],
+            &[],
+        );
+        s.role = Role::SpanExit;
+        s.interest = AtomicU8::new(filter::ENABLED);
+        s
     }
 
     /// Whether this call site is enabled now: one relaxed load and a test
@@ -119,7 +160,6 @@ impl Site {
 
     /// The id of a site whose argument kinds are known only at run time (a
     /// bridge's); registers it on its first call.
-    #[cfg_attr(not(any(feature = "log", feature = "tracing")), allow(dead_code))]
     pub(crate) fn id_dyn(&'static self, kinds: &[ArgKind]) -> u32 {
         // Acquire: as in `id`.
         let id = self.id.load(Ordering::Acquire);
@@ -144,7 +184,10 @@ impl filter::Callsite for Site {
     }
 
     fn set_interest(&self, i: u8) {
-        self.interest.store(i, Ordering::Relaxed);
+        // A span's site stays enabled whatever the filter.
+        if self.role == Role::Record {
+            self.interest.store(i, Ordering::Relaxed);
+        }
     }
 }
 

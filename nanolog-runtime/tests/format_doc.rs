@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use nanolog_runtime::reader::Role;
 use nanolog_runtime::reader::{LogFile, Refresh, Value, Warning};
 use nanolog_runtime::wire::{self, dict, header::Header, record, tag};
 use nanolog_runtime::{ArgKind, Level, Piece, Spec};
@@ -45,6 +46,7 @@ fn example() -> Vec<u8> {
             pieces: &pieces,
             target: "app",
             names: &["ms"],
+            role: Role::Record,
         },
     );
     entry(&mut f, tag::SITE, &b);

@@ -76,6 +76,7 @@ pub fn json_record_direct(j: &mut Json, rec: &Record<'_>, out: &mut String, scra
     let site = rec.site();
     rec.with_args(|args| {
         json_args_and_fields(site, args, out);
+        json_spans_key(rec, out);
         out.push_str(",\"msg\":\"");
         let start = out.len();
         format_message(&site.pieces, &site.kinds, args, out);
@@ -95,7 +96,42 @@ fn json_head(j: &mut Json, rec: &Record<'_>, out: &mut String) {
     json_time_and_keys(j, rec, out);
     let site = rec.site();
     rec.with_args(|args| json_args_and_fields(site, args, out));
+    json_spans_key(rec, out);
     out.push_str(",\"msg\":");
+}
+
+/// `,"spans":[..]`: see [`json_spans`].
+fn json_spans_key(rec: &Record<'_>, out: &mut String) {
+    out.push_str(",\"spans\":");
+    json_spans(rec, out);
+}
+
+/// The JSON array of the spans a record was made in, outermost first:
+/// `[{"name":"request","fields":{"id":7}}, ..]`, `[]` outside spans.
+pub fn json_spans(rec: &Record<'_>, out: &mut String) {
+    if !rec.in_spans() {
+        out.push_str("[]");
+        return;
+    }
+    out.push('[');
+    for (i, s) in rec.spans().iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"name\":");
+        json_string(s.name(), out);
+        out.push_str(",\"fields\":{");
+        for (j, (name, v)) in s.fields().iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            json_string(name, out);
+            out.push(':');
+            json_value(v, out);
+        }
+        out.push_str("}}");
+    }
+    out.push(']');
 }
 
 /// `{"ts_ns":…,"ts":"…"` and the cached keys up to the opening of `args`.
@@ -211,7 +247,7 @@ pub fn json_gap(j: &mut Json, g: &Gap, file: &LogFile, out: &mut String) {
     push_i64(out, g.first_unix_ns);
     out.push_str(",\"last_ts_ns\":");
     push_i64(out, g.last_unix_ns);
-    out.push_str(",\"level\":null,\"file\":null,\"line\":null,\"target\":null,\"fmt\":null,\"args\":[],\"fields\":{},\"msg\":");
+    out.push_str(",\"level\":null,\"file\":null,\"line\":null,\"target\":null,\"fmt\":null,\"args\":[],\"fields\":{},\"spans\":[],\"msg\":");
     json_string(&gap_message(g), out);
     out.push_str(j.source(file));
 }

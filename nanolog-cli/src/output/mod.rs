@@ -4,7 +4,7 @@ mod json;
 mod text;
 
 #[cfg(feature = "parquet")]
-pub use json::{json_args, json_fields};
+pub use json::{json_args, json_fields, json_spans};
 pub use json::{json_gap, json_record, json_record_direct, json_string, Json};
 pub use text::{text_gap, text_record, text_record_direct, Text};
 

@@ -38,6 +38,8 @@ pub struct Text {
     color: bool,
     /// Times in this zone with its offset (`--local`), else UTC with `Z`.
     local: Option<jiff::tz::TimeZone>,
+    /// A record's spans before they are escaped.
+    span_text: String,
 }
 
 impl Text {
@@ -79,6 +81,23 @@ fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
     t.write_time(out, rec.unix_ns());
     let color = t.color;
     out.push_str(t.prefixes.get(rec, |rec, out| prefix_text(rec, color, out)));
+    if rec.in_spans() {
+        push_spans(rec, out, &mut t.span_text);
+    }
+}
+
+/// `request{id=7}:db{table="users"}: ` (as tracing-subscriber's fmt prints
+/// the spans of an event), escaped as a message is.
+fn push_spans(rec: &Record<'_>, out: &mut String, scratch: &mut String) {
+    scratch.clear();
+    for (i, s) in rec.spans().iter().enumerate() {
+        if i > 0 {
+            scratch.push(':');
+        }
+        s.render(scratch);
+    }
+    escape_line(scratch, out);
+    out.push_str(": ");
 }
 
 fn prefix_text(rec: &Record<'_>, color: bool, out: &mut String) {

@@ -89,7 +89,7 @@ impl<S: AsRef<str>> fmt::Display for Arg<S> {
 }
 
 impl Arg<&str> {
-    fn ring_len(&self) -> usize {
+    pub(crate) fn ring_len(&self) -> usize {
         match self {
             Arg::I64(v) => v.ring_len(),
             Arg::U64(v) => v.ring_len(),
@@ -101,7 +101,7 @@ impl Arg<&str> {
         }
     }
 
-    fn write<'w>(&self, c: SlotWriter<'w>) -> SlotWriter<'w> {
+    pub(crate) fn write<'w>(&self, c: SlotWriter<'w>) -> SlotWriter<'w> {
         match self {
             Arg::I64(v) => v.write(c),
             Arg::U64(v) => v.write(c),
@@ -372,6 +372,93 @@ fn log_overflow(site: &'static Interned, key: &Key<'_>, args: &[Arg<&str>]) {
         for a in &args {
             c = a.write(c);
         }
+    });
+}
+
+/// What identifies a bridge span's site: its callsite and its fields'
+/// names and kinds, and which fields show by `Debug` (typed values, as
+/// tracing-subscriber's fmt shows them: `user="ann"`, `ratio=1.0`) rather
+/// than as the text they were given as (a `?debug` or `%display` value).
+#[cfg(feature = "tracing")]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct SpanKey {
+    /// The callsite's identity (its metadata's address).
+    pub(crate) callsite: usize,
+    pub(crate) fields: Vec<(&'static str, ArgKind, bool)>,
+}
+
+/// The site of a bridge span, interned on first sight; `None` past the cap
+/// (the span is then not recorded: its records still are).
+#[cfg(feature = "tracing")]
+pub(crate) fn span_site(
+    key: &SpanKey,
+    name: &'static str,
+    target: &'static str,
+    file: &'static str,
+    line: u32,
+    module: &'static str,
+) -> Option<u32> {
+    static SPANS: std::sync::Mutex<Option<HashMap<SpanKey, u32>>> = std::sync::Mutex::new(None);
+    let mut map = SPANS.lock().unwrap_or_else(PoisonError::into_inner);
+    let map = map.get_or_insert_with(HashMap::new);
+    if let Some(&id) = map.get(key) {
+        return Some(id);
+    }
+    // Counted against the bridge sites' cap (Relaxed: under the lock).
+    if INTERNED.load(Ordering::Relaxed) >= MAX_SITES {
+        crate::channel::BRIDGE_OVERFLOW.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    INTERNED.fetch_add(1, Ordering::Relaxed);
+    let mut pieces = vec![Piece::Lit(Cow::Borrowed(name))];
+    let mut names: Vec<&'static str> = Vec::new();
+    let mut kinds = Vec::new();
+    for (i, &(field, kind, quoted)) in key.fields.iter().enumerate() {
+        let open = if i == 0 { "{" } else { " " };
+        pieces.push(Piece::Lit(Cow::Owned(format!("{open}{field}="))));
+        let mut spec = Spec::display(i as u16);
+        if quoted {
+            spec.ty = crate::wire::format::Ty::Debug;
+        }
+        pieces.push(Piece::Arg(spec));
+        names.push(field);
+        kinds.push(kind);
+    }
+    if !key.fields.is_empty() {
+        pieces.push(Piece::Lit(Cow::Borrowed("}")));
+    }
+    // The key last, unnamed.
+    names.push("");
+    kinds.push(ArgKind::U64);
+    let site = Site::span(
+        name,
+        target,
+        file,
+        line,
+        module,
+        Vec::leak(pieces),
+        Vec::leak(names),
+    );
+    let site: &'static Site = Box::leak(Box::new(site));
+    let id = site.id_dyn(&kinds);
+    map.insert(key.clone(), id);
+    Some(id)
+}
+
+/// Enters a bridge span on this thread: a record of its site `id` with its
+/// field values and its `key`.
+#[cfg(feature = "tracing")]
+pub(crate) fn enter_span(id: u32, fields: &[(&'static str, Arg<String>, bool)], key: u64) {
+    let len = fields
+        .iter()
+        .map(|(_, a, _)| a.as_str_arg().ring_len())
+        .sum::<usize>()
+        + key.ring_len();
+    producer::log_id(id, len, |mut c| {
+        for (_, a, _) in fields {
+            c = a.as_str_arg().write(c);
+        }
+        key.write(c);
     });
 }
 

@@ -4,17 +4,25 @@ use std::fmt::{self, Write as _};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use tracing_core::field::{Field, Visit};
+use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::LookupSpan;
+
+use std::borrow::Cow;
+use std::sync::PoisonError;
 
 use super::{Arg, Key};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
+use crate::wire::format::{Piece, Spec};
 
 /// A `tracing_subscriber::Layer` that records every enabled event as a
 /// nanolog record: level, target, file, line, its message and its fields
 /// (shown in text as `key=value` after the message, in JSON under
-/// `fields`). Spans are not recorded.
+/// `fields`). Spans are context: entering one writes its fields once to
+/// the thread's log, and every record the thread makes inside it (events,
+/// `log` records, nanolog's own) carries it (see `nanolog::span!`).
 ///
 /// Events pass the running logger's directives (per target), decided once
 /// per event call site and cached. Their message and fields are collected on
@@ -129,6 +137,371 @@ impl Visit for Fields {
     }
 }
 
+/// A span's fields as the layer keeps them (in the span's extensions), and
+/// its nanolog site for those fields' kinds.
+struct SpanData {
+    fields: Vec<(&'static str, Arg<String>, bool)>,
+    site: Option<u32>,
+}
+
+impl SpanData {
+    fn intern(&mut self, meta: &'static tracing_core::Metadata<'static>) {
+        let key = super::SpanKey {
+            callsite: meta as *const _ as usize,
+            fields: self
+                .fields
+                .iter()
+                .map(|(n, v, debug)| (*n, v.kind(), *debug))
+                .collect(),
+        };
+        self.site = super::span_site(
+            &key,
+            meta.name(),
+            meta.target(),
+            meta.file().unwrap_or("<unknown>"),
+            meta.line().unwrap_or(0),
+            meta.module_path().unwrap_or(""),
+        );
+    }
+}
+
+/// Collects a span's fields: typed values shown by `Debug`, `Debug` and
+/// `Display` values as their text.
+struct SpanFields<'a>(&'a mut Vec<(&'static str, Arg<String>, bool)>);
+
+impl SpanFields<'_> {
+    fn push(&mut self, field: &Field, v: Arg<String>, debug: bool) {
+        match self.0.iter_mut().find(|(n, _, _)| *n == field.name()) {
+            Some(slot) => *slot = (field.name(), v, debug),
+            None => self.0.push((field.name(), v, debug)),
+        }
+    }
+}
+
+impl Visit for SpanFields<'_> {
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.push(field, Arg::I64(value), true);
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.push(field, Arg::U64(value), true);
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.push(field, Arg::I128(value), true);
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        self.push(field, Arg::U128(value), true);
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.push(field, Arg::F64(value), true);
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.push(field, Arg::Bool(value), true);
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.push(field, Arg::Str(value.to_owned()), true);
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        let mut s = String::new();
+        if catch_unwind(AssertUnwindSafe(|| write!(s, "{value:?}"))).is_err() {
+            s = String::from("<Debug panicked>");
+        }
+        self.push(field, Arg::Str(s), false);
+    }
+}
+
+/// The typed path of an event callsite, learnt from its first event: its
+/// message is the same text every time (kept in the site as literal text)
+/// and its fields are numbers, bools and strings of fixed kinds, so an event
+/// is written as raw values, nothing formatted or allocated.
+struct Typed {
+    message: Option<Box<str>>,
+    kinds: Box<[ArgKind]>,
+    site: &'static crate::site::Site,
+    /// An event of the callsite did not fit: its message varies after all
+    /// (`"{}", name` is one piece of text too). The callsite takes the
+    /// formatting path from then on.
+    demoted: std::sync::atomic::AtomicBool,
+}
+
+/// Per callsite (its metadata's address): `Some` with its typed path,
+/// `None` for a callsite that takes the formatting path.
+type TypedTable = std::collections::HashMap<usize, Option<&'static Typed>>;
+static TYPED: std::sync::RwLock<Option<TypedTable>> = std::sync::RwLock::new(None);
+
+const TYPED_SLOTS: usize = 64;
+
+/// The most fields an event of the typed path has.
+const MAX_TYPED_FIELDS: usize = 16;
+
+thread_local! {
+    /// This thread's recently seen callsites and their typed paths.
+    static RECENT_TYPED: [std::cell::Cell<(usize, Option<&'static Typed>)>; TYPED_SLOTS] =
+        const { [const { std::cell::Cell::new((0, None)) }; TYPED_SLOTS] };
+    /// String values of the event being written.
+    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// The callsite's typed path, learnt from `event` on its first sight.
+fn typed(event: &Event<'_>, origin: &Origin<'_>) -> Option<&'static Typed> {
+    let meta = event.metadata();
+    let addr = meta as *const _ as usize;
+    let slot = (addr >> 4) % TYPED_SLOTS;
+    if let Ok(recent) = RECENT_TYPED.try_with(|r| r[slot].get()) {
+        if recent.0 == addr {
+            return recent.1;
+        }
+    }
+    let known = TYPED
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .and_then(|m| m.get(&addr).copied());
+    let t = match known {
+        Some(t) => t,
+        None => {
+            let learnt = learn(event, origin);
+            *TYPED
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_or_insert_with(Default::default)
+                .entry(addr)
+                .or_insert(learnt)
+        }
+    };
+    let _ = RECENT_TYPED.try_with(|r| r[slot].set((addr, t)));
+    // Relaxed: a hint; an event that misses a demotion only tries and
+    // falls back.
+    t.filter(|t| !t.demoted.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Whether an event's callsite can take the typed path, and its site.
+#[cold]
+fn learn(event: &Event<'_>, origin: &Origin<'_>) -> Option<&'static Typed> {
+    struct Learn {
+        message: Option<String>,
+        fields: Vec<(&'static str, ArgKind)>,
+        typed: bool,
+    }
+    /// Counts the pieces a message is written in: a constant one
+    /// (`Arguments::as_str()`) is written in one.
+    struct Pieces(String, usize);
+    impl fmt::Write for Pieces {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            self.0.push_str(s);
+            self.1 += 1;
+            Ok(())
+        }
+    }
+    impl Visit for Learn {
+        fn record_i64(&mut self, f: &Field, _: i64) {
+            self.fields.push((f.name(), ArgKind::I64));
+        }
+        fn record_u64(&mut self, f: &Field, _: u64) {
+            self.fields.push((f.name(), ArgKind::U64));
+        }
+        fn record_i128(&mut self, f: &Field, _: i128) {
+            self.fields.push((f.name(), ArgKind::I128));
+        }
+        fn record_u128(&mut self, f: &Field, _: u128) {
+            self.fields.push((f.name(), ArgKind::U128));
+        }
+        fn record_f64(&mut self, f: &Field, _: f64) {
+            self.fields.push((f.name(), ArgKind::F64));
+        }
+        fn record_bool(&mut self, f: &Field, _: bool) {
+            self.fields.push((f.name(), ArgKind::Bool));
+        }
+        fn record_str(&mut self, f: &Field, _: &str) {
+            self.fields.push((f.name(), ArgKind::Str));
+        }
+        fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
+            if f.name() == "message" && self.message.is_none() {
+                let mut p = Pieces(String::new(), 0);
+                if catch_unwind(AssertUnwindSafe(|| write!(p, "{v:?}"))).is_ok() && p.1 <= 1 {
+                    self.message = Some(p.0);
+                    return;
+                }
+            }
+            self.typed = false;
+        }
+    }
+    let mut l = Learn {
+        message: None,
+        fields: Vec::new(),
+        typed: true,
+    };
+    event.record(&mut l);
+    if !l.typed || l.fields.len() > MAX_TYPED_FIELDS {
+        return None;
+    }
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+    let mut pieces = Vec::new();
+    let mut format = String::new();
+    if let Some(m) = &l.message {
+        pieces.push(Piece::Lit(Cow::Owned(m.clone())));
+        format.push_str(&m.replace('{', "{{").replace('}', "}}"));
+    }
+    let mut names = Vec::new();
+    for (i, &(name, _)) in l.fields.iter().enumerate() {
+        let sep = if format.is_empty() { "" } else { " " };
+        pieces.push(Piece::Lit(Cow::Owned(format!("{sep}{name}="))));
+        pieces.push(Piece::Arg(Spec::display(i as u16)));
+        names.push(name);
+        format.push_str(&format!("{sep}{name}={{{}}}", name.replace(['{', '}'], "")));
+    }
+    let site = crate::site::Site::new(
+        origin.level,
+        leak(origin.target),
+        leak(origin.file),
+        origin.line,
+        leak(origin.module),
+        leak(&format),
+        Vec::leak(pieces),
+        Vec::leak(names),
+    );
+    Some(Box::leak(Box::new(Typed {
+        message: l.message.map(String::into_boxed_str),
+        kinds: l.fields.iter().map(|&(_, k)| k).collect(),
+        site: Box::leak(Box::new(site)),
+        demoted: std::sync::atomic::AtomicBool::new(false),
+    })))
+}
+
+/// Writes `event` by its callsite's typed path: `false` (nothing written)
+/// when this event does not fit it (another message text, a field of
+/// another kind), for the formatting path to take it.
+fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
+    /// An argument: a value, or a string's range in the scratch buffer.
+    #[derive(Clone, Copy)]
+    enum Val {
+        I64(i64),
+        U64(u64),
+        I128(i128),
+        U128(u128),
+        F64(f64),
+        Bool(bool),
+        Str(usize, usize),
+    }
+    /// Compares the text written to it with the expected message.
+    struct SameText<'a> {
+        rest: &'a str,
+        same: bool,
+    }
+    impl fmt::Write for SameText<'_> {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            match self.rest.strip_prefix(s) {
+                Some(r) if self.same => self.rest = r,
+                _ => self.same = false,
+            }
+            Ok(())
+        }
+    }
+    struct Collect<'a> {
+        t: &'static Typed,
+        vals: [Val; MAX_TYPED_FIELDS],
+        n: usize,
+        scratch: &'a mut String,
+        fits: bool,
+        message_seen: bool,
+    }
+    impl Collect<'_> {
+        fn push(&mut self, kind: ArgKind, v: Val) {
+            if self.t.kinds.get(self.n) == Some(&kind) {
+                self.vals[self.n] = v;
+                self.n += 1;
+            } else {
+                self.fits = false;
+            }
+        }
+    }
+    impl Visit for Collect<'_> {
+        fn record_i64(&mut self, _: &Field, v: i64) {
+            self.push(ArgKind::I64, Val::I64(v));
+        }
+        fn record_u64(&mut self, _: &Field, v: u64) {
+            self.push(ArgKind::U64, Val::U64(v));
+        }
+        fn record_i128(&mut self, _: &Field, v: i128) {
+            self.push(ArgKind::I128, Val::I128(v));
+        }
+        fn record_u128(&mut self, _: &Field, v: u128) {
+            self.push(ArgKind::U128, Val::U128(v));
+        }
+        fn record_f64(&mut self, _: &Field, v: f64) {
+            self.push(ArgKind::F64, Val::F64(v));
+        }
+        fn record_bool(&mut self, _: &Field, v: bool) {
+            self.push(ArgKind::Bool, Val::Bool(v));
+        }
+        fn record_str(&mut self, _: &Field, v: &str) {
+            let at = self.scratch.len();
+            self.scratch.push_str(v);
+            self.push(ArgKind::Str, Val::Str(at, self.scratch.len()));
+        }
+        fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
+            let Some(m) = self.t.message.as_deref() else {
+                self.fits = false;
+                return;
+            };
+            if f.name() != "message" || self.message_seen {
+                self.fits = false;
+                return;
+            }
+            self.message_seen = true;
+            let mut cmp = SameText {
+                rest: m,
+                same: true,
+            };
+            let ok = catch_unwind(AssertUnwindSafe(|| write!(cmp, "{v:?}"))).is_ok();
+            if !(ok && cmp.same && cmp.rest.is_empty()) {
+                self.fits = false;
+            }
+        }
+    }
+    SCRATCH
+        .try_with(|scratch| {
+            let Ok(mut scratch) = scratch.try_borrow_mut() else {
+                return false;
+            };
+            scratch.clear();
+            let mut c = Collect {
+                t,
+                vals: [Val::Bool(false); MAX_TYPED_FIELDS],
+                n: 0,
+                scratch: &mut scratch,
+                fits: true,
+                message_seen: false,
+            };
+            event.record(&mut c);
+            if !c.fits || c.n != t.kinds.len() || c.message_seen != t.message.is_some() {
+                t.demoted.store(true, std::sync::atomic::Ordering::Relaxed);
+                return false;
+            }
+            let (vals, n) = (&c.vals, c.n);
+            let text = c.scratch.as_str();
+            let arg = |v: Val| -> Arg<&str> {
+                match v {
+                    Val::I64(x) => Arg::I64(x),
+                    Val::U64(x) => Arg::U64(x),
+                    Val::I128(x) => Arg::I128(x),
+                    Val::U128(x) => Arg::U128(x),
+                    Val::F64(x) => Arg::F64(x),
+                    Val::Bool(x) => Arg::Bool(x),
+                    Val::Str(a, b) => Arg::Str(&text[a..b]),
+                }
+            };
+            let id = t.site.id_dyn(&t.kinds);
+            let len = vals[..n].iter().map(|&v| arg(v).ring_len()).sum();
+            crate::producer::log_id(id, len, |mut w| {
+                for &v in &vals[..n] {
+                    w = arg(v).write(w);
+                }
+            });
+            true
+        })
+        .unwrap_or(false)
+}
+
 /// Whether `meta` is tracing-log's: a `log` record made a `tracing` event
 /// (target `log`, with `log.target` and the other origin fields).
 fn from_tracing_log(meta: &tracing_core::Metadata<'_>) -> bool {
@@ -205,7 +578,7 @@ impl NanologLayer {
     }
 }
 
-impl<S: Subscriber> Layer<S> for NanologLayer {
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
     /// An event's callsite is decided by nanolog's filter, once, and again
     /// whenever the filter changes: a disabled event then costs what
     /// tracing's cached interest costs, and is never built. (As with any
@@ -226,6 +599,48 @@ impl<S: Subscriber> Layer<S> for NanologLayer {
         }
     }
 
+    /// A new span: its fields are kept until it is entered.
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let mut data = SpanData {
+            fields: Vec::new(),
+            site: None,
+        };
+        attrs.record(&mut SpanFields(&mut data.fields));
+        data.intern(attrs.metadata());
+        span.extensions_mut().insert(data);
+    }
+
+    /// Values recorded later (`span.record("rows", 3)`): shown from the
+    /// span's next entry on.
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let meta = span.metadata();
+        let mut ext = span.extensions_mut();
+        if let Some(data) = ext.get_mut::<SpanData>() {
+            values.record(&mut SpanFields(&mut data.fields));
+            data.intern(meta);
+        }
+    }
+
+    /// Entered on this thread: its fields, written once to this thread's
+    /// ring; the records until it is exited are in it.
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        let ext = span.extensions();
+        if let Some(SpanData {
+            fields,
+            site: Some(site),
+        }) = ext.get::<SpanData>()
+        {
+            super::enter_span(*site, fields, id.into_u64());
+        }
+    }
+
+    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
+        crate::span::exit(id.into_u64());
+    }
+
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let meta = event.metadata();
         if from_tracing_log(meta) {
@@ -238,6 +653,12 @@ impl<S: Subscriber> Layer<S> for NanologLayer {
             line: meta.line().unwrap_or(0),
             module: meta.module_path().unwrap_or(""),
         };
+        if let Some(t) = typed(event, &origin) {
+            // The site's cached filter decision, then raw values.
+            if !t.site.enabled() || write_typed(t, event) {
+                return;
+            }
+        }
         // The filter first, before anything is collected.
         if !origin.enabled() {
             return;

@@ -16,8 +16,8 @@ impl LogFile {
             .iter()
             .flat_map(move |(&thread, items)| {
                 items.iter().flat_map(move |it| match *it {
-                    Item::Extent { start, end } => {
-                        Some(Extent::new(self, thread, start, end, Clock::OwnFile))
+                    Item::Extent { start, end, ctx } => {
+                        Some(Extent::new(self, thread, start, end, ctx, Clock::OwnFile))
                     }
                     Item::Drop { .. } => None,
                 })
@@ -75,7 +75,7 @@ impl<'a> Iterator for ExtentRecords<'a> {
                 return None;
             }
             let &(thread, item) = self.items.next()?;
-            let Item::Extent { start, end } = item else {
+            let Item::Extent { start, end, ctx } = item else {
                 continue;
             };
             if self.skip > 0 {
@@ -83,7 +83,14 @@ impl<'a> Iterator for ExtentRecords<'a> {
                 continue;
             }
             self.left -= 1;
-            self.current = Some(Extent::new(self.file, thread, start, end, Clock::Untimed));
+            self.current = Some(Extent::new(
+                self.file,
+                thread,
+                start,
+                end,
+                ctx,
+                Clock::Untimed,
+            ));
         }
     }
 }
@@ -92,6 +99,8 @@ impl<'a> Iterator for ExtentRecords<'a> {
 pub(crate) struct Extent<'a> {
     file: &'a LogFile,
     thread: u32,
+    /// The context of its records (see `Item::Extent`).
+    ctx: u32,
     body: &'a [u8],
     body_offset: usize,
     pos: usize,
@@ -118,6 +127,7 @@ impl<'a> Extent<'a> {
         thread: u32,
         start: usize,
         end: usize,
+        ctx: u32,
         clock: Clock,
     ) -> Extent<'a> {
         let body = file.bytes(start..end);
@@ -125,6 +135,7 @@ impl<'a> Extent<'a> {
         Extent {
             file,
             thread,
+            ctx,
             body,
             body_offset: start,
             pos: base.map_or(body.len(), |(_, pos)| pos),
@@ -149,7 +160,7 @@ impl<'a> Extent<'a> {
         };
         Some(self.take_args(site).map(|(args, len)| {
             let ns = time.map(|t| t.unix_ns(tick));
-            Record::new(self.file, site, self.thread, tick, args, len, ns)
+            Record::new(self.file, site, self.thread, self.ctx, tick, args, len, ns)
         }))
     }
 

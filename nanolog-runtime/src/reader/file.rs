@@ -19,8 +19,9 @@ use crate::wire::{self, dict, tag};
 /// Where a thread's records are.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Item {
-    /// An EXTENT body: `[start, end)` in the file.
-    Extent { start: usize, end: usize },
+    /// An EXTENT body: `[start, end)` in the file; its records were made
+    /// in context `ctx` (an index into the file's spans, plus one; 0: none).
+    Extent { start: usize, end: usize, ctx: u32 },
     /// A DROP entry.
     Drop {
         count: u64,
@@ -28,6 +29,68 @@ pub(crate) enum Item {
         last: u64,
         offset: usize,
     },
+}
+
+/// A context as indexed: a span entered inside its parent.
+#[derive(Debug, Clone)]
+pub(crate) struct SpanDef {
+    /// The parent's index in `LogFile::spans`, plus one (0: outermost).
+    parent: u32,
+    site: u32,
+    tick: u64,
+    /// Its arguments' bytes in the file.
+    args: std::ops::Range<usize>,
+}
+
+/// A span a record was made in: its site (name, field names and kinds)
+/// and its field values.
+#[derive(Debug, Clone, Copy)]
+pub struct SpanRef<'a> {
+    site: &'a SiteEntry,
+    args: &'a [u8],
+    tick: u64,
+}
+
+impl<'a> SpanRef<'a> {
+    /// The span's name (`request` in `span!("request", id = 7)`).
+    pub fn name(&self) -> &'a str {
+        &self.site.format
+    }
+
+    /// Its site: where it was made, its field names and kinds.
+    pub fn site(&self) -> &'a SiteEntry {
+        self.site
+    }
+
+    /// The tick at which it was entered.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// Its fields by name, in order (the span's key left out).
+    pub fn fields(&self) -> Vec<(&'a str, crate::wire::record::Value<'a>)> {
+        let n = self.site.kinds.len().saturating_sub(1);
+        let mut out = Vec::with_capacity(n);
+        let mut pos = 0;
+        let mut i = 0;
+        let site = self.site;
+        let _ = wire::record::decode_args(&site.kinds, self.args, &mut pos, |v| {
+            if i < n {
+                out.push((site.names.get(i).map_or("", String::as_str), v));
+            }
+            i += 1;
+        });
+        out
+    }
+
+    /// Appends `name{k=v ..}` (`name` alone without fields), as
+    /// tracing-subscriber's fmt prints a span.
+    pub fn render(&self, out: &mut String) {
+        let mut pos = 0;
+        let mut vals = Vec::with_capacity(self.site.kinds.len());
+        let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |v| vals.push(v));
+        render::format_message(&self.site.pieces, &self.site.kinds, &vals, out);
+    }
 }
 
 /// A dropped-records gap.
@@ -100,6 +163,12 @@ pub struct LogFile {
     valid_len: usize,
     /// The file's (device, inode) when opened, to notice a replacement.
     identity: Option<(u64, u64)>,
+    /// The contexts of the SPAN entries, in file order.
+    spans: Vec<SpanDef>,
+    /// While indexing: the index (plus one) of each live context id ...
+    span_ids: std::collections::HashMap<u32, u32>,
+    /// ... and each thread's current context.
+    thread_ctx: std::collections::HashMap<u32, u32>,
     /// The file as opened, kept by [`LogFile::open_live`] only: after a
     /// roll renames it away from its path, its last entries are read
     /// through this.
@@ -273,6 +342,9 @@ impl LogFile {
             valid_len: wire::HEADER_LEN,
             identity: None,
             handle: None,
+            spans: Vec::new(),
+            span_ids: Default::default(),
+            thread_ctx: Default::default(),
         };
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs);
@@ -411,7 +483,8 @@ impl LogFile {
             }
             tag::EXTENT => {
                 if let (Some(thread), _) = wire::extent::get_header(body) {
-                    let it = Item::Extent { start, end };
+                    let ctx = self.thread_ctx.get(&thread).copied().unwrap_or(0);
+                    let it = Item::Extent { start, end, ctx };
                     self.streams.entry(thread).or_default().push(it);
                     self.order.push((thread, it));
                 }
@@ -438,9 +511,54 @@ impl LogFile {
                 self.rotated_to = wire::get_str(body, &mut p).map(str::to_owned);
             }
             tag::END => {}
+            tag::SPAN => match dict::get_span(body) {
+                Some(e) if e.ctx != 0 => {
+                    let parent = self.span_ids.get(&e.parent).copied().unwrap_or(0);
+                    let args_at = end - e.args.len();
+                    self.spans.push(SpanDef {
+                        parent,
+                        site: e.site,
+                        tick: e.tick,
+                        args: args_at..end,
+                    });
+                    self.span_ids.insert(e.ctx, self.spans.len() as u32);
+                }
+                _ => self.warnings.push(Warning::MalformedSite {
+                    path: self.path.clone(),
+                    offset: start,
+                }),
+            },
+            tag::CONTEXT => {
+                if let Some((thread, ctx)) = dict::get_context(body) {
+                    let ix = self.span_ids.get(&ctx).copied().unwrap_or(0);
+                    self.thread_ctx.insert(thread, ix);
+                }
+            }
             // An entry of a later minor revision: checksummed, so skip it.
             _ => {}
         }
+    }
+
+    /// The spans of context `ctx` (as an extent holds it), outermost first.
+    pub(crate) fn spans_of(&self, mut ctx: u32) -> Vec<SpanRef<'_>> {
+        let mut v = Vec::new();
+        // At most one step per context: a damaged file cannot loop.
+        while ctx != 0 && v.len() < self.spans.len() {
+            let Some(d) = self.spans.get(ctx as usize - 1) else {
+                break;
+            };
+            if let Some(site) = self.site(d.site) {
+                v.push(SpanRef {
+                    site,
+                    args: self.bytes(d.args.clone()),
+                    tick: d.tick,
+                });
+            }
+            // Parents come before their children in the file.
+            ctx = if d.parent < ctx { d.parent } else { 0 };
+        }
+        v.reverse();
+        v
     }
 
     /// The file's path (or the name given to [`from_bytes`](Self::from_bytes)).

@@ -215,8 +215,8 @@ impl<'a> Merge<'a> {
     /// report, or nothing (filtered out, or before `min_offset`).
     fn open_item(&self, file: &'a LogFile, file_ix: usize, thread: u32, item: Item) -> Opened<'a> {
         match item {
-            Item::Extent { start, end } if start >= self.filter.min_offset => {
-                Opened::Extent(Extent::new(file, thread, start, end, Clock::Untimed))
+            Item::Extent { start, end, ctx } if start >= self.filter.min_offset => {
+                Opened::Extent(Extent::new(file, thread, start, end, ctx, Clock::Untimed))
             }
             Item::Drop {
                 count,

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::file::LogFile;
+use super::file::{LogFile, SpanRef};
 use crate::level::Level;
 use crate::text::render;
 use crate::wire;
@@ -18,6 +18,8 @@ pub struct Record<'a> {
     file: &'a LogFile,
     site: &'a SiteEntry,
     thread: u32,
+    /// Its context (see `Item::Extent`).
+    ctx: u32,
     tick: u64,
     args: &'a [u8],
     /// Bytes of the record in the file.
@@ -40,10 +42,12 @@ impl<'a> Record<'a> {
     /// A record stamped `ns`, or, if `None`, whose wall-clock time is
     /// computed from its file's map when asked for.
     #[inline]
+    #[allow(clippy::too_many_arguments)] // the fields of a Copy record, set once
     pub(crate) fn new(
         file: &'a LogFile,
         site: &'a SiteEntry,
         thread: u32,
+        ctx: u32,
         tick: u64,
         args: &'a [u8],
         len: u32,
@@ -53,6 +57,7 @@ impl<'a> Record<'a> {
             file,
             site,
             thread,
+            ctx,
             tick,
             args,
             len,
@@ -92,6 +97,16 @@ impl<'a> Record<'a> {
     /// The thread's name, if it had one.
     pub fn thread_name(&self) -> Option<&'a str> {
         self.file.thread_name(self.thread)
+    }
+
+    /// The spans its thread was in when it was made, outermost first.
+    pub fn spans(&self) -> Vec<SpanRef<'a>> {
+        self.file.spans_of(self.ctx)
+    }
+
+    /// Whether it was made inside any span.
+    pub fn in_spans(&self) -> bool {
+        self.ctx != 0
     }
 
     /// Its call site: level, file, line, format string, argument kinds.

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use crate::level::Level;
-use crate::wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
+use crate::wire::format::{Align, ArgKind, Count, Piece, Role, Spec, Ty};
 
 use super::{get_array, get_str, get_varint, put_str, put_varint};
 
@@ -33,6 +33,9 @@ pub struct SiteEntry {
     /// argument); empty when no argument has a name, and in files written
     /// before names were recorded.
     pub names: Vec<String>,
+    /// A log record's site, or a span's (its entries are SPAN entries,
+    /// never records of an extent).
+    pub role: Role,
 }
 
 impl SiteEntry {
@@ -90,6 +93,7 @@ pub fn put_site(out: &mut Vec<u8>, s: &SiteEntryRef<'_>) {
     for n in names {
         put_str(out, n);
     }
+    out.push(s.role as u8);
 }
 
 /// The borrowed view of a site the writer encodes.
@@ -114,6 +118,8 @@ pub struct SiteEntryRef<'a> {
     pub target: &'a str,
     /// Each argument's name (`""` for a positional one).
     pub names: &'a [&'a str],
+    /// A record's site or a span's.
+    pub role: Role,
 }
 
 fn put_count(out: &mut Vec<u8>, c: Count) {
@@ -210,8 +216,8 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
         });
     }
     // Trailing fields of later writers; a body that ends here is complete.
-    let (target, names) = if *pos == b.len() {
-        (module.clone(), Vec::new())
+    let (target, names, role) = if *pos == b.len() {
+        (module.clone(), Vec::new(), Role::Record)
     } else {
         let target = get_str(b, pos)?.to_owned();
         let n = usize::try_from(get_varint(b, pos)?).ok()?;
@@ -222,7 +228,9 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
         for _ in 0..n {
             names.push(get_str(b, pos)?.to_owned());
         }
-        (target, names)
+        // `role` came later still: absent, the site is a record's.
+        let role = get_array::<1>(b, pos).map_or(Role::Record, |[r]| Role::from_u8(r));
+        (target, names, role)
     };
     Some(SiteEntry {
         id,
@@ -235,7 +243,61 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
         pieces,
         target,
         names,
+        role,
     })
+}
+
+/// SPAN body: `ctx: varint, parent: varint, site: varint, tick: u64 LE`,
+/// then the span's arguments as a record stores them.
+pub fn put_span(out: &mut Vec<u8>, s: &SpanEntry<'_>) {
+    put_varint(out, u64::from(s.ctx));
+    put_varint(out, u64::from(s.parent));
+    put_varint(out, u64::from(s.site));
+    out.extend_from_slice(&s.tick.to_le_bytes());
+    out.extend_from_slice(s.args);
+}
+
+/// A context: a span entered inside its parent context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanEntry<'a> {
+    /// Its id in the file (never 0).
+    pub ctx: u32,
+    /// The context it was entered in (0: none).
+    pub parent: u32,
+    /// The span's site (role `Span`).
+    pub site: u32,
+    /// When it was entered.
+    pub tick: u64,
+    /// Its arguments, as a record's.
+    pub args: &'a [u8],
+}
+
+/// Reads a SPAN body.
+pub fn get_span(b: &[u8]) -> Option<SpanEntry<'_>> {
+    let pos = &mut 0;
+    let ctx = get_u32(b, pos)?;
+    let parent = get_u32(b, pos)?;
+    let site = get_u32(b, pos)?;
+    let tick = u64::from_le_bytes(get_array(b, pos)?);
+    Some(SpanEntry {
+        ctx,
+        parent,
+        site,
+        tick,
+        args: &b[*pos..],
+    })
+}
+
+/// CONTEXT body: `thread: varint, ctx: varint` (0: no span).
+pub fn put_context(out: &mut Vec<u8>, thread: u32, ctx: u32) {
+    put_varint(out, u64::from(thread));
+    put_varint(out, u64::from(ctx));
+}
+
+/// Reads a CONTEXT body: `(thread, ctx)`.
+pub fn get_context(b: &[u8]) -> Option<(u32, u32)> {
+    let pos = &mut 0;
+    Some((get_u32(b, pos)?, get_u32(b, pos)?))
 }
 
 /// THREAD body: `id: varint, name: str`.

@@ -125,6 +125,32 @@ impl Spec {
     pub const FLAG_ZERO: u8 = 8;
 }
 
+/// What a call site's records are. The numbers are the on-disk codes
+/// (FORMAT.md, the SITE entry's `role`).
+#[repr(u8)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Role {
+    /// A log record (every site of files written before spans).
+    #[default]
+    Record = 0,
+    /// A span entered: its arguments are the span's fields, then its key
+    /// (a `u64` that the matching exit names).
+    Span = 1,
+    /// A span exited: one `u64` argument, the key of the span.
+    SpanExit = 2,
+}
+
+impl Role {
+    /// The role with this on-disk number (an unknown one reads as a record).
+    pub fn from_u8(v: u8) -> Role {
+        match v {
+            1 => Role::Span,
+            2 => Role::SpanExit,
+            _ => Role::Record,
+        }
+    }
+}
+
 /// How an argument is stored. The numbers are the on-disk codes (FORMAT.md).
 #[repr(u8)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -40,6 +40,10 @@ pub mod tag {
     pub const ROTATE: u8 = 6;
     /// The logger closed the file cleanly.
     pub const END: u8 = 7;
+    /// A context: a span entered, with its fields (a dictionary entry).
+    pub const SPAN: u8 = 8;
+    /// A thread's records from here on are in a context.
+    pub const CONTEXT: u8 = 9;
 }
 
 /// CRC-32 (IEEE) of an entry's tag, length and body.

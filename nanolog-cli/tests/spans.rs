@@ -1,0 +1,204 @@
+//! Spans as context: `nanolog::span!` and `tracing` spans nested three deep
+//! on several threads (one `tracing` span made on one thread and entered on
+//! another), across rolled files, decoded by the binary; every record's
+//! spans are checked in JSON, and the text form against tracing's.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::{json, Value as Json};
+use tracing_subscriber::layer::SubscriberExt;
+
+mod common;
+
+use common::{serial, succeed, temp};
+
+/// Removes the log at `path` and the finished files of its set.
+fn remove_with_kept(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    for (f, _) in nanolog::reader::finished_files(path).unwrap_or_default() {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+/// The files of the set at `path`, oldest first.
+fn set(path: &Path) -> Vec<String> {
+    nanolog::reader::finished_files(path)
+        .unwrap()
+        .into_iter()
+        .map(|(f, _)| f.display().to_string())
+        .chain([path.display().to_string()])
+        .collect()
+}
+
+/// `nanolog decode --format json` of the set at `path`, one value per line.
+fn decode_json(path: &Path) -> Vec<Json> {
+    let files = set(path);
+    let mut args = vec!["decode", "--format", "json"];
+    args.extend(files.iter().map(String::as_str));
+    let out = succeed(&args);
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// What a record logged as `msg` must carry: its spans, outermost first.
+type Expected = HashMap<String, Json>;
+
+fn span(name: &str, fields: Json) -> Json {
+    json!({"name": name, "fields": fields})
+}
+
+/// A worker: native spans three deep, records at every depth, and many
+/// records in the innermost span so the set rolls while spans are open.
+fn native_worker(w: u64, expected: &mut Expected) {
+    let user = format!("user{w}");
+    let _request = nanolog::span!("request", id = w, user = user.as_str());
+    let outer = span("request", json!({"id": w, "user": user}));
+    nanolog::info!("w{} at one", w);
+    expected.insert(format!("w{w} at one"), json!([outer]));
+    {
+        let _db = nanolog::span!("db", table = "users");
+        let db = span("db", json!({"table": "users"}));
+        {
+            let _q = nanolog::span!("query", n = 3i32, fast = true);
+            let q = span("query", json!({"n": 3, "fast": true}));
+            for i in 0..2000 {
+                nanolog::info!(
+                    "w{} row {} of a long query with padding to fill files",
+                    w,
+                    i
+                );
+            }
+            for i in 0..2000 {
+                expected.insert(
+                    format!("w{w} row {i} of a long query with padding to fill files"),
+                    json!([outer, db, q]),
+                );
+            }
+        }
+        log::info!("w{} at two", w);
+        expected.insert(format!("w{w} at two"), json!([outer, db]));
+    }
+    // Exited out of order: the innermost still open outlives its parent.
+    let a = nanolog::span!("a", k = 1u8);
+    let b = nanolog::span!("b", k = 2u8);
+    drop(a);
+    nanolog::info!("w{} in b alone", w);
+    expected.insert(
+        format!("w{w} in b alone"),
+        json!([outer, span("b", json!({"k": 2}))]),
+    );
+    drop(b);
+    drop(_request);
+    nanolog::info!("w{} outside", w);
+    expected.insert(format!("w{w} outside"), json!([]));
+}
+
+#[test]
+fn records_carry_their_spans_across_threads_and_rolls() {
+    let _g = serial();
+    let path = temp("spans");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .rotate_bytes(8 << 10)
+        .start()
+        .unwrap();
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    nanolog::capture_log().unwrap();
+
+    let mut expected = Expected::new();
+    let workers: Vec<_> = (1..=3)
+        .map(|w| {
+            std::thread::Builder::new()
+                .name(format!("native{w}"))
+                .spawn(move || {
+                    let mut e = Expected::new();
+                    native_worker(w, &mut e);
+                    e
+                })
+                .unwrap()
+        })
+        .collect();
+
+    // A tracing span made here and entered on another thread, with a
+    // tracing span and a native span inside it.
+    let job = tracing::info_span!("job", id = 42u64, name = "nightly", ratio = 0.5);
+    let job_json = span("job", json!({"id": 42, "name": "nightly", "ratio": 0.5}));
+    let mover = std::thread::Builder::new()
+        .name("mover".into())
+        .spawn(move || {
+            let mut e = Expected::new();
+            let _j = job.enter();
+            tracing::info!(rows = 5u64, "working");
+            e.insert("working rows=5".into(), json!([job_json]));
+            let step = tracing::info_span!("step", n = 2i64);
+            let step_json = span("step", json!({"n": 2}));
+            step.in_scope(|| {
+                let _leaf = nanolog::span!("leaf", tag = %"x");
+                nanolog::info!("deep in three");
+                e.insert(
+                    "deep in three".into(),
+                    json!([job_json, step_json, span("leaf", json!({"tag": "x"}))]),
+                );
+                tracing::warn!("tracing deep");
+                e.insert(
+                    "tracing deep".into(),
+                    json!([job_json, step_json, span("leaf", json!({"tag": "x"}))]),
+                );
+            });
+            // A message that looks constant on its first event and then
+            // varies: every event keeps its own text.
+            for who in ["ann", "bob", "cy"] {
+                let who = who.to_string();
+                tracing::info!(n = 1u64, "hi {}", who);
+                e.insert(format!("hi {who} n=1"), json!([job_json]));
+            }
+            tracing::info!("back in job");
+            e.insert("back in job".into(), json!([job_json]));
+            e
+        })
+        .unwrap();
+    expected.extend(mover.join().unwrap());
+    for w in workers {
+        expected.extend(w.join().unwrap());
+    }
+    nanolog::info!("main outside");
+    expected.insert("main outside".into(), json!([]));
+    logger.flush().unwrap();
+    drop(logger);
+
+    assert!(
+        !nanolog::reader::finished_files(&path).unwrap().is_empty(),
+        "the set should have rolled while spans were open"
+    );
+    let lines = decode_json(&path);
+    let mut seen = 0;
+    for l in &lines {
+        let msg = l["msg"].as_str().unwrap();
+        let Some(want) = expected.get(msg) else {
+            continue;
+        };
+        assert_eq!(&l["spans"], want, "spans of {msg:?}");
+        seen += 1;
+    }
+    assert_eq!(seen, expected.len(), "every expected record decoded once");
+
+    // Text: the spans between the prefix and the message, as tracing's fmt.
+    let files = set(&path);
+    let mut args = vec!["decode"];
+    args.extend(files.iter().map(String::as_str));
+    let text = String::from_utf8(succeed(&args).stdout).unwrap();
+    assert!(
+        text.lines().any(|l| l.ends_with(
+            ": job{id=42 name=\"nightly\" ratio=0.5}:step{n=2}:leaf{tag=x}: deep in three"
+        )),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.ends_with("]: main outside")));
+    remove_with_kept(&path);
+}

@@ -1,0 +1,81 @@
+//! Spans as context (Log4j 2's ThreadContext, tracing's spans): entering a
+//! span writes one record of the span's site (its fields, then its key) to
+//! the thread's ring, exiting it one record of [`EXIT`] naming the key. The
+//! flusher keeps each thread's stack of entered spans and tells the file
+//! which context the thread's records are in; a record itself carries
+//! nothing more, so a record inside spans costs what one outside costs.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+use crate::encode::Encode;
+use crate::producer;
+use crate::site::Site;
+use crate::wire::format::ArgKind;
+
+/// The site of every span exit: one `u64` argument, the span's key.
+static EXIT: Site = Site::span_exit();
+
+thread_local! {
+    /// The keys of this thread's `nanolog::span!` guards, counted up.
+    static NEXT_KEY: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Keys of `nanolog::span!` spans have the top bit set; `tracing` span ids
+/// (the other keys on a thread's stack) are a slab's small indices, so the
+/// two never meet.
+const NATIVE: u64 = 1 << 63;
+
+/// A new key for a span of this thread.
+#[doc(hidden)]
+#[inline(always)]
+pub fn span_key() -> u64 {
+    NEXT_KEY
+        .try_with(|k| {
+            let v = k.get().wrapping_add(1);
+            k.set(v);
+            v | NATIVE
+        })
+        .unwrap_or(NATIVE)
+}
+
+/// Writes the exit of the span `key` on this thread.
+#[inline]
+pub(crate) fn exit(key: u64) {
+    let id = EXIT.id_dyn(&[ArgKind::U64]);
+    producer::log_id(id, key.ring_len(), |c| {
+        key.write(c);
+    });
+}
+
+/// A span entered on this thread by `nanolog::span!`, until it is dropped.
+///
+/// Records this thread makes while it lives carry the span (outermost
+/// first when spans nest): `decode` prints `request{id=7}: ` before their
+/// message, and JSON and export list it under `spans`. The guard belongs to
+/// the thread that entered the span (it is neither `Send` nor `Sync`).
+#[must_use = "the span is exited when the guard is dropped: bind it, `let _s = span!(..);`"]
+#[derive(Debug)]
+pub struct SpanGuard {
+    key: u64,
+    /// Entered on this thread, exited on it.
+    _thread: PhantomData<*const ()>,
+}
+
+impl SpanGuard {
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn entered(key: u64) -> SpanGuard {
+        SpanGuard {
+            key,
+            _thread: PhantomData,
+        }
+    }
+}
+
+impl Drop for SpanGuard {
+    #[inline]
+    fn drop(&mut self) {
+        exit(self.key);
+    }
+}
