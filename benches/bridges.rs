@@ -37,6 +37,11 @@ fn tracing_event(i: u64) {
     );
 }
 
+/// A `tracing` event whose message is formatted (the formatting path).
+fn tracing_formatted(i: u64) {
+    tracing::info!(id = i, peer = "10.0.0.7:9000", "request {} served", i % 997);
+}
+
 /// A `tracing` event below the filter (Info): tracing's cached interest.
 fn tracing_disabled(i: u64) {
     tracing::debug!(id = i, "not recorded");
@@ -93,6 +98,9 @@ fn bench(c: &mut Criterion) {
     tracing::subscriber::with_default(nl, || {
         g.bench_function("tracing_info_nanolog", |b| {
             b.iter_custom(|iters| bursts(iters, &logger, tracing_event))
+        });
+        g.bench_function("tracing_formatted_nanolog", |b| {
+            b.iter_custom(|iters| bursts(iters, &logger, tracing_formatted))
         });
         g.bench_function("tracing_debug_disabled_nanolog", |b| {
             b.iter(|| tracing_disabled(std::hint::black_box(7)))
