@@ -1,7 +1,8 @@
 //! nanolog in an existing service: the program's own `nanolog::info!` calls
 //! next to a dependency-style module that logs through `log` and another
 //! that logs through `tracing`, per-target directives from `RUST_LOG`, and
-//! warnings mirrored to stderr. It then decodes its own file.
+//! warnings mirrored to stderr, a `tracing` span around each request. It
+//! then decodes its own file.
 //!
 //! ```text
 //! cargo run --example service --features log,tracing [-- path/to/service.nlog]
@@ -53,6 +54,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     nanolog::info!("service up on port {}", 8080);
     for id in 0..10 {
+        // Every record made while it is entered (nanolog's, log's,
+        // tracing's) carries the span and its `id`.
+        let _request = tracing::info_span!("request", id).entered();
         let rows = db::query(id);
         rpc::call("get_user", id);
         nanolog::info!(target: "audit", "user {id} read {rows} rows");
@@ -65,7 +69,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for event in Merge::new(&files, Filter::default()) {
         if let Event::Record(r) = event {
             let s = r.site();
-            println!("{:5} {:<22} {}", s.level.as_str(), s.target, r.message());
+            let mut spans = String::new();
+            for sp in r.spans() {
+                sp.render(&mut spans);
+                spans.push_str(": ");
+            }
+            println!(
+                "{:5} {:<22} {spans}{}",
+                s.level.as_str(),
+                s.target,
+                r.message()
+            );
         }
     }
     Ok(())

@@ -59,6 +59,14 @@ fn make_logs(dir: &Path) {
         logger.flush().unwrap();
         nanolog::warn!("timeout after {} tries", 11);
         nanolog::info!("took {} ms", 5);
+        // And a worker's, for `--thread worker` on the live file alone: the
+        // first worker may have finished inside a file rolled away since.
+        std::thread::Builder::new()
+            .name("worker".into())
+            .spawn(|| nanolog::info!("took {} ms", 6))
+            .unwrap()
+            .join()
+            .unwrap();
         drop(logger);
     }
 }
