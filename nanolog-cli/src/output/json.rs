@@ -114,23 +114,27 @@ pub fn json_spans(rec: &Record<'_>, out: &mut String) {
         return;
     }
     out.push('[');
-    for (i, s) in rec.spans().iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    rec.for_each_span(|s| {
+        if !first {
             out.push(',');
         }
+        first = false;
         out.push_str("{\"name\":");
         json_string(s.name(), out);
         out.push_str(",\"fields\":{");
-        for (j, (name, v)) in s.fields().iter().enumerate() {
-            if j > 0 {
+        let mut first_field = true;
+        s.for_each_field(|name, v| {
+            if !first_field {
                 out.push(',');
             }
+            first_field = false;
             json_string(name, out);
             out.push(':');
-            json_value(v, out);
-        }
+            json_value(&v, out);
+        });
         out.push_str("}}");
-    }
+    });
     out.push(']');
 }
 

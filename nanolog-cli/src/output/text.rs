@@ -90,12 +90,14 @@ fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
 /// the spans of an event), escaped as a message is.
 fn push_spans(rec: &Record<'_>, out: &mut String, scratch: &mut String) {
     scratch.clear();
-    for (i, s) in rec.spans().iter().enumerate() {
-        if i > 0 {
+    let mut first = true;
+    rec.for_each_span(|s| {
+        if !first {
             scratch.push(':');
         }
+        first = false;
         s.render(scratch);
-    }
+    });
     escape_line(scratch, out);
     out.push_str(": ");
 }

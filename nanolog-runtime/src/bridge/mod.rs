@@ -60,7 +60,9 @@ impl<S: AsRef<str>> Arg<S> {
             Arg::Str(s) => Arg::Str(s.as_ref()),
         }
     }
+}
 
+impl<S> Arg<S> {
     pub(crate) fn kind(&self) -> ArgKind {
         match self {
             Arg::I64(_) => ArgKind::I64,
@@ -70,6 +72,20 @@ impl<S: AsRef<str>> Arg<S> {
             Arg::F64(_) => ArgKind::F64,
             Arg::Bool(_) => ArgKind::Bool,
             Arg::Str(_) => ArgKind::Str,
+        }
+    }
+
+    /// The same value with its string (if any) mapped by `f`.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn map_str<T>(self, f: impl FnOnce(S) -> T) -> Arg<T> {
+        match self {
+            Arg::I64(v) => Arg::I64(v),
+            Arg::U64(v) => Arg::U64(v),
+            Arg::I128(v) => Arg::I128(v),
+            Arg::U128(v) => Arg::U128(v),
+            Arg::F64(v) => Arg::F64(v),
+            Arg::Bool(v) => Arg::Bool(v),
+            Arg::Str(s) => Arg::Str(f(s)),
         }
     }
 }
@@ -169,16 +185,32 @@ impl Key<'_> {
     }
 
     fn leak_interned(&self) -> Interned {
+        self.leak_with(if self.message {
+            Head::Message
+        } else {
+            Head::None
+        })
+    }
+
+    /// The site of this key's fields after `head`, leaked: `head k=v ..`.
+    pub(crate) fn leak_with(&self, head: Head<'_>) -> Interned {
         let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
         let mut pieces = Vec::new();
         let mut names: Vec<&'static str> = Vec::new();
         let mut kinds = Vec::new();
         let mut format = String::new();
-        if self.message {
-            pieces.push(Piece::Arg(Spec::display(0)));
-            names.push("");
-            kinds.push(ArgKind::Str);
-            format.push_str("{}");
+        match head {
+            Head::None => {}
+            Head::Message => {
+                pieces.push(Piece::Arg(Spec::display(0)));
+                names.push("");
+                kinds.push(ArgKind::Str);
+                format.push_str("{}");
+            }
+            Head::Text(t) => {
+                pieces.push(Piece::Lit(Cow::Owned(t.to_owned())));
+                format.push_str(&t.replace('{', "{{").replace('}', "}}"));
+            }
         }
         let mut fields = Vec::with_capacity(self.fields.len());
         for &(name, kind) in self.fields {
@@ -207,10 +239,22 @@ impl Key<'_> {
             site: Box::leak(Box::new(site)),
             kinds: kinds.into_boxed_slice(),
             fields: fields.into_boxed_slice(),
-            message: self.message,
+            message: matches!(head, Head::Message),
             overflow: false,
         }
     }
+}
+
+/// What a bridge site's text begins with, before its fields.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Head<'a> {
+    /// Nothing: the fields alone.
+    None,
+    /// The record's message, its first argument.
+    Message,
+    /// Literal text, the same for every record (a typed `tracing` event's
+    /// constant message).
+    Text(&'a str),
 }
 
 /// A bridge call site, interned for the life of the process.

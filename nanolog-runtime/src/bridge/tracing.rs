@@ -9,13 +9,11 @@ use tracing_core::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
-use std::borrow::Cow;
 use std::sync::PoisonError;
 
 use super::{Arg, Key};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
-use crate::wire::format::{Piece, Spec};
 
 /// A `tracing_subscriber::Layer` that records every enabled event as a
 /// nanolog record: level, target, file, line, its message and its fields
@@ -334,35 +332,16 @@ fn learn(event: &Event<'_>, origin: &Origin<'_>) -> Option<&'static Typed> {
     if !l.typed || l.fields.len() > MAX_TYPED_FIELDS {
         return None;
     }
-    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
-    let mut pieces = Vec::new();
-    let mut format = String::new();
-    if let Some(m) = &l.message {
-        pieces.push(Piece::Lit(Cow::Owned(m.clone())));
-        format.push_str(&m.replace('{', "{{").replace('}', "}}"));
-    }
-    let mut names = Vec::new();
-    for (i, &(name, _)) in l.fields.iter().enumerate() {
-        let sep = if format.is_empty() { "" } else { " " };
-        pieces.push(Piece::Lit(Cow::Owned(format!("{sep}{name}="))));
-        pieces.push(Piece::Arg(Spec::display(i as u16)));
-        names.push(name);
-        format.push_str(&format!("{sep}{name}={{{}}}", name.replace(['{', '}'], "")));
-    }
-    let site = crate::site::Site::new(
-        origin.level,
-        leak(origin.target),
-        leak(origin.file),
-        origin.line,
-        leak(origin.module),
-        leak(&format),
-        Vec::leak(pieces),
-        Vec::leak(names),
-    );
+    let key = origin.key(&l.fields, false);
+    let head = l
+        .message
+        .as_deref()
+        .map_or(super::Head::None, super::Head::Text);
+    let site = key.leak_with(head);
     Some(Box::leak(Box::new(Typed {
         message: l.message.map(String::into_boxed_str),
-        kinds: l.fields.iter().map(|&(_, k)| k).collect(),
-        site: Box::leak(Box::new(site)),
+        kinds: site.kinds,
+        site: site.site,
         demoted: std::sync::atomic::AtomicBool::new(false),
     })))
 }
@@ -371,17 +350,6 @@ fn learn(event: &Event<'_>, origin: &Origin<'_>) -> Option<&'static Typed> {
 /// when this event does not fit it (another message text, a field of
 /// another kind), for the formatting path to take it.
 fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
-    /// An argument: a value, or a string's range in the scratch buffer.
-    #[derive(Clone, Copy)]
-    enum Val {
-        I64(i64),
-        U64(u64),
-        I128(i128),
-        U128(u128),
-        F64(f64),
-        Bool(bool),
-        Str(usize, usize),
-    }
     /// Compares the text written to it with the expected message.
     struct SameText<'a> {
         rest: &'a str,
@@ -398,15 +366,16 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
     }
     struct Collect<'a> {
         t: &'static Typed,
-        vals: [Val; MAX_TYPED_FIELDS],
+        /// The values; a string as its range in `scratch`.
+        vals: [Arg<(usize, usize)>; MAX_TYPED_FIELDS],
         n: usize,
         scratch: &'a mut String,
         fits: bool,
         message_seen: bool,
     }
     impl Collect<'_> {
-        fn push(&mut self, kind: ArgKind, v: Val) {
-            if self.t.kinds.get(self.n) == Some(&kind) {
+        fn push(&mut self, v: Arg<(usize, usize)>) {
+            if self.t.kinds.get(self.n) == Some(&v.kind()) {
                 self.vals[self.n] = v;
                 self.n += 1;
             } else {
@@ -416,27 +385,27 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
     }
     impl Visit for Collect<'_> {
         fn record_i64(&mut self, _: &Field, v: i64) {
-            self.push(ArgKind::I64, Val::I64(v));
+            self.push(Arg::I64(v));
         }
         fn record_u64(&mut self, _: &Field, v: u64) {
-            self.push(ArgKind::U64, Val::U64(v));
+            self.push(Arg::U64(v));
         }
         fn record_i128(&mut self, _: &Field, v: i128) {
-            self.push(ArgKind::I128, Val::I128(v));
+            self.push(Arg::I128(v));
         }
         fn record_u128(&mut self, _: &Field, v: u128) {
-            self.push(ArgKind::U128, Val::U128(v));
+            self.push(Arg::U128(v));
         }
         fn record_f64(&mut self, _: &Field, v: f64) {
-            self.push(ArgKind::F64, Val::F64(v));
+            self.push(Arg::F64(v));
         }
         fn record_bool(&mut self, _: &Field, v: bool) {
-            self.push(ArgKind::Bool, Val::Bool(v));
+            self.push(Arg::Bool(v));
         }
         fn record_str(&mut self, _: &Field, v: &str) {
             let at = self.scratch.len();
             self.scratch.push_str(v);
-            self.push(ArgKind::Str, Val::Str(at, self.scratch.len()));
+            self.push(Arg::Str((at, self.scratch.len())));
         }
         fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
             let Some(m) = self.t.message.as_deref() else {
@@ -466,7 +435,7 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
             scratch.clear();
             let mut c = Collect {
                 t,
-                vals: [Val::Bool(false); MAX_TYPED_FIELDS],
+                vals: [Arg::Bool(false); MAX_TYPED_FIELDS],
                 n: 0,
                 scratch: &mut scratch,
                 fits: true,
@@ -479,17 +448,7 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
             }
             let (vals, n) = (&c.vals, c.n);
             let text = c.scratch.as_str();
-            let arg = |v: Val| -> Arg<&str> {
-                match v {
-                    Val::I64(x) => Arg::I64(x),
-                    Val::U64(x) => Arg::U64(x),
-                    Val::I128(x) => Arg::I128(x),
-                    Val::U128(x) => Arg::U128(x),
-                    Val::F64(x) => Arg::F64(x),
-                    Val::Bool(x) => Arg::Bool(x),
-                    Val::Str(a, b) => Arg::Str(&text[a..b]),
-                }
-            };
+            let arg = |v: Arg<(usize, usize)>| v.map_str(|(a, b)| &text[a..b]);
             let id = t.site.id_dyn(&t.kinds);
             let len = vals[..n].iter().map(|&v| arg(v).ring_len()).sum();
             crate::producer::log_id(id, len, |mut w| {

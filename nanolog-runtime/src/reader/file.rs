@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
 use super::map::{load, load_open, Data};
+use super::record::with_values;
 use super::time::TimeMap;
 use super::warning::Warning;
 use crate::text::render;
@@ -69,27 +70,31 @@ impl<'a> SpanRef<'a> {
 
     /// Its fields by name, in order (the span's key left out).
     pub fn fields(&self) -> Vec<(&'a str, crate::wire::record::Value<'a>)> {
-        let n = self.site.kinds.len().saturating_sub(1);
-        let mut out = Vec::with_capacity(n);
-        let mut pos = 0;
-        let mut i = 0;
+        let mut v = Vec::new();
+        self.for_each_field(|name, value| v.push((name, value)));
+        v
+    }
+
+    /// Calls `f` with each field's name and value, in order (as
+    /// [`SpanRef::fields`], without allocating for up to 8 values).
+    pub fn for_each_field(&self, mut f: impl FnMut(&'a str, crate::wire::record::Value<'a>)) {
         let site = self.site;
-        let _ = wire::record::decode_args(&site.kinds, self.args, &mut pos, |v| {
-            if i < n {
-                out.push((site.names.get(i).map_or("", String::as_str), v));
+        with_values(&site.kinds, self.args, |vals| {
+            // The last value is the span's key, not a field.
+            let fields = &vals[..vals.len().saturating_sub(1)];
+            for (i, v) in fields.iter().enumerate() {
+                f(site.names.get(i).map_or("", String::as_str), *v);
             }
-            i += 1;
         });
-        out
     }
 
     /// Appends `name{k=v ..}` (`name` alone without fields), as
     /// tracing-subscriber's fmt prints a span.
     pub fn render(&self, out: &mut String) {
-        let mut pos = 0;
-        let mut vals = Vec::with_capacity(self.site.kinds.len());
-        let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |v| vals.push(v));
-        render::format_message(&self.site.pieces, &self.site.kinds, &vals, out);
+        let site = self.site;
+        with_values(&site.kinds, self.args, |vals| {
+            render::format_message(&site.pieces, &site.kinds, vals, out)
+        });
     }
 }
 
@@ -540,25 +545,40 @@ impl LogFile {
     }
 
     /// The spans of context `ctx` (as an extent holds it), outermost first.
-    pub(crate) fn spans_of(&self, mut ctx: u32) -> Vec<SpanRef<'_>> {
+    pub(crate) fn spans_of(&self, ctx: u32) -> Vec<SpanRef<'_>> {
         let mut v = Vec::new();
-        // At most one step per context: a damaged file cannot loop.
-        while ctx != 0 && v.len() < self.spans.len() {
-            let Some(d) = self.spans.get(ctx as usize - 1) else {
-                break;
-            };
+        self.for_each_span(ctx, |s| v.push(s));
+        v
+    }
+
+    /// Calls `f` with each span of context `ctx`, outermost first, without
+    /// allocating for up to 32 nested spans.
+    pub(crate) fn for_each_span<'a>(&'a self, mut ctx: u32, mut f: impl FnMut(SpanRef<'a>)) {
+        // The chain from the innermost; past 32, the outer rest in `more`.
+        let mut chain = [0u32; 32];
+        let mut n = 0;
+        let mut more = Vec::new();
+        while let Some(d) = ctx.checked_sub(1).and_then(|i| self.spans.get(i as usize)) {
+            if n < chain.len() {
+                chain[n] = ctx;
+                n += 1;
+            } else {
+                more.push(ctx);
+            }
+            // Parents come before their children in the file: the chain
+            // only goes down, so a damaged file cannot loop.
+            ctx = if d.parent < ctx { d.parent } else { 0 };
+        }
+        for &c in more.iter().rev().chain(chain[..n].iter().rev()) {
+            let d = &self.spans[c as usize - 1];
             if let Some(site) = self.site(d.site) {
-                v.push(SpanRef {
+                f(SpanRef {
                     site,
                     args: self.bytes(d.args.clone()),
                     tick: d.tick,
                 });
             }
-            // Parents come before their children in the file.
-            ctx = if d.parent < ctx { d.parent } else { 0 };
         }
-        v.reverse();
-        v
     }
 
     /// The file's path (or the name given to [`from_bytes`](Self::from_bytes)).

@@ -104,6 +104,12 @@ impl<'a> Record<'a> {
         self.file.spans_of(self.ctx)
     }
 
+    /// Calls `f` with each of its spans, outermost first (as
+    /// [`Record::spans`], without allocating).
+    pub fn for_each_span(&self, f: impl FnMut(SpanRef<'a>)) {
+        self.file.for_each_span(self.ctx, f);
+    }
+
     /// Whether it was made inside any span.
     pub fn in_spans(&self) -> bool {
         self.ctx != 0
@@ -143,21 +149,7 @@ impl<'a> Record<'a> {
     /// Calls `f` with the arguments as a slice, without allocating for up
     /// to 8 arguments.
     pub fn with_args<R>(&self, f: impl FnOnce(&[Value<'a>]) -> R) -> R {
-        let n = self.site.kinds.len();
-        let mut pos = 0;
-        if n <= 8 {
-            let mut buf = [Value::Bool(false); 8];
-            let mut i = 0;
-            let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |x| {
-                buf[i] = x;
-                i += 1;
-            });
-            f(&buf[..i])
-        } else {
-            let mut v = Vec::with_capacity(n);
-            let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |x| v.push(x));
-            f(&v)
-        }
+        with_values(&self.site.kinds, self.args, f)
     }
 
     /// Appends the formatted message (what `format!` gave at the call site).
@@ -172,5 +164,28 @@ impl<'a> Record<'a> {
         let mut s = String::new();
         self.render(&mut s);
         s
+    }
+}
+
+/// Calls `f` with the values of `args` (stored by `kinds`) as a slice,
+/// without allocating for up to 8 of them.
+pub(crate) fn with_values<'a, R>(
+    kinds: &[crate::wire::format::ArgKind],
+    args: &'a [u8],
+    f: impl FnOnce(&[Value<'a>]) -> R,
+) -> R {
+    let mut pos = 0;
+    if kinds.len() <= 8 {
+        let mut buf = [Value::Bool(false); 8];
+        let mut i = 0;
+        let _ = wire::record::decode_args(kinds, args, &mut pos, |x| {
+            buf[i] = x;
+            i += 1;
+        });
+        f(&buf[..i])
+    } else {
+        let mut v = Vec::with_capacity(kinds.len());
+        let _ = wire::record::decode_args(kinds, args, &mut pos, |x| v.push(x));
+        f(&v)
     }
 }
