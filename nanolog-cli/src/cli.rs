@@ -23,6 +23,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Write the records, in time order, as Parquet or JSON lines for analytics engines.
     Export(ExportArgs),
+    /// Send the records to an OpenTelemetry collector (OTLP/HTTP), following the log.
+    Ship(ShipArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -186,4 +188,41 @@ pub struct InfoArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ShipArgs {
+    /// The log to ship (its path: its rolled files and later runs are
+    /// followed too). Several logs are shipped side by side.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The collector's OTLP/HTTP endpoint (http://host:4318; batches go to
+    /// URL/v1/logs). Default: $OTEL_EXPORTER_OTLP_ENDPOINT.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Resume from, and keep, the position saved in FILE: saved atomically
+    /// after each batch the collector accepted, so a restarted ship sends
+    /// nothing it accepted. Without it, ship starts at the oldest file of
+    /// the set each time.
+    #[arg(long, value_name = "FILE")]
+    pub cursor: Option<PathBuf>,
+    /// The resource's service.name. Default: $OTEL_SERVICE_NAME, else
+    /// unknown_service.
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
+    /// Ship what the log holds now and exit 0, instead of following it.
+    #[arg(long)]
+    pub once: bool,
+    /// Print progress (records sent, retries, how far behind the log) to
+    /// stderr at this interval (e.g. 10s).
+    #[arg(long, value_name = "DURATION")]
+    pub stats_every: Option<String>,
+    /// The longest wait between two tries of a batch the collector did not
+    /// take (429, 5xx, no connection); waits double from 100 ms up to it.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub max_backoff: String,
+    /// About how many KiB of the log go into one batch (whole extents: a
+    /// batch holds at least one).
+    #[arg(long, value_name = "KIB", default_value_t = 64)]
+    pub batch_kib: usize,
 }

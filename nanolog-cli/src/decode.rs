@@ -1,15 +1,14 @@
 //! `nanolog decode`.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{bail, Context};
-use nanolog_runtime::reader::{next_in_set, Event, Filter, Header, LogFile, Merge, Refresh};
+use nanolog_runtime::reader::{Event, Filter, LogFile, Merge};
 use nanolog_runtime::Level;
 use regex::Regex;
 
 use crate::cli::{DecodeArgs, FilterArgs, Format};
+use crate::follow::{follow, Cursor, Sink, Start};
 use crate::output;
 
 /// Options resolved from the command line.
@@ -94,6 +93,7 @@ impl DecodePlan {
             // A gap has no message, so a --grep or --level query leaves it out.
             no_gaps: self.grep.is_some() || self.min_level.is_some(),
             min_offset,
+            max_offset: None,
         }
     }
 }
@@ -104,7 +104,13 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         if a.files.len() != 1 {
             bail!("--follow takes exactly one file");
         }
-        return follow(&plan, &a.files[0], a.cursor.as_deref());
+        let mut sink = PrintSink {
+            plan: &plan,
+            w: io::stdout().lock(),
+            printed: 0,
+        };
+        let cursor = Cursor::new(a.cursor.as_deref());
+        return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
     }
     let files = crate::open_all(&a.files, true)?;
     let stdout = io::stdout();
@@ -375,213 +381,21 @@ fn print_parallel(
     })
 }
 
-/// `--follow`: print what is there, then poll for growth. When the file
-/// ends (it rolled, or a new run took the path), go on with the files of the
-/// set that began after it, oldest first, then the live one: a follower
-/// several rolls or a restart behind the writer prints every record once.
-fn follow(plan: &DecodePlan, base: &Path, cursor: Option<&Path>) -> anyhow::Result<()> {
-    let stdout = io::stdout();
-    let mut w = stdout.lock();
-    let mut printed = 0u64;
-    // The file being read, where it was opened, and how far it is printed.
-    let mut cur: Option<(LogFile, PathBuf, usize)> = None;
-    // The header of the last file read to its end: the next file is the
-    // first of the set that began after it.
-    let mut done: Option<Header> = None;
-    // With no live file yet, the follower is there before the writer: every
-    // file of the set that begins from now on is new (a writer that rolls
-    // fast may have rolled several before the next look).
-    let mut after_ns: Option<i64> = None;
-    if std::fs::metadata(base).is_err() {
-        after_ns = Some(newest_finished(base).unwrap_or(i64::MIN));
-    }
-    // A saved position: go on from it, in its file if the set still has
-    // it, else from the first file that began after it.
-    if let Some(c) = cursor.map(Cursor::load).transpose()?.flatten() {
-        match find_in_set(base, c.pid, c.base_unix_ns) {
-            Some((l, path)) => {
-                let offset = c.offset.min(l.valid_len());
-                let more = print(plan, std::slice::from_ref(&l), offset, &mut w, &mut printed)?;
-                w.flush()?;
-                if !more {
-                    return Ok(());
-                }
-                let offset = l.valid_len();
-                save_cursor(cursor, &l, offset)?;
-                cur = Some((l, path, offset));
-            }
-            None => {
-                let _ = writeln!(
-                    io::stderr(),
-                    "nanolog: warning: the cursor's file is no longer in the set of {}; going on from the first file after it",
-                    base.display()
-                );
-                after_ns = Some(c.base_unix_ns);
-                done = None;
-            }
+/// `decode -f`: the follower prints what it finds.
+struct PrintSink<'p, W: Write> {
+    plan: &'p DecodePlan,
+    w: W,
+    printed: u64,
+}
+
+impl<W: Write> Sink for PrintSink<'_, W> {
+    fn take(&mut self, log: &LogFile, from: usize, cursor: &Cursor) -> anyhow::Result<bool> {
+        let files = std::slice::from_ref(log);
+        let more = print(self.plan, files, from, &mut self.w, &mut self.printed)?;
+        self.w.flush()?;
+        if more {
+            cursor.save(log, log.valid_len())?;
         }
-    }
-    loop {
-        let Some((log, path, offset)) = cur.as_mut() else {
-            let next = match after_ns {
-                Some(ns) => next_in_set(base, ns),
-                None => base.to_path_buf(),
-            };
-            match LogFile::open_live(&next) {
-                // The live file is still the one read to its end (the
-                // writer has yet to start the next): wait for it.
-                Ok(l) if Some(*l.header()) == done => {}
-                Ok(l) => {
-                    if done.is_some_and(|d| d.pid != l.header().pid) {
-                        let _ = writeln!(
-                            io::stderr(),
-                            "nanolog: warning: {} holds another run from {}; following it",
-                            base.display(),
-                            next.display()
-                        );
-                    }
-                    let more = print(plan, std::slice::from_ref(&l), 0, &mut w, &mut printed)?;
-                    w.flush()?;
-                    if !more {
-                        break;
-                    }
-                    let offset = l.valid_len();
-                    save_cursor(cursor, &l, offset)?;
-                    cur = Some((l, next, offset));
-                    continue;
-                }
-                // Not there yet, or its header is not written yet.
-                Err(_) if std::fs::metadata(&next).map_or(true, |m| m.len() < 64) => {}
-                Err(e) => return Err(e.into()),
-            }
-            std::thread::sleep(Duration::from_millis(100));
-            continue;
-        };
-        let ended = match log.refresh()? {
-            Refresh::Grew => {
-                let files = std::slice::from_ref(&*log);
-                let more = print(plan, files, *offset, &mut w, &mut printed)?;
-                w.flush()?;
-                if !more {
-                    break;
-                }
-                if log.shrank() {
-                    // Truncated while we read it: what was printed is good
-                    // (records in lost bytes are errors, never printed);
-                    // reopen and go on from there.
-                    let _ = writeln!(
-                        io::stderr(),
-                        "nanolog: warning: {} shrank while being read",
-                        path.display()
-                    );
-                    std::thread::sleep(Duration::from_millis(100));
-                    reopen(log, path, offset)?;
-                    continue;
-                }
-                *offset = log.valid_len();
-                save_cursor(cursor, log, *offset)?;
-                log.rotated_to().is_some()
-            }
-            // A finished file (not the live path) read to its end.
-            Refresh::Unchanged => path != base,
-            Refresh::Replaced => !reopen(log, path, offset)?,
-        };
-        if ended {
-            done = Some(*log.header());
-            after_ns = Some(log.header().base_unix_ns);
-            cur = None;
-            continue;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Ok(())
-}
-
-/// A follower's saved position: the file (by its header's pid and start
-/// time) and the offset printed up to.
-struct Cursor {
-    pid: u32,
-    base_unix_ns: i64,
-    offset: usize,
-}
-
-impl Cursor {
-    /// The cursor saved at `path`; `None` if there is none yet.
-    fn load(path: &Path) -> anyhow::Result<Option<Cursor>> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        let bad = || anyhow::anyhow!("{}: not a nanolog cursor", path.display());
-        let mut f = text.split_whitespace();
-        if f.next() != Some("nanolog-cursor-v1") {
-            return Err(bad());
-        }
-        let mut num = || f.next().ok_or_else(bad);
-        Ok(Some(Cursor {
-            pid: num()?.parse().map_err(|_| bad())?,
-            base_unix_ns: num()?.parse().map_err(|_| bad())?,
-            offset: num()?.parse().map_err(|_| bad())?,
-        }))
-    }
-}
-
-/// Saves the position (`log` printed up to `offset`) at `path`, if a
-/// cursor is kept: written beside it and renamed over it, so a reader (or
-/// a kill) sees the old position or the new, never half of one.
-fn save_cursor(path: Option<&Path>, log: &LogFile, offset: usize) -> anyhow::Result<()> {
-    let Some(path) = path else { return Ok(()) };
-    let h = log.header();
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(
-        &tmp,
-        format!("nanolog-cursor-v1 {} {} {offset}\n", h.pid, h.base_unix_ns),
-    )
-    .and_then(|()| std::fs::rename(&tmp, path))
-    .with_context(|| format!("cannot save the cursor {}", path.display()))
-}
-
-/// The file of the set at `base` whose header says `pid` and `base_unix_ns`
-/// (the live file or a finished one), opened to follow.
-fn find_in_set(base: &Path, pid: u32, base_unix_ns: i64) -> Option<(LogFile, PathBuf)> {
-    let finished = nanolog_runtime::reader::finished_files(base).unwrap_or_default();
-    let candidates = finished
-        .into_iter()
-        .map(|(p, _)| p)
-        .chain([base.to_path_buf()]);
-    for p in candidates {
-        if let Ok(l) = LogFile::open_live(&p) {
-            let h = l.header();
-            if h.pid == pid && h.base_unix_ns == base_unix_ns {
-                return Some((l, p));
-            }
-        }
-    }
-    None
-}
-
-/// When the newest finished file of the set at `base` began.
-fn newest_finished(base: &Path) -> Option<i64> {
-    let files = nanolog_runtime::reader::finished_files(base).ok()?;
-    let (last, _) = files.last()?;
-    Some(LogFile::open(last).ok()?.header().base_unix_ns)
-}
-
-/// The file at `path` was replaced or cut back: if it is the same file cut
-/// back, reopen it and go on from what was printed (true); if another file
-/// took the path, leave `log` as it is (false: it has ended).
-fn reopen(log: &mut LogFile, path: &Path, offset: &mut usize) -> anyhow::Result<bool> {
-    match LogFile::open_live(path) {
-        Ok(l) if l.header() == log.header() => {
-            *offset = (*offset).min(l.valid_len());
-            *log = l;
-            Ok(true)
-        }
-        Ok(_) => Ok(false),
-        // Gone, or not yet written again: the file read so far has ended.
-        Err(_) => Ok(false),
+        Ok(more)
     }
 }

@@ -7,10 +7,13 @@
 mod cli;
 mod decode;
 mod export;
+mod follow;
 mod info;
 mod output;
 #[cfg(feature = "parquet")]
 mod parquet_out;
+#[cfg(feature = "ship")]
+mod ship;
 mod stats;
 mod time_args;
 
@@ -48,6 +51,12 @@ fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
         cli::Command::Stats(a) => stats::run(&a),
         cli::Command::Info(a) => info::run(&a),
         cli::Command::Export(a) => export::run(&a),
+        #[cfg(feature = "ship")]
+        cli::Command::Ship(a) => ship::run(&a),
+        #[cfg(not(feature = "ship"))]
+        cli::Command::Ship(_) => Err(anyhow::anyhow!(
+            "this nanolog was built without `ship` (the `ship` feature, on by default)"
+        )),
     }?;
     Ok(ExitCode::SUCCESS)
 }

@@ -432,6 +432,11 @@ impl Writer {
     }
 
     fn switch(&mut self) -> io::Result<u64> {
+        // The old file's last clock pair is read before the new file's
+        // header pair: every record of the old file then lies between two
+        // pairs of its own, and no pair of the new file falls among them,
+        // so the file maps its ticks alone exactly as its set does.
+        let end_pair = clock::pair();
         let name = self.path.file_name().unwrap_or_default().to_os_string();
         let next = next_path(&self.path);
         let ctx = |what: &str, e: io::Error| {
@@ -471,7 +476,7 @@ impl Writer {
         put_entry(&mut out, tag::ROTATE, |b| {
             wire::put_str(b, &name.to_string_lossy())
         });
-        let end = self.close_entries(&mut out);
+        let end = self.close_entries_with(&mut out, end_pair);
         // If the old file cannot take its last entries it still ends at a
         // whole entry (see `write`); the log goes on in the new file.
         let _ = self.write_live(&out);
@@ -577,7 +582,11 @@ impl Writer {
 
     /// Appends a final clock pair and the END entry; returns the pair.
     pub(crate) fn close_entries(&self, out: &mut Vec<u8>) -> (u64, i64) {
-        let (tick, ns) = clock::pair();
+        self.close_entries_with(out, clock::pair())
+    }
+
+    /// Appends the clock pair `(tick, ns)` and the END entry; returns the pair.
+    fn close_entries_with(&self, out: &mut Vec<u8>, (tick, ns): (u64, i64)) -> (u64, i64) {
         dict::put_clock_entry(out, tick, ns);
         put_entry(out, tag::END, |_| {});
         (tick, ns)

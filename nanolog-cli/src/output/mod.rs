@@ -6,6 +6,8 @@ mod text;
 #[cfg(feature = "parquet")]
 pub use json::{json_args, json_fields, json_spans};
 pub use json::{json_gap, json_record, json_record_direct, json_string, Json};
+#[cfg(feature = "ship")]
+pub use text::gap_message;
 pub use text::{text_gap, text_record, text_record_direct, Text};
 
 use nanolog_runtime::reader::Record;

@@ -133,7 +133,7 @@ pub fn text_gap(t: &mut Text, g: &Gap, file: &LogFile, out: &mut String) {
     out.push('\n');
 }
 
-pub(super) fn gap_message(g: &Gap) -> String {
+pub fn gap_message(g: &Gap) -> String {
     if g.is_lost() {
         return format!(
             "{} records lost by the writer (a failed write, or the live file deleted or cut back) between {} and {}",

@@ -32,6 +32,16 @@ pub(crate) enum Item {
     },
 }
 
+impl Item {
+    /// Where the entry lies in the file (an extent's body, a DROP entry).
+    pub(crate) fn offset(&self) -> usize {
+        match *self {
+            Item::Extent { start, .. } => start,
+            Item::Drop { offset, .. } => offset,
+        }
+    }
+}
+
 /// A context as indexed: a span entered inside its parent.
 #[derive(Debug, Clone)]
 pub(crate) struct SpanDef {
@@ -683,6 +693,28 @@ impl LogFile {
 
     pub(crate) fn stream(&self, thread: u32) -> &[Item] {
         self.streams.get(&thread).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// Where a batch that begins at byte `from` should end so that it
+    /// holds about `max_bytes` of extents: the offset of the first entry
+    /// left for the next batch, or [`LogFile::valid_len`] when the rest
+    /// fits. A batch holds at least one entry (one extent may exceed
+    /// `max_bytes`). With [`Filter::min_offset`](super::Filter) and
+    /// `max_offset` it selects whole extents, so a position saved between
+    /// batches is never inside one.
+    pub fn batch_end(&self, from: usize, max_bytes: usize) -> usize {
+        let first = self.order.partition_point(|(_, it)| it.offset() < from);
+        let mut bytes = 0;
+        for (_, it) in &self.order[first..] {
+            if bytes >= max_bytes.max(1) {
+                return it.offset();
+            }
+            bytes += match *it {
+                Item::Extent { start, end, .. } => end - start,
+                Item::Drop { .. } => 1,
+            };
+        }
+        self.valid_len.max(from)
     }
 
     /// How many extents (runs of one thread's records) the file holds.

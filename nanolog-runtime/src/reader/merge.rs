@@ -29,6 +29,9 @@ pub struct Filter {
     pub no_gaps: bool,
     /// Only entries at or after this byte offset (for following a growing file).
     pub min_offset: usize,
+    /// Only entries before this byte offset (a batch of a file, from
+    /// [`LogFile::batch_end`]); `None`: to the end.
+    pub max_offset: Option<usize>,
 }
 
 impl std::fmt::Debug for Filter {
@@ -39,6 +42,8 @@ impl std::fmt::Debug for Filter {
             .field("until_ns", &self.until_ns)
             .field("threads", &self.threads)
             .field("site", &self.site.as_ref().map(|_| ".."))
+            .field("min_offset", &self.min_offset)
+            .field("max_offset", &self.max_offset)
             .finish()
     }
 }
@@ -145,12 +150,16 @@ impl<'a> Merge<'a> {
                     {
                         continue;
                     }
+                    let items = f.stream(thread);
                     streams.push(Stream {
                         file: f,
                         file_ix,
                         thread,
-                        items: f.stream(thread),
-                        next_item: 0,
+                        items,
+                        // Items are in file order: skip those before
+                        // `min_offset` by bisection, not one by one (a
+                        // shipper reads a large file a batch at a time).
+                        next_item: items.partition_point(|it| it.offset() < filter.min_offset),
                         extent: None,
                         done: false,
                     });
@@ -159,6 +168,10 @@ impl<'a> Merge<'a> {
         }
         let n = streams.len();
         let (clocks, domains) = shared_clocks(files);
+        let u_item = files.first().map_or(0, |f| {
+            f.order()
+                .partition_point(|(_, it)| it.offset() < filter.min_offset)
+        });
         Merge {
             files,
             allowed,
@@ -170,11 +183,22 @@ impl<'a> Merge<'a> {
             sorted,
             started: false,
             u_file: 0,
-            u_item: 0,
+            u_item,
             u_extent: None,
             errors: Vec::new(),
             clocks,
             domains,
+        }
+    }
+
+    /// Reads file `file_ix` (an index into the files given) by `clock`,
+    /// not by its own clock pairs: a reader given one file of a set at a
+    /// time (a follower) stamps its records as a reader of the whole set
+    /// does, with the union of the set's pairs ([`TimeMap::union`]). Call
+    /// before the first event.
+    pub fn set_clock(&mut self, file_ix: usize, clock: TimeMap) {
+        if let Some(c) = self.clocks.get_mut(file_ix) {
+            *c = std::sync::Arc::new(clock);
         }
     }
 
@@ -214,6 +238,9 @@ impl<'a> Merge<'a> {
     /// What a thread's next item yields: an extent to read, a gap to
     /// report, or nothing (filtered out, or before `min_offset`).
     fn open_item(&self, file: &'a LogFile, file_ix: usize, thread: u32, item: Item) -> Opened<'a> {
+        if self.past_max(&item) {
+            return Opened::Nothing;
+        }
         match item {
             Item::Extent { start, end, ctx } if start >= self.filter.min_offset => {
                 Opened::Extent(Extent::new(file, thread, start, end, ctx, Clock::Untimed))
@@ -233,6 +260,12 @@ impl<'a> Merge<'a> {
             }
             _ => Opened::Nothing,
         }
+    }
+
+    /// Whether `item` lies at or after `max_offset` (and so do the items
+    /// after it in its file).
+    fn past_max(&self, item: &Item) -> bool {
+        self.filter.max_offset.is_some_and(|m| item.offset() >= m)
     }
 
     /// Advances cursor `c` to its next kept event.
@@ -264,6 +297,10 @@ impl<'a> Merge<'a> {
             };
             cur.next_item += 1;
             let (file, file_ix, thread) = (cur.file, cur.file_ix, cur.thread);
+            if self.past_max(&item) {
+                self.streams[c].done = true;
+                return None;
+            }
             match self.open_item(file, file_ix, thread, item) {
                 Opened::Extent(e) => self.streams[c].extent = Some(e),
                 Opened::Gap(ev) => return Some(ev),
@@ -340,9 +377,13 @@ impl<'a> Merge<'a> {
                 }
                 continue;
             }
-            let Some(&(thread, item)) = file.order().get(self.u_item) else {
+            let next = file.order().get(self.u_item);
+            let Some(&(thread, item)) = next.filter(|(_, it)| !self.past_max(it)) else {
                 self.u_file += 1;
-                self.u_item = 0;
+                self.u_item = self.files.get(self.u_file).map_or(0, |f| {
+                    f.order()
+                        .partition_point(|(_, it)| it.offset() < self.filter.min_offset)
+                });
                 continue;
             };
             self.u_item += 1;

@@ -37,11 +37,8 @@ impl TimeMap {
     }
 
     /// One map from the pairs of several maps of the same clock (the files
-    /// of one process).
-    pub(crate) fn union<'a>(
-        ticks_per_second: f64,
-        maps: impl Iterator<Item = &'a TimeMap>,
-    ) -> TimeMap {
+    /// of one process): what [`Merge`](super::Merge) reads a set's files by.
+    pub fn union<'a>(ticks_per_second: f64, maps: impl Iterator<Item = &'a TimeMap>) -> TimeMap {
         let pairs = maps.flat_map(|m| m.pairs.iter().copied()).collect();
         TimeMap::new(ticks_per_second, pairs)
     }

@@ -1,0 +1,283 @@
+//! `nanolog ship` (CONTRACT §13): follows a log as `decode -f` does and
+//! sends its records to an OpenTelemetry collector as OTLP/HTTP protobuf.
+//!
+//! At least once, and nothing twice across restarts: a batch is a run of
+//! whole extents of one file, `[from, to)`; `to` is saved in the cursor
+//! only once the collector accepted the batch. A ship killed at any point
+//! sends again at most the batch it had sent and not yet seen accepted.
+//! Memory is one batch (and its encoding), whatever the backlog.
+
+mod http;
+mod otlp;
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, TimeMap};
+
+use crate::cli::ShipArgs;
+use crate::follow::{follow, Cursor, Sink, Start};
+use crate::output::gap_message;
+
+pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
+    let endpoint = match &a.endpoint {
+        Some(e) => e.clone(),
+        None => std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").map_err(|_| {
+            anyhow::anyhow!("no collector: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
+        })?,
+    };
+    let max_backoff = crate::time_args::parse_duration_ns(&a.max_backoff)
+        .map_err(|e| anyhow::anyhow!("--max-backoff: {e}"))?;
+    let stats_every = a
+        .stats_every
+        .as_deref()
+        .map(crate::time_args::parse_duration_ns)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--stats-every: {e}"))?
+        .map(Duration::from_nanos);
+    if a.cursor.is_some() && a.files.len() > 1 {
+        anyhow::bail!(
+            "--cursor keeps the position of one log: run one ship (with its own cursor) per log"
+        );
+    }
+    let service = a
+        .service
+        .clone()
+        .or_else(|| std::env::var("OTEL_SERVICE_NAME").ok())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown_service".into());
+    let host = host_name();
+    let make = |base: &Path| -> anyhow::Result<Shipper> {
+        Ok(Shipper {
+            base: base.to_path_buf(),
+            client: http::Client::new(&endpoint, Duration::from_nanos(max_backoff))?,
+            batch: otlp::Batch::new(service.clone(), host.clone()),
+            batch_bytes: a.batch_kib.max(1) << 10,
+            once: a.once,
+            stats_every,
+            last_stats: Instant::now(),
+            records: 0,
+            batches: 0,
+            shipped_bytes: 0,
+            peers: HashMap::new(),
+            at: None,
+        })
+    };
+    let cursor = Cursor::new(a.cursor.as_deref());
+    if let [one] = a.files.as_slice() {
+        let mut s = make(one)?;
+        let result = follow(one, &cursor, Start::WholeSet, &mut s);
+        s.summary();
+        return result;
+    }
+    // Several logs: one follower each, side by side.
+    let shippers = a
+        .files
+        .iter()
+        .map(|f| make(f))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    std::thread::scope(|scope| {
+        let running: Vec<_> = shippers
+            .into_iter()
+            .map(|mut s| {
+                scope.spawn(move || {
+                    let none = Cursor::new(None);
+                    let base = s.base.clone();
+                    let r = follow(&base, &none, Start::WholeSet, &mut s);
+                    s.summary();
+                    r
+                })
+            })
+            .collect();
+        for r in running {
+            r.join()
+                .map_err(|_| anyhow::anyhow!("a shipping thread panicked"))??;
+        }
+        Ok(())
+    })
+}
+
+/// The follower's sink: batches of the log, sent and then saved.
+struct Shipper {
+    base: PathBuf,
+    client: http::Client,
+    batch: otlp::Batch,
+    batch_bytes: usize,
+    once: bool,
+    stats_every: Option<Duration>,
+    last_stats: Instant,
+    records: u64,
+    batches: u64,
+    /// Bytes of log the batches sent so far held (for the lag's estimate
+    /// of records per byte).
+    shipped_bytes: u64,
+    /// The clocks of the set's finished files, by path (None: not a log):
+    /// (pid, calibrated rate's bits, map).
+    peers: HashMap<PathBuf, Option<(u32, u64, TimeMap)>>,
+    /// The file being shipped (its path) and the position reached in it,
+    /// for the lag.
+    at: Option<(PathBuf, i64, usize)>,
+}
+
+impl Sink for Shipper {
+    fn take(&mut self, log: &LogFile, from: usize, cursor: &Cursor) -> anyhow::Result<bool> {
+        let mut pos = from;
+        let end = log.valid_len();
+        while pos < end {
+            let to = log.batch_end(pos, self.batch_bytes);
+            self.batch.start(log);
+            let filter = Filter {
+                min_offset: pos,
+                max_offset: Some(to),
+                ..Filter::default()
+            };
+            let mut merge = Merge::unsorted(std::slice::from_ref(log), filter);
+            merge.set_clock(0, self.set_clock(log));
+            let observed = now_ns();
+            for ev in merge.by_ref() {
+                match ev {
+                    Event::Record(rec) => self.batch.push(&rec, observed),
+                    Event::Gap(g, file) => self.batch.push_gap(&g, file, &gap_message(&g)),
+                }
+            }
+            for e in merge.take_errors() {
+                let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
+            }
+            let n = self.batch.len();
+            if n > 0 {
+                self.client.send(self.batch.encode())?;
+                self.records += n as u64;
+                self.batches += 1;
+                self.shipped_bytes += (to - pos) as u64;
+            }
+            // Accepted (or nothing to send): the position moves past it.
+            cursor.save(log, to)?;
+            pos = to;
+            self.at = Some((log.path().to_path_buf(), log.header().base_unix_ns, pos));
+            self.maybe_stats();
+        }
+        Ok(true)
+    }
+
+    fn idle(&mut self) -> anyhow::Result<bool> {
+        self.maybe_stats();
+        Ok(!self.once)
+    }
+}
+
+impl Shipper {
+    /// The clock `log` is read by: the union of its clock pairs and those
+    /// of the set's other files of the same process, as `decode` of the
+    /// whole set reads it, so a record shipped has the time decode prints
+    /// (to the nanosecond, once the files around it are there).
+    fn set_clock(&mut self, log: &LogFile) -> TimeMap {
+        let h = log.header();
+        let key = (h.pid, h.ticks_per_second.to_bits());
+        for (p, _) in nanolog_runtime::reader::finished_files(&self.base).unwrap_or_default() {
+            if self.peers.contains_key(&p) {
+                continue;
+            }
+            match LogFile::open(&p) {
+                // Kept once it has ended: a file just rolled away may not
+                // have its last entries yet.
+                Ok(l) if l.is_complete() => {
+                    let lh = l.header();
+                    let entry = (lh.pid, lh.ticks_per_second.to_bits(), l.time_map().clone());
+                    self.peers.insert(p, Some(entry));
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    self.peers.insert(p, None);
+                }
+            }
+        }
+        let same = self
+            .peers
+            .values()
+            .flatten()
+            .filter(|(pid, rate, _)| (*pid, *rate) == key)
+            .map(|(_, _, m)| m);
+        TimeMap::union(
+            h.ticks_per_second,
+            std::iter::once(log.time_map()).chain(same),
+        )
+    }
+
+    fn maybe_stats(&mut self) {
+        let Some(every) = self.stats_every else {
+            return;
+        };
+        if self.last_stats.elapsed() < every {
+            return;
+        }
+        self.last_stats = Instant::now();
+        let behind = self.behind_bytes();
+        let per_record = if self.records > 0 {
+            self.shipped_bytes as f64 / self.records as f64
+        } else {
+            0.0
+        };
+        let records_behind = if per_record > 0.0 {
+            format!("~{:.0} records", behind as f64 / per_record)
+        } else {
+            "? records".into()
+        };
+        let _ = writeln!(
+            io::stderr(),
+            "nanolog ship: {}: {} records in {} batches sent, {} retries; behind the live file by {records_behind} ({behind} bytes)",
+            self.base.display(),
+            self.records,
+            self.batches,
+            self.client.retries,
+        );
+    }
+
+    /// Bytes of the set not shipped yet: the rest of the file being
+    /// shipped, and every file of the set that began after it.
+    fn behind_bytes(&self) -> u64 {
+        let Some((path, began, pos)) = &self.at else {
+            return 0;
+        };
+        let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        let mut behind = len(path).saturating_sub(*pos as u64);
+        for (p, size) in nanolog_runtime::reader::finished_files(&self.base).unwrap_or_default() {
+            if p != *path && LogFile::open(&p).is_ok_and(|l| l.header().base_unix_ns > *began) {
+                behind += size;
+            }
+        }
+        if *path != self.base {
+            behind += len(&self.base);
+        }
+        behind
+    }
+
+    /// The last line: what was shipped.
+    fn summary(&self) {
+        let _ = writeln!(
+            io::stderr(),
+            "nanolog: shipped {} records in {} batches to {} ({} retries)",
+            self.records,
+            self.batches,
+            self.client.url(),
+            self.client.retries
+        );
+    }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// This machine's name (the collector's `host.name`).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown".into())
+}

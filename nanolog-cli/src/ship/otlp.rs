@@ -1,0 +1,284 @@
+//! Records as OTLP log records (CONTRACT §13), in the message types of the
+//! `opentelemetry-proto` crate, encoded by prost.
+//!
+//! A request is built in place and its parts are kept from one batch to
+//! the next: a record's attribute list, keys and strings are overwritten,
+//! not allocated again, so a steady stream of batches allocates almost
+//! nothing (records inside spans excepted: their span lists are built anew).
+
+use std::fmt::Write as _;
+
+use nanolog_runtime::reader::{Gap, LogFile, Record, Value};
+use nanolog_runtime::text::render::format_message;
+use nanolog_runtime::Level;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+use opentelemetry_proto::tonic::common::v1::{
+    AnyValue, ArrayValue, InstrumentationScope, KeyValue, KeyValueList,
+};
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
+
+/// OTLP's severity number of a level (the first of its range).
+pub(crate) fn severity(level: Level) -> i32 {
+    match level {
+        Level::Trace => 1,
+        Level::Debug => 5,
+        Level::Info => 9,
+        Level::Warn => 13,
+        Level::Error => 17,
+    }
+}
+
+/// The request being built: one resource (the writer process of the file
+/// the batch comes from), one scope (`nanolog`), its records.
+pub(crate) struct Batch {
+    req: ExportLogsServiceRequest,
+    /// Records kept from earlier batches, to be overwritten.
+    spare: Vec<LogRecord>,
+    /// The encoded request.
+    buf: Vec<u8>,
+    service: String,
+    host: String,
+}
+
+impl Batch {
+    pub(crate) fn new(service: String, host: String) -> Batch {
+        Batch {
+            req: ExportLogsServiceRequest {
+                resource_logs: vec![ResourceLogs {
+                    resource: Some(Resource::default()),
+                    scope_logs: vec![ScopeLogs {
+                        scope: Some(InstrumentationScope {
+                            name: "nanolog".into(),
+                            version: env!("CARGO_PKG_VERSION").into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+            },
+            spare: Vec::new(),
+            buf: Vec::new(),
+            service,
+            host,
+        }
+    }
+
+    fn records(&mut self) -> &mut Vec<LogRecord> {
+        &mut self.req.resource_logs[0].scope_logs[0].log_records
+    }
+
+    /// How many records the batch holds.
+    pub(crate) fn len(&self) -> usize {
+        self.req.resource_logs[0].scope_logs[0].log_records.len()
+    }
+
+    /// Empties the batch (its records are kept to be overwritten) and sets
+    /// the resource of `file`'s writer.
+    pub(crate) fn start(&mut self, file: &LogFile) {
+        let taken = std::mem::take(self.records());
+        self.spare.extend(taken);
+        let pid = i64::from(file.header().pid);
+        let attrs = &mut self.req.resource_logs[0]
+            .resource
+            .get_or_insert_with(Resource::default)
+            .attributes;
+        let mut n = 0;
+        put(attrs, &mut n, "service.name", Val::Str(&self.service));
+        put(attrs, &mut n, "host.name", Val::Str(&self.host));
+        put(attrs, &mut n, "process.pid", Val::Int(pid));
+        attrs.truncate(n);
+    }
+
+    /// A record, overwritten over a spare one.
+    fn next_record(&mut self) -> LogRecord {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Adds a record of the log.
+    pub(crate) fn push(&mut self, rec: &Record<'_>, observed_ns: u64) {
+        let mut lr = self.next_record();
+        let site = rec.site();
+        lr.time_unix_nano = rec.unix_ns().max(0) as u64;
+        lr.observed_time_unix_nano = observed_ns;
+        lr.severity_number = severity(site.level);
+        set_str(&mut lr.severity_text, site.level.as_str());
+        let mut body = take_string(&mut lr.body);
+        let attrs = &mut lr.attributes;
+        let mut n = 0;
+        put(attrs, &mut n, "code.filepath", Val::Str(&site.file));
+        put(attrs, &mut n, "code.lineno", Val::Int(i64::from(site.line)));
+        put(
+            attrs,
+            &mut n,
+            "thread.id",
+            Val::Int(i64::from(rec.thread())),
+        );
+        if let Some(name) = rec.thread_name() {
+            put(attrs, &mut n, "thread.name", Val::Str(name));
+        }
+        put(attrs, &mut n, "target", Val::Str(&site.target));
+        rec.with_args(|args| {
+            format_message(&site.pieces, &site.kinds, args, &mut body);
+            if !site.names.is_empty() {
+                for (i, v) in args.iter().enumerate() {
+                    if let Some(name) = site.name(i) {
+                        put(attrs, &mut n, name, Val::of(v));
+                    }
+                }
+            }
+        });
+        if rec.in_spans() {
+            let mut spans = Vec::new();
+            rec.for_each_span(|s| {
+                let mut fields = Vec::new();
+                let mut k = 0;
+                s.for_each_field(|name, v| put(&mut fields, &mut k, name, Val::of(&v)));
+                spans.push(kvlist(vec![
+                    kv("name", V::StringValue(s.name().into())),
+                    kv("fields", V::KvlistValue(KeyValueList { values: fields })),
+                ]));
+            });
+            if n < attrs.len() {
+                attrs.truncate(n);
+            }
+            attrs.push(kv("spans", V::ArrayValue(ArrayValue { values: spans })));
+            n += 1;
+        }
+        attrs.truncate(n);
+        lr.body = Some(AnyValue {
+            value: Some(V::StringValue(body)),
+        });
+        self.records().push(lr);
+    }
+
+    /// Adds a record that tells of dropped (or lost) records.
+    pub(crate) fn push_gap(&mut self, g: &Gap, file: &LogFile, message: &str) {
+        let mut lr = self.next_record();
+        lr.time_unix_nano = g.first_unix_ns.max(0) as u64;
+        lr.observed_time_unix_nano = lr.time_unix_nano;
+        lr.severity_number = severity(Level::Warn);
+        set_str(&mut lr.severity_text, Level::Warn.as_str());
+        let mut body = take_string(&mut lr.body);
+        body.push_str(message);
+        lr.body = Some(AnyValue {
+            value: Some(V::StringValue(body)),
+        });
+        let attrs = &mut lr.attributes;
+        let mut n = 0;
+        put(attrs, &mut n, "nanolog.dropped", Val::Int(g.count as i64));
+        if g.is_lost() {
+            put(attrs, &mut n, "nanolog.lost", Val::Bool(true));
+        } else {
+            put(attrs, &mut n, "thread.id", Val::Int(i64::from(g.thread)));
+            if let Some(name) = file.thread_name(g.thread) {
+                put(attrs, &mut n, "thread.name", Val::Str(name));
+            }
+        }
+        attrs.truncate(n);
+        self.records().push(lr);
+    }
+
+    /// The request, encoded.
+    pub(crate) fn encode(&mut self) -> &[u8] {
+        self.buf.clear();
+        self.buf.reserve(self.req.encoded_len());
+        // Encoding into a Vec cannot run out of room: it grows.
+        let _ = self.req.encode(&mut self.buf);
+        &self.buf
+    }
+}
+
+/// An attribute value, borrowed until it is written.
+enum Val<'a> {
+    Int(i64),
+    Double(f64),
+    Bool(bool),
+    Str(&'a str),
+    Char(char),
+    /// An integer outside OTLP's `int64`: its decimal text.
+    Wide(i128),
+    WideU(u128),
+}
+
+impl<'a> Val<'a> {
+    fn of(v: &Value<'a>) -> Val<'a> {
+        match *v {
+            Value::Uint(u) => i64::try_from(u).map_or(Val::WideU(u), Val::Int),
+            Value::Int(i) => i64::try_from(i).map_or(Val::Wide(i), Val::Int),
+            Value::F32(f) => Val::Double(f64::from(f)),
+            Value::F64(f) => Val::Double(f),
+            Value::Bool(b) => Val::Bool(b),
+            Value::Char(c) => Val::Char(c),
+            Value::Str(s) => Val::Str(s),
+            // One value per argument: the first rendering (they differ
+            // only when several placeholders format the argument).
+            Value::Rendered(r) => Val::Str(r.get(0).unwrap_or("")),
+        }
+    }
+}
+
+/// Writes attribute `*n` as `key` = `v` over what the slot held (its
+/// strings reused), and counts it.
+fn put(attrs: &mut Vec<KeyValue>, n: &mut usize, key: &str, v: Val<'_>) {
+    if *n == attrs.len() {
+        attrs.push(KeyValue::default());
+    }
+    let slot = &mut attrs[*n];
+    *n += 1;
+    set_str(&mut slot.key, key);
+    let value = match v {
+        Val::Int(i) => V::IntValue(i),
+        Val::Double(f) => V::DoubleValue(f),
+        Val::Bool(b) => V::BoolValue(b),
+        text => {
+            let mut s = take_string(&mut slot.value);
+            match text {
+                Val::Str(t) => s.push_str(t),
+                Val::Char(c) => s.push(c),
+                Val::Wide(i) => {
+                    let _ = write!(s, "{i}");
+                }
+                Val::WideU(u) => {
+                    let _ = write!(s, "{u}");
+                }
+                Val::Int(_) | Val::Double(_) | Val::Bool(_) => {}
+            }
+            V::StringValue(s)
+        }
+    };
+    slot.value = Some(AnyValue { value: Some(value) });
+}
+
+/// The string a value held, emptied (its allocation kept), or a new one.
+fn take_string(v: &mut Option<AnyValue>) -> String {
+    match v.take().and_then(|a| a.value) {
+        Some(V::StringValue(mut s)) => {
+            s.clear();
+            s
+        }
+        _ => String::new(),
+    }
+}
+
+fn set_str(s: &mut String, v: &str) {
+    s.clear();
+    s.push_str(v);
+}
+
+fn kv(key: &str, v: V) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(v) }),
+        ..Default::default()
+    }
+}
+
+fn kvlist(values: Vec<KeyValue>) -> AnyValue {
+    AnyValue {
+        value: Some(V::KvlistValue(KeyValueList { values })),
+    }
+}

@@ -1,0 +1,201 @@
+//! A collector stand-in on 127.0.0.1 for `nanolog ship`: an HTTP/1.1
+//! server that decodes each request body with the official OTLP
+//! definitions (the `opentelemetry-proto` crate) and answers as it is told
+//! (200, a status, or a dropped connection). Shared by tests/ship.rs and
+//! benches/ship.rs (which has it discard what it receives).
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+use prost::Message;
+
+/// How the stand-in answers a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Answer {
+    Accept,
+    Status(u16),
+    /// Read the request, then close the connection without an answer.
+    Drop,
+}
+
+/// A log record as the collector received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Got {
+    pub time_ns: u64,
+    pub severity: i32,
+    pub severity_text: String,
+    pub body: String,
+    pub attrs: BTreeMap<String, Option<V>>,
+    pub resource: BTreeMap<String, Option<V>>,
+}
+
+#[derive(Default)]
+pub struct State {
+    /// Answers to give, in order; then `Accept`.
+    pub script: VecDeque<Answer>,
+    /// The batches accepted, in order.
+    pub accepted: Vec<Vec<Got>>,
+    /// Requests seen, whatever the answer.
+    pub requests: u64,
+    /// A pause before each answer.
+    pub delay: Duration,
+    /// Count the records, keep nothing (a benchmark's receiver).
+    pub discard: bool,
+    /// Records received (in discard mode: requests, as nothing is decoded).
+    pub received: u64,
+}
+
+pub struct Collector {
+    pub port: u16,
+    pub state: Arc<Mutex<State>>,
+}
+
+impl Collector {
+    pub fn start() -> Collector {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        Self::serve(listener)
+    }
+
+    pub fn serve(listener: TcpListener) -> Collector {
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(State::default()));
+        let st = Arc::clone(&state);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let st = Arc::clone(&st);
+                std::thread::spawn(move || handle(conn, &st));
+            }
+        });
+        Collector { port, state }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn script(&self, answers: &[Answer]) {
+        self.state.lock().unwrap().script.extend(answers);
+    }
+
+    pub fn records(&self) -> Vec<Got> {
+        let s = self.state.lock().unwrap();
+        s.accepted.iter().flatten().cloned().collect()
+    }
+
+    pub fn count(&self) -> usize {
+        let s = self.state.lock().unwrap();
+        s.accepted.iter().map(Vec::len).sum()
+    }
+}
+
+/// Serves one connection: requests until the client closes it.
+fn handle(conn: TcpStream, st: &Mutex<State>) {
+    conn.set_read_timeout(Some(Duration::from_secs(30))).ok();
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut w = conn;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        assert!(line.starts_with("POST /v1/logs HTTP/1.1"), "{line}");
+        let mut len = 0usize;
+        let mut content_type = String::new();
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            let (k, v) = h.split_once(':').unwrap();
+            match k.to_ascii_lowercase().as_str() {
+                "content-length" => len = v.trim().parse().unwrap(),
+                "content-type" => content_type = v.trim().to_string(),
+                _ => {}
+            }
+        }
+        let mut body = vec![0; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        assert_eq!(content_type, "application/x-protobuf");
+        let (answer, delay) = {
+            let mut s = st.lock().unwrap();
+            s.requests += 1;
+            (s.script.pop_front().unwrap_or(Answer::Accept), s.delay)
+        };
+        std::thread::sleep(delay);
+        match answer {
+            Answer::Drop => return,
+            Answer::Status(code) => {
+                let _ = write!(
+                    w,
+                    "HTTP/1.1 {code} Nope\r\nContent-Length: 4\r\nConnection: close\r\n\r\nnope"
+                );
+                return;
+            }
+            Answer::Accept => {
+                // Recorded as accepted as the answer goes out: a client
+                // killed now has had its batch taken.
+                let mut s = st.lock().unwrap();
+                if s.discard {
+                    s.received += 1;
+                } else {
+                    let req = ExportLogsServiceRequest::decode(&body[..]).expect("an OTLP request");
+                    let got = flatten(&req);
+                    s.received += got.len() as u64;
+                    s.accepted.push(got);
+                }
+                if w
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n")
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+pub fn attrs(
+    kvs: &[opentelemetry_proto::tonic::common::v1::KeyValue],
+) -> BTreeMap<String, Option<V>> {
+    kvs.iter()
+        .map(|kv| (kv.key.clone(), kv.value.clone().and_then(|v| v.value)))
+        .collect()
+}
+
+fn flatten(req: &ExportLogsServiceRequest) -> Vec<Got> {
+    let mut out = Vec::new();
+    for rl in &req.resource_logs {
+        let resource = attrs(&rl.resource.as_ref().unwrap().attributes);
+        for sl in &rl.scope_logs {
+            assert_eq!(sl.scope.as_ref().unwrap().name, "nanolog");
+            for lr in &sl.log_records {
+                let body = match lr.body.as_ref().and_then(|b| b.value.clone()) {
+                    Some(V::StringValue(s)) => s,
+                    other => panic!("body {other:?}"),
+                };
+                out.push(Got {
+                    time_ns: lr.time_unix_nano,
+                    severity: lr.severity_number,
+                    severity_text: lr.severity_text.clone(),
+                    body,
+                    attrs: attrs(&lr.attributes),
+                    resource: resource.clone(),
+                });
+            }
+        }
+    }
+    out
+}

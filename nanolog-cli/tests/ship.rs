@@ -1,0 +1,545 @@
+//! `nanolog ship` (CONTRACT §13) against a collector stand-in on 127.0.0.1:
+//! an HTTP server that decodes each request body with the official OTLP
+//! definitions (the `opentelemetry-proto` crate) and answers as it is told
+//! (200, 429, 503, or a dropped connection). What it accepted is compared
+//! with `nanolog decode` of the same files.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
+use serde_json::Value as Json;
+
+mod common;
+
+#[path = "common/collector.rs"]
+mod collector;
+
+use collector::{attrs, Answer, Collector};
+
+use common::{p, serial, succeed, BIN};
+
+fn dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("nanolog-ship-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The set at `base`: finished files, oldest first, then the live one.
+fn whole_set(base: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = nanolog_runtime::finished_files(base)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    if base.exists() {
+        v.push(base.to_path_buf());
+    }
+    v
+}
+
+/// `decode --format json` of the whole set at `base`.
+fn decoded(base: &Path) -> Vec<Json> {
+    let set = whole_set(base);
+    let mut args = vec!["decode", "--format", "json"];
+    args.extend(set.iter().map(|f| p(f)));
+    common::stdout(&succeed(&args))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn int(v: &Option<V>) -> i64 {
+    match v {
+        Some(V::IntValue(i)) => *i,
+        other => panic!("not an int: {other:?}"),
+    }
+}
+
+fn string(v: &Option<V>) -> &str {
+    match v {
+        Some(V::StringValue(s)) => s,
+        other => panic!("not a string: {other:?}"),
+    }
+}
+
+/// Waits for `child` at most `secs`, then kills it and fails.
+fn wait(child: &mut Child, secs: u64, what: &str) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not finish in {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn ship(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .arg("ship")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut s = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut s);
+    s
+}
+
+/// Every record of a rolled set arrives once, in the mapping of §13: the
+/// resource, severity, body, the code and thread attributes, every named
+/// field with its type, the spans, and the time to the nanosecond.
+#[test]
+fn every_record_of_a_rolled_set_arrives_once_typed_and_timed_to_the_nanosecond() {
+    let _s = serial();
+    let d = dir("set");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(16 << 10)
+        .level(nanolog::Level::Trace)
+        .start()
+        .unwrap();
+    std::thread::Builder::new()
+        .name("orders".into())
+        .spawn(|| {
+            for i in 0..20_000u64 {
+                if i % 1000 == 0 {
+                    let _span = nanolog::span!("batch", n = i / 1000);
+                    nanolog::warn!(target: "audit", "batch {n} opened", n = i / 1000);
+                }
+                nanolog::info!(
+                    "order {id} side {side} px {px} ok {ok}",
+                    id = i,
+                    side = "buy",
+                    px = i as f64 / 4.0,
+                    ok = i % 2 == 0
+                );
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    drop(logger);
+    let set = whole_set(&base);
+    assert!(set.len() > 3, "the writer rolled only {} times", set.len());
+
+    let c = Collector::start();
+    let mut child = ship(&[
+        "--endpoint",
+        &c.endpoint(),
+        "--service",
+        "checkout",
+        "--once",
+        p(&base),
+    ]);
+    let status = wait(&mut child, 120, "ship --once");
+    let err = stderr_of(&mut child);
+    assert!(status.success(), "ship failed: {err}");
+    assert!(err.contains("shipped 20020 records"), "{err}");
+
+    let want = decoded(&base);
+    let mut got = c.records();
+    assert_eq!(got.len(), want.len(), "records received");
+    // Batches may come in any order; records are matched by time and body.
+    got.sort_by(|a, b| (a.time_ns, &a.body).cmp(&(b.time_ns, &b.body)));
+    let mut want: Vec<&Json> = want.iter().collect();
+    want.sort_by(|a, b| {
+        (a["ts_ns"].as_i64(), a["msg"].as_str()).cmp(&(b["ts_ns"].as_i64(), b["msg"].as_str()))
+    });
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(
+            g.time_ns as i64,
+            w["ts_ns"].as_i64().unwrap(),
+            "{g:?} vs {w}"
+        );
+        assert_eq!(g.body, w["msg"].as_str().unwrap());
+        assert_eq!(g.severity_text, w["level"].as_str().unwrap());
+        let sev = match g.severity_text.as_str() {
+            "INFO" => 9,
+            "WARN" => 13,
+            other => panic!("level {other}"),
+        };
+        assert_eq!(g.severity, sev);
+        assert_eq!(string(&g.resource["service.name"]), "checkout");
+        assert_eq!(string(&g.resource["host.name"]), host.trim());
+        assert_eq!(
+            int(&g.resource["process.pid"]),
+            i64::from(std::process::id())
+        );
+        assert_eq!(
+            string(&g.attrs["code.filepath"]),
+            w["file"].as_str().unwrap()
+        );
+        assert_eq!(int(&g.attrs["code.lineno"]), w["line"].as_i64().unwrap());
+        assert_eq!(int(&g.attrs["thread.id"]), w["thread"].as_i64().unwrap());
+        assert_eq!(string(&g.attrs["thread.name"]), "orders");
+        assert_eq!(string(&g.attrs["target"]), w["target"].as_str().unwrap());
+        if g.severity == 9 {
+            let fields = &w["fields"];
+            assert_eq!(int(&g.attrs["id"]), fields["id"].as_i64().unwrap());
+            assert_eq!(string(&g.attrs["side"]), "buy");
+            assert_eq!(
+                g.attrs["px"],
+                Some(V::DoubleValue(fields["px"].as_f64().unwrap()))
+            );
+            assert_eq!(
+                g.attrs["ok"],
+                Some(V::BoolValue(fields["ok"].as_bool().unwrap()))
+            );
+            assert!(!g.attrs.contains_key("spans"), "{g:?}");
+        } else {
+            // The warning is made inside `batch{n=..}`.
+            let n = int(&g.attrs["n"]);
+            let Some(V::ArrayValue(spans)) = &g.attrs["spans"] else {
+                panic!("no spans: {g:?}")
+            };
+            let [span] = spans.values.as_slice() else {
+                panic!("{spans:?}")
+            };
+            let Some(V::KvlistValue(kv)) = &span.value else {
+                panic!("{span:?}")
+            };
+            let span = attrs(&kv.values);
+            assert_eq!(string(&span["name"]), "batch");
+            let Some(V::KvlistValue(fields)) = &span["fields"] else {
+                panic!("{span:?}")
+            };
+            assert_eq!(int(&attrs(&fields.values)["n"]), n);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A tiny xorshift: the kill points, reproducible from the seed printed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// `ship` killed with SIGKILL at 20 random points and started again with
+/// its cursor: the union of what the collector accepted is every record of
+/// the set, and a record arrives twice only in a batch the collector
+/// accepted but the killed ship had not seen accepted (one batch per kill
+/// at most; the same batch sent again whole).
+#[test]
+fn ship_killed_at_random_points_resumes_from_its_cursor_and_loses_nothing() {
+    let _s = serial();
+    let d = dir("kills");
+    let base = d.join("app.nlog");
+    let cursor = d.join("ship.cursor");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(64 << 10)
+        .start()
+        .unwrap();
+    for i in 0..200_000u64 {
+        nanolog::info!("rec {}", i);
+    }
+    drop(logger);
+    let total = 200_000usize;
+
+    let c = Collector::start();
+    // A collector that takes its time, so that kills land mid-stream.
+    c.state.lock().unwrap().delay = Duration::from_millis(3);
+    let endpoint = c.endpoint();
+    let args = [
+        "--endpoint",
+        &endpoint,
+        "--cursor",
+        p(&cursor),
+        "--batch-kib",
+        "4",
+        "--once",
+        p(&base),
+    ];
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("kill points seeded with {seed}");
+    let mut rng = Rng(seed);
+    let mut kills = 0;
+    let mut runs = 0;
+    while kills < 20 && runs < 200 {
+        runs += 1;
+        let mut child = ship(&args);
+        std::thread::sleep(Duration::from_millis(rng.below(60)));
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            kills += 1;
+        }
+        let _ = child.wait();
+        if c.count() >= total + 20 * 2000 {
+            break;
+        }
+    }
+    // The last run goes to the end.
+    let mut child = ship(&args);
+    let status = wait(&mut child, 120, "the last ship");
+    let err = stderr_of(&mut child);
+    assert!(status.success(), "{err}");
+
+    let batches = c.state.lock().unwrap().accepted.clone();
+    let mut seen = std::collections::HashSet::new();
+    let mut repeated_batches = 0;
+    let mut duplicates = 0;
+    for b in &batches {
+        let fresh = b.iter().filter(|g| seen.insert(g.body.clone())).count();
+        if fresh < b.len() {
+            // A batch sent again is sent whole, not a part of one.
+            assert_eq!(fresh, 0, "a batch partly sent before");
+            repeated_batches += 1;
+            duplicates += b.len();
+        }
+    }
+    eprintln!("{kills} kills in {runs} runs: {repeated_batches} batches ({duplicates} records) sent twice");
+    assert!(kills >= 10, "only {kills} kills landed in {runs} runs");
+    assert!(
+        repeated_batches <= kills,
+        "{repeated_batches} batches repeated by {kills} kills"
+    );
+    let want: std::collections::HashSet<String> = decoded(&base)
+        .iter()
+        .map(|j| j["msg"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(want.len(), total);
+    assert_eq!(seen, want, "the union of what the collector accepted");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A collector that is down, then answers 503, 429 and drops a connection
+/// loses nothing: ship tries again (with backoff) until it is accepted.
+/// A status that is not retryable (400) stops ship with an error naming it.
+#[test]
+fn a_collector_down_then_refusing_for_a_while_loses_nothing() {
+    let _s = serial();
+    let d = dir("down");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    for i in 0..5_000u64 {
+        nanolog::info!("rec {}", i);
+    }
+    drop(logger);
+
+    // A port with nothing listening on it yet.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let mut child = ship(&[
+        "--endpoint",
+        &endpoint,
+        "--max-backoff",
+        "300ms",
+        "--batch-kib",
+        "4",
+        "--once",
+        p(&base),
+    ]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "ship gave up");
+    let c = Collector::serve(TcpListener::bind(("127.0.0.1", port)).unwrap());
+    c.script(&[
+        Answer::Status(503),
+        Answer::Status(503),
+        Answer::Drop,
+        Answer::Status(429),
+        Answer::Status(502),
+    ]);
+    let status = wait(&mut child, 60, "ship against a refusing collector");
+    let err = stderr_of(&mut child);
+    assert!(status.success(), "{err}");
+    assert!(err.contains("503"), "{err}");
+    assert!(err.contains("429"), "{err}");
+    assert!(
+        err.contains("Connection refused") || err.contains("onnect"),
+        "{err}"
+    );
+    let got = c.records();
+    assert_eq!(got.len(), 5_000, "{err}");
+    let mut bodies: Vec<String> = got.into_iter().map(|g| g.body).collect();
+    bodies.sort();
+    bodies.dedup();
+    assert_eq!(bodies.len(), 5_000, "duplicates");
+    assert!(c.state.lock().unwrap().requests >= 6);
+
+    // 400: a permanent error, named.
+    let c = Collector::start();
+    c.script(&[Answer::Status(400)]);
+    let mut child = ship(&["--endpoint", &c.endpoint(), "--once", p(&base)]);
+    let status = wait(&mut child, 60, "ship against a 400");
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("refused a batch: 400"), "{err}");
+    assert_eq!(c.count(), 0);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Run by `ship_follows_a_writer_that_rolls_and_restarts` in a child
+/// process: one run of a writer that rolls every 32 KiB.
+#[test]
+#[ignore = "run in a child process by another test"]
+fn child_rolling_writer() {
+    let (Some(path), Ok(run)) = (
+        std::env::var_os("NANOLOG_SHIP_CHILD_LOG"),
+        std::env::var("NANOLOG_SHIP_CHILD_RUN"),
+    ) else {
+        return;
+    };
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .rotate_bytes(32 << 10)
+        .start()
+        .unwrap();
+    for i in 0..CHILD_RECORDS {
+        nanolog::info!("run {} rec {}", run.as_str(), i);
+        if i % 5_000 == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    drop(logger);
+}
+
+const CHILD_RECORDS: u64 = 30_000;
+
+/// `ship` following a log whose writer rolls and is restarted (three runs)
+/// sends every record of every run once.
+#[test]
+fn ship_follows_a_writer_that_rolls_and_restarts() {
+    let d = dir("follow");
+    let base = d.join("app.nlog");
+    let cursor = d.join("ship.cursor");
+    let c = Collector::start();
+    let mut shipper = ship(&[
+        "--endpoint",
+        &c.endpoint(),
+        "--cursor",
+        p(&cursor),
+        p(&base),
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    for run in 0..3 {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child_rolling_writer", "--ignored"])
+            .env("NANOLOG_SHIP_CHILD_LOG", &base)
+            .env("NANOLOG_SHIP_CHILD_RUN", run.to_string())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let status = wait(&mut child, 60, "a writer run");
+        assert!(status.success());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let total = 3 * CHILD_RECORDS as usize;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while c.count() < total && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Anything more would be a duplicate.
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = shipper.kill();
+    let _ = shipper.wait();
+    let err = stderr_of(&mut shipper);
+    assert!(
+        nanolog_runtime::finished_files(&base).unwrap().len() > 6,
+        "the writer did not roll enough"
+    );
+    let got = c.records();
+    let mut per_run = [0usize; 3];
+    let mut bodies = std::collections::HashSet::new();
+    for g in &got {
+        let run: usize = g.body.split(' ').nth(1).unwrap().parse().unwrap();
+        per_run[run] += 1;
+        assert!(bodies.insert(g.body.clone()), "twice: {}", g.body);
+    }
+    assert_eq!(got.len(), total, "per run {per_run:?}; stderr: {err}");
+}
+
+/// The README's "Shipping" command lines, run as written (the collector's
+/// address swapped for the stand-in's): the `--once` line ships the log and
+/// exits 0; the following line ships it too, keeps its cursor and prints
+/// its progress.
+#[test]
+fn the_readme_shipping_lines_run_as_written() {
+    let readme = include_str!("../../README.md");
+    let at = readme.find("## Shipping").expect("the README's section");
+    let block = &readme[at..];
+    let start = block.find("```sh\n").expect("its sh block") + 6;
+    let end = start + block[start..].find("```").expect("the block's end");
+    let lines: Vec<&str> = block[start..end]
+        .lines()
+        .map(|l| l.split(" # ").next().unwrap_or("").trim())
+        .filter(|l| l.starts_with("nanolog ship "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+
+    let _s = serial();
+    let d = dir("readme");
+    let logger = nanolog::Logger::builder()
+        .path(d.join("app.nlog"))
+        .start()
+        .unwrap();
+    for i in 0..1_000u64 {
+        nanolog::info!("took {} ms", i);
+    }
+    drop(logger);
+    for line in lines {
+        let c = Collector::start();
+        let endpoint = c.endpoint();
+        let words: Vec<String> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.replace("http://localhost:4318", &endpoint))
+            .collect();
+        let mut child = Command::new(BIN)
+            .args(&words)
+            .current_dir(&d)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if line.contains("--once") {
+            let status = wait(&mut child, 60, line);
+            let err = stderr_of(&mut child);
+            assert!(status.success(), "{line}: {err}");
+        } else {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while c.count() < 1_000 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let saved = std::fs::read_to_string(d.join("app.cursor")).unwrap();
+            assert!(saved.starts_with("nanolog-cursor-v1 "), "{saved}");
+        }
+        let mut got: Vec<String> = c.records().into_iter().map(|g| g.body).collect();
+        got.sort_by_key(|b| b[5..].split(' ').next().unwrap().parse::<u64>().unwrap());
+        let want: Vec<String> = (0..1_000).map(|i| format!("took {i} ms")).collect();
+        assert_eq!(got, want, "{line}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
