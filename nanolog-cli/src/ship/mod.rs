@@ -13,6 +13,7 @@ mod otlp;
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, TimeMap};
@@ -49,27 +50,34 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown_service".into());
     let host = host_name();
+    // Building and encoding batches is most of ship's work: one thread per
+    // core does it, the batches still sent one at a time in file order.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     let make = |base: &Path| -> anyhow::Result<Shipper> {
         Ok(Shipper {
-            base: base.to_path_buf(),
-            client: http::Client::new(&endpoint, Duration::from_nanos(max_backoff))?,
-            batch: otlp::Batch::new(service.clone(), host.clone()),
+            workers: (0..threads)
+                .map(|_| otlp::Batch::new(service.clone(), host.clone()))
+                .collect(),
             batch_bytes: a.batch_kib.max(1) << 10,
             once: a.once,
-            stats_every,
-            last_stats: Instant::now(),
-            records: 0,
-            batches: 0,
-            shipped_bytes: 0,
             peers: HashMap::new(),
-            at: None,
+            progress: Progress {
+                base: base.to_path_buf(),
+                client: http::Client::new(&endpoint, Duration::from_nanos(max_backoff))?,
+                stats_every,
+                last_stats: Instant::now(),
+                records: 0,
+                batches: 0,
+                shipped_bytes: 0,
+                at: None,
+            },
         })
     };
     let cursor = Cursor::new(a.cursor.as_deref());
     if let [one] = a.files.as_slice() {
         let mut s = make(one)?;
         let result = follow(one, &cursor, Start::WholeSet, &mut s);
-        s.summary();
+        s.progress.summary();
         return result;
     }
     // Several logs: one follower each, side by side.
@@ -84,9 +92,9 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
             .map(|mut s| {
                 scope.spawn(move || {
                     let none = Cursor::new(None);
-                    let base = s.base.clone();
+                    let base = s.progress.base.clone();
                     let r = follow(&base, &none, Start::WholeSet, &mut s);
-                    s.summary();
+                    s.progress.summary();
                     r
                 })
             })
@@ -101,11 +109,52 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
 
 /// The follower's sink: batches of the log, sent and then saved.
 struct Shipper {
-    base: PathBuf,
-    client: http::Client,
-    batch: otlp::Batch,
+    /// One batch being built per encoding thread.
+    workers: Vec<otlp::Batch>,
     batch_bytes: usize,
     once: bool,
+    /// The clocks of the set's finished files, by path (None: not a log):
+    /// (pid, calibrated rate's bits, map).
+    peers: HashMap<PathBuf, Option<(u32, u64, TimeMap)>>,
+    progress: Progress,
+}
+
+/// The batches of `log` in `[from, to)`, built into `batch` and encoded
+/// into `buf`; returns how many records it holds.
+fn fill(
+    batch: &mut otlp::Batch,
+    log: &LogFile,
+    from: usize,
+    to: usize,
+    clock: &TimeMap,
+    buf: &mut Vec<u8>,
+) -> usize {
+    batch.start(log);
+    let filter = Filter {
+        min_offset: from,
+        max_offset: Some(to),
+        ..Filter::default()
+    };
+    let mut merge = Merge::unsorted(std::slice::from_ref(log), filter);
+    merge.set_clock(0, clock.clone());
+    let observed = now_ns();
+    for ev in merge.by_ref() {
+        match ev {
+            Event::Record(rec) => batch.push(&rec, observed),
+            Event::Gap(g, file) => batch.push_gap(&g, file, &gap_message(&g)),
+        }
+    }
+    for e in merge.take_errors() {
+        let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
+    }
+    batch.encode_into(buf);
+    batch.len()
+}
+
+/// What has been sent, and where to.
+struct Progress {
+    base: PathBuf,
+    client: http::Client,
     stats_every: Option<Duration>,
     last_stats: Instant,
     records: u64,
@@ -113,56 +162,88 @@ struct Shipper {
     /// Bytes of log the batches sent so far held (for the lag's estimate
     /// of records per byte).
     shipped_bytes: u64,
-    /// The clocks of the set's finished files, by path (None: not a log):
-    /// (pid, calibrated rate's bits, map).
-    peers: HashMap<PathBuf, Option<(u32, u64, TimeMap)>>,
     /// The file being shipped (its path) and the position reached in it,
     /// for the lag.
     at: Option<(PathBuf, i64, usize)>,
 }
 
 impl Sink for Shipper {
+    /// Batches are built and encoded on worker threads, several at a time,
+    /// and sent from this one in file order; each one's end is saved in
+    /// the cursor once the collector accepted it, so the cursor never
+    /// passes a batch that was not accepted.
     fn take(&mut self, log: &LogFile, from: usize, cursor: &Cursor) -> anyhow::Result<bool> {
-        let mut pos = from;
         let end = log.valid_len();
-        while pos < end {
-            let to = log.batch_end(pos, self.batch_bytes);
-            self.batch.start(log);
-            let filter = Filter {
-                min_offset: pos,
-                max_offset: Some(to),
-                ..Filter::default()
-            };
-            let mut merge = Merge::unsorted(std::slice::from_ref(log), filter);
-            merge.set_clock(0, self.set_clock(log));
-            let observed = now_ns();
-            for ev in merge.by_ref() {
-                match ev {
-                    Event::Record(rec) => self.batch.push(&rec, observed),
-                    Event::Gap(g, file) => self.batch.push_gap(&g, file, &gap_message(&g)),
-                }
-            }
-            for e in merge.take_errors() {
-                let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
-            }
-            let n = self.batch.len();
-            if n > 0 {
-                self.client.send(self.batch.encode())?;
-                self.records += n as u64;
-                self.batches += 1;
-                self.shipped_bytes += (to - pos) as u64;
-            }
-            // Accepted (or nothing to send): the position moves past it.
-            cursor.save(log, to)?;
-            pos = to;
-            self.at = Some((log.path().to_path_buf(), log.header().base_unix_ns, pos));
-            self.maybe_stats();
+        if from >= end {
+            return Ok(true);
         }
+        let clock = self.set_clock(log);
+        let first_end = log.batch_end(from, self.batch_bytes);
+        if first_end >= end || self.workers.len() == 1 {
+            // One batch (a live log's latest records): no threads.
+            let mut pos = from;
+            let mut buf = Vec::new();
+            while pos < end {
+                let to = log.batch_end(pos, self.batch_bytes);
+                let n = fill(&mut self.workers[0], log, pos, to, &clock, &mut buf);
+                self.progress.sent(log, pos, to, n, &buf, cursor)?;
+                pos = to;
+            }
+            return Ok(true);
+        }
+        let batch_bytes = self.batch_bytes;
+        let (workers, this) = (&mut self.workers, &mut self.progress);
+        std::thread::scope(|s| -> anyhow::Result<()> {
+            let mut jobs = Vec::new();
+            let mut done = Vec::new();
+            for batch in workers.iter_mut() {
+                let (job_tx, job_rx) = sync_channel::<(usize, usize, Vec<u8>)>(1);
+                let (done_tx, done_rx) = sync_channel::<(Vec<u8>, usize)>(1);
+                let clock = &clock;
+                s.spawn(move || {
+                    for (a, b, mut buf) in job_rx {
+                        let n = fill(batch, log, a, b, clock, &mut buf);
+                        if done_tx.send((buf, n)).is_err() {
+                            break;
+                        }
+                    }
+                });
+                jobs.push(job_tx);
+                done.push(done_rx);
+            }
+            // Batch i is worker i % w's; each worker answers in order.
+            let w = jobs.len();
+            let mut in_flight = std::collections::VecDeque::new();
+            let mut spare: Vec<Vec<u8>> = Vec::new();
+            let (mut next, mut issued) = (from, 0usize);
+            loop {
+                while in_flight.len() < 2 * w && next < end {
+                    let to = log.batch_end(next, batch_bytes);
+                    let k = issued % w;
+                    let buf = spare.pop().unwrap_or_default();
+                    if jobs[k].send((next, to, buf)).is_err() {
+                        anyhow::bail!("a batch-encoding thread ended");
+                    }
+                    in_flight.push_back((next, to, k));
+                    issued += 1;
+                    next = to;
+                }
+                let Some((a, b, k)) = in_flight.pop_front() else {
+                    break;
+                };
+                let (buf, n) = done[k]
+                    .recv()
+                    .map_err(|_| anyhow::anyhow!("a batch-encoding thread ended"))?;
+                this.sent(log, a, b, n, &buf, cursor)?;
+                spare.push(buf);
+            }
+            Ok(())
+        })?;
         Ok(true)
     }
 
     fn idle(&mut self) -> anyhow::Result<bool> {
-        self.maybe_stats();
+        self.progress.maybe_stats();
         Ok(!self.once)
     }
 }
@@ -175,7 +256,8 @@ impl Shipper {
     fn set_clock(&mut self, log: &LogFile) -> TimeMap {
         let h = log.header();
         let key = (h.pid, h.ticks_per_second.to_bits());
-        for (p, _) in nanolog_runtime::reader::finished_files(&self.base).unwrap_or_default() {
+        let base = &self.progress.base;
+        for (p, _) in nanolog_runtime::reader::finished_files(base).unwrap_or_default() {
             if self.peers.contains_key(&p) {
                 continue;
             }
@@ -203,6 +285,33 @@ impl Shipper {
             h.ticks_per_second,
             std::iter::once(log.time_map()).chain(same),
         )
+    }
+}
+
+impl Progress {
+    /// Sends the batch of `[from, to)` of `log` (`n` records, encoded in
+    /// `body`) until the collector accepts it, then saves `to` in the
+    /// cursor.
+    fn sent(
+        &mut self,
+        log: &LogFile,
+        from: usize,
+        to: usize,
+        n: usize,
+        body: &[u8],
+        cursor: &Cursor,
+    ) -> anyhow::Result<()> {
+        if n > 0 {
+            self.client.send(body)?;
+            self.records += n as u64;
+            self.batches += 1;
+            self.shipped_bytes += (to - from) as u64;
+        }
+        // Accepted (or nothing to send): the position moves past it.
+        cursor.save(log, to)?;
+        self.at = Some((log.path().to_path_buf(), log.header().base_unix_ns, to));
+        self.maybe_stats();
+        Ok(())
     }
 
     fn maybe_stats(&mut self) {

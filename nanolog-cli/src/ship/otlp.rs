@@ -35,10 +35,9 @@ pub(crate) fn severity(level: Level) -> i32 {
 /// the batch comes from), one scope (`nanolog`), its records.
 pub(crate) struct Batch {
     req: ExportLogsServiceRequest,
-    /// Records kept from earlier batches, to be overwritten.
-    spare: Vec<LogRecord>,
-    /// The encoded request.
-    buf: Vec<u8>,
+    /// How many of the scope's records are this batch's; those after them
+    /// are kept from earlier batches, to be overwritten.
+    len: usize,
     service: String,
     host: String,
 }
@@ -60,8 +59,7 @@ impl Batch {
                     ..Default::default()
                 }],
             },
-            spare: Vec::new(),
-            buf: Vec::new(),
+            len: 0,
             service,
             host,
         }
@@ -73,14 +71,13 @@ impl Batch {
 
     /// How many records the batch holds.
     pub(crate) fn len(&self) -> usize {
-        self.req.resource_logs[0].scope_logs[0].log_records.len()
+        self.len
     }
 
     /// Empties the batch (its records are kept to be overwritten) and sets
     /// the resource of `file`'s writer.
     pub(crate) fn start(&mut self, file: &LogFile) {
-        let taken = std::mem::take(self.records());
-        self.spare.extend(taken);
+        self.len = 0;
         let pid = i64::from(file.header().pid);
         let attrs = &mut self.req.resource_logs[0]
             .resource
@@ -93,14 +90,21 @@ impl Batch {
         attrs.truncate(n);
     }
 
-    /// A record, overwritten over a spare one.
-    fn next_record(&mut self) -> LogRecord {
-        self.spare.pop().unwrap_or_default()
+    /// The next record of the batch, in place: one of an earlier batch to
+    /// overwrite (its strings and attribute list reused), or a new one.
+    fn next_record(&mut self) -> &mut LogRecord {
+        let n = self.len;
+        self.len += 1;
+        let records = self.records();
+        if n == records.len() {
+            records.push(LogRecord::default());
+        }
+        &mut records[n]
     }
 
     /// Adds a record of the log.
     pub(crate) fn push(&mut self, rec: &Record<'_>, observed_ns: u64) {
-        let mut lr = self.next_record();
+        let lr = self.next_record();
         let site = rec.site();
         lr.time_unix_nano = rec.unix_ns().max(0) as u64;
         lr.observed_time_unix_nano = observed_ns;
@@ -152,12 +156,11 @@ impl Batch {
         lr.body = Some(AnyValue {
             value: Some(V::StringValue(body)),
         });
-        self.records().push(lr);
     }
 
     /// Adds a record that tells of dropped (or lost) records.
     pub(crate) fn push_gap(&mut self, g: &Gap, file: &LogFile, message: &str) {
-        let mut lr = self.next_record();
+        let lr = self.next_record();
         lr.time_unix_nano = g.first_unix_ns.max(0) as u64;
         lr.observed_time_unix_nano = lr.time_unix_nano;
         lr.severity_number = severity(Level::Warn);
@@ -179,16 +182,18 @@ impl Batch {
             }
         }
         attrs.truncate(n);
-        self.records().push(lr);
     }
 
-    /// The request, encoded.
-    pub(crate) fn encode(&mut self) -> &[u8] {
-        self.buf.clear();
-        self.buf.reserve(self.req.encoded_len());
-        // Encoding into a Vec cannot run out of room: it grows.
-        let _ = self.req.encode(&mut self.buf);
-        &self.buf
+    /// Encodes the request into `buf` (emptied first).
+    pub(crate) fn encode_into(&mut self, buf: &mut Vec<u8>) {
+        // The records kept beyond this batch's are set aside meanwhile.
+        let n = self.len;
+        let kept = self.records().split_off(n);
+        buf.clear();
+        // Into a Vec, which grows (and keeps its size for the next batch):
+        // encoding cannot run out of room.
+        let _ = self.req.encode(buf);
+        self.records().extend(kept);
     }
 }
 
