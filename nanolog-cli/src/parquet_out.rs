@@ -16,7 +16,7 @@ use nanolog_runtime::text::render::format_message;
 use nanolog_runtime::text::utc::rfc3339;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression as Codec, ZstdLevel};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::cli::{Compression, ExportArgs, PartitionBy};
@@ -113,19 +113,27 @@ impl Columns {
 
     /// The rows gathered so far as a batch; the builders start over.
     fn finish(&mut self, schema: &Arc<Schema>) -> anyhow::Result<RecordBatch> {
+        // A string column starts the next batch with the room this one
+        // took: growing it value by value was a tenth of the time.
+        let text = |b: &mut StringBuilder| -> ArrayRef {
+            let used = b.values_slice().len();
+            let done = b.finish();
+            *b = StringBuilder::with_capacity(BATCH_ROWS, used);
+            Arc::new(done)
+        };
         let cols: Vec<ArrayRef> = vec![
             Arc::new(self.ts.finish()),
-            Arc::new(self.level.finish()),
+            text(&mut self.level),
             Arc::new(self.thread.finish()),
-            Arc::new(self.thread_name.finish()),
-            Arc::new(self.target.finish()),
-            Arc::new(self.file.finish()),
+            text(&mut self.thread_name),
+            text(&mut self.target),
+            text(&mut self.file),
             Arc::new(self.line.finish()),
-            Arc::new(self.fmt.finish()),
-            Arc::new(self.msg.finish()),
-            Arc::new(self.args.finish()),
-            Arc::new(self.fields.finish()),
-            Arc::new(self.spans.finish()),
+            text(&mut self.fmt),
+            text(&mut self.msg),
+            text(&mut self.args),
+            text(&mut self.fields),
+            text(&mut self.spans),
         ];
         self.rows = 0;
         Ok(RecordBatch::try_new(Arc::clone(schema), cols)?)
@@ -206,7 +214,17 @@ pub(crate) fn parquet(
         // writer falls back to plain pages. The other columns repeat a few
         // values per call site and keep theirs.
         .set_column_dictionary_enabled(ColumnPath::from("msg"), false)
-        .set_column_dictionary_enabled(ColumnPath::from("args"), false)
+        .set_column_dictionary_enabled(ColumnPath::from("args"), false);
+    // Min/max statistics let a query skip row groups by time, level,
+    // thread, file or target. Of the free text (messages, format strings,
+    // argument, field and span lists) they would prune nothing, and
+    // computing them was a string comparison per value: a fifth of the
+    // writer's time.
+    let props = ["msg", "args", "fields", "spans", "fmt"]
+        .into_iter()
+        .fold(props, |p, col| {
+            p.set_column_statistics_enabled(ColumnPath::from(col), EnabledStatistics::None)
+        })
         .build();
     // Encoding and compressing the columns (the writer) runs on a thread of
     // its own while this one merges and renders the next batch; two batches
