@@ -428,3 +428,115 @@ fn partitioned_export_writes_hive_directories_by_utc_hour() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("use --format parquet"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A copy of the log at `src` whose wall clock is `hours` earlier (the
+/// header's base time and every CLOCK pair; entries re-checksummed) and
+/// whose writer's pid is `pid`: the same records, hours and days back.
+fn shifted_copy(src: &Path, dst: &Path, hours: i64, pid: u32) {
+    use nanolog_runtime::wire::{self, dict, header::Header};
+    let b = std::fs::read(src).unwrap();
+    let shift = hours * 3_600_000_000_000;
+    let mut h = Header::decode(&b[..48]).unwrap();
+    h.base_unix_ns -= shift;
+    h.pid = pid;
+    let mut out = h.encode().to_vec();
+    let mut at = 48;
+    while at + 9 <= b.len() {
+        let tag = b[at];
+        let len = u32::from_le_bytes(b[at + 1..at + 5].try_into().unwrap()) as usize;
+        let mut body = b[at + 9..at + 9 + len].to_vec();
+        if tag == 4 {
+            let (tick, ns) = dict::get_clock(&body).unwrap();
+            body.clear();
+            dict::put_clock(&mut body, tick, ns - shift);
+        }
+        out.push(tag);
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(&wire::entry_crc(tag, &body).to_le_bytes());
+        out.extend_from_slice(&body);
+        at += 9 + len;
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+/// `export --partition-by hour` read by DuckDB (CONTRACT §14) with
+/// `hive_partitioning=true`, as one table: the rows of each partition
+/// (date and hour from the directory names) number what `stats --every 1h`
+/// counts in that hour, over three logs an hour and a day apart.
+///
+/// Needs Python's `duckdb` package (`pip install duckdb`; `.ci/run`
+/// installs it and sets NANOLOG_REQUIRE_DUCKDB=1, which makes its absence
+/// a failure). Without it, and without that variable, the test says so and
+/// passes.
+#[test]
+fn duckdb_reads_a_partitioned_export_as_one_table_counting_what_stats_counts() {
+    let has_duckdb = std::process::Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_duckdb {
+        assert!(
+            std::env::var_os("NANOLOG_REQUIRE_DUCKDB").is_none(),
+            "NANOLOG_REQUIRE_DUCKDB is set and python3 cannot import duckdb (pip install duckdb)"
+        );
+        eprintln!("skipped: python3 cannot import duckdb (pip install duckdb)");
+        return;
+    }
+    let f = fixtures();
+    let hour_ago = f.dir.join("hour-ago.nlog");
+    let day_ago = f.dir.join("day-ago.nlog");
+    shifted_copy(&f.main, &hour_ago, 1, 1_000_001);
+    shifted_copy(&f.main, &day_ago, 25, 1_000_002);
+    let logs = [p(&f.main), p(&hour_ago), p(&day_ago)];
+    let dir = f.dir.join("duckdb-parts");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut args = vec![
+        "export",
+        "--format",
+        "parquet",
+        "--partition-by",
+        "hour",
+        "-o",
+        p(&dir),
+    ];
+    args.extend(logs);
+    succeed(&args);
+
+    let query = format!(
+        "import duckdb, json\n\
+         rows = duckdb.sql(\"SELECT date, hour, count(*), count(DISTINCT fmt) \
+         FROM read_parquet('{}/**/*.parquet', hive_partitioning=true) \
+         GROUP BY ALL ORDER BY ALL\").fetchall()\n\
+         print(json.dumps([[str(d), int(h), n, k] for d, h, n, k in rows]))",
+        dir.display()
+    );
+    let o = std::process::Command::new("python3")
+        .args(["-c", &query])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let got: Vec<(String, u64, u64, u64)> =
+        serde_json::from_slice::<Vec<(String, u64, u64, u64)>>(&o.stdout).unwrap();
+
+    let mut args = vec![
+        "stats", "--by", "level", "--every", "1h", "--format", "json",
+    ];
+    args.extend(logs);
+    let mut want = std::collections::BTreeMap::<(String, u64), u64>::new();
+    for line in String::from_utf8(succeed(&args).stdout).unwrap().lines() {
+        let v: Json = serde_json::from_str(line).unwrap();
+        let ts = v["ts"].as_str().unwrap();
+        let key = (ts[..10].to_string(), ts[11..13].parse().unwrap());
+        *want.entry(key).or_default() += v["count"].as_u64().unwrap();
+    }
+    assert!(want.len() >= 3, "{want:?}");
+    let got_counts: std::collections::BTreeMap<(String, u64), u64> = got
+        .iter()
+        .map(|(d, h, n, _)| ((d.clone(), *h), *n))
+        .collect();
+    assert_eq!(got_counts, want, "rows per partition vs stats per hour");
+    // The rows are the records, columns and all: the fixture's six call
+    // sites in each log's hour (one partial hour if it ran across one).
+    assert!(got.iter().filter(|r| r.3 == 6).count() >= 3, "{got:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
