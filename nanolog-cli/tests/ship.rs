@@ -439,6 +439,8 @@ fn ship_follows_a_writer_that_rolls_and_restarts() {
         &c.endpoint(),
         "--cursor",
         p(&cursor),
+        "--stats-every",
+        "200ms",
         p(&base),
     ]);
     std::thread::sleep(Duration::from_millis(500));
@@ -477,6 +479,9 @@ fn ship_follows_a_writer_that_rolls_and_restarts() {
         assert!(bodies.insert(g.body.clone()), "twice: {}", g.body);
     }
     assert_eq!(got.len(), total, "per run {per_run:?}; stderr: {err}");
+    // Its progress lines: what it sent, and how far behind it was.
+    assert!(err.contains("records in"), "{err}");
+    assert!(err.contains("behind the live file by"), "{err}");
 }
 
 /// The README's "Shipping" command lines, run as written (the collector's
