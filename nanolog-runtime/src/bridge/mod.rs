@@ -74,20 +74,6 @@ impl<S> Arg<S> {
             Arg::Str(_) => ArgKind::Str,
         }
     }
-
-    /// The same value with its string (if any) mapped by `f`.
-    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-    pub(crate) fn map_str<T>(self, f: impl FnOnce(S) -> T) -> Arg<T> {
-        match self {
-            Arg::I64(v) => Arg::I64(v),
-            Arg::U64(v) => Arg::U64(v),
-            Arg::I128(v) => Arg::I128(v),
-            Arg::U128(v) => Arg::U128(v),
-            Arg::F64(v) => Arg::F64(v),
-            Arg::Bool(v) => Arg::Bool(v),
-            Arg::Str(s) => Arg::Str(f(s)),
-        }
-    }
 }
 
 impl<S: AsRef<str>> fmt::Display for Arg<S> {

@@ -235,8 +235,8 @@ thread_local! {
     /// This thread's recently seen callsites and their typed paths.
     static RECENT_TYPED: [std::cell::Cell<(usize, Option<&'static Typed>)>; TYPED_SLOTS] =
         const { [const { std::cell::Cell::new((0, None)) }; TYPED_SLOTS] };
-    /// String values of the event being written.
-    static SCRATCH: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    /// The values of the event being written, encoded.
+    static STAGE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// The callsite's typed path, learnt from `event` on its first sight.
@@ -364,48 +364,65 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
             Ok(())
         }
     }
+    /// The values, encoded as the ring holds them, into `stage` as they
+    /// are visited: one copy into the ring after, no value kept aside.
     struct Collect<'a> {
         t: &'static Typed,
-        /// The values; a string as its range in `scratch`.
-        vals: [Arg<(usize, usize)>; MAX_TYPED_FIELDS],
         n: usize,
-        scratch: &'a mut String,
+        stage: &'a mut Vec<u8>,
         fits: bool,
         message_seen: bool,
     }
     impl Collect<'_> {
-        fn push(&mut self, v: Arg<(usize, usize)>) {
-            if self.t.kinds.get(self.n) == Some(&v.kind()) {
-                self.vals[self.n] = v;
-                self.n += 1;
-            } else {
-                self.fits = false;
-            }
+        /// Whether the next value, of `kind`, is the one the site expects.
+        #[inline(always)]
+        fn expect(&mut self, kind: ArgKind) -> bool {
+            let ok = self.t.kinds.get(self.n) == Some(&kind);
+            self.n += 1;
+            self.fits &= ok;
+            ok
         }
     }
     impl Visit for Collect<'_> {
         fn record_i64(&mut self, _: &Field, v: i64) {
-            self.push(Arg::I64(v));
+            if self.expect(ArgKind::I64) {
+                self.stage.extend_from_slice(&v.to_le_bytes());
+            }
         }
         fn record_u64(&mut self, _: &Field, v: u64) {
-            self.push(Arg::U64(v));
+            if self.expect(ArgKind::U64) {
+                self.stage.extend_from_slice(&v.to_le_bytes());
+            }
         }
         fn record_i128(&mut self, _: &Field, v: i128) {
-            self.push(Arg::I128(v));
+            if self.expect(ArgKind::I128) {
+                self.stage.extend_from_slice(&v.to_le_bytes());
+            }
         }
         fn record_u128(&mut self, _: &Field, v: u128) {
-            self.push(Arg::U128(v));
+            if self.expect(ArgKind::U128) {
+                self.stage.extend_from_slice(&v.to_le_bytes());
+            }
         }
         fn record_f64(&mut self, _: &Field, v: f64) {
-            self.push(Arg::F64(v));
+            if self.expect(ArgKind::F64) {
+                self.stage.extend_from_slice(&v.to_le_bytes());
+            }
         }
         fn record_bool(&mut self, _: &Field, v: bool) {
-            self.push(Arg::Bool(v));
+            if self.expect(ArgKind::Bool) {
+                self.stage.push(u8::from(v));
+            }
         }
         fn record_str(&mut self, _: &Field, v: &str) {
-            let at = self.scratch.len();
-            self.scratch.push_str(v);
-            self.push(Arg::Str((at, self.scratch.len())));
+            if self.expect(ArgKind::Str) {
+                // As `&str` encodes itself (a u32 length, the bytes); one
+                // too long for a u32 is too long for any ring and is
+                // dropped as oversize by its length.
+                let len = u32::try_from(v.len()).unwrap_or(u32::MAX);
+                self.stage.extend_from_slice(&len.to_le_bytes());
+                self.stage.extend_from_slice(v.as_bytes());
+            }
         }
         fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
             let Some(m) = self.t.message.as_deref() else {
@@ -427,17 +444,16 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
             }
         }
     }
-    SCRATCH
-        .try_with(|scratch| {
-            let Ok(mut scratch) = scratch.try_borrow_mut() else {
+    STAGE
+        .try_with(|stage| {
+            let Ok(mut stage) = stage.try_borrow_mut() else {
                 return false;
             };
-            scratch.clear();
+            stage.clear();
             let mut c = Collect {
                 t,
-                vals: [Arg::Bool(false); MAX_TYPED_FIELDS],
                 n: 0,
-                scratch: &mut scratch,
+                stage: &mut stage,
                 fits: true,
                 message_seen: false,
             };
@@ -446,15 +462,10 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
                 t.demoted.store(true, std::sync::atomic::Ordering::Relaxed);
                 return false;
             }
-            let (vals, n) = (&c.vals, c.n);
-            let text = c.scratch.as_str();
-            let arg = |v: Arg<(usize, usize)>| v.map_str(|(a, b)| &text[a..b]);
             let id = t.site.id_dyn(&t.kinds);
-            let len = vals[..n].iter().map(|&v| arg(v).ring_len()).sum();
-            crate::producer::log_id(id, len, |mut w| {
-                for &v in &vals[..n] {
-                    w = arg(v).write(w);
-                }
+            let bytes = stage.as_slice();
+            crate::producer::log_id(id, bytes.len(), |w| {
+                let _ = w.put(bytes);
             });
             true
         })
