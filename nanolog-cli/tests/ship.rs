@@ -532,13 +532,16 @@ fn the_readme_shipping_lines_run_as_written() {
             let err = stderr_of(&mut child);
             assert!(status.success(), "{line}: {err}");
         } else {
+            // Every record received, and the position saved (after the
+            // collector's answer, which comes after it counted them).
+            let cursor = d.join("app.cursor");
             let deadline = Instant::now() + Duration::from_secs(30);
-            while c.count() < 1_000 && Instant::now() < deadline {
+            while (c.count() < 1_000 || !cursor.exists()) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = child.kill();
             let _ = child.wait();
-            let saved = std::fs::read_to_string(d.join("app.cursor")).unwrap();
+            let saved = std::fs::read_to_string(&cursor).unwrap();
             assert!(saved.starts_with("nanolog-cursor-v1 "), "{saved}");
         }
         let mut got: Vec<String> = c.records().into_iter().map(|g| g.body).collect();

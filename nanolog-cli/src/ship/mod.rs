@@ -113,9 +113,8 @@ struct Shipper {
     workers: Vec<otlp::Batch>,
     batch_bytes: usize,
     once: bool,
-    /// The clocks of the set's finished files, by path (None: not a log):
-    /// (pid, calibrated rate's bits, map).
-    peers: HashMap<PathBuf, Option<(u32, u64, TimeMap)>>,
+    /// The clocks of the set's finished files, by path (None: not a log).
+    peers: HashMap<PathBuf, Option<Peer>>,
     progress: Progress,
 }
 
@@ -255,9 +254,11 @@ impl Shipper {
     /// (to the nanosecond, once the files around it are there).
     fn set_clock(&mut self, log: &LogFile) -> TimeMap {
         let h = log.header();
-        let key = (h.pid, h.ticks_per_second.to_bits());
         let base = &self.progress.base;
-        for (p, _) in nanolog_runtime::reader::finished_files(base).unwrap_or_default() {
+        let listed = nanolog_runtime::reader::finished_files(base).unwrap_or_default();
+        // Files retention deleted are forgotten.
+        self.peers.retain(|p, _| listed.iter().any(|(q, _)| q == p));
+        for (p, _) in listed {
             if self.peers.contains_key(&p) {
                 continue;
             }
@@ -265,9 +266,7 @@ impl Shipper {
                 // Kept once it has ended: a file just rolled away may not
                 // have its last entries yet.
                 Ok(l) if l.is_complete() => {
-                    let lh = l.header();
-                    let entry = (lh.pid, lh.ticks_per_second.to_bits(), l.time_map().clone());
-                    self.peers.insert(p, Some(entry));
+                    self.peers.insert(p, Some(Peer::of(&l)));
                 }
                 Ok(_) => {}
                 Err(_) => {
@@ -275,16 +274,36 @@ impl Shipper {
                 }
             }
         }
-        let same = self
-            .peers
-            .values()
-            .flatten()
-            .filter(|(pid, rate, _)| (*pid, *rate) == key)
-            .map(|(_, _, m)| m);
-        TimeMap::union(
-            h.ticks_per_second,
-            std::iter::once(log.time_map()).chain(same),
-        )
+        // All of the process's files: a record can be written several
+        // files after the one it was logged in (a fast writer's ring holds
+        // records from before several rolls), and its time is read between
+        // the pairs around its tick, wherever they are.
+        let mut pairs = log.time_map().pairs().to_vec();
+        for q in self.peers.values().flatten() {
+            if q.pid == h.pid && q.rate == h.ticks_per_second.to_bits() {
+                pairs.extend_from_slice(&q.pairs);
+            }
+        }
+        TimeMap::new(h.ticks_per_second, pairs)
+    }
+}
+
+/// What the clock of a finished file of the set contributes to the
+/// others': its writer, its calibrated rate, and its clock pairs.
+struct Peer {
+    pid: u32,
+    rate: u64,
+    pairs: Vec<(u64, i64)>,
+}
+
+impl Peer {
+    fn of(l: &LogFile) -> Peer {
+        let h = l.header();
+        Peer {
+            pid: h.pid,
+            rate: h.ticks_per_second.to_bits(),
+            pairs: l.time_map().pairs().to_vec(),
+        }
     }
 }
 

@@ -14,7 +14,9 @@ pub struct TimeMap {
 }
 
 impl TimeMap {
-    pub(crate) fn new(ticks_per_second: f64, mut pairs: Vec<(u64, i64)>) -> TimeMap {
+    /// The map of a clock calibrated at `ticks_per_second` with these
+    /// (tick, Unix ns) pairs, in any order.
+    pub fn new(ticks_per_second: f64, mut pairs: Vec<(u64, i64)>) -> TimeMap {
         pairs.sort_by_key(|p| p.0);
         pairs.dedup_by_key(|p| p.0);
         let mut max = i64::MIN;
