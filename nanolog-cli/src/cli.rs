@@ -203,9 +203,9 @@ pub struct ShipArgs {
     /// Resume from, and keep, the position saved in FILE: saved atomically
     /// after each batch the collector accepted, so a restarted ship sends
     /// nothing it accepted. Without it, ship starts at the oldest file of
-    /// the set each time.
+    /// the set each time. Several logs: one --cursor each, in their order.
     #[arg(long, value_name = "FILE")]
-    pub cursor: Option<PathBuf>,
+    pub cursor: Vec<PathBuf>,
     /// The resource's service.name. Default: $OTEL_SERVICE_NAME, else
     /// unknown_service.
     #[arg(long, value_name = "NAME")]

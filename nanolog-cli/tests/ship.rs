@@ -551,3 +551,68 @@ fn the_readme_shipping_lines_run_as_written() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Several logs shipped side by side, each with its own cursor (in the
+/// order of the logs): every record of both once; shipped again with the
+/// same cursors, nothing is sent twice. A cursor count that does not match
+/// the logs is refused.
+#[test]
+fn several_logs_each_with_its_cursor() {
+    let _s = serial();
+    let d = dir("several");
+    for name in ["a", "b"] {
+        let logger = nanolog::Logger::builder()
+            .path(d.join(format!("{name}.nlog")))
+            .start()
+            .unwrap();
+        for i in 0..3_000u64 {
+            nanolog::info!(target: "svc", "{} {}", name, i);
+        }
+        drop(logger);
+    }
+    let (a, b) = (d.join("a.nlog"), d.join("b.nlog"));
+    let (ca, cb) = (d.join("a.cursor"), d.join("b.cursor"));
+    let c = Collector::start();
+    let endpoint = c.endpoint();
+    let args = [
+        "--endpoint",
+        &endpoint,
+        "--once",
+        "--cursor",
+        p(&ca),
+        "--cursor",
+        p(&cb),
+        p(&a),
+        p(&b),
+    ];
+    for run in 0..2 {
+        let mut child = ship(&args);
+        let status = wait(&mut child, 60, "ship of two logs");
+        let err = stderr_of(&mut child);
+        assert!(status.success(), "run {run}: {err}");
+    }
+    let mut bodies: Vec<String> = c.records().into_iter().map(|g| g.body).collect();
+    bodies.sort();
+    let mut want: Vec<String> = ["a", "b"]
+        .iter()
+        .flat_map(|n| (0..3_000).map(move |i| format!("{n} {i}")))
+        .collect();
+    want.sort();
+    assert_eq!(bodies, want);
+    assert!(ca.exists() && cb.exists());
+
+    let mut child = ship(&[
+        "--endpoint",
+        &endpoint,
+        "--once",
+        "--cursor",
+        p(&ca),
+        p(&a),
+        p(&b),
+    ]);
+    let status = wait(&mut child, 60, "ship with one cursor for two logs");
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("one --cursor per log"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

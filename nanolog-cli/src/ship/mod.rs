@@ -38,9 +38,11 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
         .transpose()
         .map_err(|e| anyhow::anyhow!("--stats-every: {e}"))?
         .map(Duration::from_nanos);
-    if a.cursor.is_some() && a.files.len() > 1 {
+    if !a.cursor.is_empty() && a.cursor.len() != a.files.len() {
         anyhow::bail!(
-            "--cursor keeps the position of one log: run one ship (with its own cursor) per log"
+            "{} logs and {} cursors: give one --cursor per log, in the order of the logs",
+            a.files.len(),
+            a.cursor.len()
         );
     }
     let service = a
@@ -73,10 +75,10 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
             },
         })
     };
-    let cursor = Cursor::new(a.cursor.as_deref());
+    let cursor = |i: usize| Cursor::new(a.cursor.get(i).map(PathBuf::as_path));
     if let [one] = a.files.as_slice() {
         let mut s = make(one)?;
-        let result = follow(one, &cursor, Start::WholeSet, &mut s);
+        let result = follow(one, &cursor(0), Start::WholeSet, &mut s);
         s.progress.summary();
         return result;
     }
@@ -84,16 +86,16 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
     let shippers = a
         .files
         .iter()
-        .map(|f| make(f))
+        .enumerate()
+        .map(|(i, f)| Ok((make(f)?, cursor(i))))
         .collect::<anyhow::Result<Vec<_>>>()?;
     std::thread::scope(|scope| {
         let running: Vec<_> = shippers
             .into_iter()
-            .map(|mut s| {
+            .map(|(mut s, cursor)| {
                 scope.spawn(move || {
-                    let none = Cursor::new(None);
                     let base = s.progress.base.clone();
-                    let r = follow(&base, &none, Start::WholeSet, &mut s);
+                    let r = follow(&base, &cursor, Start::WholeSet, &mut s);
                     s.progress.summary();
                     r
                 })
