@@ -197,3 +197,43 @@ fn a_stuck_mirror_falls_behind_without_stalling_logging() {
     assert_eq!(count_records(&path), N as usize);
     let _ = std::fs::remove_file(&path);
 }
+
+/// The mirror's lines show the spans a record was made in, as `decode`
+/// prints them (CONTRACT §12): `request{id=7}:db{table="users"}: `.
+#[test]
+fn mirrored_lines_carry_their_spans_as_decode_prints_them() {
+    let _s = serial();
+    let path = temp("spans");
+    let buf = Buffer::default();
+    let logger = Logger::builder()
+        .path(&path)
+        .mirror(buf.clone(), Level::Info)
+        .start()
+        .unwrap();
+    nanolog::info!("before {}", 1);
+    {
+        let _a = nanolog::span!("request", id = 7u64);
+        nanolog::info!("in one {}", 2);
+        let _b = nanolog::span!("db", table = "users");
+        nanolog::warn!("in two {}", 3);
+    }
+    nanolog::info!("after {}", 4);
+    drop(logger);
+    let mirrored = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let out = Command::new(BIN).arg("decode").arg(&path).output().unwrap();
+    let decoded = String::from_utf8(out.stdout).unwrap();
+    let (m, d): (Vec<_>, Vec<_>) = (mirrored.lines().collect(), decoded.lines().collect());
+    assert_eq!(m.len(), 4, "{mirrored}");
+    for (a, b) in m.iter().zip(&d) {
+        assert_eq!(split_time(a).1, split_time(b).1);
+    }
+    assert!(m[0].ends_with("]: before 1"), "{}", m[0]);
+    assert!(m[1].ends_with("]: request{id=7}: in one 2"), "{}", m[1]);
+    assert!(
+        m[2].ends_with(r#"]: request{id=7}:db{table="users"}: in two 3"#),
+        "{}",
+        m[2]
+    );
+    assert!(m[3].ends_with("]: after 4"), "{}", m[3]);
+    let _ = std::fs::remove_file(&path);
+}

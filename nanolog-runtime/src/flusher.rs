@@ -664,7 +664,12 @@ impl State {
                         } else {
                             if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
                                 if m.wants(reg.site.level) {
-                                    m.record(reg, thread, &r.name, tick, &out[at..]);
+                                    let sites = &self.sites;
+                                    let spans = r.ctx.spans.iter().filter_map(|sp| {
+                                        let reg = sites.get(sp.site as usize)?.as_deref()?;
+                                        Some((reg, sp.args.as_slice()))
+                                    });
+                                    m.record(reg, thread, &r.name, tick, &out[at..], spans);
                                 }
                             }
                             self.out_records += 1;

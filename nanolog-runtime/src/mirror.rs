@@ -124,13 +124,18 @@ impl Mirror {
     /// from the last clock pair at the calibrated rate (`decode`, which also
     /// sees the next pair, interpolates: the two agree to within the clock's
     /// drift over a second, microseconds at most).
-    pub(crate) fn record(
+    ///
+    /// `spans` are the thread's spans, outermost first (each a span site's
+    /// registration and its compacted fields), printed as `decode` prints
+    /// them.
+    pub(crate) fn record<'s>(
         &mut self,
         reg: &Registration,
         thread: u32,
         name: &str,
         tick: u64,
         compacted: &[u8],
+        spans: impl Iterator<Item = (&'s Registration, &'s [u8])>,
     ) {
         let site = reg.site;
         let mut values: Vec<Value<'_>> = Vec::with_capacity(reg.kinds.len());
@@ -156,7 +161,23 @@ impl Mirror {
                 color: false,
             },
         );
+        // `request{id=7}:db{table="users"}: `, escaped as a message is.
         self.message.clear();
+        let mut fields = Vec::new();
+        for (span, args) in spans {
+            if !self.message.is_empty() {
+                self.message.push(':');
+            }
+            fields.clear();
+            if record::decode_args(&span.kinds, args, &mut 0, |v| fields.push(v)).is_some() {
+                format_message(span.site.pieces, &span.kinds, &fields, &mut self.message);
+            }
+        }
+        if !self.message.is_empty() {
+            escape_line(&self.message, &mut self.chunk);
+            self.chunk.push_str(": ");
+            self.message.clear();
+        }
         format_message(site.pieces, &reg.kinds, &values, &mut self.message);
         escape_line(&self.message, &mut self.chunk);
         self.chunk.push('\n');
