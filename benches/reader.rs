@@ -18,11 +18,7 @@ fn write_log(path: &std::path::Path) {
         .path(path)
         .start()
         .expect("start");
-    std::thread::scope(|s| {
-        for t in 0..4u64 {
-            s.spawn(move || workload::log_mixed(t, RECORDS / 4));
-        }
-    });
+    workload::log_mixed_threads(4, RECORDS);
     drop(logger);
 }
 

@@ -14,11 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(10_000_000);
     let logger = nanolog::Logger::builder().path(&path).start()?;
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            s.spawn(move || workload::log_mixed(t, total / threads));
-        }
-    });
+    workload::log_mixed_threads(threads, total);
     logger.flush()?;
     let s = logger.stats();
     println!(

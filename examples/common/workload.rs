@@ -18,3 +18,14 @@ pub fn log_mixed(worker: u64, records: u64) {
         }
     }
 }
+
+/// Logs `records` records of the mix from `threads` threads at once (each
+/// its share), returning when all have logged.
+#[allow(dead_code)] // Not every program that includes this file uses it.
+pub fn log_mixed_threads(threads: u64, records: u64) {
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || log_mixed(t, records / threads));
+        }
+    });
+}
