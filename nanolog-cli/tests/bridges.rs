@@ -85,6 +85,7 @@ fn write_log() -> PathBuf {
 
 #[test]
 fn bridge_records_decode_with_their_site_target_and_fields() {
+    let _s = common::serial();
     let path = write_log();
     let me = file!();
     let text: Vec<String> = decode(&path, false)
@@ -188,5 +189,41 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
         .expect("the tracing site");
     assert_eq!(denied["target"], "audit");
     assert_eq!(denied["names"], json!(["code"]));
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A typed `tracing` event whose values outgrow the thread's inline staging
+/// (1 KiB) spills to the heap and is written whole: strings of every size
+/// around the boundary, with a field after them.
+#[test]
+fn typed_events_larger_than_the_inline_staging_are_written_whole() {
+    let _s = common::serial();
+    let path =
+        std::env::temp_dir().join(format!("nanolog-bridges-big-{}.nlog", std::process::id()));
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let sizes = [0usize, 1, 1000, 1011, 1012, 1013, 1024, 5000, 100_000];
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::with_default(subscriber, || {
+        for (i, &n) in sizes.iter().enumerate() {
+            let text = "x".repeat(n);
+            tracing::info!(text = text.as_str(), n = i as u64, "big");
+        }
+    });
+    drop(logger);
+    let json: Vec<Json> = decode(&path, true)
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(json.len(), sizes.len());
+    for (i, (j, &n)) in json.iter().zip(&sizes).enumerate() {
+        assert_eq!(
+            j["fields"]["text"].as_str().map(str::len),
+            Some(n),
+            "size {n}"
+        );
+        assert_eq!(j["fields"]["n"], json!(i));
+        // The typed path: the message is the site's, not formatted text.
+        assert_eq!(j["fmt"], json!("big text={text} n={n}"), "size {n}");
+    }
     let _ = std::fs::remove_file(&path);
 }

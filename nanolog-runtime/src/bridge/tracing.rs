@@ -236,7 +236,58 @@ thread_local! {
     static RECENT_TYPED: [std::cell::Cell<(usize, Option<&'static Typed>)>; TYPED_SLOTS] =
         const { [const { std::cell::Cell::new((0, None)) }; TYPED_SLOTS] };
     /// The values of the event being written, encoded.
-    static STAGE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    static STAGE: std::cell::RefCell<Stage> = const {
+        std::cell::RefCell::new(Stage { inline: [0; STAGE_INLINE], len: 0, spill: Vec::new() })
+    };
+}
+
+/// Bytes of an event's values kept in the thread's own storage.
+const STAGE_INLINE: usize = 1024;
+
+/// An event's values, encoded, on their way to the ring. They are kept in
+/// the thread-local block, not on the heap: a small heap buffer written
+/// per event can share a cache line with data the flusher reads per record
+/// (a site's kinds), and each event then moved that line between the
+/// cores (measured: 16 M events/s from one thread with a heap buffer of a
+/// few bytes, 19.5 M/s with one far from the rest). Events larger than the
+/// inline part spill to the heap.
+struct Stage {
+    inline: [u8; STAGE_INLINE],
+    len: usize,
+    /// Used instead of `inline` once an event outgrows it (until cleared).
+    spill: Vec<u8>,
+}
+
+impl Stage {
+    fn clear(&mut self) {
+        self.len = 0;
+        self.spill.clear();
+    }
+
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        match self.inline.get_mut(self.len..end) {
+            Some(room) if self.spill.is_empty() => {
+                room.copy_from_slice(bytes);
+                self.len = end;
+            }
+            _ => {
+                if self.spill.is_empty() {
+                    self.spill.extend_from_slice(&self.inline[..self.len]);
+                }
+                self.spill.extend_from_slice(bytes);
+            }
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        if self.spill.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.spill
+        }
+    }
 }
 
 /// The callsite's typed path, learnt from `event` on its first sight.
@@ -369,7 +420,7 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
     struct Collect<'a> {
         t: &'static Typed,
         n: usize,
-        stage: &'a mut Vec<u8>,
+        stage: &'a mut Stage,
         fits: bool,
         message_seen: bool,
     }
@@ -386,32 +437,32 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
     impl Visit for Collect<'_> {
         fn record_i64(&mut self, _: &Field, v: i64) {
             if self.expect(ArgKind::I64) {
-                self.stage.extend_from_slice(&v.to_le_bytes());
+                self.stage.put(&v.to_le_bytes());
             }
         }
         fn record_u64(&mut self, _: &Field, v: u64) {
             if self.expect(ArgKind::U64) {
-                self.stage.extend_from_slice(&v.to_le_bytes());
+                self.stage.put(&v.to_le_bytes());
             }
         }
         fn record_i128(&mut self, _: &Field, v: i128) {
             if self.expect(ArgKind::I128) {
-                self.stage.extend_from_slice(&v.to_le_bytes());
+                self.stage.put(&v.to_le_bytes());
             }
         }
         fn record_u128(&mut self, _: &Field, v: u128) {
             if self.expect(ArgKind::U128) {
-                self.stage.extend_from_slice(&v.to_le_bytes());
+                self.stage.put(&v.to_le_bytes());
             }
         }
         fn record_f64(&mut self, _: &Field, v: f64) {
             if self.expect(ArgKind::F64) {
-                self.stage.extend_from_slice(&v.to_le_bytes());
+                self.stage.put(&v.to_le_bytes());
             }
         }
         fn record_bool(&mut self, _: &Field, v: bool) {
             if self.expect(ArgKind::Bool) {
-                self.stage.push(u8::from(v));
+                self.stage.put(&[u8::from(v)]);
             }
         }
         fn record_str(&mut self, _: &Field, v: &str) {
@@ -420,8 +471,8 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
                 // too long for a u32 is too long for any ring and is
                 // dropped as oversize by its length.
                 let len = u32::try_from(v.len()).unwrap_or(u32::MAX);
-                self.stage.extend_from_slice(&len.to_le_bytes());
-                self.stage.extend_from_slice(v.as_bytes());
+                self.stage.put(&len.to_le_bytes());
+                self.stage.put(v.as_bytes());
             }
         }
         fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
@@ -463,7 +514,7 @@ fn write_typed(t: &'static Typed, event: &Event<'_>) -> bool {
                 return false;
             }
             let id = t.site.id_dyn(&t.kinds);
-            let bytes = stage.as_slice();
+            let bytes = stage.bytes();
             crate::producer::log_id(id, bytes.len(), |w| {
                 let _ = w.put(bytes);
             });
