@@ -5,7 +5,8 @@
 //! whole extents of one file, `[from, to)`; `to` is saved in the cursor
 //! only once the collector accepted the batch. A ship killed at any point
 //! sends again at most the batch it had sent and not yet seen accepted.
-//! Memory is one batch (and its encoding), whatever the backlog.
+//! Memory is a few batches (two in flight per encoding thread, and their
+//! encodings), whatever the backlog.
 
 mod http;
 mod otlp;
@@ -120,7 +121,7 @@ struct Shipper {
     progress: Progress,
 }
 
-/// The batches of `log` in `[from, to)`, built into `batch` and encoded
+/// The batch of `log` in `[from, to)`, built into `batch` and encoded
 /// into `buf`; returns how many records it holds.
 fn fill(
     batch: &mut otlp::Batch,
