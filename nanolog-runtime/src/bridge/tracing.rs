@@ -68,6 +68,7 @@ struct LogOrigin {
 }
 
 impl Fields {
+    #[inline(always)]
     fn push(&mut self, field: &Field, v: Arg<String>) {
         if let Some(o) = &mut self.log {
             let text = || match &v {
@@ -99,39 +100,41 @@ impl Fields {
     }
 }
 
-impl Visit for Fields {
+/// Hands each field of an event or span to its closure as an owned value:
+/// numbers, bools and strings typed (`true`: shown by `Debug`), `Debug` and
+/// `Display` values (`%x` fields arrive as `Debug` wrappers that print
+/// their `Display`; the message, `format_args!`, prints as it reads) as
+/// their text (`false`).
+struct Owned<F>(F);
+
+impl<F: FnMut(&Field, Arg<String>, bool)> Visit for Owned<F> {
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.push(field, Arg::I64(value));
+        (self.0)(field, Arg::I64(value), true);
     }
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.push(field, Arg::U64(value));
+        (self.0)(field, Arg::U64(value), true);
     }
     fn record_i128(&mut self, field: &Field, value: i128) {
-        self.push(field, Arg::I128(value));
+        (self.0)(field, Arg::I128(value), true);
     }
     fn record_u128(&mut self, field: &Field, value: u128) {
-        self.push(field, Arg::U128(value));
+        (self.0)(field, Arg::U128(value), true);
     }
     fn record_f64(&mut self, field: &Field, value: f64) {
-        self.push(field, Arg::F64(value));
+        (self.0)(field, Arg::F64(value), true);
     }
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.push(field, Arg::Bool(value));
+        (self.0)(field, Arg::Bool(value), true);
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.push(field, Arg::Str(value.to_owned()));
+        (self.0)(field, Arg::Str(value.to_owned()), true);
     }
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        // `%x` fields arrive here as Debug wrappers that print their Display;
-        // the message (`format_args!`) prints as it reads.
         let mut s = String::new();
-        let ok = catch_unwind(AssertUnwindSafe(|| {
-            let _ = write!(s, "{value:?}");
-        }));
-        if ok.is_err() {
+        if catch_unwind(AssertUnwindSafe(|| write!(s, "{value:?}"))).is_err() {
             s = String::from("<Debug panicked>");
         }
-        self.push(field, Arg::Str(s));
+        (self.0)(field, Arg::Str(s), false);
     }
 }
 
@@ -163,47 +166,17 @@ impl SpanData {
     }
 }
 
-/// Collects a span's fields: typed values shown by `Debug`, `Debug` and
-/// `Display` values as their text.
-struct SpanFields<'a>(&'a mut Vec<(&'static str, Arg<String>, bool)>);
-
-impl SpanFields<'_> {
-    fn push(&mut self, field: &Field, v: Arg<String>, debug: bool) {
-        match self.0.iter_mut().find(|(n, _, _)| *n == field.name()) {
-            Some(slot) => *slot = (field.name(), v, debug),
-            None => self.0.push((field.name(), v, debug)),
-        }
-    }
-}
-
-impl Visit for SpanFields<'_> {
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.push(field, Arg::I64(value), true);
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.push(field, Arg::U64(value), true);
-    }
-    fn record_i128(&mut self, field: &Field, value: i128) {
-        self.push(field, Arg::I128(value), true);
-    }
-    fn record_u128(&mut self, field: &Field, value: u128) {
-        self.push(field, Arg::U128(value), true);
-    }
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        self.push(field, Arg::F64(value), true);
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.push(field, Arg::Bool(value), true);
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.push(field, Arg::Str(value.to_owned()), true);
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        let mut s = String::new();
-        if catch_unwind(AssertUnwindSafe(|| write!(s, "{value:?}"))).is_err() {
-            s = String::from("<Debug panicked>");
-        }
-        self.push(field, Arg::Str(s), false);
+/// Sets a span's field (a value recorded later replaces the first): typed
+/// values shown by `Debug`, `Debug` and `Display` values as their text.
+fn set_span_field(
+    fields: &mut Vec<(&'static str, Arg<String>, bool)>,
+    field: &Field,
+    v: Arg<String>,
+    debug: bool,
+) {
+    match fields.iter_mut().find(|(n, _, _)| *n == field.name()) {
+        Some(slot) => *slot = (field.name(), v, debug),
+        None => fields.push((field.name(), v, debug)),
     }
 }
 
@@ -583,7 +556,7 @@ impl NanologLayer {
             log: Some(LogOrigin::default()),
             ..Fields::default()
         };
-        event.record(&mut f);
+        event.record(&mut Owned(|field: &Field, v, _| f.push(field, v)));
         let o = f.log.take().unwrap_or_default();
         let target = o.target.as_deref().unwrap_or("log");
         let origin = Origin {
@@ -627,7 +600,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
             fields: Vec::new(),
             site: None,
         };
-        attrs.record(&mut SpanFields(&mut data.fields));
+        attrs.record(&mut Owned(|f: &Field, v, debug| {
+            set_span_field(&mut data.fields, f, v, debug)
+        }));
         data.intern(attrs.metadata());
         span.extensions_mut().insert(data);
     }
@@ -639,7 +614,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
         let meta = span.metadata();
         let mut ext = span.extensions_mut();
         if let Some(data) = ext.get_mut::<SpanData>() {
-            values.record(&mut SpanFields(&mut data.fields));
+            values.record(&mut Owned(|f: &Field, v, debug| {
+                set_span_field(&mut data.fields, f, v, debug)
+            }));
             data.intern(meta);
         }
     }
@@ -685,7 +662,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
             return;
         }
         let mut f = Fields::default();
-        event.record(&mut f);
+        event.record(&mut Owned(|field: &Field, v, _| f.push(field, v)));
         origin.log(&f);
     }
 }
