@@ -121,6 +121,14 @@ pub(crate) fn follow(
                 Err(e) => return Err(e.into()),
             }
             if !sink.idle()? {
+                if let Ok(m) = std::fs::metadata(&next) {
+                    let _ = writeln!(
+                        io::stderr(),
+                        "nanolog: warning: {} is not a nanolog log yet ({} bytes, no header): nothing taken from it",
+                        next.display(),
+                        m.len()
+                    );
+                }
                 return Ok(());
             }
             std::thread::sleep(POLL);
