@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
 use super::map::{load, load_open, Data};
-use super::record::with_values;
 use super::time::TimeMap;
 use super::warning::Warning;
 use crate::text::render;
@@ -15,6 +14,7 @@ use crate::wire::dict::SiteEntry;
 use crate::wire::format::ArgKind;
 use crate::wire::frame::{frame_at, Frame};
 use crate::wire::header::{Header, HeaderError};
+use crate::wire::record::with_values;
 use crate::wire::{self, dict, tag};
 
 /// Where a thread's records are.

@@ -7,7 +7,7 @@ use crate::level::Level;
 use crate::text::render;
 use crate::wire;
 use crate::wire::dict::SiteEntry;
-use crate::wire::record::Value;
+use crate::wire::record::{with_values, Value};
 
 /// `Record::ns` before it is computed.
 const UNTIMED: i64 = i64::MIN;
@@ -164,28 +164,5 @@ impl<'a> Record<'a> {
         let mut s = String::new();
         self.render(&mut s);
         s
-    }
-}
-
-/// Calls `f` with the values of `args` (stored by `kinds`) as a slice,
-/// without allocating for up to 8 of them.
-pub(crate) fn with_values<'a, R>(
-    kinds: &[crate::wire::format::ArgKind],
-    args: &'a [u8],
-    f: impl FnOnce(&[Value<'a>]) -> R,
-) -> R {
-    let mut pos = 0;
-    if kinds.len() <= 8 {
-        let mut buf = [Value::Bool(false); 8];
-        let mut i = 0;
-        let _ = wire::record::decode_args(kinds, args, &mut pos, |x| {
-            buf[i] = x;
-            i += 1;
-        });
-        f(&buf[..i])
-    } else {
-        let mut v = Vec::with_capacity(kinds.len());
-        let _ = wire::record::decode_args(kinds, args, &mut pos, |x| v.push(x));
-        f(&v)
     }
 }

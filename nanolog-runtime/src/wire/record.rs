@@ -411,6 +411,29 @@ pub fn skip_args(kinds: &[ArgKind], buf: &[u8], pos: &mut usize) -> Option<()> {
     Some(())
 }
 
+/// Calls `f` with the values of `args` (stored by `kinds`) as a slice,
+/// without allocating for up to 8 of them.
+pub fn with_values<'a, R>(
+    kinds: &[ArgKind],
+    args: &'a [u8],
+    f: impl FnOnce(&[Value<'a>]) -> R,
+) -> R {
+    let mut pos = 0;
+    if kinds.len() <= 8 {
+        let mut buf = [Value::Bool(false); 8];
+        let mut i = 0;
+        let _ = decode_args(kinds, args, &mut pos, |x| {
+            buf[i] = x;
+            i += 1;
+        });
+        f(&buf[..i])
+    } else {
+        let mut v = Vec::with_capacity(kinds.len());
+        let _ = decode_args(kinds, args, &mut pos, |x| v.push(x));
+        f(&v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
