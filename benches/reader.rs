@@ -13,19 +13,10 @@ mod workload;
 
 const RECORDS: u64 = 1_000_000;
 
-fn write_log(path: &std::path::Path) {
-    let logger = nanolog::Logger::builder()
-        .path(path)
-        .start()
-        .expect("start");
-    workload::log_mixed_threads(4, RECORDS);
-    drop(logger);
-}
-
 fn bench(c: &mut Criterion) {
     let path =
         std::env::temp_dir().join(format!("nanolog-bench-reader-{}.nlog", std::process::id()));
-    write_log(&path);
+    workload::write_log(&path, 4, RECORDS);
     let files = [LogFile::open(&path).expect("open")];
     let mut g = c.benchmark_group("reader");
     g.throughput(Throughput::Elements(RECORDS));

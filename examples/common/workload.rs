@@ -29,3 +29,15 @@ pub fn log_mixed_threads(threads: u64, records: u64) {
         }
     });
 }
+
+/// Writes a log of `records` records of the mix from `threads` threads at
+/// `path` (the benches' input).
+#[allow(dead_code)] // Not every program that includes this file uses it.
+pub fn write_log(path: &std::path::Path, threads: u64, records: u64) {
+    let logger = nanolog::Logger::builder()
+        .path(path)
+        .start()
+        .expect("start the logger");
+    log_mixed_threads(threads, records);
+    drop(logger);
+}

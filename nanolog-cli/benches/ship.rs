@@ -9,7 +9,6 @@
 //!
 //! Throughput is records per second of the whole process.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -23,15 +22,6 @@ mod collector;
 
 const RECORDS: u64 = 1_000_000;
 const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
-
-fn write_log(path: &Path) {
-    let logger = nanolog::Logger::builder()
-        .path(path)
-        .start()
-        .expect("start");
-    workload::log_mixed_threads(4, RECORDS);
-    drop(logger);
-}
 
 fn run(args: &[&str]) {
     let o = Command::new(BIN)
@@ -52,7 +42,7 @@ fn bench(c: &mut Criterion) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let log = dir.join("app.nlog");
-    write_log(&log);
+    workload::write_log(&log, 4, RECORDS);
     let log = log.to_str().expect("utf-8 path");
     let out = dir.join("out.parquet");
     let out = out.to_str().expect("utf-8 path");

@@ -91,6 +91,9 @@ struct LiveSpan {
     args: Vec<u8>,
     /// (file generation, context id) of its SPAN entry.
     ctx: Option<(u64, u32)>,
+    /// `name{k=v ..}` as the text mirror prints it, rendered once on entry
+    /// (empty without a mirror).
+    text: String,
 }
 
 /// A site met in the current drain: its id (also its index in
@@ -664,11 +667,7 @@ impl State {
                         } else {
                             if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
                                 if m.wants(reg.site.level) {
-                                    let sites = &self.sites;
-                                    let spans = r.ctx.spans.iter().filter_map(|sp| {
-                                        let reg = sites.get(sp.site as usize)?.as_deref()?;
-                                        Some((reg, sp.args.as_slice()))
-                                    });
+                                    let spans = r.ctx.spans.iter().map(|sp| sp.text.as_str());
                                     m.record(reg, thread, &r.name, tick, &out[at..], spans);
                                 }
                             }
@@ -711,10 +710,10 @@ impl State {
     /// ([`State::place_thread`]), so spans without records inside cost the
     /// file nothing.
     fn span_record(&mut self, r: &mut Context, cur: Current, tick: u64, raw: &[u8]) {
-        let kinds = match self.sites[cur.id as usize].as_deref() {
-            Some(reg) => &reg.kinds[..],
-            None => return,
+        let Some(reg) = self.sites[cur.id as usize].as_deref() else {
+            return;
         };
+        let kinds = &reg.kinds[..];
         let mut args = Vec::new();
         let key = record::compact(kinds, raw, &mut args)
             .and_then(|()| record::nth_arg(kinds, &args, 0, kinds.len().checked_sub(1)?));
@@ -728,6 +727,11 @@ impl State {
                 key,
                 site: cur.id,
                 tick,
+                text: self
+                    .mirror
+                    .as_ref()
+                    .map(|_| Mirror::span_text(reg, &args))
+                    .unwrap_or_default(),
                 args,
                 ctx: None,
             }),

@@ -115,6 +115,17 @@ impl Mirror {
         level >= self.level
     }
 
+    /// A span of site `reg` with compacted fields `args` as a line shows
+    /// it (`name{k=v ..}`, unescaped): rendered once, when it is entered.
+    pub(crate) fn span_text(reg: &Registration, args: &[u8]) -> String {
+        let mut values = Vec::with_capacity(reg.kinds.len());
+        let mut text = String::new();
+        if record::decode_args(&reg.kinds, args, &mut 0, |v| values.push(v)).is_some() {
+            format_message(reg.site.pieces, &reg.kinds, &values, &mut text);
+        }
+        text
+    }
+
     /// A new clock pair: later ticks map from it.
     pub(crate) fn clock_pair(&mut self, tick: u64, unix_ns: i64) {
         self.clock = (tick, unix_ns);
@@ -125,9 +136,8 @@ impl Mirror {
     /// sees the next pair, interpolates: the two agree to within the clock's
     /// drift over a second, microseconds at most).
     ///
-    /// `spans` are the thread's spans, outermost first (each a span site's
-    /// registration and its compacted fields), printed as `decode` prints
-    /// them.
+    /// `spans` are the thread's spans, outermost first, each as
+    /// [`Mirror::span_text`] rendered it; they print as `decode` prints them.
     pub(crate) fn record<'s>(
         &mut self,
         reg: &Registration,
@@ -135,7 +145,7 @@ impl Mirror {
         name: &str,
         tick: u64,
         compacted: &[u8],
-        spans: impl Iterator<Item = (&'s Registration, &'s [u8])>,
+        spans: impl Iterator<Item = &'s str>,
     ) {
         let site = reg.site;
         let mut values: Vec<Value<'_>> = Vec::with_capacity(reg.kinds.len());
@@ -163,15 +173,11 @@ impl Mirror {
         );
         // `request{id=7}:db{table="users"}: `, escaped as a message is.
         self.message.clear();
-        let mut fields = Vec::new();
-        for (span, args) in spans {
+        for span in spans {
             if !self.message.is_empty() {
                 self.message.push(':');
             }
-            fields.clear();
-            if record::decode_args(&span.kinds, args, &mut 0, |v| fields.push(v)).is_some() {
-                format_message(span.site.pieces, &span.kinds, &fields, &mut self.message);
-            }
+            self.message.push_str(span);
         }
         if !self.message.is_empty() {
             escape_line(&self.message, &mut self.chunk);
