@@ -193,7 +193,7 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
 }
 
 /// A typed `tracing` event whose values outgrow the thread's inline staging
-/// (1 KiB) spills to the heap and is written whole: strings of every size
+/// (1 KiB) is visited again into the heap and written whole: strings of every size
 /// around the boundary, with a field after them.
 #[test]
 fn typed_events_larger_than_the_inline_staging_are_written_whole() {
