@@ -85,6 +85,8 @@ struct Context {
 /// id that entry has in the current file, once written.
 struct LiveSpan {
     key: u64,
+    /// `key` is a `tracing` span id (see `Site::tracing_keys`).
+    tracing: bool,
     site: u32,
     tick: u64,
     /// Its arguments, compacted as a record's.
@@ -722,9 +724,11 @@ impl State {
             return;
         };
         let key = key as u64;
+        let tracing = reg.site.tracing_keys();
         match cur.role {
             Role::Span => r.spans.push(LiveSpan {
                 key,
+                tracing,
                 site: cur.id,
                 tick,
                 text: self
@@ -738,7 +742,11 @@ impl State {
             _ => {
                 // The innermost span of that key; spans entered after it
                 // now sit in another context and are written again.
-                if let Some(i) = r.spans.iter().rposition(|s| s.key == key) {
+                if let Some(i) = r
+                    .spans
+                    .iter()
+                    .rposition(|s| s.key == key && s.tracing == tracing)
+                {
                     r.spans.remove(i);
                     r.spans[i..].iter_mut().for_each(|s| s.ctx = None);
                 }

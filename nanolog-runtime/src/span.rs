@@ -13,17 +13,21 @@ use crate::producer;
 use crate::site::Site;
 use crate::wire::format::ArgKind;
 
-/// The site of every span exit: one `u64` argument, the span's key.
+/// The site of every `nanolog::span!` exit: one `u64` argument, the span's key.
 static EXIT: Site = Site::span_exit();
+
+/// The site of every `tracing` span exit: its key is the span's id.
+static EXIT_TRACING: Site = Site::span_exit().with_tracing_keys();
 
 thread_local! {
     /// The keys of this thread's `nanolog::span!` guards, counted up.
     static NEXT_KEY: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Keys of `nanolog::span!` spans have the top bit set; `tracing` span ids
-/// (the other keys on a thread's stack) are a slab's small indices, so the
-/// two never meet.
+/// Keys of `nanolog::span!` spans have the top bit set, as the file has
+/// always had them. `tracing` span ids, the other keys on a thread's stack,
+/// may have any value: their sites say which they are (see
+/// `Site::tracing_keys`), so the two never match one another.
 const NATIVE: u64 = 1 << 63;
 
 /// A new key for a span of this thread.
@@ -39,10 +43,12 @@ pub fn span_key() -> u64 {
         .unwrap_or(NATIVE)
 }
 
-/// Writes the exit of the span `key` on this thread.
+/// Writes the exit of the span `key` on this thread (`tracing`: a `tracing`
+/// span's id).
 #[inline]
-pub(crate) fn exit(key: u64) {
-    let id = EXIT.id_dyn(&[ArgKind::U64]);
+pub(crate) fn exit(key: u64, tracing: bool) {
+    let site = if tracing { &EXIT_TRACING } else { &EXIT };
+    let id = site.id_dyn(&[ArgKind::U64]);
     producer::log_id(id, key.ring_len(), |c| {
         key.write(c);
     });
@@ -76,6 +82,6 @@ impl SpanGuard {
 impl Drop for SpanGuard {
     #[inline]
     fn drop(&mut self) {
-        exit(self.key);
+        exit(self.key, false);
     }
 }

@@ -468,7 +468,8 @@ pub(crate) fn span_site(
         module,
         Vec::leak(pieces),
         Vec::leak(names),
-    );
+    )
+    .with_tracing_keys();
     let site: &'static Site = Box::leak(Box::new(site));
     let id = site.id_dyn(&kinds);
     map.insert(key.clone(), id);

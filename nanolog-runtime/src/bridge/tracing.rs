@@ -755,7 +755,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
     }
 
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        crate::span::exit(id.into_u64());
+        crate::span::exit(id.into_u64(), true);
     }
 
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
