@@ -155,12 +155,19 @@ pub(crate) fn nibbled(kind: ArgKind, raw: &[u8]) -> ([u8; 16], usize, u8) {
 
 /// Compacts one record's raw ring arguments into `out`. Returns `None` if the
 /// raw bytes do not match the kinds (which would be a bug in the encoders).
+///
+/// The flusher's path for sites whose kinds are known only at run time (the
+/// bridges'): integers up to 64 bits, and string lengths, take a `u64` path
+/// with fixed-size copies; 128-bit integers the general one.
 pub fn compact(kinds: &[ArgKind], raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
     if kinds.is_empty() {
         return Some(());
     }
     let nib_at = out.len();
     let n_nibbles = nibble_count(kinds);
+    // Room for the nibbles, every value at its widest and the raw strings:
+    // the writes below do not reallocate.
+    out.reserve(n_nibbles.div_ceil(2) + 8 * kinds.len() + raw.len());
     out.resize(nib_at + n_nibbles.div_ceil(2), 0);
     let mut nib_ix = 0;
     let mut set_nibble = |out: &mut Vec<u8>, code: u8| {
@@ -176,10 +183,10 @@ pub fn compact(kinds: &[ArgKind], raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
                 pos += w;
             }
             ArgKind::Str => {
-                let len_raw = raw.get(pos..pos + 4)?;
-                let len = u32::from_le_bytes(len_raw.try_into().ok()?) as usize;
-                let code = put_nibbled(out, ArgKind::U32, len_raw);
+                let len = read_le(raw, pos, 4)?;
+                let code = put_small(out, false, 4, len);
                 set_nibble(out, code);
+                let len = len as usize;
                 out.extend_from_slice(raw.get(pos + 4..pos + 4 + len)?);
                 pos += 4 + len;
             }
@@ -194,15 +201,71 @@ pub fn compact(kinds: &[ArgKind], raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
                     pos += 4 + len;
                 }
             }
+            ArgKind::U128 | ArgKind::I128 => {
+                let code = put_nibbled(out, kind, raw.get(pos..pos + 16)?);
+                set_nibble(out, code);
+                pos += 16;
+            }
             _ => {
                 let w = kind.ring_width();
-                let code = put_nibbled(out, kind, raw.get(pos..pos + w)?);
+                let code = put_small(out, kind.is_signed(), w, read_le(raw, pos, w)?);
                 set_nibble(out, code);
                 pos += w;
             }
         }
     }
     Some(())
+}
+
+/// The `w`-byte (1, 2, 4 or 8) little-endian value at `raw[pos..]`,
+/// zero-extended.
+#[inline(always)]
+fn read_le(raw: &[u8], pos: usize, w: usize) -> Option<u64> {
+    let b = raw.get(pos..pos.checked_add(w)?)?;
+    Some(match w {
+        1 => u64::from(b[0]),
+        2 => u64::from(u16::from_le_bytes(b.try_into().ok()?)),
+        4 => u64::from(u32::from_le_bytes(b.try_into().ok()?)),
+        8 => u64::from_le_bytes(b.try_into().ok()?),
+        _ => return None,
+    })
+}
+
+/// Appends the nibble-coded form of `v`, a `w`-byte integer (`w` at most
+/// 8, its bits zero-extended), and returns its code: what [`nibbled`]
+/// writes for it, in `u64`s and fixed-size copies.
+#[inline(always)]
+fn put_small(out: &mut Vec<u8>, signed: bool, w: usize, v: u64) -> u8 {
+    let bits = 8 * w as u32;
+    let shift = 64 - bits;
+    if signed && (v >> (bits - 1)) & 1 == 1 {
+        // Negative: the one's complement of its sign extension.
+        let m = !(((v << shift) as i64) >> shift) as u64;
+        let n = bytes_needed_64(m);
+        if n <= 7 {
+            push_low(out, m, n);
+            return 7 + n as u8;
+        }
+        push_low(out, v, w);
+        return 15;
+    }
+    let n = bytes_needed_64(v);
+    push_low(out, v, n);
+    n as u8 - 1
+}
+
+#[inline(always)]
+fn bytes_needed_64(v: u64) -> usize {
+    ((64 - v.leading_zeros() as usize).div_ceil(8)).max(1)
+}
+
+/// Appends the low `n` bytes of `v`, little-endian: eight written, the rest
+/// cut off (a fixed-size copy, not a call).
+#[inline(always)]
+fn push_low(out: &mut Vec<u8>, v: u64, n: usize) {
+    let at = out.len();
+    out.extend_from_slice(&v.to_le_bytes());
+    out.truncate(at + n);
 }
 
 #[inline(always)]
