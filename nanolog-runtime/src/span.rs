@@ -24,13 +24,10 @@ thread_local! {
     static NEXT_KEY: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Keys of `nanolog::span!` spans have the top bit set, as the file has
-/// always had them. `tracing` span ids, the other keys on a thread's stack,
-/// may have any value: their sites say which they are (see
-/// `Site::tracing_keys`), so the two never match one another.
-const NATIVE: u64 = 1 << 63;
-
-/// A new key for a span of this thread.
+/// A new key for a span of this thread: counted up from 1, so it takes a
+/// byte or three in the file. `tracing` span ids, the other keys on a
+/// thread's stack, may have the same values: their sites say which they
+/// are (see `Site::tracing_keys`), so the two never match one another.
 #[doc(hidden)]
 #[inline(always)]
 pub fn span_key() -> u64 {
@@ -38,9 +35,9 @@ pub fn span_key() -> u64 {
         .try_with(|k| {
             let v = k.get().wrapping_add(1);
             k.set(v);
-            v | NATIVE
+            v
         })
-        .unwrap_or(NATIVE)
+        .unwrap_or(0)
 }
 
 /// Writes the exit of the span `key` on this thread (`tracing`: a `tracing`
