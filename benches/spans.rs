@@ -40,6 +40,14 @@ fn rate(n: u64, call: impl Fn(u64), finish: impl FnOnce()) -> f64 {
     n as f64 / t.elapsed().as_secs_f64()
 }
 
+/// Runs of [`rate`] each side takes; the median is reported (one run
+/// swings by a fifth on this shared machine, either side).
+const RATE_RUNS: usize = 5;
+
+/// Events per run of [`rate`]: far more than a ring holds, so the flusher's
+/// or the writer thread's pace is in the figure.
+const RATE_EVENTS: u64 = 2_000_000;
+
 /// Median ns of one call of `op`, the empty TSC pair subtracted.
 fn p50_ns(op: impl FnMut()) -> f64 {
     let overhead = empty_tsc_pair(10_000);
@@ -47,6 +55,12 @@ fn p50_ns(op: impl FnMut()) -> f64 {
     // Wait 2 us of ticks after each call: the flusher keeps up.
     let lat = timed_calls(BURST as usize, (2000.0 * ticks_per_ns) as u64, overhead, op);
     nearest_rank(&lat, 50.0) as f64 / ticks_per_ns
+}
+
+/// Rates in M/s, for the table.
+fn millions(rates: &[f64]) -> String {
+    let v: Vec<String> = rates.iter().map(|r| format!("{:.2}", r / 1e6)).collect();
+    v.join(" ")
 }
 
 fn bench(c: &mut Criterion) {
@@ -95,7 +109,10 @@ fn bench(c: &mut Criterion) {
             ));
         }
         table.push(("typed tracing event outside", p50_ns(|| typed_event(7))));
-        let nl_rate = rate(2_000_000, typed_event, flush);
+        let nl_rates: Vec<f64> = (0..RATE_RUNS)
+            .map(|_| rate(RATE_EVENTS, typed_event, flush))
+            .collect();
+        let nl_rate = common::median(nl_rates.clone()).unwrap_or(0.0);
         eprintln!(
             "\nspans: one run, this machine (p50 of single calls, empty TSC pair subtracted)"
         );
@@ -103,8 +120,9 @@ fn bench(c: &mut Criterion) {
             eprintln!("  {what:<36} {ns:>8.1} ns");
         }
         eprintln!(
-            "  typed event, nanolog: {:.2} M events/s until flushed",
-            nl_rate / 1e6
+            "  typed event, nanolog: {:.2} M events/s until flushed (median of {RATE_RUNS}: {})",
+            nl_rate / 1e6,
+            millions(&nl_rates)
         );
         table.push(("rate", nl_rate));
 
@@ -137,15 +155,26 @@ fn bench(c: &mut Criterion) {
         (sub, guard)
     };
     let (sub, guard) = make();
-    let fmt_rate = tracing::subscriber::with_default(sub, || {
+    tracing::subscriber::with_default(sub, || {
         let p50 = p50_ns(|| typed_event(7));
         eprintln!("  typed event, fmt + non_blocking p50: {p50:.1} ns");
-        rate(2_000_000, typed_event, || drop(guard))
     });
+    drop(guard);
+    let fmt_rates: Vec<f64> = (0..RATE_RUNS)
+        .map(|_| {
+            let (sub, guard) = make();
+            tracing::subscriber::with_default(sub, || {
+                rate(RATE_EVENTS, typed_event, || drop(guard))
+            })
+        })
+        .collect();
+    let fmt_rate = common::median(fmt_rates.clone()).unwrap_or(f64::NAN);
     let nl_rate = table.last().map_or(0.0, |t| t.1);
     eprintln!(
-        "  typed event, fmt + non_blocking: {:.2} M events/s until written; nanolog {:.1}x\n",
+        "  typed event, fmt + non_blocking: {:.2} M events/s until written (median of {RATE_RUNS}: {}); \
+         nanolog {:.1}x\n",
         fmt_rate / 1e6,
+        millions(&fmt_rates),
         nl_rate / fmt_rate
     );
     let (sub, guard) = make();
