@@ -17,19 +17,68 @@ use crate::wire::header::{Header, HeaderError};
 use crate::wire::record::with_values;
 use crate::wire::{self, dict, tag};
 
-/// Where a thread's records are.
+/// Where a thread's records are. One per extent, twice (per thread and in
+/// file order): kept small, as a file whose threads enter a span per
+/// request has an extent per request.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Item {
     /// An EXTENT body: `[start, end)` in the file; its records were made
     /// in context `ctx` (an index into the file's spans, plus one; 0: none).
     Extent { start: usize, end: usize, ctx: u32 },
-    /// A DROP entry.
-    Drop {
-        count: u64,
-        first: u64,
-        last: u64,
-        offset: usize,
-    },
+    /// A DROP entry at `offset`: `LogFile::drop_info(ix)` says what it holds.
+    Drop { ix: u32, offset: usize },
+}
+
+const _: () = assert!(std::mem::size_of::<Item>() <= 24);
+
+/// What a DROP entry holds: `count` records of its thread dropped between
+/// ticks `first` and `last`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DropInfo {
+    pub(crate) count: u64,
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+}
+
+/// A file's context ids (SPAN entries) to indices into its spans, plus
+/// one. The flusher numbers a file's contexts one after another, so while
+/// they come so this is an offset, with no memory per span; it turns into
+/// a map when they do not (a damaged entry skipped, a wrapped counter).
+#[derive(Debug, Default)]
+struct ContextIds {
+    /// The first context id, and how many follow it one by one.
+    base: u32,
+    dense: u32,
+    map: Option<std::collections::HashMap<u32, u32>>,
+}
+
+impl ContextIds {
+    fn get(&self, ctx: u32) -> Option<u32> {
+        if let Some(m) = &self.map {
+            return m.get(&ctx).copied();
+        }
+        let i = ctx.checked_sub(self.base)?;
+        (i < self.dense).then_some(i + 1)
+    }
+
+    /// `ctx` is the span at index `ix1 - 1` (the one last pushed).
+    fn insert(&mut self, ctx: u32, ix1: u32) {
+        if let Some(m) = &mut self.map {
+            m.insert(ctx, ix1);
+            return;
+        }
+        if self.dense == 0 {
+            self.base = ctx;
+        }
+        if ctx.checked_sub(self.base) == Some(self.dense) && ix1 == self.dense + 1 {
+            self.dense += 1;
+            return;
+        }
+        let mut m: std::collections::HashMap<u32, u32> =
+            (0..self.dense).map(|i| (self.base + i, i + 1)).collect();
+        m.insert(ctx, ix1);
+        self.map = Some(m);
+    }
 }
 
 impl Item {
@@ -180,8 +229,10 @@ pub struct LogFile {
     identity: Option<(u64, u64)>,
     /// The contexts of the SPAN entries, in file order.
     spans: Vec<SpanDef>,
+    /// What DROP entries hold, in file order (see `Item::Drop`).
+    drops: Vec<DropInfo>,
     /// While indexing: the index (plus one) of each live context id ...
-    span_ids: std::collections::HashMap<u32, u32>,
+    span_ids: ContextIds,
     /// ... and each thread's current context.
     thread_ctx: std::collections::HashMap<u32, u32>,
     /// The file as opened, kept by [`LogFile::open_live`] only: after a
@@ -358,6 +409,7 @@ impl LogFile {
             identity: None,
             handle: None,
             spans: Vec::new(),
+            drops: Vec::new(),
             span_ids: Default::default(),
             thread_ctx: Default::default(),
         };
@@ -511,12 +563,9 @@ impl LogFile {
             }
             tag::DROP => {
                 if let Some((thread, count, first, last)) = dict::get_drop(body) {
-                    let it = Item::Drop {
-                        count,
-                        first,
-                        last,
-                        offset: start,
-                    };
+                    let ix = self.drops.len() as u32;
+                    self.drops.push(DropInfo { count, first, last });
+                    let it = Item::Drop { ix, offset: start };
                     self.streams.entry(thread).or_default().push(it);
                     self.order.push((thread, it));
                 }
@@ -528,7 +577,7 @@ impl LogFile {
             tag::END => {}
             tag::SPAN => match dict::get_span(body) {
                 Some(e) if e.ctx != 0 => {
-                    let parent = self.span_ids.get(&e.parent).copied().unwrap_or(0);
+                    let parent = self.span_ids.get(e.parent).unwrap_or(0);
                     let args_at = end - e.args.len();
                     self.spans.push(SpanDef {
                         parent,
@@ -545,7 +594,7 @@ impl LogFile {
             },
             tag::CONTEXT => {
                 if let Some((thread, ctx)) = dict::get_context(body) {
-                    let ix = self.span_ids.get(&ctx).copied().unwrap_or(0);
+                    let ix = self.span_ids.get(ctx).unwrap_or(0);
                     self.thread_ctx.insert(thread, ix);
                 }
             }
@@ -668,11 +717,9 @@ impl LogFile {
         let mut v = Vec::new();
         for (&thread, items) in &self.streams {
             for it in items {
-                if let Item::Drop {
-                    count, first, last, ..
-                } = *it
-                {
-                    v.push(self.gap(thread, count, first, last));
+                if let Item::Drop { ix, .. } = *it {
+                    let d = self.drop_info(ix);
+                    v.push(self.gap(thread, d.count, d.first, d.last));
                 }
             }
         }
@@ -681,6 +728,15 @@ impl LogFile {
 
     fn gap(&self, thread: u32, count: u64, first: u64, last: u64) -> Gap {
         Gap::stamped(&self.time, thread, count, first, last)
+    }
+
+    /// What the DROP entry `ix` (of an `Item::Drop`) holds.
+    pub(crate) fn drop_info(&self, ix: u32) -> DropInfo {
+        self.drops.get(ix as usize).copied().unwrap_or(DropInfo {
+            count: 0,
+            first: 0,
+            last: 0,
+        })
     }
 
     pub(crate) fn stream_ids(&self) -> impl Iterator<Item = u32> + '_ {
@@ -749,5 +805,47 @@ impl LogFile {
             offset,
             reason,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ContextIds;
+
+    /// Consecutive ids take no map; a gap, a repeat or a wrap turns the
+    /// table into one, and every id found before is found after.
+    #[test]
+    fn context_ids_are_an_offset_until_they_skip() {
+        let mut ids = ContextIds::default();
+        assert_eq!(ids.get(0), None);
+        for (i, ctx) in (500..600).enumerate() {
+            ids.insert(ctx, i as u32 + 1);
+        }
+        assert!(ids.map.is_none());
+        assert_eq!(ids.get(499), None);
+        assert_eq!(ids.get(500), Some(1));
+        assert_eq!(ids.get(599), Some(100));
+        assert_eq!(ids.get(600), None);
+        // A skipped id (a damaged SPAN entry left out).
+        ids.insert(602, 101);
+        assert!(ids.map.is_some());
+        assert_eq!(ids.get(500), Some(1));
+        assert_eq!(ids.get(599), Some(100));
+        assert_eq!(ids.get(601), None);
+        assert_eq!(ids.get(602), Some(101));
+        // A repeated id: the newest entry wins, as it did.
+        ids.insert(500, 102);
+        assert_eq!(ids.get(500), Some(102));
+
+        // The flusher's counter wraps from u32::MAX to 1.
+        let mut ids = ContextIds::default();
+        ids.insert(u32::MAX - 1, 1);
+        ids.insert(u32::MAX, 2);
+        assert!(ids.map.is_none());
+        ids.insert(1, 3);
+        assert_eq!(
+            [u32::MAX - 1, u32::MAX, 1].map(|c| ids.get(c)),
+            [Some(1), Some(2), Some(3)]
+        );
     }
 }

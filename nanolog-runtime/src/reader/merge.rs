@@ -245,13 +245,9 @@ impl<'a> Merge<'a> {
             Item::Extent { start, end, ctx } if start >= self.filter.min_offset => {
                 Opened::Extent(Extent::new(file, thread, start, end, ctx, Clock::Untimed))
             }
-            Item::Drop {
-                count,
-                first,
-                last,
-                offset,
-            } if offset >= self.filter.min_offset => {
-                let g = Gap::stamped(&self.clocks[file_ix], thread, count, first, last);
+            Item::Drop { ix, offset } if offset >= self.filter.min_offset => {
+                let d = file.drop_info(ix);
+                let g = Gap::stamped(&self.clocks[file_ix], thread, d.count, d.first, d.last);
                 if self.keep_gap(&g) {
                     Opened::Gap(Event::Gap(g, file))
                 } else {
