@@ -461,8 +461,9 @@ impl<'a, P: Put> Collect<'a, P> {
         }
     }
 
-    /// Visits `event`: whether its values fit the callsite's typed path
-    /// (the callsite is demoted when they do not).
+    /// Visits `event`: `None` when its values do not fit the callsite's
+    /// typed path (the callsite is demoted), else whether they all fitted
+    /// in `out`.
     #[inline(always)]
     fn collect(&mut self, event: &Event<'_>) -> Option<bool> {
         event.record(self);
@@ -488,6 +489,7 @@ impl<'a, P: Put> Collect<'a, P> {
         ok
     }
 }
+
 impl<P: Put> Visit for Collect<'_, P> {
     fn record_i64(&mut self, _: &Field, v: i64) {
         if self.expect(ArgKind::I64) {
@@ -569,7 +571,9 @@ fn write_typed(tls: &TypedTls, t: &'static Typed, event: &Event<'_>) -> bool {
     }
 }
 
-/// An event whose values outgrew the stage: visited again into the heap.
+/// An event whose values outgrew the stage: visited again into the heap
+/// (its message compared a second time; such events are rare, and the
+/// common path then carries no heap buffer).
 #[cold]
 #[inline(never)]
 fn write_typed_large(t: &'static Typed, event: &Event<'_>) -> bool {
