@@ -202,3 +202,71 @@ fn records_carry_their_spans_across_threads_and_rolls() {
     assert!(text.lines().any(|l| l.ends_with("]: main outside")));
     remove_with_kept(&path);
 }
+
+/// Spans entered again and again (an executor polling two instrumented
+/// futures; a request coming back from its child span): every record
+/// carries its spans, a field recorded later shows from the next entry on,
+/// and the file takes a few bytes a record, not a span entry and a new
+/// extent per switch (62 bytes a record before format version 2).
+#[test]
+fn spans_entered_again_cost_a_few_bytes_a_record() {
+    const POLLS: u64 = 20_000;
+    let _g = serial();
+    let path = temp("reenter");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::with_default(subscriber, || {
+        let a = tracing::info_span!("task", id = 1u64);
+        let b = tracing::info_span!("task", id = 2u64, state = tracing::field::Empty);
+        for i in 0..POLLS {
+            if i == POLLS / 2 {
+                b.record("state", "busy");
+            }
+            let _e = if i.is_multiple_of(2) {
+                a.enter()
+            } else {
+                b.enter()
+            };
+            nanolog::info!("poll {}", i);
+        }
+        let request = tracing::info_span!("request", n = 7u64);
+        let _r = request.enter();
+        for i in 0..100 {
+            {
+                let _db = tracing::info_span!("db").entered();
+                nanolog::info!("query {}", i);
+            }
+            nanolog::info!("back {}", i);
+        }
+    });
+    logger.flush().unwrap();
+    drop(logger);
+
+    let size = std::fs::metadata(&path).unwrap().len();
+    let request = span("request", json!({"n": 7}));
+    let mut seen = 0;
+    for l in decode_json(&path) {
+        let msg = l["msg"].as_str().unwrap();
+        let (what, i) = msg.split_once(' ').unwrap();
+        let i: u64 = i.parse().unwrap();
+        let want = match what {
+            "poll" if i.is_multiple_of(2) => json!([span("task", json!({"id": 1}))]),
+            "poll" if i < POLLS / 2 => json!([span("task", json!({"id": 2}))]),
+            "poll" => json!([span("task", json!({"id": 2, "state": "busy"}))]),
+            "query" => json!([request, span("db", json!({}))]),
+            "back" => json!([request]),
+            other => panic!("unexpected record {other:?}"),
+        };
+        assert_eq!(l["spans"], want, "spans of {msg:?}");
+        seen += 1;
+    }
+    assert_eq!(seen, POLLS + 200);
+    // A poll's record is about 9 bytes with its switch; the 100 child
+    // spans take a SPAN entry and an extent each.
+    assert!(
+        size < POLLS * 16 + 100 * 128 + 8192,
+        "{size} bytes for {POLLS} records in re-entered spans"
+    );
+    remove_with_kept(&path);
+}

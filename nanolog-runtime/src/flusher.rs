@@ -79,6 +79,61 @@ struct Context {
     spans: Vec<LiveSpan>,
     /// The (file generation, context) the file last placed the thread in.
     written: Option<(u64, u32)>,
+    /// SPAN entries of this thread's `tracing` spans in the current file,
+    /// by key (direct-mapped, [`DEFINED_SLOTS`]): a span entered again with
+    /// the same fields in the same context takes its entry again, and the
+    /// thread's records switch to it inside their extent. (An instrumented
+    /// future enters its span at every poll.)
+    defined: Vec<Option<Defined>>,
+}
+
+/// Slots of a thread's table of defined spans.
+const DEFINED_SLOTS: usize = 16;
+
+/// A `tracing` span's SPAN entry in a file.
+struct Defined {
+    key: u64,
+    site: u32,
+    args: Vec<u8>,
+    generation: u64,
+    ctx: u32,
+    parent: u32,
+}
+
+impl Context {
+    /// The context id of the entry of span `key` (a `tracing` span of
+    /// `site`, with compacted `args`) in the file of `generation`, inside
+    /// `parent`, if it has one.
+    fn defined(
+        &self,
+        key: u64,
+        site: u32,
+        args: &[u8],
+        generation: u64,
+        parent: u32,
+    ) -> Option<u32> {
+        let d = self.defined.get(key as usize % DEFINED_SLOTS)?.as_ref()?;
+        (d.key == key
+            && d.site == site
+            && d.generation == generation
+            && d.parent == parent
+            && d.args == args)
+            .then_some(d.ctx)
+    }
+
+    /// The thread's context in the file of `generation` (its innermost
+    /// span's id there; 0 outside spans), if every span of its stack has
+    /// its SPAN entry in that file.
+    fn in_file(&self, generation: u64) -> Option<u32> {
+        let mut ctx = 0;
+        for sp in &self.spans {
+            match sp.ctx {
+                Some((g, c)) if g == generation => ctx = c,
+                _ => return None,
+            }
+        }
+        Some(ctx)
+    }
 }
 
 /// A span entered on a thread: what its SPAN entry holds, and the context
@@ -110,6 +165,9 @@ struct Current {
 struct Open {
     start: usize,
     prev_tick: u64,
+    /// The context (file id) its records are in now: where the thread was
+    /// placed when it was opened, then its last context switch.
+    ctx: u32,
 }
 
 struct Flusher {
@@ -610,14 +668,31 @@ impl State {
                 });
             } else if let Some(cur) = self.current(site, &mut cur, &mut open) {
                 if cur.role != Role::Record {
-                    close(&mut self.out, &mut open);
+                    // The extent stays open: the thread's next record says
+                    // where it is now (see below).
                     self.span_record(&mut r.ctx, cur, tick, rec.args);
                     r.c.advance(len);
                     continue;
                 }
+                // The thread's context as the file knows it: a switch inside
+                // the open extent when every span of the thread's stack is
+                // defined in this file, else SPAN entries (and a CONTEXT
+                // entry) before a new extent.
+                if let Some(o) = open.as_mut() {
+                    match r.ctx.in_file(self.file_generation) {
+                        Some(c) if c == o.ctx => {}
+                        Some(c) => {
+                            put_varint(&mut self.out, u64::from(crate::wire::CONTEXT_SWITCH));
+                            put_varint(&mut self.out, u64::from(c));
+                            o.ctx = c;
+                        }
+                        None => close(&mut self.out, &mut open),
+                    }
+                }
                 if open.is_none() {
                     self.place_thread(&mut r.ctx, thread);
                 }
+                let placed = r.ctx.written.map_or(0, |(_, c)| c);
                 let out = &mut self.out;
                 let o = open.get_or_insert_with(|| {
                     let start = begin_entry(out, tag::EXTENT);
@@ -625,6 +700,7 @@ impl State {
                     Open {
                         start,
                         prev_tick: tick,
+                        ctx: placed,
                     }
                 });
                 // A macro site's own function takes this record and the
@@ -726,19 +802,30 @@ impl State {
         let key = key as u64;
         let tracing = reg.site.tracing_keys();
         match cur.role {
-            Role::Span => r.spans.push(LiveSpan {
-                key,
-                tracing,
-                site: cur.id,
-                tick,
-                text: self
-                    .mirror
-                    .as_ref()
-                    .map(|_| Mirror::span_text(reg, &args))
-                    .unwrap_or_default(),
-                args,
-                ctx: None,
-            }),
+            Role::Span => {
+                let generation = self.file_generation;
+                // A `tracing` span entered again as before: its entry.
+                let ctx = if tracing {
+                    r.in_file(generation)
+                        .and_then(|parent| r.defined(key, cur.id, &args, generation, parent))
+                        .map(|c| (generation, c))
+                } else {
+                    None
+                };
+                r.spans.push(LiveSpan {
+                    key,
+                    tracing,
+                    site: cur.id,
+                    tick,
+                    text: self
+                        .mirror
+                        .as_ref()
+                        .map(|_| Mirror::span_text(reg, &args))
+                        .unwrap_or_default(),
+                    args,
+                    ctx,
+                })
+            }
             _ => {
                 // The innermost span of that key; spans entered after it
                 // now sit in another context and are written again.
@@ -764,7 +851,8 @@ impl State {
         };
         let mut parent = 0;
         let mut stale = false;
-        for sp in &mut r.spans {
+        let Context { spans, defined, .. } = r;
+        for sp in spans.iter_mut() {
             match sp.ctx {
                 Some((g, c)) if g == generation && !stale => parent = c,
                 _ => {
@@ -790,6 +878,9 @@ impl State {
                         )
                     });
                     sp.ctx = Some((generation, ctx));
+                    if sp.tracing {
+                        remember(defined, sp, generation, ctx, parent);
+                    }
                     parent = ctx;
                 }
             }
@@ -813,6 +904,32 @@ impl State {
             dict::put_drop(b, thread, 1, tick, tick)
         });
     }
+}
+
+/// Keeps the SPAN entry `ctx` (inside `parent`) that `sp` was just given,
+/// in the slot of its key, reusing the slot's buffer.
+fn remember(
+    defined: &mut Vec<Option<Defined>>,
+    sp: &LiveSpan,
+    generation: u64,
+    ctx: u32,
+    parent: u32,
+) {
+    if defined.is_empty() {
+        defined.resize_with(DEFINED_SLOTS, || None);
+    }
+    let slot = &mut defined[sp.key as usize % DEFINED_SLOTS];
+    let mut args = slot.take().map(|d| d.args).unwrap_or_default();
+    args.clear();
+    args.extend_from_slice(&sp.args);
+    *slot = Some(Defined {
+        key: sp.key,
+        site: sp.site,
+        args,
+        generation,
+        ctx,
+        parent,
+    });
 }
 
 /// Appends the dictionary entry of site `ix` to `out`.

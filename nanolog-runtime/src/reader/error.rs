@@ -64,8 +64,9 @@ impl fmt::Display for ReadError {
             }
             ReadError::UnsupportedVersion { path, version } => write!(
                 f,
-                "{}: unsupported nanolog format version {version} (this reader knows version {})",
+                "{}: unsupported nanolog format version {version} (this reader knows versions {} to {})",
                 path.display(),
+                wire::MIN_VERSION,
                 wire::VERSION
             ),
             ReadError::BadHeader { path, reason } => {

@@ -99,7 +99,8 @@ impl<'a> Iterator for ExtentRecords<'a> {
 pub(crate) struct Extent<'a> {
     file: &'a LogFile,
     thread: u32,
-    /// The context of its records (see `Item::Extent`).
+    /// The context of its next record (see `Item::Extent`): where the
+    /// extent starts, then its last context switch.
     ctx: u32,
     body: &'a [u8],
     body_offset: usize,
@@ -168,11 +169,25 @@ impl<'a> Extent<'a> {
     /// `(site, tick)`; then [`Extent::take_args`] must be called.
     #[inline]
     fn next_header(&mut self) -> Option<Result<(&'a SiteEntry, u64), ReadError>> {
-        if self.pos >= self.body.len() || self.failed {
-            return None;
+        let mut site_id;
+        loop {
+            if self.pos >= self.body.len() || self.failed {
+                return None;
+            }
+            self.rec_start = self.pos;
+            site_id = get_varint(self.body, &mut self.pos);
+            if site_id != Some(u64::from(wire::CONTEXT_SWITCH)) {
+                break;
+            }
+            // The thread's context changes here (version 2): the records
+            // after are in the context it names.
+            let Some(ctx) =
+                get_varint(self.body, &mut self.pos).and_then(|c| u32::try_from(c).ok())
+            else {
+                return Some(Err(self.fail("truncated context switch")));
+            };
+            self.ctx = self.file.context_of(ctx);
         }
-        self.rec_start = self.pos;
-        let site_id = get_varint(self.body, &mut self.pos);
         let delta = get_varint(self.body, &mut self.pos);
         let (Some(site_id), Some(delta)) = (site_id, delta) else {
             return Some(Err(self.fail("truncated record header")));

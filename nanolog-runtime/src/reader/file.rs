@@ -22,8 +22,9 @@ use crate::wire::{self, dict, tag};
 /// request has an extent per request.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Item {
-    /// An EXTENT body: `[start, end)` in the file; its records were made
-    /// in context `ctx` (an index into the file's spans, plus one; 0: none).
+    /// An EXTENT body: `[start, end)` in the file; its records start in
+    /// context `ctx` (an index into the file's spans, plus one; 0: none),
+    /// and its context switches change that.
     Extent { start: usize, end: usize, ctx: u32 },
     /// A DROP entry at `offset`: `LogFile::drop_info(ix)` says what it holds.
     Drop { ix: u32, offset: usize },
@@ -728,6 +729,15 @@ impl LogFile {
 
     fn gap(&self, thread: u32, count: u64, first: u64, last: u64) -> Gap {
         Gap::stamped(&self.time, thread, count, first, last)
+    }
+
+    /// The context (an index into the spans, plus one; 0: none) of the
+    /// file's context id `ctx`, as an extent's context switch names it.
+    pub(crate) fn context_of(&self, ctx: u32) -> u32 {
+        if ctx == 0 {
+            return 0;
+        }
+        self.span_ids.get(ctx).unwrap_or(0)
     }
 
     /// What the DROP entry `ix` (of an `Item::Drop`) holds.

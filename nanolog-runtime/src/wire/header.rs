@@ -12,7 +12,7 @@
 //! | 40 | 4 | process id (u32 LE) |
 //! | 44 | 4 | CRC-32 of bytes 0..44 (u32 LE) |
 
-use super::{HEADER_LEN, MAGIC, VERSION};
+use super::{HEADER_LEN, MAGIC, MIN_VERSION, VERSION};
 
 /// The decoded file header.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,7 +87,7 @@ impl Header {
         let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
         let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
         let version = u16::from_le_bytes([b[8], b[9]]);
-        if version != VERSION {
+        if !(MIN_VERSION..=VERSION).contains(&version) {
             return Err(HeaderError::UnsupportedVersion(version));
         }
         if crc32fast::hash(&b[0..44]) != u32_at(44) {

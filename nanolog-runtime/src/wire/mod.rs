@@ -15,8 +15,17 @@ pub mod record;
 
 /// The first eight bytes of every nanolog file.
 pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
-/// The format version this crate writes and reads.
-pub const VERSION: u16 = 1;
+/// The format version this crate writes. It reads this one and every one
+/// from [`MIN_VERSION`] on.
+///
+/// Version 2 lets a thread's context change inside an extent (a record of
+/// site id 0 naming the context, see FORMAT.md); version 1 files have no
+/// such records and read as before.
+pub const VERSION: u16 = 2;
+/// The oldest format version this crate reads.
+pub const MIN_VERSION: u16 = 1;
+/// The site id of an extent's context switch (no call site has id 0).
+pub const CONTEXT_SWITCH: u32 = 0;
 /// Bytes of the fixed file header.
 pub const HEADER_LEN: usize = 48;
 /// Bytes of an entry's frame before its body.
