@@ -79,6 +79,10 @@ struct Context {
     spans: Vec<LiveSpan>,
     /// The (file generation, context) the file last placed the thread in.
     written: Option<(u64, u32)>,
+    /// A span was entered or exited since the thread's last record: its
+    /// next record checks where the file has it (a flag, so a record
+    /// outside spans, or in the same ones as the last, costs a test).
+    changed: bool,
     /// SPAN entries of this thread's `tracing` spans in the current file,
     /// by key (direct-mapped, [`DEFINED_SLOTS`]): a span entered again with
     /// the same fields in the same context takes its entry again, and the
@@ -678,21 +682,24 @@ impl State {
                 // the open extent when every span of the thread's stack is
                 // defined in this file, else SPAN entries (and a CONTEXT
                 // entry) before a new extent.
-                if let Some(o) = open.as_mut() {
-                    match r.ctx.in_file(self.file_generation) {
-                        Some(c) if c == o.ctx => {}
-                        Some(c) => {
-                            put_varint(&mut self.out, u64::from(crate::wire::CONTEXT_SWITCH));
-                            put_varint(&mut self.out, u64::from(c));
-                            o.ctx = c;
+                if r.ctx.changed {
+                    r.ctx.changed = false;
+                    if let Some(o) = open.as_mut() {
+                        match r.ctx.in_file(self.file_generation) {
+                            Some(c) if c == o.ctx => {}
+                            Some(c) => {
+                                put_varint(&mut self.out, u64::from(crate::wire::CONTEXT_SWITCH));
+                                put_varint(&mut self.out, u64::from(c));
+                                o.ctx = c;
+                            }
+                            None => close(&mut self.out, &mut open),
                         }
-                        None => close(&mut self.out, &mut open),
                     }
                 }
                 if open.is_none() {
                     self.place_thread(&mut r.ctx, thread);
                 }
-                let placed = r.ctx.written.map_or(0, |(_, c)| c);
+                let placed = &r.ctx.written;
                 let out = &mut self.out;
                 let o = open.get_or_insert_with(|| {
                     let start = begin_entry(out, tag::EXTENT);
@@ -700,7 +707,7 @@ impl State {
                     Open {
                         start,
                         prev_tick: tick,
-                        ctx: placed,
+                        ctx: placed.map_or(0, |(_, c)| c),
                     }
                 });
                 // A macro site's own function takes this record and the
@@ -801,6 +808,7 @@ impl State {
         };
         let key = key as u64;
         let tracing = reg.site.tracing_keys();
+        r.changed = true;
         match cur.role {
             Role::Span => {
                 let generation = self.file_generation;
