@@ -49,6 +49,12 @@ pub(crate) struct Config {
 
 /// Close an extent once its body passes this size.
 const EXTENT_MAX: usize = 64 << 10;
+/// An open extent at most this long moves after the SPAN entries of spans
+/// entered inside it (their fields must come first in the file), and stays
+/// open; a longer one is closed instead, so a span per request costs the
+/// flusher a copy of under this many bytes, and the file no CONTEXT entry
+/// and no new extent per span.
+const MOVE_MAX: usize = 1 << 10;
 /// Write the buffer out once it passes this size. While the rings keep
 /// the flusher busy it is written only when full or [`WRITE_EVERY`] old:
 /// fewer, larger writes cost the flusher less per record than 64 KiB
@@ -192,6 +198,8 @@ struct State {
     /// Write `out` once it holds this much: [`OUT_MAX`], or less when the
     /// file is that close to its size limit, so files end near the limit.
     out_limit: usize,
+    /// An open extent on its way past SPAN entries (see [`MOVE_MAX`]).
+    moved: Vec<u8>,
     sites: Vec<Option<Arc<Registration>>>,
     site_emitted: Vec<bool>,
     clock_every: u64,
@@ -282,6 +290,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         last_path_check: 0,
         ended_at_exit: false,
         last_ctx: 0,
+        moved: Vec::new(),
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -692,6 +701,20 @@ impl State {
                                 put_varint(&mut self.out, u64::from(c));
                                 o.ctx = c;
                             }
+                            // New spans: their entries go before the open
+                            // extent, which moves after them (while it is
+                            // small: a larger one is closed), then a switch.
+                            None if self.out.len() - o.start <= MOVE_MAX => {
+                                self.moved.clear();
+                                self.moved.extend_from_slice(&self.out[o.start..]);
+                                self.out.truncate(o.start);
+                                let c = self.define_spans(&mut r.ctx);
+                                o.start = self.out.len();
+                                self.out.extend_from_slice(&self.moved);
+                                put_varint(&mut self.out, u64::from(crate::wire::CONTEXT_SWITCH));
+                                put_varint(&mut self.out, u64::from(c));
+                                o.ctx = c;
+                            }
                             None => close(&mut self.out, &mut open),
                         }
                     }
@@ -857,6 +880,20 @@ impl State {
             Some((g, c)) if g == generation => c,
             _ => 0,
         };
+        let ctx = self.define_spans(r);
+        if ctx != written {
+            put_entry(&mut self.out, tag::CONTEXT, |b| {
+                dict::put_context(b, thread, ctx)
+            });
+        }
+        r.written = Some((generation, ctx));
+    }
+
+    /// Writes the SPAN entries of `r`'s stack that the current file lacks
+    /// (and their sites' entries, first); returns the thread's context, its
+    /// innermost span's id (0: in no span).
+    fn define_spans(&mut self, r: &mut Context) -> u32 {
+        let generation = self.file_generation;
         let mut parent = 0;
         let mut stale = false;
         let Context { spans, defined, .. } = r;
@@ -893,12 +930,7 @@ impl State {
                 }
             }
         }
-        if parent != written {
-            put_entry(&mut self.out, tag::CONTEXT, |b| {
-                dict::put_context(b, thread, parent)
-            });
-        }
-        r.written = Some((generation, parent));
+        parent
     }
 
     /// A record the flusher cannot compact (its bytes do not match its
