@@ -310,3 +310,127 @@ fn a_span_per_request_costs_its_entry_and_a_switch() {
     );
     remove_with_kept(&path);
 }
+
+/// Random walks of span entries, exits (in any order), re-entries of
+/// `tracing` spans, fields recorded later and records, across rolled
+/// files: every record decodes with the stack of spans a model of the
+/// thread holds. (The writer switches contexts inside extents, moves open
+/// extents after new spans' entries, and takes a re-entered span's entry
+/// again; this checks all of it against the plain model.)
+#[test]
+fn random_span_walks_decode_as_the_model_says() {
+    /// An entered span of the model: its name and fields when entered.
+    struct Entered {
+        json: Json,
+        /// The `tracing` span (index into the pool) or the native one.
+        tracing: Option<usize>,
+        /// Which guard in `guards` exits it.
+        guard: u64,
+    }
+    /// Held only to be dropped, when the walk exits the span.
+    #[allow(dead_code)]
+    enum Guard<'a> {
+        Native(nanolog::SpanGuard),
+        Tracing(tracing::span::Entered<'a>),
+    }
+    let _g = serial();
+    let path = temp("walks");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .rotate_bytes(16 << 10)
+        .start()
+        .unwrap();
+    let mut expected = Expected::new();
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::with_default(subscriber, || {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let pool: Vec<tracing::Span> = (0..4u64)
+            .map(|id| tracing::info_span!("pooled", id, state = tracing::field::Empty))
+            .collect();
+        let mut states: Vec<Option<u64>> = vec![None; pool.len()];
+        let mut stack: Vec<Entered> = Vec::new();
+        let mut guards: Vec<(u64, Option<usize>, Guard<'_>)> = Vec::new();
+        let mut serial_no = 0u64;
+        for k in 0..6_000u64 {
+            match next(10) {
+                // Enter a new native span.
+                0 | 1 => {
+                    serial_no += 1;
+                    let g = nanolog::span!("native", n = k);
+                    stack.push(Entered {
+                        json: span("native", json!({"n": k})),
+                        tracing: None,
+                        guard: serial_no,
+                    });
+                    guards.push((serial_no, None, Guard::Native(g)));
+                }
+                // Enter a pooled tracing span (again).
+                2 | 3 => {
+                    let i = next(pool.len() as u64) as usize;
+                    serial_no += 1;
+                    let mut fields = json!({"id": i});
+                    if let Some(s) = states[i] {
+                        fields["state"] = json!(s);
+                    }
+                    stack.push(Entered {
+                        json: span("pooled", fields),
+                        tracing: Some(i),
+                        guard: serial_no,
+                    });
+                    guards.push((serial_no, Some(i), Guard::Tracing(pool[i].enter())));
+                }
+                // Exit any entered span (out of order too). A tracing exit
+                // closes the innermost entry of its span (as the registry's
+                // stack does), whichever guard made it.
+                4 | 5 if !guards.is_empty() => {
+                    let j = next(guards.len() as u64) as usize;
+                    let (id, t, g) = guards.remove(j);
+                    let at = match t {
+                        None => stack.iter().rposition(|e| e.guard == id),
+                        Some(_) => stack.iter().rposition(|e| e.tracing == t),
+                    };
+                    stack.remove(at.unwrap());
+                    drop(g);
+                }
+                // A field recorded later: shown from the next entry on.
+                6 => {
+                    let i = next(pool.len() as u64) as usize;
+                    states[i] = Some(k);
+                    pool[i].record("state", k);
+                }
+                _ => {
+                    nanolog::info!("walk {}", k);
+                    let spans: Vec<Json> = stack.iter().map(|e| e.json.clone()).collect();
+                    expected.insert(format!("walk {k}"), Json::Array(spans));
+                }
+            }
+        }
+        while let Some((_, _, g)) = guards.pop() {
+            drop(g);
+        }
+    });
+    logger.flush().unwrap();
+    drop(logger);
+    assert!(
+        !nanolog::reader::finished_files(&path).unwrap().is_empty(),
+        "the set should have rolled"
+    );
+    let mut seen = 0;
+    for l in decode_json(&path) {
+        let msg = l["msg"].as_str().unwrap();
+        let want = expected
+            .get(msg)
+            .unwrap_or_else(|| panic!("unexpected {msg:?}"));
+        assert_eq!(&l["spans"], want, "spans of {msg:?}");
+        seen += 1;
+    }
+    assert_eq!(seen, expected.len());
+    remove_with_kept(&path);
+}
