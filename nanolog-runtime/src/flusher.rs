@@ -688,9 +688,9 @@ impl State {
                     continue;
                 }
                 // The thread's context as the file knows it: a switch inside
-                // the open extent when every span of the thread's stack is
-                // defined in this file, else SPAN entries (and a CONTEXT
-                // entry) before a new extent.
+                // the open extent, after the SPAN entries of new spans (put
+                // before the extent while it is small; a larger one is
+                // closed, and the next gets them and a CONTEXT entry).
                 if r.ctx.changed {
                     r.ctx.changed = false;
                     if let Some(o) = open.as_mut() {
