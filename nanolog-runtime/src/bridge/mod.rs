@@ -60,6 +60,27 @@ impl<S: AsRef<str>> Arg<S> {
             Arg::Str(s) => Arg::Str(s.as_ref()),
         }
     }
+
+    /// Appends the value as the ring holds it (as its `Encode` writes it:
+    /// little-endian at its width; a string's u32 length, then its bytes).
+    #[cfg(feature = "tracing")]
+    pub(crate) fn encode_to(&self, out: &mut Vec<u8>) {
+        match self {
+            Arg::I64(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Arg::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Arg::I128(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Arg::U128(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Arg::F64(v) => out.extend_from_slice(&v.to_le_bytes()),
+            Arg::Bool(v) => out.push(u8::from(*v)),
+            Arg::Str(s) => {
+                let s = s.as_ref();
+                // As `&str` encodes itself: longer than a u32 counts is
+                // longer than any ring, and dropped as oversize.
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
 }
 
 impl<S> Arg<S> {
@@ -477,19 +498,12 @@ pub(crate) fn span_site(
 }
 
 /// Enters a bridge span on this thread: a record of its site `id` with its
-/// field values and its `key`.
+/// field values (`encoded` as the ring holds them, see [`Arg::encode_to`])
+/// and its `key`.
 #[cfg(feature = "tracing")]
-pub(crate) fn enter_span(id: u32, fields: &[(&'static str, Arg<String>, bool)], key: u64) {
-    let len = fields
-        .iter()
-        .map(|(_, a, _)| a.as_str_arg().ring_len())
-        .sum::<usize>()
-        + key.ring_len();
-    producer::log_id(id, len, |mut c| {
-        for (_, a, _) in fields {
-            c = a.as_str_arg().write(c);
-        }
-        key.write(c);
+pub(crate) fn enter_span(id: u32, encoded: &[u8], key: u64) {
+    producer::log_id(id, encoded.len() + key.ring_len(), |c| {
+        key.write(c.put(encoded));
     });
 }
 

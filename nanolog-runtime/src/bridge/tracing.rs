@@ -143,10 +143,20 @@ impl<F: FnMut(&Field, Arg<String>, bool)> Visit for Owned<F> {
 struct SpanData {
     fields: Vec<(&'static str, Arg<String>, bool)>,
     site: Option<u32>,
+    /// The fields' values as the ring holds them, encoded once when they
+    /// are set: entering the span copies them (encoding them at every
+    /// entry cost about 130 instructions of an entry's 420, callgrind).
+    encoded: Vec<u8>,
 }
 
 impl SpanData {
+    /// After its fields are set: its site for their kinds, and their
+    /// encoding.
     fn intern(&mut self, meta: &'static tracing_core::Metadata<'static>) {
+        self.encoded.clear();
+        for (_, v, _) in &self.fields {
+            v.encode_to(&mut self.encoded);
+        }
         let key = super::SpanKey {
             callsite: meta as *const _ as usize,
             fields: self
@@ -722,6 +732,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
         let mut data = SpanData {
             fields: Vec::new(),
             site: None,
+            encoded: Vec::new(),
         };
         attrs.record(&mut Owned(|f: &Field, v, debug| {
             set_span_field(&mut data.fields, f, v, debug)
@@ -750,11 +761,12 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
         let Some(span) = ctx.span(id) else { return };
         let ext = span.extensions();
         if let Some(SpanData {
-            fields,
             site: Some(site),
+            encoded,
+            ..
         }) = ext.get::<SpanData>()
         {
-            super::enter_span(*site, fields, id.into_u64());
+            super::enter_span(*site, encoded, id.into_u64());
         }
     }
 
