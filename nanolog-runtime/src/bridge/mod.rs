@@ -61,25 +61,33 @@ impl<S: AsRef<str>> Arg<S> {
         }
     }
 
-    /// Appends the value as the ring holds it (as its `Encode` writes it:
-    /// little-endian at its width; a string's u32 length, then its bytes).
+    /// Hands `put` the value's bytes as the ring holds them (as its
+    /// `Encode` writes it: little-endian at its width; a string's u32
+    /// length, then its bytes).
     #[cfg(feature = "tracing")]
-    pub(crate) fn encode_to(&self, out: &mut Vec<u8>) {
+    #[inline(always)]
+    pub(crate) fn encode_with(&self, mut put: impl FnMut(&[u8])) {
         match self {
-            Arg::I64(v) => out.extend_from_slice(&v.to_le_bytes()),
-            Arg::U64(v) => out.extend_from_slice(&v.to_le_bytes()),
-            Arg::I128(v) => out.extend_from_slice(&v.to_le_bytes()),
-            Arg::U128(v) => out.extend_from_slice(&v.to_le_bytes()),
-            Arg::F64(v) => out.extend_from_slice(&v.to_le_bytes()),
-            Arg::Bool(v) => out.push(u8::from(*v)),
+            Arg::I64(v) => put(&v.to_le_bytes()),
+            Arg::U64(v) => put(&v.to_le_bytes()),
+            Arg::I128(v) => put(&v.to_le_bytes()),
+            Arg::U128(v) => put(&v.to_le_bytes()),
+            Arg::F64(v) => put(&v.to_le_bytes()),
+            Arg::Bool(v) => put(&[u8::from(*v)]),
             Arg::Str(s) => {
                 let s = s.as_ref();
-                // As `&str` encodes itself: longer than a u32 counts is
+                // As `&str` encodes itself: one longer than a u32 counts is
                 // longer than any ring, and dropped as oversize.
-                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-                out.extend_from_slice(s.as_bytes());
+                put(&(s.len() as u32).to_le_bytes());
+                put(s.as_bytes());
             }
         }
+    }
+
+    /// Appends the value as the ring holds it (see [`Arg::encode_with`]).
+    #[cfg(feature = "tracing")]
+    pub(crate) fn encode_to(&self, out: &mut Vec<u8>) {
+        self.encode_with(|b| out.extend_from_slice(b));
     }
 }
 

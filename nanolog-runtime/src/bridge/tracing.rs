@@ -490,6 +490,15 @@ impl<'a, P: Put> Collect<'a, P> {
         self.room &= self.out.put(bytes);
     }
 
+    /// The next value, encoded as the ring holds it if it is of the kind
+    /// the site expects.
+    #[inline(always)]
+    fn value(&mut self, v: Arg<&str>) {
+        if self.expect(v.kind()) {
+            v.encode_with(|b| self.put(b));
+        }
+    }
+
     /// Whether the next value, of `kind`, is the one the site expects.
     #[inline(always)]
     fn expect(&mut self, kind: ArgKind) -> bool {
@@ -502,44 +511,25 @@ impl<'a, P: Put> Collect<'a, P> {
 
 impl<P: Put> Visit for Collect<'_, P> {
     fn record_i64(&mut self, _: &Field, v: i64) {
-        if self.expect(ArgKind::I64) {
-            self.put(&v.to_le_bytes());
-        }
+        self.value(Arg::I64(v));
     }
     fn record_u64(&mut self, _: &Field, v: u64) {
-        if self.expect(ArgKind::U64) {
-            self.put(&v.to_le_bytes());
-        }
+        self.value(Arg::U64(v));
     }
     fn record_i128(&mut self, _: &Field, v: i128) {
-        if self.expect(ArgKind::I128) {
-            self.put(&v.to_le_bytes());
-        }
+        self.value(Arg::I128(v));
     }
     fn record_u128(&mut self, _: &Field, v: u128) {
-        if self.expect(ArgKind::U128) {
-            self.put(&v.to_le_bytes());
-        }
+        self.value(Arg::U128(v));
     }
     fn record_f64(&mut self, _: &Field, v: f64) {
-        if self.expect(ArgKind::F64) {
-            self.put(&v.to_le_bytes());
-        }
+        self.value(Arg::F64(v));
     }
     fn record_bool(&mut self, _: &Field, v: bool) {
-        if self.expect(ArgKind::Bool) {
-            self.put(&[u8::from(v)]);
-        }
+        self.value(Arg::Bool(v));
     }
     fn record_str(&mut self, _: &Field, v: &str) {
-        if self.expect(ArgKind::Str) {
-            // As `&str` encodes itself (a u32 length, the bytes); one
-            // too long for a u32 is too long for any ring and is
-            // dropped as oversize by its length.
-            let len = u32::try_from(v.len()).unwrap_or(u32::MAX);
-            self.put(&len.to_le_bytes());
-            self.put(v.as_bytes());
-        }
+        self.value(Arg::Str(v));
     }
     fn record_debug(&mut self, f: &Field, v: &dyn fmt::Debug) {
         let Some(m) = self.t.message.as_deref() else {
