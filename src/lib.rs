@@ -135,7 +135,7 @@ pub use nanolog_runtime::{
     OnFull, ParseLevelError, Rotation, Stats,
 };
 #[cfg(feature = "tracing")]
-pub use nanolog_runtime::{tracing_layer, NanologLayer};
+pub use nanolog_runtime::{tracing_layer, NanologFilter, NanologLayer};
 
 /// The README's Rust blocks, compiled and run as doctests: a user who
 /// copies one gets what it says. (Its set-up uses both bridges: it runs

@@ -1,15 +1,15 @@
-//! A `nanolog::span!` and a `tracing` span whose keys have the same value,
-//! open on one thread at once: exiting one must not close the other.
+//! A `nanolog::span!` and a `tracing` span whose ids could meet, open on
+//! one thread at once: exiting one must not close the other.
 //!
-//! The values meet: a thread's `nanolog::span!` keys count up from 1, and
-//! tracing-subscriber's registry numbers spans from 1 too (its first slot
-//! on its first thread). This test has its own binary, so nothing else
-//! uses the registry first.
+//! tracing-subscriber's registry numbers spans from 1 (its first slot on
+//! its first thread), and reuses ids; nanolog gives every span a key of
+//! its own, unique in the process, so the two never meet. This test has
+//! its own binary, so nothing else uses the registry first.
 
 use nanolog::reader::{Event, Filter, LogFile, Merge};
 use tracing_subscriber::layer::SubscriberExt;
 
-/// The key of a thread's first `nanolog::span!`.
+/// The id of the registry's first span.
 const FIRST_NATIVE_KEY: u64 = 1;
 
 #[test]
@@ -57,7 +57,9 @@ fn a_native_and_a_tracing_span_of_one_key_exit_apart() {
         seen,
         [
             ("in both".to_owned(), "native:traced".to_owned()),
-            ("in traced only".to_owned(), "traced".to_owned()),
+            // `traced` was made inside `native`: its parent, as tracing's
+            // parent is the span current when a span is made.
+            ("in traced only".to_owned(), "native:traced".to_owned()),
             ("in neither".to_owned(), String::new()),
         ]
     );

@@ -325,11 +325,17 @@ pub(crate) fn parquet(
                 // The arguments decoded once, for the message and the columns.
                 let site = rec.site();
                 let kept = rec.with_args(|args| {
-                    msg.clear();
-                    format_message(&site.pieces, &site.kinds, args, &mut msg);
-                    if plan.grep.as_ref().is_some_and(|re| !re.is_match(&msg)) {
-                        return false;
+                    // `--grep` on the text line's message (with a bridge
+                    // record's fields), the column the message alone.
+                    if let Some(re) = &plan.grep {
+                        msg.clear();
+                        format_message(&site.pieces, &site.kinds, args, &mut msg);
+                        if !re.is_match(&msg) {
+                            return false;
+                        }
                     }
+                    msg.clear();
+                    format_message(site.message(), &site.kinds, args, &mut msg);
                     cols.push(&rec, args, &msg, &mut scratch);
                     true
                 });

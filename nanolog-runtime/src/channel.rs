@@ -38,6 +38,7 @@ pub(crate) struct Counters {
     pub(crate) file_errors: AtomicU64,
     pub(crate) threads: AtomicU64,
     pub(crate) mirror_skipped: AtomicU64,
+    pub(crate) context_lost: AtomicU64,
 }
 
 /// An id of the calling thread (`pthread_self`; 0 where there is none),

@@ -78,90 +78,110 @@ struct RingState {
     ctx: Context,
 }
 
-/// A thread's spans, as the flusher follows them.
+/// A thread's span context, as the flusher follows it.
 #[derive(Default)]
 struct Context {
-    /// The spans entered on the thread and not exited, outermost first.
-    spans: Vec<LiveSpan>,
+    /// The key of the span current on the thread (0: none), as its
+    /// switches say.
+    key: u64,
     /// The (file generation, context) the file last placed the thread in.
     written: Option<(u64, u32)>,
-    /// A span was entered or exited since the thread's last record: its
-    /// next record checks where the file has it (a flag, so a record
-    /// outside spans, or in the same ones as the last, costs a test).
+    /// The key changed since the thread's last record: its next record
+    /// resolves its context again.
     changed: bool,
-    /// SPAN entries of this thread's `tracing` spans in the current file,
-    /// by key (direct-mapped, [`DEFINED_SLOTS`]): a span entered again with
-    /// the same fields in the same context takes its entry again, and the
-    /// thread's records switch to it inside their extent. (An instrumented
-    /// future enters its span at every poll.)
-    defined: Vec<Option<Defined>>,
+    /// The context its records are in, as last resolved.
+    resolved: Resolved,
+    /// `name{k=v ..}` of each span of the chain, outermost first, as the
+    /// text mirror prints them (empty without a mirror).
+    texts: Vec<String>,
 }
 
-/// Slots of a thread's table of defined spans.
-const DEFINED_SLOTS: usize = 16;
-
-/// A `tracing` span's SPAN entry in a file.
-struct Defined {
-    key: u64,
-    site: u32,
-    args: Vec<u8>,
+/// A thread's context in a file: valid for its records up to `until` (a
+/// tick at which a span of its chain takes new values), while no span has
+/// changed since `epoch`.
+#[derive(Clone, Copy, Default)]
+struct Resolved {
     generation: u64,
     ctx: u32,
-    parent: u32,
+    until: u64,
+    epoch: u64,
 }
 
-impl Context {
-    /// The context id of the entry of span `key` (a `tracing` span of
-    /// `site`, with compacted `args`) in the file of `generation`, inside
-    /// `parent`, if it has one.
-    fn defined(
-        &self,
-        key: u64,
-        site: u32,
-        args: &[u8],
-        generation: u64,
-        parent: u32,
-    ) -> Option<u32> {
-        let d = self.defined.get(key as usize % DEFINED_SLOTS)?.as_ref()?;
-        (d.key == key
-            && d.site == site
-            && d.generation == generation
-            && d.parent == parent
-            && d.args == args)
-            .then_some(d.ctx)
-    }
-
-    /// The thread's context in the file of `generation` (its innermost
-    /// span's id there; 0 outside spans), if every span of its stack has
-    /// its SPAN entry in that file.
-    fn in_file(&self, generation: u64) -> Option<u32> {
-        let mut ctx = 0;
-        for sp in &self.spans {
-            match sp.ctx {
-                Some((g, c)) if g == generation => ctx = c,
-                _ => return None,
-            }
-        }
-        Some(ctx)
-    }
+/// The spans the flusher knows of: `nanolog::span!`s from the rings,
+/// `tracing` spans copied from the process's table as they are needed.
+#[derive(Default)]
+struct Book {
+    spans: std::collections::HashMap<u64, Known>,
+    /// The table's epoch when the copies were last brought up to date.
+    epoch: u64,
+    /// `tracing` spans closed, taken at the start of this pass: forgotten
+    /// at its end (every record logged before the close is drained by then).
+    closed: Vec<u64>,
+    /// `nanolog::span!`s exited in the last pass and in this one: forgotten
+    /// at the end of the pass after their exit's (other rings, drained
+    /// before it in a pass, may hold records of their `tracing` children).
+    exited_last: Vec<u64>,
+    exited_now: Vec<u64>,
 }
 
-/// A span entered on a thread: what its SPAN entry holds, and the context
-/// id that entry has in the current file, once written.
-struct LiveSpan {
-    key: u64,
-    /// `key` is a `tracing` span id (see `Site::tracing_keys`).
+/// A span the flusher knows.
+struct Known {
+    parent: u64,
+    /// A `tracing` span (a copy of the table's definition).
     tracing: bool,
-    site: u32,
+    /// Its field values from each version's tick on, the first from 0.
+    versions: Vec<KnownVersion>,
+    /// Its SPAN entries in the current file: (generation, version tick,
+    /// parent context, context).
+    entries: Vec<(u64, u64, u32, u32)>,
+    /// Spans in the book whose parent it is: a `nanolog::span!` exited
+    /// before its children is kept until they are forgotten.
+    children: u32,
+    /// A `nanolog::span!` exited (and past the pass after its exit).
+    exited: bool,
+}
+
+impl Book {
+    /// Puts span `key` in the book, counted as its parent's child.
+    fn insert(&mut self, key: u64, known: Known) {
+        if let Some(p) = self.spans.get_mut(&known.parent) {
+            p.children += 1;
+        }
+        if let Some(old) = self.spans.insert(key, known) {
+            self.orphan(old.parent);
+        }
+    }
+
+    /// Forgets span `key`, and then its parent if that was kept only for it.
+    fn forget(&mut self, key: u64) {
+        if let Some(old) = self.spans.remove(&key) {
+            self.orphan(old.parent);
+        }
+    }
+
+    /// A child of `parent` was forgotten.
+    fn orphan(&mut self, mut parent: u64) {
+        while let Some(p) = self.spans.get_mut(&parent) {
+            p.children = p.children.saturating_sub(1);
+            if !(p.exited && p.children == 0) {
+                return;
+            }
+            let next = p.parent;
+            self.spans.remove(&parent);
+            parent = next;
+        }
+    }
+}
+
+struct KnownVersion {
     tick: u64,
+    site: u32,
     /// Its arguments, compacted as a record's.
     args: Vec<u8>,
-    /// (file generation, context id) of its SPAN entry.
-    ctx: Option<(u64, u32)>,
-    /// `name{k=v ..}` as the text mirror prints it, rendered once on entry
-    /// (empty without a mirror).
-    text: String,
 }
+
+/// The longest chain of spans followed (a deeper one is cut at its root end).
+const MAX_DEPTH: usize = 256;
 
 /// A site met in the current drain: its id (also its index in
 /// `State::sites`) and its own compaction of a run of records, if any.
@@ -222,6 +242,11 @@ struct State {
     ended_at_exit: bool,
     /// The last context id given (unique within a file while live).
     last_ctx: u32,
+    /// The spans the flusher knows of.
+    book: Book,
+    /// SPAN entries (and their sites') a thread's next record needs, on
+    /// their way into `out`.
+    defs: Vec<u8>,
 }
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
@@ -291,6 +316,8 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         ended_at_exit: false,
         last_ctx: 0,
         moved: Vec::new(),
+        book: Book::default(),
+        defs: Vec::new(),
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -312,11 +339,15 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             crate::sync::park_timeout(Duration::from_micros(100));
             continue;
         }
+        // Spans closed before the rings' tails are read below: once they
+        // are drained, no record can need them.
+        f.st.book.closed = crate::span::table(|t| std::mem::take(&mut t.closed));
         f.adopt_new_rings();
         let mut n = 0;
         for r in f.rings.iter_mut() {
             n += f.st.drain(r);
         }
+        f.st.forget_spans();
         f.rings.retain(|r| !r.c.ring.is_finished(r.c.head()));
         let now = clock::now();
         if now.wrapping_sub(f.st.last_clock) > f.st.clock_every {
@@ -357,6 +388,12 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             if let Some(m) = &mut st.mirror {
                 m.finish();
             }
+            // Spans closed while this logger ran need no more records.
+            crate::span::table(|t| {
+                for k in t.closed.drain(..) {
+                    t.spans.remove(&k);
+                }
+            });
             return;
         }
         if n > 0 {
@@ -683,41 +720,46 @@ impl State {
                 if cur.role != Role::Record {
                     // The extent stays open: the thread's next record says
                     // where it is now (see below).
-                    self.span_record(&mut r.ctx, cur, tick, rec.args);
+                    self.span_record(&mut r.ctx, cur, rec.args);
                     r.c.advance(len);
                     continue;
                 }
-                // The thread's context as the file knows it: a switch inside
-                // the open extent, after the SPAN entries of new spans (put
-                // before the extent while it is small; a larger one is
-                // closed, and the next gets them and a CONTEXT entry).
-                if r.ctx.changed {
-                    r.ctx.changed = false;
+                // The thread's context as the file knows it, resolved again
+                // after a switch, in a new file, past a tick where a span of
+                // its chain took new values, or when any span did: a switch
+                // inside the open extent, after the SPAN entries of spans
+                // new to the file (put before the extent while it is small;
+                // a larger one is closed, and the next gets them and a
+                // CONTEXT entry).
+                if !self.fresh(&r.ctx, tick) {
+                    let c = self.resolve(&mut r.ctx, tick);
                     if let Some(o) = open.as_mut() {
-                        match r.ctx.in_file(self.file_generation) {
-                            Some(c) if c == o.ctx => {}
-                            Some(c) => {
+                        if self.defs.is_empty() {
+                            if c != o.ctx {
                                 put_varint(&mut self.out, u64::from(crate::wire::CONTEXT_SWITCH));
                                 put_varint(&mut self.out, u64::from(c));
                                 o.ctx = c;
                             }
-                            // New spans: their entries go before the open
-                            // extent, which moves after them (while it is
-                            // small: a larger one is closed), then a switch.
-                            None if self.out.len() - o.start <= MOVE_MAX => {
-                                self.moved.clear();
-                                self.moved.extend_from_slice(&self.out[o.start..]);
-                                self.out.truncate(o.start);
-                                let c = self.define_spans(&mut r.ctx);
-                                o.start = self.out.len();
-                                self.out.extend_from_slice(&self.moved);
+                        } else if self.out.len() - o.start <= MOVE_MAX {
+                            self.moved.clear();
+                            self.moved.extend_from_slice(&self.out[o.start..]);
+                            self.out.truncate(o.start);
+                            self.out.extend_from_slice(&self.defs);
+                            o.start = self.out.len();
+                            self.out.extend_from_slice(&self.moved);
+                            if c != o.ctx {
                                 put_varint(&mut self.out, u64::from(crate::wire::CONTEXT_SWITCH));
                                 put_varint(&mut self.out, u64::from(c));
                                 o.ctx = c;
                             }
-                            None => close(&mut self.out, &mut open),
+                        } else {
+                            close(&mut self.out, &mut open);
+                            self.out.extend_from_slice(&self.defs);
                         }
+                    } else {
+                        self.out.extend_from_slice(&self.defs);
                     }
+                    self.defs.clear();
                 }
                 if open.is_none() {
                     self.place_thread(&mut r.ctx, thread);
@@ -738,7 +780,10 @@ impl State {
                 // them one at a time). Ticks of one thread only go forward;
                 // a backward step (a migration between cores whose counters
                 // disagree) is clamped to zero, here as there.
-                match cur.compact.filter(|_| self.mirror.is_none()) {
+                // (Not while a span of the thread's chain is due to take new
+                // values inside the run: each record is checked then.)
+                let run = self.mirror.is_none() && r.ctx.resolved.until == u64::MAX;
+                match cur.compact.filter(|_| run) {
                     Some(compact) => {
                         // Stop where the checks below act: past the extent's
                         // limit, or at a full buffer.
@@ -775,7 +820,7 @@ impl State {
                         } else {
                             if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
                                 if m.wants(reg.site.level) {
-                                    let spans = r.ctx.spans.iter().map(|sp| sp.text.as_str());
+                                    let spans = r.ctx.texts.iter().map(String::as_str);
                                     m.record(reg, thread, &r.name, tick, &out[at..], spans);
                                 }
                             }
@@ -813,124 +858,286 @@ impl State {
 }
 
 impl State {
-    /// A span entered or exited on the ring's thread: its stack changes;
-    /// the file learns of it before the thread's next extent
-    /// ([`State::place_thread`]), so spans without records inside cost the
-    /// file nothing.
-    fn span_record(&mut self, r: &mut Context, cur: Current, tick: u64, raw: &[u8]) {
+    /// A switch, or a `nanolog::span!` entered or exited, on the ring's
+    /// thread: the span current on it changes; the file learns of it before
+    /// the thread's next record ([`State::resolve`]), so spans without
+    /// records inside cost the file nothing.
+    fn span_record(&mut self, r: &mut Context, cur: Current, raw: &[u8]) {
         let Some(reg) = self.sites[cur.id as usize].as_deref() else {
             return;
         };
         let kinds = &reg.kinds[..];
         let mut args = Vec::new();
-        let key = record::compact(kinds, raw, &mut args)
-            .and_then(|()| record::nth_arg(kinds, &args, 0, kinds.len().checked_sub(1)?));
-        let Some(Value::Uint(key)) = key else {
+        let nth = |args: &[u8], i: usize| match record::nth_arg(kinds, args, 0, i) {
+            Some(Value::Uint(v)) => u64::try_from(v).ok(),
+            _ => None,
+        };
+        if record::compact(kinds, raw, &mut args).is_none() {
+            debug_assert!(false, "span record does not match its site");
+            return;
+        }
+        let Some(key) = kinds.len().checked_sub(1).and_then(|i| nth(&args, i)) else {
             debug_assert!(false, "span record without its key");
             return;
         };
-        let key = key as u64;
-        let tracing = reg.site.tracing_keys();
         r.changed = true;
         match cur.role {
             Role::Span => {
-                let generation = self.file_generation;
-                // A `tracing` span entered again as before: its entry.
-                let ctx = if tracing {
-                    r.in_file(generation)
-                        .and_then(|parent| r.defined(key, cur.id, &args, generation, parent))
-                        .map(|c| (generation, c))
-                } else {
-                    None
-                };
-                r.spans.push(LiveSpan {
+                // A `nanolog::span!`, entered inside the thread's current span.
+                self.book.insert(
                     key,
-                    tracing,
-                    site: cur.id,
-                    tick,
-                    text: self
-                        .mirror
-                        .as_ref()
-                        .map(|_| Mirror::span_text(reg, &args))
-                        .unwrap_or_default(),
-                    args,
-                    ctx,
-                })
+                    Known {
+                        parent: r.key,
+                        tracing: false,
+                        versions: vec![KnownVersion {
+                            tick: 0,
+                            site: cur.id,
+                            args,
+                        }],
+                        entries: Vec::new(),
+                        children: 0,
+                        exited: false,
+                    },
+                );
+                r.key = key;
             }
-            _ => {
-                // The innermost span of that key; spans entered after it
-                // now sit in another context and are written again.
-                if let Some(i) = r
-                    .spans
-                    .iter()
-                    .rposition(|s| s.key == key && s.tracing == tracing)
-                {
-                    r.spans.remove(i);
-                    r.spans[i..].iter_mut().for_each(|s| s.ctx = None);
-                }
+            // A `nanolog::span!`'s exit: (its key, the span current again).
+            _ if kinds.len() == 2 => {
+                self.book.exited_now.push(nth(&args, 0).unwrap_or(0));
+                r.key = key;
             }
+            // A switch: the span current now.
+            _ => r.key = key,
         }
     }
 
-    /// Before an extent of `r`'s thread: the SPAN entries of its stack that
-    /// the current file lacks, and a CONTEXT entry if its context changed.
+    /// Whether the thread's resolved context still holds for its record at
+    /// `tick` in the current file.
+    #[inline(always)]
+    fn fresh(&self, r: &Context, tick: u64) -> bool {
+        let res = &r.resolved;
+        !r.changed
+            && res.generation == self.file_generation
+            && (r.key == 0
+                || tick < res.until
+                // Acquire: pairs with the Release bump after a span's new
+                // version is in the table, which `resolve` then reads.
+                && res.epoch == crate::span::EPOCH.load(Ordering::Acquire))
+    }
+
+    /// The thread's context for its record at `tick`: the chain of spans
+    /// from its current one to the root, each with the values it had at
+    /// `tick`; the SPAN entries (and sites) the file lacks for it are put
+    /// in `self.defs`.
+    fn resolve(&mut self, r: &mut Context, tick: u64) -> u32 {
+        r.changed = false;
+        let generation = self.file_generation;
+        let epoch = crate::span::EPOCH.load(Ordering::Acquire);
+        if epoch != self.book.epoch {
+            self.refresh_tracing();
+            self.book.epoch = epoch;
+        }
+        let mut chain = Vec::new();
+        let mut k = r.key;
+        while k != 0 && chain.len() < MAX_DEPTH && !chain.contains(&k) {
+            let Some(parent) = self.known(k) else { break };
+            chain.push(k);
+            k = parent;
+        }
+        r.texts.clear();
+        let (mut ctx, mut until) = (0u32, u64::MAX);
+        for &k in chain.iter().rev() {
+            let Some(sp) = self.book.spans.get(&k) else {
+                break;
+            };
+            let vi = sp
+                .versions
+                .partition_point(|v| v.tick <= tick)
+                .saturating_sub(1);
+            if let Some(next) = sp.versions.get(vi + 1) {
+                until = until.min(next.tick);
+            }
+            let (vtick, site) = (sp.versions[vi].tick, sp.versions[vi].site);
+            let found = sp
+                .entries
+                .iter()
+                .find(|e| e.0 == generation && e.1 == vtick && e.2 == ctx)
+                .map(|e| e.3);
+            let c = match found {
+                Some(c) => c,
+                None => {
+                    if let Some(ix) = self.site(site) {
+                        if !self.site_emitted[ix] {
+                            emit_site(&mut self.defs, &self.sites, ix);
+                            self.site_emitted[ix] = true;
+                        }
+                    }
+                    self.last_ctx = self.last_ctx.checked_add(1).unwrap_or(1);
+                    let c = self.last_ctx;
+                    let Some(sp) = self.book.spans.get_mut(&k) else {
+                        break;
+                    };
+                    let args = &sp.versions[vi].args;
+                    put_entry(&mut self.defs, tag::SPAN, |b| {
+                        dict::put_span(
+                            b,
+                            &dict::SpanEntry {
+                                ctx: c,
+                                parent: ctx,
+                                site,
+                                tick: vtick.max(1).min(tick),
+                                args,
+                            },
+                        )
+                    });
+                    sp.entries.retain(|e| e.0 == generation);
+                    sp.entries.push((generation, vtick, ctx, c));
+                    c
+                }
+            };
+            if self.mirror.is_some() {
+                if let (Some(sp), Some(Some(reg))) = (
+                    self.book.spans.get(&k),
+                    self.sites.get(site as usize).map(Option::as_deref),
+                ) {
+                    r.texts.push(Mirror::span_text(reg, &sp.versions[vi].args));
+                }
+            }
+            ctx = c;
+        }
+        r.resolved = Resolved {
+            generation,
+            ctx,
+            until,
+            epoch,
+        };
+        ctx
+    }
+
+    /// Span `key`'s parent, with the span in the book (a `tracing` span
+    /// copied from the process's table); `None` for a span not known (its
+    /// definition lost: the chain is cut there).
+    fn known(&mut self, key: u64) -> Option<u64> {
+        if let Some(sp) = self.book.spans.get(&key) {
+            return Some(sp.parent);
+        }
+        let def = crate::span::table(|t| t.spans.get(&key).cloned())?;
+        let mut known = Known {
+            parent: def.parent,
+            tracing: true,
+            versions: Vec::with_capacity(def.versions.len()),
+            entries: Vec::new(),
+            children: 0,
+            exited: false,
+        };
+        self.copy_versions(&mut known, &def);
+        self.book.insert(key, known);
+        Some(def.parent)
+    }
+
+    /// The table's versions of a `tracing` span, compacted (a version
+    /// already copied is kept as it is).
+    fn copy_versions(&mut self, known: &mut Known, def: &crate::span::Def) {
+        let mut old = std::mem::take(&mut known.versions);
+        for v in &def.versions {
+            if let Some(i) = old
+                .iter()
+                .position(|o| o.tick == v.tick && o.site == v.site)
+            {
+                known.versions.push(old.swap_remove(i));
+                continue;
+            }
+            let Some(ix) = self.site(v.site) else {
+                continue;
+            };
+            let Some(reg) = self.sites[ix].as_deref() else {
+                continue;
+            };
+            let mut args = Vec::new();
+            if record::compact(&reg.kinds, &v.raw, &mut args).is_some() {
+                known.versions.push(KnownVersion {
+                    tick: v.tick,
+                    site: v.site,
+                    args,
+                });
+            }
+        }
+        if known.versions.is_empty() {
+            // (A version that did not compact: the span shows no fields.)
+            known.versions.push(KnownVersion {
+                tick: 0,
+                site: def.versions.first().map_or(0, |v| v.site),
+                args: Vec::new(),
+            });
+        }
+    }
+
+    /// Brings the book's copies of `tracing` spans up to date with the
+    /// table (a value was recorded into some span).
+    fn refresh_tracing(&mut self) {
+        let keys: Vec<u64> = self
+            .book
+            .spans
+            .iter()
+            .filter(|(_, sp)| sp.tracing)
+            .map(|(&k, _)| k)
+            .collect();
+        let defs: Vec<(u64, crate::span::Def)> = crate::span::table(|t| {
+            keys.iter()
+                .filter_map(|k| t.spans.get(k).map(|d| (*k, d.clone())))
+                .collect()
+        });
+        for (k, def) in defs {
+            let Some(mut known) = self.book.spans.remove(&k) else {
+                continue;
+            };
+            self.copy_versions(&mut known, &def);
+            self.book.spans.insert(k, known);
+        }
+    }
+
+    /// At the end of a pass: spans no record can need any more are
+    /// forgotten (see [`Book`]).
+    fn forget_spans(&mut self) {
+        let b = &mut self.book;
+        for k in std::mem::take(&mut b.exited_last) {
+            if let Some(sp) = b.spans.get_mut(&k) {
+                sp.exited = true;
+                if sp.children == 0 {
+                    b.forget(k);
+                }
+            }
+        }
+        std::mem::swap(&mut b.exited_last, &mut b.exited_now);
+        if !b.closed.is_empty() {
+            for k in std::mem::take(&mut b.closed) {
+                b.forget(k);
+                b.closed.push(k);
+            }
+            let closed = std::mem::take(&mut b.closed);
+            crate::span::table(|t| {
+                for k in closed {
+                    t.spans.remove(&k);
+                }
+            });
+        }
+    }
+
+    /// Before an extent of `r`'s thread: a CONTEXT entry if its context in
+    /// the file changed.
     fn place_thread(&mut self, r: &mut Context, thread: u32) {
         let generation = self.file_generation;
         let written = match r.written {
             Some((g, c)) if g == generation => c,
             _ => 0,
         };
-        let ctx = self.define_spans(r);
+        let ctx = r.resolved.ctx;
         if ctx != written {
             put_entry(&mut self.out, tag::CONTEXT, |b| {
                 dict::put_context(b, thread, ctx)
             });
         }
         r.written = Some((generation, ctx));
-    }
-
-    /// Writes the SPAN entries of `r`'s stack that the current file lacks
-    /// (and their sites' entries, first); returns the thread's context, its
-    /// innermost span's id (0: in no span).
-    fn define_spans(&mut self, r: &mut Context) -> u32 {
-        let generation = self.file_generation;
-        let mut parent = 0;
-        let mut stale = false;
-        let Context { spans, defined, .. } = r;
-        for sp in spans.iter_mut() {
-            match sp.ctx {
-                Some((g, c)) if g == generation && !stale => parent = c,
-                _ => {
-                    stale = true;
-                    if let Some(ix) = self.site(sp.site) {
-                        if !self.site_emitted[ix] {
-                            emit_site(&mut self.out, &self.sites, ix);
-                            self.site_emitted[ix] = true;
-                        }
-                    }
-                    self.last_ctx = self.last_ctx.checked_add(1).unwrap_or(1);
-                    let ctx = self.last_ctx;
-                    put_entry(&mut self.out, tag::SPAN, |b| {
-                        dict::put_span(
-                            b,
-                            &dict::SpanEntry {
-                                ctx,
-                                parent,
-                                site: sp.site,
-                                tick: sp.tick,
-                                args: &sp.args,
-                            },
-                        )
-                    });
-                    sp.ctx = Some((generation, ctx));
-                    if sp.tracing {
-                        remember(defined, sp, generation, ctx, parent);
-                    }
-                    parent = ctx;
-                }
-            }
-        }
-        parent
     }
 
     /// A record the flusher cannot compact (its bytes do not match its
@@ -944,32 +1151,6 @@ impl State {
             dict::put_drop(b, thread, 1, tick, tick)
         });
     }
-}
-
-/// Keeps the SPAN entry `ctx` (inside `parent`) that `sp` was just given,
-/// in the slot of its key, reusing the slot's buffer.
-fn remember(
-    defined: &mut Vec<Option<Defined>>,
-    sp: &LiveSpan,
-    generation: u64,
-    ctx: u32,
-    parent: u32,
-) {
-    if defined.is_empty() {
-        defined.resize_with(DEFINED_SLOTS, || None);
-    }
-    let slot = &mut defined[sp.key as usize % DEFINED_SLOTS];
-    let mut args = slot.take().map(|d| d.args).unwrap_or_default();
-    args.clear();
-    args.extend_from_slice(&sp.args);
-    *slot = Some(Defined {
-        key: sp.key,
-        site: sp.site,
-        args,
-        generation,
-        ctx,
-        parent,
-    });
 }
 
 /// Appends the dictionary entry of site `ix` to `out`.
@@ -993,6 +1174,7 @@ fn emit_site(out: &mut Vec<u8>, sites: &[Option<Arc<Registration>>], ix: usize) 
             target: s.target,
             names: s.names,
             role: s.role,
+            message_pieces: s.message_pieces,
         },
     );
     end_entry(out, start);

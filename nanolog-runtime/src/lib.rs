@@ -47,7 +47,7 @@ mod writer;
 #[cfg(feature = "log")]
 pub use bridge::log::capture_log;
 #[cfg(feature = "tracing")]
-pub use bridge::tracing::{tracing_layer, NanologLayer};
+pub use bridge::tracing::{tracing_layer, NanologFilter, NanologLayer};
 #[cfg(any(feature = "log", feature = "tracing"))]
 pub use bridge::MAX_SITES as MAX_BRIDGE_SITES;
 pub use channel::OnFull;

@@ -10,6 +10,7 @@ use crate::channel::{self, GENERATION};
 use crate::channel::{OnFull, Shared};
 use crate::clock;
 use crate::compact::CompactFn;
+use crate::encode::Encode;
 use crate::ring::{self, Producer, Ring, SlotWriter};
 use crate::site::Site;
 use crate::wire::format::ArgKind;
@@ -68,6 +69,38 @@ pub(crate) fn log_id(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWrit
             log_fallback(id, len, enc);
         }
     }
+}
+
+/// Writes one bookkeeping record of the registered site `id` (a switch of
+/// the thread's span context): as [`log_id`], except that when the ring
+/// cannot take it, it is counted apart from logging calls
+/// (`Stats::context_lost`) and the thread's next record restates its
+/// context first, so no record is left in the wrong spans.
+#[inline]
+pub(crate) fn log_context(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
+    let len = (ring::HEADER + args_len + ring::ALIGN - 1) & !(ring::ALIGN - 1);
+    let mut enc = Some(enc);
+    let used_own = PRODUCER.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return false;
+        };
+        let Some(enc) = enc.take() else { return true };
+        match slot.as_mut() {
+            Some(p) if p.generation == GENERATION.load(Ordering::Relaxed) => {
+                p.bookkeeping = true;
+                p.push(id, len, enc);
+                p.bookkeeping = false;
+            }
+            // No ring of the running logger yet: the ring attached by the
+            // thread's next record restates its context (see `attach`).
+            _ => {}
+        }
+        true
+    });
+    // A thread without its own ring (re-entered, or past its destructor)
+    // has its context restated with each record it makes through the
+    // fallback ring instead.
+    let _ = used_own;
 }
 
 /// A call whose ring belongs to another logger (or none yet), or any call
@@ -144,6 +177,10 @@ fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
         *slot = ThreadProducer::attach(shared);
     }
     let Some(p) = slot.as_mut() else { return };
+    // Threads take turns in this ring: each record is preceded by its
+    // thread's context (the switch is bookkeeping, as any other).
+    p.restate = true;
+    p.pending = true;
     p.push(id, len, enc);
     if channel::exiting() {
         p.flush_after_exit();
@@ -189,6 +226,14 @@ pub(crate) struct ThreadProducer {
     pending_drops: u64,
     first_drop: u64,
     last_drop: u64,
+    /// The thread's span context must be written again before its next
+    /// record (a switch was lost, or the ring is new).
+    restate: bool,
+    /// `pending_drops > 0 || restate`: the one test the fast path makes.
+    pending: bool,
+    /// The record being pushed is bookkeeping (a context switch), not a
+    /// logging call.
+    bookkeeping: bool,
 }
 
 impl Drop for ThreadProducer {
@@ -228,6 +273,9 @@ impl ThreadProducer {
         rings.push(Arc::clone(&ring));
         drop(rings);
         shared.counters.threads.fetch_add(1, Ordering::Relaxed);
+        // A thread inside spans (entered before this logger started, or
+        // before its last ring was closed) says so before its first record.
+        let restate = crate::span::current() != 0;
         Some(ThreadProducer {
             generation: shared.generation,
             shared,
@@ -235,6 +283,9 @@ impl ThreadProducer {
             pending_drops: 0,
             first_drop: 0,
             last_drop: 0,
+            restate,
+            pending: restate,
+            bookkeeping: false,
         })
     }
 
@@ -250,7 +301,7 @@ impl ThreadProducer {
             self.dropped(tick, true);
             return;
         }
-        if self.pending_drops > 0 && !self.try_write_drops() && !self.drops_after_wait(tick) {
+        if self.pending && !self.write_pending(tick) {
             return;
         }
         match self.producer.try_reserve(len) {
@@ -326,8 +377,55 @@ impl ThreadProducer {
         }
     }
 
+    /// Writes what must precede the next record: the drop marker, then the
+    /// thread's context. False if the call made at `tick` is dropped (and
+    /// counted) because they did not fit.
+    #[cold]
+    #[inline(never)]
+    fn write_pending(&mut self, tick: u64) -> bool {
+        if self.pending_drops > 0 && !self.try_write_drops() && !self.drops_after_wait(tick) {
+            return false;
+        }
+        if self.restate {
+            let key = crate::span::current();
+            let id = crate::span::switch_id();
+            let len = (ring::HEADER + key.ring_len() + ring::ALIGN - 1) & !(ring::ALIGN - 1);
+            let room = self.producer.has_room(len) || {
+                // Waiting (or not) as for the record; giving up counts the
+                // record, not the switch.
+                let was = std::mem::replace(&mut self.bookkeeping, false);
+                let ok = self.wait_for_room(len);
+                self.bookkeeping = was;
+                ok
+            };
+            if !room {
+                return false;
+            }
+            if let Some(r) = self.producer.try_reserve(len) {
+                r.commit_record(id, tick, |c| {
+                    key.write(c);
+                });
+                self.restate = false;
+            }
+        }
+        self.pending = self.pending_drops > 0 || self.restate;
+        true
+    }
+
     #[cold]
     fn dropped(&mut self, tick: u64, oversize: bool) {
+        if self.bookkeeping {
+            // A lost switch: counted apart, and restated before the next
+            // record.
+            self.restate = true;
+            self.pending = true;
+            self.shared
+                .counters
+                .context_lost
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.pending = true;
         if self.pending_drops == 0 {
             self.first_drop = tick;
         }
@@ -350,6 +448,7 @@ impl ThreadProducer {
         };
         r.commit_drops(self.pending_drops, self.first_drop, self.last_drop);
         self.pending_drops = 0;
+        self.pending = self.restate;
         true
     }
 

@@ -41,6 +41,11 @@ pub struct Stats {
     /// time): logged at their level's overflow site with their message,
     /// fields and target as text. Counted since the process started.
     pub overflow: u64,
+    /// Switches of a thread's span context (a span entered or exited) that
+    /// its ring could not take (`OnFull::Drop`): not logging calls, so not
+    /// in `dropped`. The thread's next record restates its context, so no
+    /// record is shown in the wrong spans.
+    pub context_lost: u64,
 }
 
 /// Reads the channel's counters (each on its own, Relaxed: a snapshot for
@@ -58,5 +63,6 @@ pub(crate) fn snapshot(c: &Counters) -> Stats {
         threads: r(&c.threads),
         mirror_skipped: r(&c.mirror_skipped),
         overflow: crate::channel::BRIDGE_OVERFLOW.load(Ordering::Relaxed),
+        context_lost: r(&c.context_lost),
     }
 }

@@ -31,11 +31,9 @@ pub struct Site {
     pub names: &'static [&'static str],
     /// A log record's site, or a span's entry or exit.
     pub role: Role,
-    /// A span site whose key is a `tracing` span id, not a `nanolog::span!`
-    /// key: on one thread's stack the two are told apart by this, since
-    /// their values may meet (tracing's ids carry a slot's generation in
-    /// their top bits).
-    tracing_key: bool,
+    /// How many of `pieces` render the message; the rest render a bridge
+    /// record's fields (`usize::MAX`: all of them).
+    pub message_pieces: usize,
     /// Whether calls are enabled (`filter::{DISABLED, UNDECIDED, ENABLED}`).
     interest: AtomicU8,
     /// 0 until the first call registers the site.
@@ -65,7 +63,7 @@ impl Site {
             pieces,
             names,
             role: Role::Record,
-            tracing_key: false,
+            message_pieces: usize::MAX,
             interest: AtomicU8::new(filter::UNDECIDED),
             id: AtomicU32::new(0),
         }
@@ -130,17 +128,6 @@ impl Site {
         s.role = Role::SpanExit;
         s.interest = AtomicU8::new(filter::ENABLED);
         s
-    }
-
-    /// This span (or span exit) site's keys are `tracing` span ids.
-    pub(crate) const fn with_tracing_keys(mut self) -> Site {
-        self.tracing_key = true;
-        self
-    }
-
-    /// Whether this span site's keys are `tracing` span ids.
-    pub(crate) fn tracing_keys(&self) -> bool {
-        self.tracing_key
     }
 
     /// Whether this call site is enabled now: one relaxed load and a test

@@ -1,57 +1,167 @@
-//! Spans as context (Log4j 2's ThreadContext, tracing's spans): entering a
-//! span writes one record of the span's site (its fields, then its key) to
-//! the thread's ring, exiting it one record of [`EXIT`] naming the key. The
-//! flusher keeps each thread's stack of entered spans and tells the file
-//! which context the thread's records are in; a record itself carries
-//! nothing more, so a record inside spans costs what one outside costs.
+//! Spans as context, with tracing's meaning: every span has a parent (the
+//! explicit one, else the span current on the thread where it was made),
+//! and a record is in the scope of one span, its leaf, from which the
+//! chain to the root is followed.
+//!
+//! The calling thread keeps which span is current on it (a key) and tells
+//! its ring only when that changes (a *switch*, one `u64`); a record itself
+//! carries nothing, so a record inside spans costs what one outside costs.
+//! A span's definition (site, fields, parent) is given once:
+//!
+//! - a `nanolog::span!` writes its fields to its own thread's ring when it
+//!   is entered (its parent is the thread's current span then), and its
+//!   exit names the span it restores;
+//! - a `tracing` span's definition goes into the process's [`table`] when
+//!   it is made, with a new version (and its tick) whenever a value is
+//!   recorded into it, so that every thread's records see it from then on.
+//!
+//! The flusher follows each thread's switches, resolves the chain of its
+//! leaf at the tick of each record, and writes the SPAN entries a file
+//! needs before their first use (see `flusher.rs`).
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::encode::Encode;
 use crate::producer;
 use crate::site::Site;
 use crate::wire::format::ArgKind;
 
-/// The site of every `nanolog::span!` exit: one `u64` argument, the span's key.
+/// The site of every switch: one `u64` argument, the key of the span now
+/// current on the thread (0: none).
+static SWITCH: Site = Site::span_exit();
+
+/// The site of every `nanolog::span!` exit: the span's key, then the key of
+/// the span current again (its guard's predecessor).
 static EXIT: Site = Site::span_exit();
 
-/// The site of every `tracing` span exit: its key is the span's id.
-static EXIT_TRACING: Site = Site::span_exit().with_tracing_keys();
-
 thread_local! {
-    /// The keys of this thread's `nanolog::span!` guards, counted up.
-    static NEXT_KEY: Cell<u64> = const { Cell::new(0) };
+    /// (current, tracing's current): the key of the span current on this
+    /// thread (the innermost, `tracing` or `nanolog::span!`), and of the
+    /// `tracing` span its registry holds current here (the top of
+    /// [`TRACING_STACK`]). Two words without a destructor: an event reads
+    /// both in one thread-local access.
+    static CURRENT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// The spans entered on this thread and not exited, innermost last, as
+    /// tracing's registry keeps its stack: (`tracing` span id, or 0 for a
+    /// `nanolog::span!`; key). A span entered twice is in it twice; an exit
+    /// takes out the innermost entry of its span, wherever it is.
+    static STACK: std::cell::RefCell<Vec<(u64, u64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+    /// This thread's block of span keys: (next, end).
+    static KEYS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
-/// A new key for a span of this thread: counted up from 1, so it takes a
-/// byte or three in the file. `tracing` span ids, the other keys on a
-/// thread's stack, may have the same values: their sites say which they
-/// are (see `Site::tracing_keys`), so the two never match one another.
+/// Span keys are unique in the process (never reused, unlike `tracing`'s
+/// span ids): each thread takes a block of this many at a time.
+const KEY_BLOCK: u64 = 1024;
+/// The start of the next block of keys (0 is no span).
+static NEXT_KEYS: AtomicU64 = AtomicU64::new(1);
+
+/// A new span key, unique in the process.
 #[doc(hidden)]
-#[inline(always)]
+#[inline]
 pub fn span_key() -> u64 {
-    NEXT_KEY
-        .try_with(|k| {
-            let v = k.get().wrapping_add(1);
-            k.set(v);
-            v
-        })
-        .unwrap_or(0)
+    // Relaxed: the counter only hands out disjoint ranges; nothing else is
+    // published through it.
+    KEYS.try_with(|k| {
+        let (next, end) = k.get();
+        if next < end {
+            k.set((next + 1, end));
+            next
+        } else {
+            let start = NEXT_KEYS.fetch_add(KEY_BLOCK, Ordering::Relaxed);
+            k.set((start + 1, start + KEY_BLOCK));
+            start
+        }
+    })
+    .unwrap_or_else(|_| NEXT_KEYS.fetch_add(1, Ordering::Relaxed))
 }
 
-/// Writes the exit of the span `key` on this thread (`tracing`: a `tracing`
-/// span's id).
+/// The key of the span current on this thread (0: none).
+#[inline(always)]
+pub(crate) fn current() -> u64 {
+    CURRENT.try_with(|c| c.get().0).unwrap_or(0)
+}
+
+/// (current, tracing's current) on this thread (see [`CURRENT`]).
+#[inline(always)]
+pub(crate) fn currents() -> (u64, u64) {
+    CURRENT.try_with(Cell::get).unwrap_or((0, 0))
+}
+
+/// Changes this thread's stack of spans with `f`, then makes its top
+/// current; returns (whether the current span changed, the current key).
+fn with_stack(f: impl FnOnce(&mut Vec<(u64, u64)>)) -> (bool, u64) {
+    STACK
+        .try_with(|s| {
+            let Ok(mut s) = s.try_borrow_mut() else {
+                return (false, current());
+            };
+            f(&mut s);
+            let top = s.last().map_or(0, |&(_, k)| k);
+            let top_tracing = s
+                .iter()
+                .rev()
+                .find(|&&(id, _)| id != 0)
+                .map_or(0, |&(_, k)| k);
+            let old = CURRENT
+                .try_with(|c| c.replace((top, top_tracing)).0)
+                .unwrap_or(top);
+            (old != top, top)
+        })
+        .unwrap_or((false, 0))
+}
+
+/// Writes a switch of this thread's context to `key` (0: no span), as
+/// bookkeeping: a switch the ring cannot take is counted apart from the
+/// logging calls, and the thread's next record restates its context.
 #[inline]
-pub(crate) fn exit(key: u64, tracing: bool) {
-    let site = if tracing { &EXIT_TRACING } else { &EXIT };
-    let id = site.id_dyn(&[ArgKind::U64]);
-    producer::log_id(id, key.ring_len(), |c| {
+pub(crate) fn switch(key: u64) {
+    producer::log_context(switch_id(), key.ring_len(), |c| {
         key.write(c);
     });
 }
 
-/// A span entered on this thread by `nanolog::span!`, until it is dropped.
+/// The registered id of the switch site.
+#[inline]
+pub(crate) fn switch_id() -> u32 {
+    SWITCH.id_dyn(&[ArgKind::U64])
+}
+
+/// The registered id of the `nanolog::span!` exit site.
+pub(crate) fn exit_id() -> u32 {
+    EXIT.id_dyn(&[ArgKind::U64, ArgKind::U64])
+}
+
+/// A `tracing` span (`id`, our `key`) entered on this thread: on top of its
+/// stack, current here.
+pub(crate) fn tracing_enter(id: u64, key: u64) {
+    let (changed, top) = with_stack(|s| s.push((id, key)));
+    if changed {
+        switch(top);
+    }
+}
+
+/// A `tracing` span exited on this thread: as its registry does, the
+/// innermost entry of `id` leaves the stack (none: it was entered on
+/// another thread, and nothing changes here); the span current is the
+/// stack's top after it.
+pub(crate) fn tracing_exit(id: u64) {
+    let (changed, top) = with_stack(|s| {
+        if let Some(i) = s.iter().rposition(|&(i, _)| i == id) {
+            s.remove(i);
+        }
+    });
+    if changed {
+        switch(top);
+    }
+}
+
+/// A `nanolog::span!` entered on this thread until it is dropped.
 ///
 /// Records this thread makes while it lives carry the span (outermost
 /// first when spans nest): `decode` prints `request{id=7}: ` before their
@@ -66,9 +176,12 @@ pub struct SpanGuard {
 }
 
 impl SpanGuard {
+    /// The span `key` (its record just written, its parent the span
+    /// current until now) becomes current on this thread.
     #[doc(hidden)]
     #[inline(always)]
     pub fn entered(key: u64) -> SpanGuard {
+        with_stack(|s| s.push((0, key)));
         SpanGuard {
             key,
             _thread: PhantomData,
@@ -77,8 +190,109 @@ impl SpanGuard {
 }
 
 impl Drop for SpanGuard {
+    /// Out of the thread's stack (wherever it is in it: guards may be
+    /// dropped in any order); the stack's top is current after it.
     #[inline]
     fn drop(&mut self) {
-        exit(self.key, false);
+        let key = self.key;
+        let (_, top) = with_stack(|s| {
+            if let Some(i) = s.iter().rposition(|&e| e == (0, key)) {
+                s.remove(i);
+            }
+        });
+        producer::log_context(exit_id(), key.ring_len() + top.ring_len(), |c| {
+            top.write(key.write(c));
+        });
     }
+}
+
+/// A `tracing` span's definition, as the flusher reads it: its site, its
+/// parent's key and its versions (a value recorded makes a new one).
+#[derive(Debug, Clone)]
+pub(crate) struct Def {
+    pub(crate) parent: u64,
+    pub(crate) versions: Vec<Version>,
+}
+
+/// One state of a span's fields, from `tick` on (the first's is 0).
+#[derive(Debug, Clone)]
+pub(crate) struct Version {
+    pub(crate) tick: u64,
+    /// The span site of the fields' kinds.
+    pub(crate) site: u32,
+    /// The fields, then the key, as the ring holds them.
+    pub(crate) raw: Arc<[u8]>,
+}
+
+/// The most versions a span keeps: a span whose values are recorded more
+/// often keeps its first and its latest ones (a record logged before the
+/// dropped versions shows the first's values; see the README).
+pub(crate) const MAX_VERSIONS: usize = 32;
+
+/// The `tracing` spans alive in the process, by key (`nanolog::span!`'s
+/// are defined through their thread's ring instead).
+pub(crate) struct Table {
+    pub(crate) spans: HashMap<u64, Def>,
+    /// Spans closed since the flusher last looked: it forgets them once
+    /// every record logged before the close has been written.
+    pub(crate) closed: Vec<u64>,
+}
+
+static TABLE: Mutex<Option<Table>> = Mutex::new(None);
+
+/// Bumped whenever a span gets a new version (Release, after the table's
+/// lock is released; the flusher's Acquire load then finds it there).
+pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Runs `f` on the table of spans, under its lock.
+pub(crate) fn table<R>(f: impl FnOnce(&mut Table) -> R) -> R {
+    let mut t = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
+    f(t.get_or_insert_with(|| Table {
+        spans: HashMap::new(),
+        closed: Vec::new(),
+    }))
+}
+
+/// A new `tracing` span `key` inside `parent` (0: a root).
+pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
+    table(|t| {
+        t.spans.insert(
+            key,
+            Def {
+                parent,
+                versions: vec![Version { tick: 0, site, raw }],
+            },
+        )
+    });
+}
+
+/// Values recorded into span `key`: its fields from now on.
+pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
+    let tick = crate::clock::now();
+    let known = table(|t| {
+        let Some(d) = t.spans.get_mut(&key) else {
+            return false;
+        };
+        if d.versions.len() >= MAX_VERSIONS {
+            d.versions.remove(1);
+        }
+        d.versions.push(Version { tick, site, raw });
+        true
+    });
+    if known {
+        EPOCH.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Span `key` was closed: forgotten by the flusher once the records logged
+/// before now are written, or at once when no logger runs.
+pub(crate) fn close(key: u64) {
+    let running = crate::channel::running().is_some();
+    table(|t| {
+        if running {
+            t.closed.push(key);
+        } else {
+            t.spans.remove(&key);
+        }
+    });
 }

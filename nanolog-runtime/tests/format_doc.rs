@@ -47,6 +47,7 @@ fn example() -> Vec<u8> {
             target: "app",
             names: &["ms"],
             role: Role::Record,
+            message_pieces: usize::MAX,
         },
     );
     entry(&mut f, tag::SITE, &b);

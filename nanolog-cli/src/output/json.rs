@@ -79,7 +79,7 @@ pub fn json_record_direct(j: &mut Json, rec: &Record<'_>, out: &mut String, scra
         json_spans_key(rec, out);
         out.push_str(",\"msg\":\"");
         let start = out.len();
-        format_message(&site.pieces, &site.kinds, args, out);
+        format_message(site.message(), &site.kinds, args, out);
         if needs_json_escape(&out.as_bytes()[start..]) {
             scratch.clear();
             scratch.push_str(&out[start..]);

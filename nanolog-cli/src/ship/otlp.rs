@@ -126,7 +126,7 @@ impl Batch {
         }
         put(attrs, &mut n, "target", Val::Str(&site.target));
         rec.with_args(|args| {
-            format_message(&site.pieces, &site.kinds, args, &mut body);
+            format_message(site.message(), &site.kinds, args, &mut body);
             if !site.names.is_empty() {
                 for (i, v) in args.iter().enumerate() {
                     if let Some(name) = site.name(i) {

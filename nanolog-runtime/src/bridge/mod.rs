@@ -227,6 +227,7 @@ impl Key<'_> {
                 format.push_str(&t.replace('{', "{{").replace('}', "}}"));
             }
         }
+        let message_pieces = pieces.len();
         let mut fields = Vec::with_capacity(self.fields.len());
         for &(name, kind) in self.fields {
             let sep = if format.is_empty() { "" } else { " " };
@@ -240,7 +241,7 @@ impl Key<'_> {
             // Rust identifier, but a field name may be any string.
             format.push_str(&format!("{sep}{name}={{{}}}", name.replace(['{', '}'], "")));
         }
-        let site = Site::new(
+        let mut site = Site::new(
             self.level,
             leak(self.target),
             leak(self.file),
@@ -250,6 +251,7 @@ impl Key<'_> {
             Vec::leak(pieces),
             Vec::leak(names),
         );
+        site.message_pieces = message_pieces;
         Interned {
             site: Box::leak(Box::new(site)),
             kinds: kinds.into_boxed_slice(),
@@ -497,22 +499,11 @@ pub(crate) fn span_site(
         module,
         Vec::leak(pieces),
         Vec::leak(names),
-    )
-    .with_tracing_keys();
+    );
     let site: &'static Site = Box::leak(Box::new(site));
     let id = site.id_dyn(&kinds);
     map.insert(key.clone(), id);
     Some(id)
-}
-
-/// Enters a bridge span on this thread: a record of its site `id` with its
-/// field values (`encoded` as the ring holds them, see [`Arg::encode_to`])
-/// and its `key`.
-#[cfg(feature = "tracing")]
-pub(crate) fn enter_span(id: u32, encoded: &[u8], key: u64) {
-    producer::log_id(id, encoded.len() + key.ring_len(), |c| {
-        key.write(c.put(encoded));
-    });
 }
 
 #[cfg(test)]

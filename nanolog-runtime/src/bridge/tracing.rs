@@ -6,7 +6,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use tracing_core::field::{Field, Visit};
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Event, Subscriber};
-use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::filter::Filtered;
+use tracing_subscriber::layer::{Context, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 
 use std::sync::PoisonError;
@@ -15,29 +16,70 @@ use super::{Arg, Key};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
 
-/// A `tracing_subscriber::Layer` that records every enabled event as a
-/// nanolog record: level, target, file, line, its message and its fields
-/// (shown in text as `key=value` after the message, in JSON under
-/// `fields`). Spans are context: entering one writes its fields once to
-/// the thread's log, and every record the thread makes inside it (events,
-/// `log` records, nanolog's own) carries it (see `nanolog::span!`).
+/// The `tracing_subscriber::Layer` that records `tracing` events as nanolog
+/// records: level, target, file, line, its message and its fields (shown
+/// in text as `key=value` after the message, in JSON under `fields`, with
+/// `msg` the message alone). Spans are context: a span's fields are
+/// written once, and every record made in its scope (events, `log`
+/// records, nanolog's own) carries the chain of spans from the root, as
+/// tracing-subscriber's fmt shows it (see `nanolog::span!`).
 ///
-/// Events pass the running logger's directives (per target), decided once
-/// per event call site and cached. Their message and fields are collected on
-/// the calling thread (the slow path: it allocates for strings and `Debug`
-/// values).
+/// Installed with its filter, [`NanologFilter`], as a per-layer filter
+/// ([`tracing_layer`]): nanolog's directives decide for this layer only.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NanologLayer {
     _private: (),
 }
 
-/// The layer that records `tracing` events (see [`NanologLayer`]):
+/// nanolog's directives as a per-layer filter (tracing-subscriber's
+/// `Filter`): an event callsite they disable is `never` for this layer
+/// only, so the other layers of the subscriber still receive it, and where
+/// nanolog's is the only layer, the subscriber decides it `never` (a
+/// disabled event then costs tracing's cached check). With no logger
+/// running every event is off for nanolog, and on for the others as their
+/// own filters say. Spans are always enabled: they are context, and the
+/// records inside them are what the directives select.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NanologFilter {
+    _private: (),
+}
+
+/// The layer that records `tracing` events (see [`NanologLayer`]), with
+/// nanolog's filter as its own per-layer filter:
 /// `tracing_subscriber::registry().with(nanolog::tracing_layer()).init()`.
-pub fn tracing_layer() -> NanologLayer {
+pub fn tracing_layer<S>() -> Filtered<NanologLayer, NanologFilter, S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
     // tracing caches each callsite's interest (from `register_callsite`):
     // a change of nanolog's filter asks it again.
     crate::filter::after_change(tracing_core::callsite::rebuild_interest_cache);
-    NanologLayer::default()
+    NanologLayer::default().with_filter(NanologFilter::default())
+}
+
+impl<S> Filter<S> for NanologFilter {
+    fn enabled(&self, meta: &tracing_core::Metadata<'_>, _cx: &Context<'_, S>) -> bool {
+        meta.is_span()
+            || from_tracing_log(meta)
+            || crate::filter::enabled(level(meta.level()), meta.target())
+    }
+
+    /// Decided once per callsite, and again whenever nanolog's filter
+    /// changes. The one callsite tracing-log gives every `log` record is
+    /// decided per record (by its own target) in the layer.
+    fn callsite_enabled(
+        &self,
+        meta: &'static tracing_core::Metadata<'static>,
+    ) -> tracing_core::Interest {
+        if meta.is_span()
+            || from_tracing_log(meta)
+            || crate::filter::enabled(level(meta.level()), meta.target())
+        {
+            tracing_core::Interest::always()
+        } else {
+            tracing_core::Interest::never()
+        }
+    }
 }
 
 fn level(l: &tracing_core::Level) -> Level {
@@ -141,6 +183,8 @@ impl<F: FnMut(&Field, Arg<String>, bool)> Visit for Owned<F> {
 /// A span's fields as the layer keeps them (in the span's extensions), and
 /// its nanolog site for those fields' kinds.
 struct SpanData {
+    /// Its key, unique in the process (tracing reuses span ids).
+    key: u64,
     fields: Vec<(&'static str, Arg<String>, bool)>,
     site: Option<u32>,
     /// The fields' values as the ring holds them, encoded once when they
@@ -151,12 +195,13 @@ struct SpanData {
 
 impl SpanData {
     /// After its fields are set: its site for their kinds, and their
-    /// encoding.
+    /// encoding (then the key's, as the span site's last argument).
     fn intern(&mut self, meta: &'static tracing_core::Metadata<'static>) {
         self.encoded.clear();
         for (_, v, _) in &self.fields {
             v.encode_to(&mut self.encoded);
         }
+        self.encoded.extend_from_slice(&self.key.to_le_bytes());
         let key = super::SpanKey {
             callsite: meta as *const _ as usize,
             fields: self
@@ -695,31 +740,26 @@ impl NanologLayer {
     }
 }
 
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
-    /// An event's callsite is decided by nanolog's filter, once, and again
-    /// whenever the filter changes: a disabled event then costs what
-    /// tracing's cached interest costs, and is never built. (As with any
-    /// filtering layer, a callsite this says `never` to is off for the
-    /// whole subscriber.) Spans, and the one callsite tracing-log gives every
-    /// `log` record, are decided per record instead.
-    fn register_callsite(
-        &self,
-        meta: &'static tracing_core::Metadata<'static>,
-    ) -> tracing_core::Interest {
-        if meta.is_span() || from_tracing_log(meta) {
-            return tracing_core::Interest::sometimes();
-        }
-        if crate::filter::enabled(level(meta.level()), meta.target()) {
-            tracing_core::Interest::always()
-        } else {
-            tracing_core::Interest::never()
-        }
-    }
+/// The key of span `id` (0: not one of ours).
+fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(ctx: &Context<'_, S>, id: &Id) -> u64 {
+    ctx.span(id)
+        .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
+        .unwrap_or(0)
+}
 
-    /// A new span: its fields are kept until it is entered.
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
+    /// A new span: its key, its parent's (tracing's: the explicit one, else
+    /// the span current on this thread, a `tracing` one or a
+    /// `nanolog::span!`), and its fields, into the process's table of spans.
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
+        let parent = match attrs.parent() {
+            Some(p) => key_of(&ctx, p),
+            None if attrs.is_contextual() => crate::span::current(),
+            None => 0,
+        };
         let mut data = SpanData {
+            key: crate::span::span_key(),
             fields: Vec::new(),
             site: None,
             encoded: Vec::new(),
@@ -728,11 +768,14 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
             set_span_field(&mut data.fields, f, v, debug)
         }));
         data.intern(attrs.metadata());
+        if let Some(site) = data.site {
+            crate::span::define(data.key, parent, site, data.encoded.as_slice().into());
+        }
         span.extensions_mut().insert(data);
     }
 
-    /// Values recorded later (`span.record("rows", 3)`): shown from the
-    /// span's next entry on.
+    /// Values recorded later (`span.record("rows", 3)`): every record made
+    /// in the span from now on, on any thread, shows them.
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let meta = span.metadata();
@@ -742,31 +785,52 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
                 set_span_field(&mut data.fields, f, v, debug)
             }));
             data.intern(meta);
+            if let Some(site) = data.site {
+                crate::span::redefine(data.key, site, data.encoded.as_slice().into());
+            }
         }
     }
 
-    /// Entered on this thread: its fields, written once to this thread's
-    /// ring; the records until it is exited are in it.
+    /// Entered on this thread: current here (one switch in the ring).
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let ext = span.extensions();
-        if let Some(SpanData {
-            site: Some(site),
-            encoded,
-            ..
-        }) = ext.get::<SpanData>()
-        {
-            super::enter_span(*site, encoded, id.into_u64());
-        }
+        let key = key_of(&ctx, id);
+        crate::span::tracing_enter(id.into_u64(), key);
     }
 
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        crate::span::exit(id.into_u64(), true);
+        crate::span::tracing_exit(id.into_u64());
     }
 
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let key = key_of(&ctx, &id);
+        if key != 0 {
+            crate::span::close(key);
+        }
+    }
+
+    /// An event in its scope: tracing's (its explicit parent, else the span
+    /// tracing holds current here); a `log` record through tracing-log in
+    /// the span current on this thread. When that is not the thread's
+    /// current span, the event is written between two switches.
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let (current, tracing_current) = crate::span::currents();
+        let leaf = if event.is_contextual() {
+            if from_tracing_log(event.metadata()) {
+                current
+            } else {
+                tracing_current
+            }
+        } else {
+            event.parent().map_or(0, |p| key_of(&ctx, p))
+        };
+        if leaf != current {
+            crate::span::switch(leaf);
+        }
         if !take_typed(event) {
             self.format_event(event);
+        }
+        if leaf != current {
+            crate::span::switch(current);
         }
     }
 }

@@ -36,9 +36,20 @@ pub struct SiteEntry {
     /// A log record's site, or a span's (its entries are SPAN entries,
     /// never records of an extent).
     pub role: Role,
+    /// How many of `pieces` render the message; the rest render the
+    /// record's fields (`key=value` after a `tracing` event's message),
+    /// shown in text but not in JSON's `msg`. All of them in files written
+    /// before this was recorded.
+    pub message_pieces: usize,
 }
 
 impl SiteEntry {
+    /// The pieces that render the message alone (a `tracing` or `log`
+    /// record's, without its fields).
+    pub fn message(&self) -> &[Piece] {
+        &self.pieces[..self.message_pieces.min(self.pieces.len())]
+    }
+
     /// The name of argument `i`, if it has one.
     pub fn name(&self, i: usize) -> Option<&str> {
         self.names
@@ -94,6 +105,10 @@ pub fn put_site(out: &mut Vec<u8>, s: &SiteEntryRef<'_>) {
         put_str(out, n);
     }
     out.push(s.role as u8);
+    // Only where fields follow the message: other sites end as before.
+    if s.message_pieces < s.pieces.len() {
+        put_varint(out, s.message_pieces as u64);
+    }
 }
 
 /// The borrowed view of a site the writer encodes.
@@ -120,6 +135,8 @@ pub struct SiteEntryRef<'a> {
     pub names: &'a [&'a str],
     /// A record's site or a span's.
     pub role: Role,
+    /// How many of `pieces` render the message (the rest: its fields).
+    pub message_pieces: usize,
 }
 
 fn put_count(out: &mut Vec<u8>, c: Count) {
@@ -232,6 +249,10 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
         let role = get_array::<1>(b, pos).map_or(Role::Record, |[r]| Role::from_u8(r));
         (target, names, role)
     };
+    // And the message's pieces later again: absent, all of them.
+    let message_pieces = get_varint(b, pos)
+        .and_then(|m| usize::try_from(m).ok())
+        .map_or(pieces.len(), |m| m.min(pieces.len()));
     Some(SiteEntry {
         id,
         level,
@@ -244,6 +265,7 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
         target,
         names,
         role,
+        message_pieces,
     })
 }
 
