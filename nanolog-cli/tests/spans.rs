@@ -456,3 +456,82 @@ fn random_span_walks_decode_as_the_model_says() {
     assert_eq!(seen, expected.len());
     remove_with_kept(&path);
 }
+
+/// `OnFull::Drop` with a ring far too small, inside spans entered and
+/// exited around every record: `Stats::dropped` and the file's gaps count
+/// the logging calls only (span entries and switches lost are counted in
+/// `context_lost`), and no record is ever shown in a span it was not in,
+/// or with a stale span; a record whose span's entry was lost shows the
+/// spans around it that the file has.
+#[test]
+fn drops_inside_spans_count_calls_and_never_show_wrong_spans() {
+    let _g = serial();
+    let path = temp("span-drops");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .staging_capacity(4096)
+        .on_full(nanolog::OnFull::Drop)
+        .start()
+        .unwrap();
+    const N: u64 = 100_000;
+    let mut calls = 0u64;
+    for i in 0..N {
+        let _a = nanolog::span!("outer", i);
+        nanolog::info!("outer {}", i);
+        {
+            let _b = nanolog::span!("inner", j = i);
+            nanolog::info!("inner {}", i);
+        }
+        nanolog::info!("again {}", i);
+        calls += 3;
+    }
+    nanolog::info!("outside");
+    calls += 1;
+    logger.flush().unwrap();
+    let stats = logger.stats();
+    drop(logger);
+    assert!(
+        stats.dropped > 0,
+        "the ring should have overflowed: {stats:?}"
+    );
+    assert_eq!(stats.logged + stats.dropped, calls, "{stats:?}");
+
+    let (mut records, mut gaps, mut whole) = (0u64, 0u64, 0u64);
+    for l in decode_json(&path) {
+        if let Some(d) = l.get("dropped").and_then(Json::as_u64) {
+            gaps += d;
+            continue;
+        }
+        records += 1;
+        let msg = l["msg"].as_str().unwrap();
+        let (what, i) = msg.split_once(' ').unwrap_or((msg, ""));
+        let outer = span("outer", json!({"i": i.parse::<u64>().unwrap_or(0)}));
+        let inner = span("inner", json!({"j": i.parse::<u64>().unwrap_or(0)}));
+        let truth = match what {
+            "outer" | "again" => vec![outer],
+            "inner" => vec![outer, inner],
+            _ => vec![],
+        };
+        // The spans shown are the true ones, or those of them whose
+        // entries the file has, in order: never another span.
+        let shown = l["spans"].as_array().unwrap();
+        let mut t = truth.iter();
+        for s in shown {
+            assert!(
+                t.any(|x| x == s),
+                "{msg:?} shows {shown:?}, it is in {truth:?}"
+            );
+        }
+        whole += u64::from(shown.len() == truth.len());
+    }
+    assert_eq!(records, stats.logged);
+    assert_eq!(gaps, stats.dropped, "the file's gaps count calls");
+    // Most records have their spans whole: a span entry is lost only in a
+    // run of drops.
+    assert!(
+        whole * 2 > records,
+        "{whole} of {records} records with all their spans ({stats:?})"
+    );
+    remove_with_kept(&path);
+}

@@ -122,6 +122,10 @@ struct Book {
     /// before it in a pass, may hold records of their `tracing` children).
     exited_last: Vec<u64>,
     exited_now: Vec<u64>,
+    /// The epoch at the last prune of versions.
+    pruned_epoch: u64,
+    /// Spans had versions to prune after the last prune.
+    versioned: bool,
 }
 
 /// A span the flusher knows.
@@ -341,13 +345,14 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         }
         // Spans closed before the rings' tails are read below: once they
         // are drained, no record can need them.
+        let pass_start = clock::now();
         f.st.book.closed = crate::span::table(|t| std::mem::take(&mut t.closed));
         f.adopt_new_rings();
         let mut n = 0;
         for r in f.rings.iter_mut() {
             n += f.st.drain(r);
         }
-        f.st.forget_spans();
+        f.st.forget_spans(pass_start);
         f.rings.retain(|r| !r.c.ring.is_finished(r.c.head()));
         let now = clock::now();
         if now.wrapping_sub(f.st.last_clock) > f.st.clock_every {
@@ -1073,18 +1078,21 @@ impl State {
     }
 
     /// Brings the book's copies of `tracing` spans up to date with the
-    /// table (a value was recorded into some span).
+    /// table (values were recorded into some spans).
     fn refresh_tracing(&mut self) {
-        let keys: Vec<u64> = self
-            .book
-            .spans
-            .iter()
-            .filter(|(_, sp)| sp.tracing)
-            .map(|(&k, _)| k)
-            .collect();
+        let book = &self.book.spans;
         let defs: Vec<(u64, crate::span::Def)> = crate::span::table(|t| {
-            keys.iter()
-                .filter_map(|k| t.spans.get(k).map(|d| (*k, d.clone())))
+            let changed = std::mem::replace(&mut t.changed, Some(Vec::new()));
+            let keys: Vec<u64> = match changed {
+                Some(c) => c.into_iter().filter(|k| book.contains_key(k)).collect(),
+                None => book
+                    .iter()
+                    .filter(|(_, sp)| sp.tracing)
+                    .map(|(&k, _)| k)
+                    .collect(),
+            };
+            keys.into_iter()
+                .filter_map(|k| t.spans.get(&k).map(|d| (k, d.clone())))
                 .collect()
         });
         for (k, def) in defs {
@@ -1098,7 +1106,11 @@ impl State {
 
     /// At the end of a pass: spans no record can need any more are
     /// forgotten (see [`Book`]).
-    fn forget_spans(&mut self) {
+    fn forget_spans(&mut self, pass_start: u64) {
+        // Versions no record can need any more: followed by one older than
+        // this pass's start, less a grace for producers that waited.
+        let grace = (crate::span::VERSION_GRACE.as_secs_f64() * clock::ticks_per_second()) as u64;
+        let horizon = pass_start.saturating_sub(grace);
         let b = &mut self.book;
         for k in std::mem::take(&mut b.exited_last) {
             if let Some(sp) = b.spans.get_mut(&k) {
@@ -1114,11 +1126,17 @@ impl State {
                 b.forget(k);
                 b.closed.push(k);
             }
-            let closed = std::mem::take(&mut b.closed);
-            crate::span::table(|t| {
+        }
+        let closed = std::mem::take(&mut b.closed);
+        let epoch = crate::span::EPOCH.load(Ordering::Acquire);
+        if epoch != b.pruned_epoch || b.versioned || !closed.is_empty() {
+            b.pruned_epoch = epoch;
+            b.versioned = crate::span::table(|t| {
                 for k in closed {
                     t.spans.remove(&k);
                 }
+                t.prune(horizon);
+                !t.versioned.is_empty()
             });
         }
     }

@@ -70,7 +70,7 @@ pub mod __private {
         encode, encoded_len, fmt_closure, kind_of, Encode, Preformatted, PrepFmt, PrepRaw,
         SlotWriter, Wrap,
     };
-    pub use crate::producer::log;
+    pub use crate::producer::{log, log_span};
     pub use crate::site::Site;
     pub use crate::span::{span_key, SpanGuard};
 }

@@ -71,6 +71,60 @@ pub(crate) fn log_id(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWrit
     }
 }
 
+/// Writes the entry of a `nanolog::span!` (its fields and key): as [`log`],
+/// but bookkeeping, not a logging call. An entry the ring cannot take (or
+/// made with no logger running) is counted in `Stats::context_lost`, and
+/// the span is marked lost in the thread's stack: records inside it are
+/// shown in its parent's scope, never in a scope the file does not hold.
+#[inline(always)]
+pub fn log_span<const N: usize>(
+    site: &'static Site,
+    args_len: usize,
+    kinds: impl FnOnce() -> ([ArgKind; N], CompactFn),
+    enc: impl for<'a> FnOnce(SlotWriter<'a>),
+) {
+    let id = site.id(kinds);
+    let len = (ring::HEADER + args_len + ring::ALIGN - 1) & !(ring::ALIGN - 1);
+    let written = PRODUCER
+        .try_with(|cell| {
+            let Ok(mut slot) = cell.try_borrow_mut() else {
+                return false;
+            };
+            if slot
+                .as_ref()
+                .is_none_or(|p| p.generation != GENERATION.load(Ordering::Relaxed))
+            {
+                attach_running(&mut slot);
+            }
+            let Some(p) = slot.as_mut() else { return false };
+            let lost = p.context_lost;
+            p.bookkeeping = true;
+            p.push(id, len, enc);
+            p.bookkeeping = false;
+            p.context_lost == lost
+        })
+        .unwrap_or(false);
+    if !written {
+        crate::span::entry_lost();
+    }
+}
+
+/// Gives the calling thread a ring of the running logger, if one runs.
+#[cold]
+#[inline(never)]
+fn attach_running(slot: &mut Option<ThreadProducer>) {
+    let Some(shared) = channel::running() else {
+        *slot = None;
+        return;
+    };
+    if !shared.in_owner_process() {
+        *slot = None;
+        return;
+    }
+    *slot = None;
+    *slot = ThreadProducer::attach(shared);
+}
+
 /// Writes one bookkeeping record of the registered site `id` (a switch of
 /// the thread's span context): as [`log_id`], except that when the ring
 /// cannot take it, it is counted apart from logging calls
@@ -234,6 +288,8 @@ pub(crate) struct ThreadProducer {
     /// The record being pushed is bookkeeping (a context switch), not a
     /// logging call.
     bookkeeping: bool,
+    /// Bookkeeping records this ring could not take.
+    context_lost: u64,
 }
 
 impl Drop for ThreadProducer {
@@ -286,6 +342,7 @@ impl ThreadProducer {
             restate,
             pending: restate,
             bookkeeping: false,
+            context_lost: 0,
         })
     }
 
@@ -390,14 +447,9 @@ impl ThreadProducer {
             let key = crate::span::current();
             let id = crate::span::switch_id();
             let len = (ring::HEADER + key.ring_len() + ring::ALIGN - 1) & !(ring::ALIGN - 1);
-            let room = self.producer.has_room(len) || {
-                // Waiting (or not) as for the record; giving up counts the
-                // record, not the switch.
-                let was = std::mem::replace(&mut self.bookkeeping, false);
-                let ok = self.wait_for_room(len);
-                self.bookkeeping = was;
-                ok
-            };
+            // Waiting (or not) as for the record being pushed; giving up
+            // counts that record (a call, or bookkeeping), not the switch.
+            let room = self.producer.has_room(len) || self.wait_for_room(len);
             if !room {
                 return false;
             }
@@ -419,6 +471,7 @@ impl ThreadProducer {
             // record.
             self.restate = true;
             self.pending = true;
+            self.context_lost += 1;
             self.shared
                 .counters
                 .context_lost

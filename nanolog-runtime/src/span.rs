@@ -46,13 +46,32 @@ thread_local! {
     /// both in one thread-local access.
     static CURRENT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
     /// The spans entered on this thread and not exited, innermost last, as
-    /// tracing's registry keeps its stack: (`tracing` span id, or 0 for a
-    /// `nanolog::span!`; key). A span entered twice is in it twice; an exit
-    /// takes out the innermost entry of its span, wherever it is.
+    /// tracing's registry keeps its stack: (`tracing` span id, or [`NATIVE`]
+    /// or [`LOST`] for a `nanolog::span!`; key). A span entered twice is in
+    /// it twice; an exit takes out the innermost entry of its span,
+    /// wherever it is.
     static STACK: std::cell::RefCell<Vec<(u64, u64)>> =
         const { std::cell::RefCell::new(Vec::new()) };
     /// This thread's block of span keys: (next, end).
     static KEYS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// A `nanolog::span!` in the thread's stack.
+const NATIVE: u64 = 0;
+/// A `nanolog::span!` whose entry the log does not have (its ring was full,
+/// or no logger ran): not current, records inside it are in its parent's
+/// scope. (tracing's span ids are `NonZeroU64`s from its slab, far below.)
+const LOST: u64 = u64::MAX;
+
+thread_local! {
+    /// The entry of the `nanolog::span!` being entered was lost.
+    static ENTRY_LOST: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The entry just written for a `nanolog::span!` did not reach the log.
+#[cold]
+pub(crate) fn entry_lost() {
+    let _ = ENTRY_LOST.try_with(|l| l.set(true));
 }
 
 /// Span keys are unique in the process (never reused, unlike `tracing`'s
@@ -102,11 +121,15 @@ fn with_stack(f: impl FnOnce(&mut Vec<(u64, u64)>)) -> (bool, u64) {
                 return (false, current());
             };
             f(&mut s);
-            let top = s.last().map_or(0, |&(_, k)| k);
+            let top = s
+                .iter()
+                .rev()
+                .find(|&&(id, _)| id != LOST)
+                .map_or(0, |&(_, k)| k);
             let top_tracing = s
                 .iter()
                 .rev()
-                .find(|&&(id, _)| id != 0)
+                .find(|&&(id, _)| id != NATIVE && id != LOST)
                 .map_or(0, |&(_, k)| k);
             let old = CURRENT
                 .try_with(|c| c.replace((top, top_tracing)).0)
@@ -181,7 +204,8 @@ impl SpanGuard {
     #[doc(hidden)]
     #[inline(always)]
     pub fn entered(key: u64) -> SpanGuard {
-        with_stack(|s| s.push((0, key)));
+        let lost = ENTRY_LOST.try_with(|l| l.replace(false)).unwrap_or(true);
+        with_stack(|s| s.push((if lost { LOST } else { NATIVE }, key)));
         SpanGuard {
             key,
             _thread: PhantomData,
@@ -196,7 +220,10 @@ impl Drop for SpanGuard {
     fn drop(&mut self) {
         let key = self.key;
         let (_, top) = with_stack(|s| {
-            if let Some(i) = s.iter().rposition(|&e| e == (0, key)) {
+            if let Some(i) = s
+                .iter()
+                .rposition(|&(id, k)| k == key && (id == NATIVE || id == LOST))
+            {
                 s.remove(i);
             }
         });
@@ -224,10 +251,17 @@ pub(crate) struct Version {
     pub(crate) raw: Arc<[u8]>,
 }
 
-/// The most versions a span keeps: a span whose values are recorded more
-/// often keeps its first and its latest ones (a record logged before the
-/// dropped versions shows the first's values; see the README).
-pub(crate) const MAX_VERSIONS: usize = 32;
+/// The most versions a span keeps. The flusher forgets the versions no
+/// record can need any more (see `Table::prune`); a span whose values are
+/// recorded faster than that keeps its first and latest ones (a record
+/// logged before the versions dropped shows the first's values).
+pub(crate) const MAX_VERSIONS: usize = 1024;
+
+/// A version is needed while a record of a tick before its successor's may
+/// still come: records are drained within a pass, but a producer waiting
+/// for room keeps the tick of its call. Versions followed by one this much
+/// older than the flusher's pass are forgotten.
+pub(crate) const VERSION_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The `tracing` spans alive in the process, by key (`nanolog::span!`'s
 /// are defined through their thread's ring instead).
@@ -236,6 +270,36 @@ pub(crate) struct Table {
     /// Spans closed since the flusher last looked: it forgets them once
     /// every record logged before the close has been written.
     pub(crate) closed: Vec<u64>,
+    /// Spans given a new version since the flusher last looked (`None`:
+    /// too many to list, look at every span).
+    pub(crate) changed: Option<Vec<u64>>,
+    /// Spans with more than one version.
+    pub(crate) versioned: std::collections::HashSet<u64>,
+}
+
+/// The longest list of changed spans kept for the flusher.
+const MAX_CHANGED: usize = 4096;
+
+impl Table {
+    /// Forgets the versions of spans that no record can need any more:
+    /// those followed by a version older than `horizon` (a tick).
+    pub(crate) fn prune(&mut self, horizon: u64) {
+        let spans = &mut self.spans;
+        self.versioned.retain(|k| {
+            let Some(d) = spans.get_mut(k) else {
+                return false;
+            };
+            // The newest version begun before the horizon is the oldest a
+            // record can still need.
+            let j = d
+                .versions
+                .iter()
+                .rposition(|v| v.tick < horizon)
+                .unwrap_or(0);
+            d.versions.drain(..j);
+            d.versions.len() > 1
+        });
+    }
 }
 
 static TABLE: Mutex<Option<Table>> = Mutex::new(None);
@@ -250,6 +314,8 @@ pub(crate) fn table<R>(f: impl FnOnce(&mut Table) -> R) -> R {
     f(t.get_or_insert_with(|| Table {
         spans: HashMap::new(),
         closed: Vec::new(),
+        changed: Some(Vec::new()),
+        versioned: Default::default(),
     }))
 }
 
@@ -277,6 +343,11 @@ pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
             d.versions.remove(1);
         }
         d.versions.push(Version { tick, site, raw });
+        t.versioned.insert(key);
+        match &mut t.changed {
+            Some(c) if c.len() < MAX_CHANGED => c.push(key),
+            c => *c = None,
+        }
         true
     });
     if known {
