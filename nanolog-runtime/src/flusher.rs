@@ -1082,7 +1082,7 @@ impl State {
     fn refresh_tracing(&mut self) {
         let book = &self.book.spans;
         let defs: Vec<(u64, crate::span::Def)> = crate::span::table(|t| {
-            let changed = std::mem::replace(&mut t.changed, Some(Vec::new()));
+            let changed = t.changed.replace(Vec::new());
             let keys: Vec<u64> = match changed {
                 Some(c) => c.into_iter().filter(|k| book.contains_key(k)).collect(),
                 None => book
