@@ -535,3 +535,39 @@ fn drops_inside_spans_count_calls_and_never_show_wrong_spans() {
     );
     remove_with_kept(&path);
 }
+
+/// A span entered before the logger started, and still entered across a
+/// restart: every record made in it, in either run, carries it.
+#[test]
+fn spans_entered_before_a_start_or_restart_stay_on_later_records() {
+    let _g = serial();
+    let path = temp("restart-spans");
+    remove_with_kept(&path);
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::with_default(subscriber, || {
+        let long = tracing::info_span!("long", id = 1u64);
+        let _e = long.enter();
+        let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+        tracing::info!("first run");
+        drop(logger);
+        let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+        tracing::info!("second run");
+        nanolog::info!("native second run");
+        drop(logger);
+    });
+    let lines = decode_json(&path);
+    let got: Vec<(&str, &Json)> = lines
+        .iter()
+        .map(|l| (l["msg"].as_str().unwrap(), &l["spans"]))
+        .collect();
+    let long = json!([span("long", json!({"id": 1}))]);
+    assert_eq!(
+        got,
+        [
+            ("first run", &long),
+            ("second run", &long),
+            ("native second run", &long)
+        ]
+    );
+    remove_with_kept(&path);
+}
