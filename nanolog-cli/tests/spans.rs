@@ -150,10 +150,13 @@ fn records_carry_their_spans_across_threads_and_rolls() {
                     "deep in three".into(),
                     json!([job_json, step_json, span("leaf", json!({"tag": "x"}))]),
                 );
-                // A `tracing` event's spans are tracing's scope: the
-                // native span inside `step` is not in it.
+                // A `tracing` event inside a native span entered inside
+                // tracing's current span: in it too.
                 tracing::warn!("tracing deep");
-                e.insert("tracing deep".into(), json!([job_json, step_json]));
+                e.insert(
+                    "tracing deep".into(),
+                    json!([job_json, step_json, span("leaf", json!({"tag": "x"}))]),
+                );
             });
             // A message that looks constant on its first event and then
             // varies: every event keeps its own text.

@@ -868,52 +868,65 @@ impl State {
     /// the thread's next record ([`State::resolve`]), so spans without
     /// records inside cost the file nothing.
     fn span_record(&mut self, r: &mut Context, cur: Current, raw: &[u8]) {
+        // A switch, or an exit: one or two `u64`s as the ring holds them
+        // (8 bytes little-endian each), read in place.
+        let word = |i: usize| {
+            raw.get(i * 8..i * 8 + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+        };
+        if cur.role != Role::Span {
+            r.changed = true;
+            match (word(0), word(1)) {
+                // A `nanolog::span!`'s exit: (its key, the span current again).
+                (Some(exited), Some(now)) => {
+                    self.book.exited_now.push(exited);
+                    r.key = now;
+                }
+                // A switch: the span current now.
+                (Some(now), None) => r.key = now,
+                _ => debug_assert!(false, "span bookkeeping record without its key"),
+            }
+            return;
+        }
         let Some(reg) = self.sites[cur.id as usize].as_deref() else {
             return;
         };
         let kinds = &reg.kinds[..];
         let mut args = Vec::new();
-        let nth = |args: &[u8], i: usize| match record::nth_arg(kinds, args, 0, i) {
-            Some(Value::Uint(v)) => u64::try_from(v).ok(),
-            _ => None,
-        };
         if record::compact(kinds, raw, &mut args).is_none() {
             debug_assert!(false, "span record does not match its site");
             return;
         }
-        let Some(key) = kinds.len().checked_sub(1).and_then(|i| nth(&args, i)) else {
-            debug_assert!(false, "span record without its key");
-            return;
+        let key = match kinds
+            .len()
+            .checked_sub(1)
+            .and_then(|i| record::nth_arg(kinds, &args, 0, i))
+        {
+            Some(Value::Uint(v)) => v as u64,
+            _ => {
+                debug_assert!(false, "span record without its key");
+                return;
+            }
         };
         r.changed = true;
-        match cur.role {
-            Role::Span => {
-                // A `nanolog::span!`, entered inside the thread's current span.
-                self.book.insert(
-                    key,
-                    Known {
-                        parent: r.key,
-                        tracing: false,
-                        versions: vec![KnownVersion {
-                            tick: 0,
-                            site: cur.id,
-                            args,
-                        }],
-                        entries: Vec::new(),
-                        children: 0,
-                        exited: false,
-                    },
-                );
-                r.key = key;
-            }
-            // A `nanolog::span!`'s exit: (its key, the span current again).
-            _ if kinds.len() == 2 => {
-                self.book.exited_now.push(nth(&args, 0).unwrap_or(0));
-                r.key = key;
-            }
-            // A switch: the span current now.
-            _ => r.key = key,
-        }
+        // A `nanolog::span!`, entered inside the thread's current span.
+        self.book.insert(
+            key,
+            Known {
+                parent: r.key,
+                tracing: false,
+                versions: vec![KnownVersion {
+                    tick: 0,
+                    site: cur.id,
+                    args,
+                }],
+                entries: Vec::new(),
+                children: 0,
+                exited: false,
+            },
+        );
+        r.key = key;
     }
 
     /// Whether the thread's resolved context still holds for its record at

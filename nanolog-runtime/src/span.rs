@@ -39,12 +39,10 @@ static SWITCH: Site = Site::span_exit();
 static EXIT: Site = Site::span_exit();
 
 thread_local! {
-    /// (current, tracing's current): the key of the span current on this
-    /// thread (the innermost, `tracing` or `nanolog::span!`), and of the
-    /// `tracing` span its registry holds current here (the top of
-    /// [`TRACING_STACK`]). Two words without a destructor: an event reads
-    /// both in one thread-local access.
-    static CURRENT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// The key of the span current on this thread: the top of [`STACK`]
+    /// (the innermost, `tracing` or `nanolog::span!`; 0: none). One word
+    /// without a destructor, so reading it is one thread-local access.
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
     /// The spans entered on this thread and not exited, innermost last, as
     /// tracing's registry keeps its stack: (`tracing` span id, or [`NATIVE`]
     /// or [`LOST`] for a `nanolog::span!`; key). A span entered twice is in
@@ -103,13 +101,7 @@ pub fn span_key() -> u64 {
 /// The key of the span current on this thread (0: none).
 #[inline(always)]
 pub(crate) fn current() -> u64 {
-    CURRENT.try_with(|c| c.get().0).unwrap_or(0)
-}
-
-/// (current, tracing's current) on this thread (see [`CURRENT`]).
-#[inline(always)]
-pub(crate) fn currents() -> (u64, u64) {
-    CURRENT.try_with(Cell::get).unwrap_or((0, 0))
+    CURRENT.try_with(Cell::get).unwrap_or(0)
 }
 
 /// Changes this thread's stack of spans with `f`, then makes its top
@@ -126,14 +118,7 @@ fn with_stack(f: impl FnOnce(&mut Vec<(u64, u64)>)) -> (bool, u64) {
                 .rev()
                 .find(|&&(id, _)| id != LOST)
                 .map_or(0, |&(_, k)| k);
-            let top_tracing = s
-                .iter()
-                .rev()
-                .find(|&&(id, _)| id != NATIVE && id != LOST)
-                .map_or(0, |&(_, k)| k);
-            let old = CURRENT
-                .try_with(|c| c.replace((top, top_tracing)).0)
-                .unwrap_or(top);
+            let old = CURRENT.try_with(|c| c.replace(top)).unwrap_or(top);
             (old != top, top)
         })
         .unwrap_or((false, 0))

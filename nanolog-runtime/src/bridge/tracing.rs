@@ -24,12 +24,24 @@ use crate::wire::format::ArgKind;
 /// records, nanolog's own) carries the chain of spans from the root, as
 /// tracing-subscriber's fmt shows it (see `nanolog::span!`).
 ///
-/// Installed with its filter, [`NanologFilter`], as a per-layer filter
-/// ([`tracing_layer`]): nanolog's directives decide for this layer only.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NanologLayer {
-    _private: (),
+/// Its events pass nanolog's directives as a per-layer filter
+/// ([`NanologFilter`] inside tracing-subscriber's `Filtered`): they decide
+/// for this layer only. Its spans are all enabled (they are context), so
+/// the layer follows them itself, without the per-span lookups `Filtered`
+/// makes (a span entered and exited costs two fewer registry lookups).
+pub struct NanologLayer<S> {
+    events: Filtered<EventLayer, NanologFilter, S>,
 }
+
+impl<S> fmt::Debug for NanologLayer<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NanologLayer").finish_non_exhaustive()
+    }
+}
+
+/// The events' side of [`NanologLayer`], behind its per-layer filter.
+#[derive(Debug, Clone, Copy, Default)]
+struct EventLayer;
 
 /// nanolog's directives as a per-layer filter (tracing-subscriber's
 /// `Filter`): an event callsite they disable is `never` for this layer
@@ -44,17 +56,18 @@ pub struct NanologFilter {
     _private: (),
 }
 
-/// The layer that records `tracing` events (see [`NanologLayer`]), with
-/// nanolog's filter as its own per-layer filter:
+/// The layer that records `tracing` events (see [`NanologLayer`]):
 /// `tracing_subscriber::registry().with(nanolog::tracing_layer()).init()`.
-pub fn tracing_layer<S>() -> Filtered<NanologLayer, NanologFilter, S>
+pub fn tracing_layer<S>() -> NanologLayer<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     // tracing caches each callsite's interest (from `register_callsite`):
     // a change of nanolog's filter asks it again.
     crate::filter::after_change(tracing_core::callsite::rebuild_interest_cache);
-    NanologLayer::default().with_filter(NanologFilter::default())
+    NanologLayer {
+        events: EventLayer.with_filter(NanologFilter::default()),
+    }
 }
 
 impl<S> Filter<S> for NanologFilter {
@@ -696,7 +709,7 @@ impl<'a> Origin<'a> {
     }
 }
 
-impl NanologLayer {
+impl EventLayer {
     /// An event the typed path did not take: its message and fields
     /// formatted on this thread.
     #[inline(never)]
@@ -747,7 +760,83 @@ fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(ctx: &Context<'_, S>, id: &Id)
         .unwrap_or(0)
 }
 
-impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
+    /// An event in its scope: a contextual event in the span current on
+    /// this thread (tracing's current span, or a `nanolog::span!` entered
+    /// inside it), which is where the thread's ring already is; an event
+    /// with an explicit parent (or `parent: None`) in that span's scope,
+    /// written between two switches.
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        if event.is_contextual() {
+            if !take_typed(event) {
+                self.format_event(event);
+            }
+            return;
+        }
+        let current = crate::span::current();
+        let leaf = event.parent().map_or(0, |p| key_of(&ctx, p));
+        if leaf != current {
+            crate::span::switch(leaf);
+        }
+        if !take_typed(event) {
+            self.format_event(event);
+        }
+        if leaf != current {
+            crate::span::switch(current);
+        }
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
+    // The events' side: the per-layer filter and the event layer behind it.
+
+    fn on_register_dispatch(&self, subscriber: &tracing_core::Dispatch) {
+        self.events.on_register_dispatch(subscriber);
+    }
+
+    fn on_layer(&mut self, subscriber: &mut S) {
+        self.events.on_layer(subscriber);
+    }
+
+    fn register_callsite(
+        &self,
+        meta: &'static tracing_core::Metadata<'static>,
+    ) -> tracing_core::Interest {
+        self.events.register_callsite(meta)
+    }
+
+    fn enabled(&self, meta: &tracing_core::Metadata<'_>, ctx: Context<'_, S>) -> bool {
+        self.events.enabled(meta, ctx)
+    }
+
+    fn event_enabled(&self, event: &Event<'_>, ctx: Context<'_, S>) -> bool {
+        self.events.event_enabled(event, ctx)
+    }
+
+    fn max_level_hint(&self) -> Option<tracing_core::LevelFilter> {
+        self.events.max_level_hint()
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        self.events.on_event(event, ctx);
+    }
+
+    /// This layer, or what the events' `Filtered` answers (among it, the
+    /// marker by which tracing-subscriber knows a layer has a per-layer
+    /// filter, as `reload::Layer` forwards it).
+    unsafe fn downcast_raw(&self, id: std::any::TypeId) -> Option<*const ()> {
+        if id == std::any::TypeId::of::<Self>() {
+            return Some(self as *const Self as *const ());
+        }
+        // SAFETY: the caller's contract (a pointer returned for `id` is
+        // only cast to the type `id` names) is the one this method has,
+        // passed on unchanged to the layer that answers for `id`.
+        unsafe { self.events.downcast_raw(id) }
+    }
+
+    // The spans' side: every span is enabled for nanolog, so the layer
+    // follows them itself.
+
     /// A new span: its key, its parent's (tracing's: the explicit one, else
     /// the span current on this thread, a `tracing` one or a
     /// `nanolog::span!`), and its fields, into the process's table of spans.
@@ -805,32 +894,6 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer {
         let key = key_of(&ctx, &id);
         if key != 0 {
             crate::span::close(key);
-        }
-    }
-
-    /// An event in its scope: tracing's (its explicit parent, else the span
-    /// tracing holds current here); a `log` record through tracing-log in
-    /// the span current on this thread. When that is not the thread's
-    /// current span, the event is written between two switches.
-    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let (current, tracing_current) = crate::span::currents();
-        let leaf = if event.is_contextual() {
-            if from_tracing_log(event.metadata()) {
-                current
-            } else {
-                tracing_current
-            }
-        } else {
-            event.parent().map_or(0, |p| key_of(&ctx, p))
-        };
-        if leaf != current {
-            crate::span::switch(leaf);
-        }
-        if !take_typed(event) {
-            self.format_event(event);
-        }
-        if leaf != current {
-            crate::span::switch(current);
         }
     }
 }
