@@ -127,6 +127,7 @@ fn with_stack(f: impl FnOnce(&mut Vec<(u64, u64)>)) -> (bool, u64) {
 /// Writes a switch of this thread's context to `key` (0: no span), as
 /// bookkeeping: a switch the ring cannot take is counted apart from the
 /// logging calls, and the thread's next record restates its context.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 #[inline]
 pub(crate) fn switch(key: u64) {
     producer::log_context(switch_id(), key.ring_len(), |c| {
@@ -147,6 +148,7 @@ pub(crate) fn exit_id() -> u32 {
 
 /// A `tracing` span (`id`, our `key`) entered on this thread: on top of its
 /// stack, current here.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn tracing_enter(id: u64, key: u64) {
     let (changed, top) = with_stack(|s| s.push((id, key)));
     if changed {
@@ -158,6 +160,7 @@ pub(crate) fn tracing_enter(id: u64, key: u64) {
 /// innermost entry of `id` leaves the stack (none: it was entered on
 /// another thread, and nothing changes here); the span current is the
 /// stack's top after it.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn tracing_exit(id: u64) {
     let (changed, top) = with_stack(|s| {
         if let Some(i) = s.iter().rposition(|&(i, _)| i == id) {
@@ -305,6 +308,7 @@ pub(crate) fn table<R>(f: impl FnOnce(&mut Table) -> R) -> R {
 }
 
 /// A new `tracing` span `key` inside `parent` (0: a root).
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
     table(|t| {
         t.spans.insert(
@@ -318,6 +322,7 @@ pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
 }
 
 /// Values recorded into span `key`: its fields from now on.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
     let tick = crate::clock::now();
     let known = table(|t| {
@@ -342,6 +347,7 @@ pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
 
 /// Span `key` was closed: forgotten by the flusher once the records logged
 /// before now are written, or at once when no logger runs.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn close(key: u64) {
     let running = crate::channel::running().is_some();
     table(|t| {
