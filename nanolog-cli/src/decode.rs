@@ -109,7 +109,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
             w: io::stdout().lock(),
             printed: 0,
         };
-        let cursor = Cursor::new(a.cursor.as_deref());
+        let cursor = Cursor::new(a.cursor.as_deref(), &a.files[0]);
         return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
     }
     let files = crate::open_all(&a.files, true)?;

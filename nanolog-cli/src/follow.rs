@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use nanolog_runtime::reader::{next_in_set, Header, LogFile, Refresh};
+use nanolog_runtime::reader::{next_after_seq, next_in_set, Header, LogFile, Refresh};
 
 /// What a follower does with the entries it finds.
 pub(crate) trait Sink {
@@ -22,6 +22,37 @@ pub(crate) trait Sink {
     /// Nothing new for now. `Ok(false)` stops following (`ship --once`).
     fn idle(&mut self) -> anyhow::Result<bool> {
         Ok(true)
+    }
+
+    /// `files` files of the set were deleted (by the writer's retention)
+    /// before the follower reached them: their records are lost to it.
+    fn missed(&mut self, files: u64, set: &Path) -> anyhow::Result<()> {
+        let _ = writeln!(
+            io::stderr(),
+            "nanolog: warning: {files} file(s) of {} were deleted before they were read: their records are not taken",
+            set.display()
+        );
+        Ok(())
+    }
+}
+
+/// Where the follower goes on from, after a file read to its end.
+#[derive(Debug, Clone, Copy)]
+enum After {
+    /// The first file of the set that began after this time (files of
+    /// writers before sequence numbers).
+    Time(i64),
+    /// The file numbered after this one (whose header is given).
+    Seq(u64, Header),
+}
+
+impl After {
+    /// After `log`, read to its end.
+    fn of(log: &LogFile) -> After {
+        match log.seq() {
+            Some(s) => After::Seq(s, *log.header()),
+            None => After::Time(log.header().base_unix_ns),
+        }
     }
 }
 
@@ -51,36 +82,78 @@ pub(crate) fn follow(
 ) -> anyhow::Result<()> {
     // The file being read, where it was opened, and how far it is taken.
     let mut cur: Option<(LogFile, PathBuf, usize)> = None;
-    // The header of the last file read to its end: the next file is the
-    // first of the set that began after it.
+    // The header of the last file read to its end.
     let mut done: Option<Header> = None;
-    // Some(t): the next file to read is the first of the set that began
-    // after t. With no live file yet, the follower is there before the
-    // writer: every file of the set that begins from now on is new (a
-    // writer that rolls fast may have rolled several before the next look).
-    let mut after_ns: Option<i64> = match start {
-        Start::WholeSet => Some(i64::MIN),
+    // Some: the next file to read is the one after this. With no live file
+    // yet, the follower is there before the writer: every file of the set
+    // that begins from now on is new (a writer that rolls fast may have
+    // rolled several before the next look).
+    let mut after: Option<After> = match start {
+        Start::WholeSet => Some(After::Time(i64::MIN)),
         Start::LiveFile if std::fs::metadata(base).is_err() => {
-            Some(newest_finished(base).unwrap_or(i64::MIN))
+            Some(newest_finished(base).unwrap_or(After::Time(i64::MIN)))
         }
         Start::LiveFile => None,
     };
     // A saved position: go on from it, in its file if the set still has
     // it, else from the first file that began after it.
     if let Some(c) = cursor.load()? {
+        let cpath = cursor.path.as_deref().unwrap_or(Path::new("")).display();
+        if let Some(log) = c.log.as_deref().filter(|l| *l != cursor.log) {
+            anyhow::bail!(
+                "the cursor {cpath} is of the log {}, not of {}: give each log its own cursor",
+                log.display(),
+                cursor.log.display()
+            );
+        }
         match find_in_set(base, c.pid, c.base_unix_ns) {
             Some((l, path)) => {
+                if c.offset > l.valid_len() {
+                    anyhow::bail!(
+                        "the cursor {cpath} is ahead of the log: it says byte {} of {}, which ends at {}",
+                        c.offset,
+                        path.display(),
+                        l.valid_len()
+                    );
+                }
                 let offset = c.offset.min(l.valid_len());
                 cur = Some((l, path, offset));
-                after_ns = None;
+                after = None;
             }
             None => {
+                // Ahead of every file of the set: another log's cursor, or
+                // one from the future; not applied.
+                let (newest_seq, newest_ns) = newest_in_set(base);
+                let ahead = match (c.seq, newest_seq) {
+                    (Some(s), Some(n)) => s > n,
+                    _ => newest_ns.is_some_and(|n| c.base_unix_ns > n),
+                };
+                if ahead {
+                    anyhow::bail!(
+                        "the cursor {cpath} is ahead of the log {}: it names a file the log does not have yet (number {}, begun at {} ns); is it another log's?",
+                        base.display(),
+                        c.seq.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+                        c.base_unix_ns
+                    );
+                }
                 let _ = writeln!(
                     io::stderr(),
-                    "nanolog: warning: the cursor's file is no longer in the set of {}; going on from the first file after it",
+                    "nanolog: warning: the cursor's file is no longer in the set of {} (deleted before it was read to its end); going on from the first file after it",
                     base.display()
                 );
-                after_ns = Some(c.base_unix_ns);
+                after = Some(match c.seq {
+                    Some(s) => After::Seq(
+                        s,
+                        Header {
+                            version: 0,
+                            ticks_per_second: 1.0,
+                            base_tick: 0,
+                            base_unix_ns: c.base_unix_ns,
+                            pid: c.pid,
+                        },
+                    ),
+                    None => After::Time(c.base_unix_ns),
+                });
             }
         }
         if let Some((log, _, offset)) = cur.as_mut() {
@@ -92,9 +165,24 @@ pub(crate) fn follow(
     }
     loop {
         let Some((log, path, offset)) = cur.as_mut() else {
-            let next = match after_ns {
-                Some(ns) => next_in_set(base, ns),
-                None => base.to_path_buf(),
+            let next = match after {
+                Some(After::Time(ns)) => Some(next_in_set(base, ns)),
+                Some(After::Seq(seq, h)) => {
+                    let (next, missed) = next_after_seq(base, seq, &h);
+                    if missed > 0 {
+                        sink.missed(missed, base)?;
+                    }
+                    next
+                }
+                None => Some(base.to_path_buf()),
+            };
+            let Some(next) = next else {
+                // The next file is not there yet.
+                if !sink.idle()? {
+                    return Ok(());
+                }
+                std::thread::sleep(POLL);
+                continue;
             };
             match LogFile::open_live(&next) {
                 // The live file is still the one read to its end (the
@@ -161,7 +249,7 @@ pub(crate) fn follow(
         };
         if ended {
             done = Some(*log.header());
-            after_ns = Some(log.header().base_unix_ns);
+            after = Some(After::of(log));
             cur = None;
             continue;
         }
@@ -172,11 +260,18 @@ pub(crate) fn follow(
     }
 }
 
-/// A follower's saved position: the file (by its header's pid and start
-/// time) and the offset taken up to. Kept in a file of one line,
-/// `nanolog-cursor-v1 PID BASE_UNIX_NS OFFSET`, replaced atomically.
+/// A follower's saved position: the log it is of, the file (by its
+/// header's pid and start time, and its number in the set) and the offset
+/// taken up to. Kept in a file of one line,
+/// `nanolog-cursor-v2 PID BASE_UNIX_NS OFFSET SEQ LOG` (`SEQ` is `-` for a
+/// file without a number; `LOG` the log's path, made absolute), replaced
+/// atomically and durably (written beside it, synced, renamed over it, the
+/// directory synced). Version 1 cursors (`nanolog-cursor-v1 PID
+/// BASE_UNIX_NS OFFSET`) are read too.
 pub(crate) struct Cursor {
     path: Option<PathBuf>,
+    /// The log's live path, as the cursor names it.
+    log: PathBuf,
 }
 
 /// A position read from a cursor file.
@@ -184,13 +279,29 @@ struct Saved {
     pid: u32,
     base_unix_ns: i64,
     offset: usize,
+    seq: Option<u64>,
+    /// The log it was saved for (version 2).
+    log: Option<PathBuf>,
+}
+
+/// The log at `base` as a cursor names it: absolute, its directory's links
+/// resolved (the file itself may not exist yet).
+fn log_identity(base: &Path) -> PathBuf {
+    let abs = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
+    match (abs.parent(), abs.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .map(|d| d.join(name))
+            .unwrap_or(abs),
+        _ => abs,
+    }
 }
 
 impl Cursor {
-    /// A cursor kept at `path`, or none.
-    pub(crate) fn new(path: Option<&Path>) -> Cursor {
+    /// A cursor of the log at `log`, kept at `path`, or none.
+    pub(crate) fn new(path: Option<&Path>, log: &Path) -> Cursor {
         Cursor {
             path: path.map(Path::to_path_buf),
+            log: log_identity(log),
         }
     }
 
@@ -204,36 +315,73 @@ impl Cursor {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
-        let bad = || anyhow::anyhow!("{}: not a nanolog cursor", path.display());
-        let mut f = text.split_whitespace();
-        if f.next() != Some("nanolog-cursor-v1") {
-            return Err(bad());
-        }
+        let bad = || {
+            anyhow::anyhow!(
+                "{}: not a nanolog cursor (remove it to start again from the log's first file)",
+                path.display()
+            )
+        };
+        let line = text.lines().next().unwrap_or("");
+        let mut f = line.splitn(6, ' ');
+        let v2 = match f.next() {
+            Some("nanolog-cursor-v1") => false,
+            Some("nanolog-cursor-v2") => true,
+            _ => return Err(bad()),
+        };
         let mut num = || f.next().ok_or_else(bad);
+        let pid = num()?.parse().map_err(|_| bad())?;
+        let base_unix_ns = num()?.parse().map_err(|_| bad())?;
+        let offset = num()?.parse().map_err(|_| bad())?;
+        let (seq, log) = if v2 {
+            let seq = match num()? {
+                "-" => None,
+                n => Some(n.parse().map_err(|_| bad())?),
+            };
+            (seq, Some(PathBuf::from(num()?)))
+        } else {
+            (None, None)
+        };
         Ok(Some(Saved {
-            pid: num()?.parse().map_err(|_| bad())?,
-            base_unix_ns: num()?.parse().map_err(|_| bad())?,
-            offset: num()?.parse().map_err(|_| bad())?,
+            pid,
+            base_unix_ns,
+            offset,
+            seq,
+            log,
         }))
     }
 
     /// Saves the position (`log` taken up to `offset`), if a cursor is
-    /// kept: written beside it and renamed over it, so a reader (or a kill)
-    /// sees the old position or the new, never half of one.
+    /// kept: written beside it, synced and renamed over it, so a reader (or
+    /// a kill, or a power cut) sees the old position or the new, never half
+    /// of one or none.
     pub(crate) fn save(&self, log: &LogFile, offset: usize) -> anyhow::Result<()> {
         let Some(path) = self.path.as_deref() else {
             return Ok(());
         };
         let h = log.header();
+        let seq = log.seq().map_or_else(|| "-".to_owned(), |s| s.to_string());
+        let line = format!(
+            "nanolog-cursor-v2 {} {} {offset} {seq} {}\n",
+            h.pid,
+            h.base_unix_ns,
+            self.log.display()
+        );
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
-        std::fs::write(
-            &tmp,
-            format!("nanolog-cursor-v1 {} {} {offset}\n", h.pid, h.base_unix_ns),
-        )
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .with_context(|| format!("cannot save the cursor {}", path.display()))
+        let write = || -> io::Result<()> {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(line.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, path)?;
+            // The rename itself, on disk.
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+            if let Ok(d) = std::fs::File::open(dir.unwrap_or(Path::new("."))) {
+                let _ = d.sync_all();
+            }
+            Ok(())
+        };
+        write().with_context(|| format!("cannot save the cursor {}", path.display()))
     }
 }
 
@@ -256,11 +404,30 @@ fn find_in_set(base: &Path, pid: u32, base_unix_ns: i64) -> Option<(LogFile, Pat
     None
 }
 
-/// When the newest finished file of the set at `base` began.
-fn newest_finished(base: &Path) -> Option<i64> {
+/// The highest file number of the set at `base` (finished or live), and
+/// the latest start time of its files.
+fn newest_in_set(base: &Path) -> (Option<u64>, Option<i64>) {
+    let mut seq = None;
+    let mut ns = None;
+    let files = nanolog_runtime::reader::finished_files_keyed(base).unwrap_or_default();
+    let paths = files
+        .iter()
+        .map(|(_, p, _)| p.clone())
+        .chain([base.to_path_buf()]);
+    for p in paths {
+        if let Ok(l) = LogFile::open(&p) {
+            seq = seq.max(l.seq());
+            ns = ns.max(Some(l.header().base_unix_ns));
+        }
+    }
+    (seq, ns)
+}
+
+/// After the newest finished file of the set at `base`.
+fn newest_finished(base: &Path) -> Option<After> {
     let files = nanolog_runtime::reader::finished_files(base).ok()?;
     let (last, _) = files.last()?;
-    Some(LogFile::open(last).ok()?.header().base_unix_ns)
+    Some(After::of(&LogFile::open(last).ok()?))
 }
 
 /// The file at `path` was replaced or cut back: if it is the same file cut

@@ -18,7 +18,7 @@ mod stats;
 mod time_args;
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -133,9 +133,36 @@ pub(crate) fn open_all(
     warn: bool,
 ) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
     let files = expand(files)?;
+    let several = files.len() > 1;
     let mut out = Vec::with_capacity(files.len());
+    let mut first_err = None;
     for f in &files {
-        let log = nanolog_runtime::reader::LogFile::open(f)?;
+        // A writer's lock file, or a roll's or a cursor's file in the
+        // making, matched by a pattern such as `logs/*`: not a log, and
+        // not worth a word.
+        if several && is_set_companion(f) {
+            continue;
+        }
+        // Checked before opening: opening a FIFO waits for a writer.
+        let log = match std::fs::metadata(f) {
+            Ok(m) if m.is_dir() => Err(anyhow::anyhow!("{}: a directory, not a log", f.display())),
+            Ok(m) if !m.is_file() => Err(anyhow::anyhow!(
+                "{}: not a regular file (a FIFO, socket or device): not read",
+                f.display()
+            )),
+            _ => nanolog_runtime::reader::LogFile::open(f).map_err(anyhow::Error::from),
+        };
+        let log = match log {
+            Ok(l) => l,
+            // One input: its error is the command's (CONTRACT §4).
+            Err(e) if !several => return Err(e),
+            // Among several: a warning each, the rest read.
+            Err(e) => {
+                let _ = writeln!(io::stderr(), "nanolog: warning: {e}; skipped");
+                first_err.get_or_insert(e);
+                continue;
+            }
+        };
         if warn {
             for w in log.warnings() {
                 let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
@@ -143,5 +170,29 @@ pub(crate) fn open_all(
         }
         out.push(log);
     }
+    if out.is_empty() {
+        return Err(match first_err {
+            Some(e) => e.context(format!(
+                "none of the {} files is a nanolog log",
+                files.len()
+            )),
+            None => anyhow::anyhow!("no log file to read"),
+        });
+    }
     Ok(out)
+}
+
+/// Whether `f` is one of the files a writer or a follower keeps beside a
+/// log: `app.nlog.lock`, `app.nlog.next` (a roll under way), a cursor's
+/// `.tmp` (checked by its name and by the log it sits beside).
+fn is_set_companion(f: &Path) -> bool {
+    let name = f
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    ["lock", "next", "tmp"].iter().any(|ext| {
+        name.strip_suffix(ext)
+            .and_then(|n| n.strip_suffix('.'))
+            .is_some_and(|log| f.with_file_name(log).exists() || *ext == "lock")
+    })
 }

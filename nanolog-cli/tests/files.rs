@@ -795,7 +795,11 @@ fn follow_with_a_cursor_resumes_after_a_kill() {
         first.len()
     );
     let saved = std::fs::read_to_string(&cursor).unwrap();
-    assert!(saved.starts_with("nanolog-cursor-v1 "), "{saved}");
+    assert!(saved.starts_with("nanolog-cursor-v2 "), "{saved}");
+    assert!(
+        saved.trim_end().ends_with("app.nlog"),
+        "the cursor names its log: {saved}"
+    );
     log(10_000..40_000);
     let (mut b, rx) = spawn_follower(&base, &cursor);
     log(40_000..50_000);

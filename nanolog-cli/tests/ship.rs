@@ -542,7 +542,7 @@ fn the_readme_shipping_lines_run_as_written() {
             let _ = child.kill();
             let _ = child.wait();
             let saved = std::fs::read_to_string(&cursor).unwrap();
-            assert!(saved.starts_with("nanolog-cursor-v1 "), "{saved}");
+            assert!(saved.starts_with("nanolog-cursor-v2 "), "{saved}");
         }
         let mut got: Vec<String> = c.records().into_iter().map(|g| g.body).collect();
         got.sort_by_key(|b| b[5..].split(' ').next().unwrap().parse::<u64>().unwrap());

@@ -33,10 +33,25 @@ fn fallback_ns() -> u64 {
 
 /// Nanoseconds since the Unix epoch, by the system clock.
 pub fn unix_ns() -> i64 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
+    let ns = match SystemTime::now().duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_nanos() as i64,
         Err(e) => -(e.duration().as_nanos() as i64),
-    }
+    };
+    #[cfg(feature = "test-hooks")]
+    let ns = ns + WALL_STEP.load(std::sync::atomic::Ordering::Relaxed);
+    ns
+}
+
+/// Tests only: how far the wall clock has been stepped.
+#[cfg(feature = "test-hooks")]
+static WALL_STEP: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Tests only: steps this process's view of the wall clock by `delta_ns`
+/// (negative: back), as an operator's `date -s` or an NTP step would.
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn __step_wall_clock(delta_ns: i64) {
+    WALL_STEP.fetch_add(delta_ns, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// A (tick, Unix ns) pair taken as close together as the OS allows.

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::set::{finished_files, finished_path_n, read_header};
+use crate::set::{finished_files, finished_path_n, finished_path_seq, read_header, read_start};
 
 /// The finished name for the file `meta` describes, of the set at `base`,
 /// started at `start_unix_ns`: the first of `...Z.nlog`, `...Z.1.nlog`, ...
@@ -26,6 +26,25 @@ pub(crate) fn finished_slot(
         }
     }
     (finished_path_n(base, start_unix_ns, u32::MAX), false)
+}
+
+/// The finished name of file `seq` of the set at `base` (see
+/// [`finished_path_seq`]), and whether it already is a link to the file
+/// `meta` describes (a roll that died between linking and renaming). A
+/// name taken by another file (not ours: sequence numbers are not reused)
+/// gets the time-named slot instead.
+pub(crate) fn finished_slot_seq(
+    base: &Path,
+    seq: u64,
+    start_unix_ns: i64,
+    meta: &std::fs::Metadata,
+) -> (PathBuf, bool) {
+    let t = finished_path_seq(base, seq, start_unix_ns);
+    match std::fs::symlink_metadata(&t) {
+        Err(_) => (t, false),
+        Ok(_) if same_file(meta, &t) => (t, true),
+        Ok(_) => finished_slot(base, start_unix_ns, meta),
+    }
 }
 
 /// How many finished files, and how many bytes of them, to keep.
@@ -112,7 +131,10 @@ pub(crate) fn keep_previous(path: &Path) -> Result<(), Error> {
     if !meta.is_file() || meta.len() == 0 {
         return Ok(());
     }
-    let (target, kept) = finished_slot(path, started(path, &meta), &meta);
+    let (target, kept) = match read_start(path) {
+        Some((h, Some(seq))) => finished_slot_seq(path, seq, h.base_unix_ns, &meta),
+        _ => finished_slot(path, started(path, &meta), &meta),
+    };
     let done = if kept {
         // Under both names after a roll that died between link and rename:
         // it is kept already, and a second finished name would decode its

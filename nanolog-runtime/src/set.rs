@@ -1,16 +1,23 @@
-//! The names of a log's set of files on disk: the live file at the configured path, and
-//! the finished files beside it, named by the UTC time each one started so
-//! that their names sort in time order:
+//! The names of a log's set of files on disk: the live file at the
+//! configured path, and the finished files beside it, named by their
+//! sequence number in the set (which the writer counts up, one a file,
+//! across rolls and restarts, whatever the wall clock does) and the UTC
+//! time each one started, so that their names sort in the order they were
+//! written:
 //!
 //! ```text
-//! app.nlog                                  the live file (always this name)
-//! app.20261123T150000.000121337Z.nlog       finished: started 15:00:00.000121337 UTC
-//! app.20261123T160000.000098312Z.nlog       finished: the next one
+//! app.nlog                                          the live file (always this name)
+//! app.0000000041.20261123T150000.000121337Z.nlog    finished: the 41st file of the set
+//! app.0000000042.20261123T160000.000098312Z.nlog    finished: the next one
 //! ```
 //!
-//! Two files that started in the same nanosecond get `...Z.1.nlog`,
-//! `...Z.2.nlog`. Retention deletes only names of exactly this shape, so
-//! another program's files beside the log are never touched.
+//! Each file also says its sequence number in its SET entry (FORMAT.md), so
+//! a follower at the end of file 41 opens exactly file 42, finished or
+//! live. Files of writers before sequence numbers are named by their start
+//! time alone (`app.20261123T150000.000121337Z.nlog`, `...Z.1.nlog` for a
+//! second file of the same nanosecond); they sort before every numbered
+//! file. Retention deletes only names of exactly these shapes, so another
+//! program's files beside the log are never touched.
 
 use std::fs::File;
 use std::io;
@@ -53,35 +60,91 @@ pub(crate) fn finished_path_n(base: &Path, start_unix_ns: i64, n: u32) -> PathBu
     base.with_file_name(name)
 }
 
+/// The name the finished file number `seq` of the set at `base`, started at
+/// `start_unix_ns`, gets: `app.0000000042.20261123T153100.123456789Z.nlog`.
+pub fn finished_path_seq(base: &Path, seq: u64, start_unix_ns: i64) -> PathBuf {
+    let mut t = String::new();
+    crate::text::utc::write_utc(&mut t, start_unix_ns, 'T');
+    let stamp: String = t.chars().filter(|c| !matches!(c, '-' | ':')).collect();
+    let (stem, ext) = stem_ext(base);
+    let name = match ext {
+        Some(ext) => format!("{stem}.{seq:010}.{stamp}Z.{ext}"),
+        None => format!("{stem}.{seq:010}.{stamp}Z"),
+    };
+    base.with_file_name(name)
+}
+
+/// Where a finished file sits in its set, from its name: files of writers
+/// before sequence numbers by start time (and suffix), before every
+/// numbered file, which sort by number.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SetKey {
+    /// `app.<UTC start>Z[.N].nlog`.
+    Time(String, u32),
+    /// `app.<seq>.<UTC start>Z.nlog`.
+    Seq(u64),
+}
+
+impl SetKey {
+    /// The file's sequence number, if its name has one.
+    pub fn seq(&self) -> Option<u64> {
+        match self {
+            SetKey::Seq(s) => Some(*s),
+            SetKey::Time(..) => None,
+        }
+    }
+}
+
+/// Whether `stamp` is `YYYYMMDDTHHMMSS.nnnnnnnnn`.
+fn is_stamp(stamp: &str) -> bool {
+    let b = stamp.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    b.len() == 25
+        && digits(0..8)
+        && b[8] == b'T'
+        && digits(9..15)
+        && b[15] == b'.'
+        && digits(16..25)
+}
+
 /// The sort key of a finished file's name of the set at `base`, or `None`
 /// if `name` is not one (another program's file, the live file, a name of
 /// another set).
-pub(crate) fn finished_key(base: &Path, name: &str) -> Option<(String, u32)> {
+pub(crate) fn finished_key(base: &Path, name: &str) -> Option<SetKey> {
     let (stem, ext) = stem_ext(base);
     let rest = name.strip_prefix(&stem)?.strip_prefix('.')?;
     let rest = match &ext {
         Some(ext) => rest.strip_suffix(ext.as_str())?.strip_suffix('.')?,
         None => rest,
     };
+    // SEQ.YYYYMMDDTHHMMSS.nnnnnnnnnZ (ten digits or more)
+    if let Some((seq, stamp)) = rest.split_once('.') {
+        if seq.len() >= 10 && seq.bytes().all(|b| b.is_ascii_digit()) {
+            let stamp = stamp.strip_suffix('Z')?;
+            return (is_stamp(stamp)).then_some(SetKey::Seq(seq.parse().ok()?));
+        }
+    }
     // YYYYMMDDTHHMMSS.nnnnnnnnnZ, then optionally .N
     let (stamp, n) = match rest.split_once("Z.") {
         Some((stamp, n)) => (stamp, n.parse::<u32>().ok()?),
         None => (rest.strip_suffix('Z')?, 0),
     };
-    let b = stamp.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
-    let ok = b.len() == 25
-        && digits(0..8)
-        && b[8] == b'T'
-        && digits(9..15)
-        && b[15] == b'.'
-        && digits(16..25);
-    ok.then(|| (stamp.to_owned(), n))
+    is_stamp(stamp).then(|| SetKey::Time(stamp.to_owned(), n))
 }
 
 /// The finished files of the set at `base`, oldest first, with their sizes.
 /// The live file is not among them.
 pub fn finished_files(base: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
+    Ok(finished_files_keyed(base)?
+        .into_iter()
+        .map(|(_, p, len)| (p, len))
+        .collect())
+}
+
+/// [`finished_files`] with each file's place in the set. Only regular
+/// files count (a symbolic link, a FIFO or a directory named like one is
+/// not the set's).
+pub fn finished_files_keyed(base: &Path) -> io::Result<Vec<(SetKey, PathBuf, u64)>> {
     let dir = match base.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -93,13 +156,27 @@ pub fn finished_files(base: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
         let Some(key) = name.to_str().and_then(|n| finished_key(base, n)) else {
             continue;
         };
-        let meta = entry.metadata()?;
+        // Not followed: a link is not one of the writer's files.
+        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
         if meta.is_file() {
             found.push((key, base.with_file_name(&name), meta.len()));
         }
     }
     found.sort();
-    Ok(found.into_iter().map(|(_, p, len)| (p, len)).collect())
+    Ok(found)
+}
+
+/// The next sequence number of the set at `base`: one past the highest
+/// of its finished files (1 for a set without numbered files).
+pub(crate) fn next_seq(base: &Path) -> u64 {
+    finished_files_keyed(base)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|(k, _, _)| k.seq())
+        .max()
+        .map_or(1, |s| s + 1)
 }
 
 /// The file of the set at `base` that follows one that began at
@@ -117,11 +194,83 @@ pub fn next_in_set(base: &Path, after_unix_ns: i64) -> PathBuf {
         .unwrap_or_else(|| base.to_path_buf())
 }
 
+/// Where a follower goes on after file `seq` of the set at `base` (read to
+/// its end): the file numbered `seq + 1`, finished or live, found however
+/// the writer rolled meanwhile (a roll between the listing and the look at
+/// the live file is seen, and the listing made again). `None`: no later
+/// file yet. The count is of files numbered between the two that are
+/// nowhere (retention deleted them before the follower reached them).
+///
+/// A live file numbered `seq` or lower whose header is not `done` is a new
+/// numbering of the set (every numbered file was removed before a writer
+/// started): it is next.
+pub fn next_after_seq(base: &Path, seq: u64, done: &Header) -> (Option<PathBuf>, u64) {
+    for attempt in 0..3 {
+        let later: Vec<(u64, PathBuf)> = finished_files_keyed(base)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(k, p, _)| k.seq().filter(|&q| q > seq).map(|q| (q, p)))
+            .collect();
+        if let Some((q, p)) = later.first() {
+            if *q == seq + 1 {
+                return (Some(p.clone()), 0);
+            }
+        }
+        let live = read_start(base);
+        match live {
+            Some((_, Some(ls))) if ls == seq + 1 => return (Some(base.to_path_buf()), 0),
+            Some((h, Some(ls))) if ls <= seq && later.is_empty() => {
+                if h != *done && h.base_unix_ns != done.base_unix_ns {
+                    return (Some(base.to_path_buf()), 0);
+                }
+                return (None, 0);
+            }
+            // A writer before sequence numbers at the path: it is next.
+            Some((h, None)) if later.is_empty() => {
+                return ((h != *done).then(|| base.to_path_buf()), 0);
+            }
+            // Later than the next: the next may have rolled away since the
+            // listing; look again.
+            Some((_, Some(_))) if attempt < 2 => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            }
+            None if later.is_empty() => return (None, 0),
+            _ => {}
+        }
+        // The next is nowhere: the first later file, counting the gap.
+        let live_seq = live.and_then(|(_, s)| s).filter(|&ls| ls > seq);
+        let first = match (later.first(), live_seq) {
+            (Some((q, _)), Some(ls)) if ls < *q => (ls, base.to_path_buf()).into(),
+            (Some((q, p)), _) => (*q, p.clone()).into(),
+            (None, Some(ls)) => (ls, base.to_path_buf()).into(),
+            (None, None) => None,
+        };
+        return match first {
+            Some((q, p)) => (Some(p), q - seq - 1),
+            None => (None, 0),
+        };
+    }
+    (None, 0)
+}
+
 /// The header of the log at `path`, if it has a valid one.
 pub(crate) fn read_header(path: &Path) -> Option<Header> {
-    let mut head = [0u8; wire::HEADER_LEN];
-    File::open(path)
-        .and_then(|mut f| io::Read::read_exact(&mut f, &mut head))
-        .ok()?;
-    Header::decode(&head).ok()
+    read_start(path).map(|(h, _)| h)
+}
+
+/// The header of the log at `path` and its sequence number in its set
+/// (from its SET entry, the first after the header; `None` for a file of a
+/// writer before sequence numbers). Reads a few hundred bytes; a FIFO or a
+/// device is not opened.
+pub(crate) fn read_start(path: &Path) -> Option<(Header, Option<u64>)> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut head = Vec::with_capacity(512);
+    io::Read::read_to_end(&mut io::Read::take(File::open(path).ok()?, 512), &mut head).ok()?;
+    let header = Header::decode(&head).ok()?;
+    let seq = wire::dict::first_set_entry(head.get(wire::HEADER_LEN..)?).map(|s| s.seq);
+    Some((header, seq))
 }

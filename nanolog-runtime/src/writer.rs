@@ -64,8 +64,12 @@ pub(crate) struct Writer {
     file: File,
     /// Bytes known to be in the file.
     len: u64,
-    /// The live file's start, from its header: its name once finished.
+    /// The live file's start, from its header, and its sequence number in
+    /// the set (its SET entry): its name once finished.
     start_unix_ns: i64,
+    seq: u64,
+    /// This machine's name, in every file's SET entry.
+    host: String,
     /// Records written to the live file (a time boundary does not roll an
     /// file without records).
     records: u64,
@@ -166,10 +170,12 @@ fn lock(path: &Path) -> Result<File, Error> {
     Ok(file)
 }
 
-/// Creates `path` and writes a fresh header; returns the file and the header.
-/// The file is opened for appending: a write after another program cut it
-/// back lands at its new end, not past a hole where the header was.
-fn open(path: &Path) -> io::Result<(File, Header)> {
+/// Creates `path` and writes a fresh header and its SET entry (file `seq`
+/// of the set, written on `host`); returns the file, the header and the
+/// bytes written. The file is opened for appending: a write after another
+/// program cut it back lands at its new end, not past a hole where the
+/// header was.
+fn open(path: &Path, seq: u64, host: &str) -> io::Result<(File, Header, u64)> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -179,8 +185,36 @@ fn open(path: &Path) -> io::Result<(File, Header)> {
         file.set_len(0)?;
     }
     let header = new_header();
-    file.write_all(&header.encode())?;
-    Ok((file, header))
+    let start = start_bytes(&header, seq, host);
+    file.write_all(&start)?;
+    Ok((file, header, start.len() as u64))
+}
+
+/// A file's first bytes: its header and its SET entry.
+fn start_bytes(header: &Header, seq: u64, host: &str) -> Vec<u8> {
+    let mut b = header.encode().to_vec();
+    put_entry(&mut b, tag::SET, |b| dict::put_set(b, seq, host));
+    b
+}
+
+/// This machine's name (empty where it has none to give).
+fn host_name() -> String {
+    #[cfg(unix)]
+    {
+        let mut buf = [0u8; 256];
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes, the length
+        // passed; gethostname writes at most that many and nothing else.
+        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        if rc == 0 {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            return String::from_utf8_lossy(&buf[..end]).into_owned();
+        }
+        String::new()
+    }
+    #[cfg(not(unix))]
+    {
+        std::env::var("COMPUTERNAME").unwrap_or_default()
+    }
 }
 
 /// The header of a file begun now.
@@ -269,7 +303,10 @@ impl Writer {
         // The kept file counts against retention; a failure to delete is
         // not a reason to refuse to log.
         let _ = policy.retention.apply(path);
-        let (file, header) = open(path).map_err(open_err)?;
+        // The set goes on from its highest number, whatever the clock says.
+        let seq = crate::set::next_seq(path);
+        let host = host_name();
+        let (file, header, start_len) = open(path, seq, &host).map_err(open_err)?;
         let copy = match &policy.unrotated_copy {
             Some(p) => {
                 let mut f = File::create(p).map_err(open_err)?;
@@ -281,8 +318,10 @@ impl Writer {
         let mut w = Writer {
             path: path.to_path_buf(),
             file,
-            len: wire::HEADER_LEN as u64,
+            len: start_len,
             start_unix_ns: header.base_unix_ns,
+            seq,
+            host,
             records: 0,
             policy,
             boundary: None,
@@ -313,6 +352,8 @@ impl Writer {
             file,
             len: wire::HEADER_LEN as u64,
             start_unix_ns: clock::unix_ns(),
+            seq: 0,
+            host: String::new(),
             records: 0,
             policy: Policy::default(),
             boundary: None,
@@ -442,10 +483,14 @@ impl Writer {
         let ctx = |what: &str, e: io::Error| {
             io::Error::new(e.kind(), format!("cannot roll the log ({what}): {e}"))
         };
-        let (finished, kept) =
-            fileset::finished_slot(&self.path, self.start_unix_ns, &self.file.metadata()?);
-        let (file, header) =
-            open(&next).map_err(|e| ctx(&format!("create {}", next.display()), e))?;
+        let (finished, kept) = fileset::finished_slot_seq(
+            &self.path,
+            self.seq,
+            self.start_unix_ns,
+            &self.file.metadata()?,
+        );
+        let (file, header, start_len) = open(&next, self.seq + 1, &self.host)
+            .map_err(|e| ctx(&format!("create {}", next.display()), e))?;
         // `kept`: an earlier attempt left the link behind (its undo failed).
         let linked = if kept {
             Ok(true)
@@ -489,8 +534,9 @@ impl Writer {
             let _ = c.write_all(&pairs);
         }
         self.file = file;
-        self.len = wire::HEADER_LEN as u64;
+        self.len = start_len;
         self.start_unix_ns = header.base_unix_ns;
+        self.seq += 1;
         self.records = 0;
         Ok(self.len)
     }
@@ -549,9 +595,12 @@ impl Writer {
                     lost.first_tick = self.last_write.1;
                 }
                 self.file.set_len(0)?;
+                // A new file of the set, in the old one's place.
                 let header = new_header();
-                self.file.write_all(&header.encode())?;
-                self.len = wire::HEADER_LEN as u64;
+                let start = start_bytes(&header, self.seq + 1, &self.host);
+                self.file.write_all(&start)?;
+                self.seq += 1;
+                self.len = start.len() as u64;
                 self.start_unix_ns = header.base_unix_ns;
                 self.records = 0;
                 self.unchecked_records = 0;
@@ -569,9 +618,12 @@ impl Writer {
             }
         }
         fileset::keep_previous(&self.path).map_err(|e| io::Error::other(e.to_string()))?;
-        let (file, header) = open(&self.path)?;
+        // After this writer's files and whatever was put at the path.
+        let seq = crate::set::next_seq(&self.path).max(self.seq + 1);
+        let (file, header, start_len) = open(&self.path, seq, &self.host)?;
         self.file = file;
-        self.len = wire::HEADER_LEN as u64;
+        self.seq = seq;
+        self.len = start_len;
         self.start_unix_ns = header.base_unix_ns;
         self.records = 0;
         self.unchecked_records = 0;

@@ -76,7 +76,7 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
             },
         })
     };
-    let cursor = |i: usize| Cursor::new(a.cursor.get(i).map(PathBuf::as_path));
+    let cursor = |i: usize| Cursor::new(a.cursor.get(i).map(PathBuf::as_path), &a.files[i]);
     if let [one] = a.files.as_slice() {
         let mut s = make(one)?;
         let result = follow(one, &cursor(0), Start::WholeSet, &mut s);

@@ -224,6 +224,8 @@ pub struct LogFile {
     warnings: Vec<Warning>,
     clean_end: bool,
     rotated_to: Option<String>,
+    /// Its SET entry: its place in its set, its writer's host.
+    set: Option<dict::SetEntry>,
     /// Bytes up to the end of the last whole entry.
     valid_len: usize,
     /// The file's (device, inode) when opened, to notice a replacement.
@@ -299,29 +301,34 @@ impl LogFile {
     /// entry) is first read to its end through the handle opened with it, so a follower misses none of its
     /// records: that is a [`Refresh::Grew`], and [`LogFile::rotated_to`]
     /// then says where the log goes on.
+    ///
+    /// A file opened so whose path is gone (retention deleted a finished
+    /// file while it was read) is read to its end through that handle too;
+    /// it then stays [`Refresh::Unchanged`].
     pub fn refresh(&mut self) -> Result<Refresh, ReadError> {
-        let loaded = load(&self.path)?;
+        let loaded = match load(&self.path) {
+            Ok(l) => l,
+            Err(e) => {
+                if self.handle.is_none() || std::fs::symlink_metadata(&self.path).is_ok() {
+                    return Err(e);
+                }
+                return Ok(if self.read_through_handle() {
+                    Refresh::Grew
+                } else {
+                    Refresh::Unchanged
+                });
+            }
+        };
         let data = loaded.data;
         // The parsed header, not the old map's bytes: a file rewritten in
         // place shows its new bytes through the old map too.
         let moved = loaded.identity != self.identity;
         let replaced =
             moved || data.len() < self.valid_len || Header::decode(&data).ok() != Some(self.header);
-        if moved {
-            // Checked after the path: what was written to the old file
-            // before it was renamed away is visible through its handle now.
-            let old = self
-                .handle
-                .as_ref()
-                .and_then(|h| h.try_clone().ok())
-                .and_then(|h| load_open(h, &self.path).ok());
-            if let Some(old) = old {
-                let same = Header::decode(&old.data).ok() == Some(self.header);
-                if same && old.data.len() > self.data.len() && !old.data.faulted() {
-                    self.grow(old.data);
-                    return Ok(Refresh::Grew);
-                }
-            }
+        // Checked after the path: what was written to the old file before
+        // it was renamed away is visible through its handle now.
+        if moved && self.read_through_handle() {
+            return Ok(Refresh::Grew);
         }
         if replaced {
             return Ok(Refresh::Replaced);
@@ -331,6 +338,24 @@ impl LogFile {
         }
         self.grow(data);
         Ok(Refresh::Grew)
+    }
+
+    /// Indexes what the file opened with [`LogFile::open_live`] has gained,
+    /// read through the handle kept from then (the path may name another
+    /// file now, or none); whether it had grown.
+    fn read_through_handle(&mut self) -> bool {
+        let old = self
+            .handle
+            .as_ref()
+            .and_then(|h| h.try_clone().ok())
+            .and_then(|h| load_open(h, &self.path).ok());
+        let Some(old) = old else { return false };
+        let same = Header::decode(&old.data).ok() == Some(self.header);
+        if same && old.data.len() > self.data.len() && !old.data.faulted() {
+            self.grow(old.data);
+            return true;
+        }
+        false
     }
 
     /// Indexes the entries `data` (the same file, longer) has past what was read.
@@ -406,6 +431,7 @@ impl LogFile {
             warnings: Vec::new(),
             clean_end: false,
             rotated_to: None,
+            set: None,
             valid_len: wire::HEADER_LEN,
             identity: None,
             handle: None,
@@ -576,6 +602,11 @@ impl LogFile {
                 self.rotated_to = wire::get_str(body, &mut p).map(str::to_owned);
             }
             tag::END => {}
+            tag::SET => {
+                if let Some(e) = dict::get_set(body) {
+                    self.set = Some(e);
+                }
+            }
             tag::SPAN => match dict::get_span(body) {
                 Some(e) if e.ctx != 0 => {
                     let parent = self.span_ids.get(e.parent).unwrap_or(0);
@@ -666,6 +697,20 @@ impl LogFile {
     /// name `rotated_to` is kept: it is public).
     pub fn rotated_to(&self) -> Option<&str> {
         self.rotated_to.as_deref()
+    }
+
+    /// The file's sequence number in its set (`None`: a file of a writer
+    /// before sequence numbers).
+    pub fn seq(&self) -> Option<u64> {
+        self.set.as_ref().map(|s| s.seq)
+    }
+
+    /// The host its writer ran on, if the file says.
+    pub fn host(&self) -> Option<&str> {
+        self.set
+            .as_ref()
+            .map(|s| s.host.as_str())
+            .filter(|h| !h.is_empty())
     }
 
     /// Bytes up to the end of the last whole entry.

@@ -25,7 +25,10 @@ mod record;
 mod time;
 mod warning;
 
-pub use crate::set::{finished_files, finished_path, next_in_set};
+pub use crate::set::{
+    finished_files, finished_files_keyed, finished_path, finished_path_seq, next_after_seq,
+    next_in_set, SetKey,
+};
 pub use crate::text::utc::rfc3339;
 pub use crate::wire::dict::SiteEntry;
 pub use crate::wire::format::{Align, ArgKind, Count, Piece, Role, Spec, Ty};

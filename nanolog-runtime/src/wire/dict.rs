@@ -322,6 +322,40 @@ pub fn get_context(b: &[u8]) -> Option<(u32, u32)> {
     Some((get_u32(b, pos)?, get_u32(b, pos)?))
 }
 
+/// What a SET entry says: the file's sequence number in its set, and the
+/// host its writer ran on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetEntry {
+    /// Counted up from 1, one a file, across rolls and restarts.
+    pub seq: u64,
+    /// The writer's host name (empty if it had none).
+    pub host: String,
+}
+
+/// SET body: `seq: varint, host: str`.
+pub fn put_set(out: &mut Vec<u8>, seq: u64, host: &str) {
+    put_varint(out, seq);
+    put_str(out, host);
+}
+
+/// Reads a SET body.
+pub fn get_set(b: &[u8]) -> Option<SetEntry> {
+    let pos = &mut 0;
+    let seq = get_varint(b, pos)?;
+    // The host came with the entry; a body that ends before it has none.
+    let host = get_str(b, pos).unwrap_or("").to_owned();
+    Some(SetEntry { seq, host })
+}
+
+/// The SET entry at the start of `entries` (a file's bytes after its
+/// header), if the first entry is a whole, well-checked one.
+pub fn first_set_entry(entries: &[u8]) -> Option<SetEntry> {
+    match super::frame::frame_at(entries, 0) {
+        super::frame::Frame::Ok { tag, body } if tag == super::tag::SET => get_set(body),
+        _ => None,
+    }
+}
+
 /// THREAD body: `id: varint, name: str`.
 pub fn put_thread(out: &mut Vec<u8>, id: u32, name: &str) {
     put_varint(out, u64::from(id));

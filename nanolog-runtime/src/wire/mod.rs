@@ -53,6 +53,9 @@ pub mod tag {
     pub const SPAN: u8 = 8;
     /// A thread's records from here on are in a context.
     pub const CONTEXT: u8 = 9;
+    /// The file's place in its set (and its writer's host), first after
+    /// the header.
+    pub const SET: u8 = 10;
 }
 
 /// CRC-32 (IEEE) of an entry's tag, length and body.

@@ -1,0 +1,387 @@
+//! A log set that orders itself (issue #36): files numbered by the writer,
+//! followers that open exactly the next file, whatever the wall clock or
+//! retention do, and readers that skip what is not a log.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nanolog::reader::{finished_files_keyed, Event, Filter, LogFile, Merge, Refresh, SetKey};
+
+mod common;
+
+use common::{p, run, serial, BIN};
+
+/// The records of `l`.
+fn count(l: &LogFile) -> usize {
+    Merge::new(std::slice::from_ref(l), Filter::default())
+        .filter(|e| matches!(e, Event::Record(_)))
+        .count()
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("nanolog-set-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A `decode -f` of `base`, its lines read on a thread of their own, and
+/// its standard error kept.
+struct Follower {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Follower {
+    fn start(base: &Path, stderr: &Path) -> Follower {
+        let mut child = Command::new(BIN)
+            .args(["decode", "-f", p(base)])
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Follower { child, lines }
+    }
+
+    /// The numbers of `rec N` lines printed until `rec last` (or 60 s).
+    fn until(&self, last: u64) -> Vec<u64> {
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while got.last() != Some(&last) && Instant::now() < deadline {
+            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
+                if let Some(n) = l.rsplit_once("rec ").and_then(|(_, n)| n.parse().ok()) {
+                    got.push(n);
+                }
+            }
+        }
+        got
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Logs `rec N` for each N of `range`, flushing now and then.
+fn log(range: std::ops::Range<u64>) {
+    for i in range {
+        nanolog::info!("rec {}", i);
+        if i % 256 == 0 {
+            nanolog::flush().unwrap();
+        }
+    }
+    nanolog::flush().unwrap();
+}
+
+/// A writer rolling every 4 KiB, about 1,300 files, while `decode -f`
+/// follows: every record printed once, in order. (Before the files were
+/// numbered, a follower at the end of a file listed the finished files,
+/// found none newer and opened the live path: a roll in between skipped a
+/// whole file.)
+#[test]
+fn a_follower_reads_every_file_of_a_fast_rolling_set_once() {
+    let _s = serial();
+    let d = dir("fast");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(4 << 10)
+        .start()
+        .unwrap();
+    log(0..1);
+    let f = Follower::start(&base, &d.join("stderr"));
+    // The follower prints the live file from its start.
+    assert_eq!(f.until(0), [0]);
+    const N: u64 = 1_000_000;
+    log(1..N);
+    let got = f.until(N - 1);
+    drop(logger);
+    let files = finished_files_keyed(&base).unwrap();
+    assert!(files.len() > 1_000, "{} files", files.len());
+    // Numbered 1, 2, 3, ... in the order written.
+    let seqs: Vec<u64> = files.iter().filter_map(|(k, _, _)| k.seq()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let want: Vec<u64> = (1..N).collect();
+    assert_eq!(got.len(), want.len(), "records printed (of {})", want.len());
+    assert!(got == want, "every record once, in order");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The wall clock stepped back an hour mid-run (an NTP step, `date -s`):
+/// the files go on being numbered in the order written, a follower prints
+/// every record once, and retention keeps the newest files, by number.
+#[test]
+fn a_wall_clock_stepped_back_changes_neither_order_nor_retention() {
+    let _s = serial();
+    let d = dir("clock");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(8 << 10)
+        .start()
+        .unwrap();
+    log(0..1);
+    let f = Follower::start(&base, &d.join("stderr"));
+    assert_eq!(f.until(0), [0]);
+    log(1..20_000);
+    nanolog_runtime::clock::__step_wall_clock(-3_600_000_000_000);
+    log(20_000..40_000);
+    let got = f.until(39_999);
+    assert_eq!(got, (1..40_000).collect::<Vec<_>>(), "every record once");
+    drop(logger);
+
+    // A second run, still an hour back, with retention: the newest files
+    // stay, whatever their start times say.
+    let before = finished_files_keyed(&base).unwrap();
+    let newest = before.last().unwrap().0.clone();
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(8 << 10)
+        .max_files(3)
+        .start()
+        .unwrap();
+    log(40_000..50_000);
+    drop(logger);
+    nanolog_runtime::clock::__step_wall_clock(3_600_000_000_000);
+    let kept = finished_files_keyed(&base).unwrap();
+    assert_eq!(kept.len(), 3);
+    assert!(kept.iter().all(|(k, _, _)| *k > newest), "{kept:?}");
+    // Numbered one after another up to the live file, which holds the last
+    // record.
+    let live = LogFile::open(&base).unwrap();
+    let seqs: Vec<u64> = kept.iter().filter_map(|(k, _, _)| k.seq()).collect();
+    let n = live.seq().unwrap();
+    assert_eq!(seqs, [n - 3, n - 2, n - 1]);
+    let text = String::from_utf8(run(&["decode", p(&base)]).stdout).unwrap();
+    assert!(text.trim_end().ends_with("rec 49999"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Retention deleting files before a (stopped) follower reaches them: the
+/// follower goes on with the first file left and says how many it lost.
+#[cfg(unix)]
+#[test]
+fn retention_outrunning_a_follower_is_reported() {
+    let _s = serial();
+    let d = dir("outrun");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(4 << 10)
+        .max_files(2)
+        .start()
+        .unwrap();
+    log(0..1);
+    let err = d.join("stderr");
+    let f = Follower::start(&base, &err);
+    assert_eq!(f.until(0), [0]);
+    let pid = f.child.id() as i32;
+    // SAFETY: kill(2) on our own child's pid; no memory is involved.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    log(1..20_000);
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let got = f.until(19_999);
+    drop(logger);
+    assert_eq!(got.last(), Some(&19_999));
+    // What was printed is in order, each record once; what is missing was
+    // in files deleted before the follower got to them, and it says so.
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "in order, no repeats");
+    assert!(
+        got.len() < 19_999,
+        "retention should have outrun the follower"
+    );
+    drop(f);
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        stderr.contains("were deleted before they were read"),
+        "stderr: {stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A finished file deleted while a follower reads it is read to its end
+/// through the descriptor the follower holds.
+#[test]
+fn a_file_deleted_under_a_reader_is_read_to_its_end() {
+    let _s = serial();
+    let d = dir("deleted");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    log(0..5_000);
+    drop(logger);
+    let whole = std::fs::read(&base).unwrap();
+    let all = count(&LogFile::open(&base).unwrap());
+    // A reader of the first half; the rest arrives, and the file is gone.
+    let copy = d.join("copy.nlog");
+    std::fs::write(&copy, &whole[..whole.len() / 2]).unwrap();
+    let mut l = LogFile::open_live(&copy).unwrap();
+    let half = count(&l);
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&copy)
+        .unwrap()
+        .write_all(&whole[whole.len() / 2..])
+        .unwrap();
+    std::fs::remove_file(&copy).unwrap();
+    assert_eq!(l.refresh().unwrap(), Refresh::Grew);
+    assert!(half < all);
+    assert_eq!(count(&l), all);
+    assert_eq!(l.refresh().unwrap(), Refresh::Unchanged);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Files that are not logs among the inputs (`nanolog decode logs/*`): a
+/// warning each, the rest read; a FIFO is not opened (it would wait for a
+/// writer); the writer's lock file is skipped without a word. One input
+/// that is not a log is still an error.
+#[cfg(unix)]
+#[test]
+fn files_that_are_not_logs_among_the_inputs_are_skipped_with_a_warning() {
+    let _s = serial();
+    let d = dir("mixed");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    log(0..100);
+    logger.flush().unwrap();
+    std::fs::write(d.join("random.nlog"), [0x5a; 300]).unwrap();
+    std::fs::write(d.join("empty.nlog"), b"").unwrap();
+    std::fs::create_dir(d.join("a-directory")).unwrap();
+    let whole = std::fs::read(&base).unwrap();
+    std::fs::write(d.join("cut.nlog"), &whole[..20]).unwrap();
+    let fifo = d.join("app.20261125T000000.000000000Z.nlog");
+    let c = std::ffi::CString::new(p(&fifo)).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    assert!(d.join("app.nlog.lock").exists());
+    let pattern = format!("{}/*", d.display());
+    for cmd in [
+        vec!["decode", pattern.as_str()],
+        vec!["stats", pattern.as_str()],
+        vec![
+            "export",
+            "--format",
+            "jsonl",
+            "-o",
+            "/dev/null",
+            pattern.as_str(),
+        ],
+    ] {
+        let mut child = Command::new(BIN)
+            .args(&cmd)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "{cmd:?} hangs");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{cmd:?}: {stderr}");
+        for name in [
+            "random.nlog",
+            "empty.nlog",
+            "a-directory",
+            "cut.nlog",
+            "Z.nlog",
+        ] {
+            assert!(
+                stderr
+                    .lines()
+                    .any(|l| l.contains(name) && l.contains("skipped")),
+                "{cmd:?} says nothing of {name}: {stderr}"
+            );
+        }
+        assert!(!stderr.contains("lock"), "{cmd:?}: {stderr}");
+        if cmd[0] == "decode" {
+            let out = String::from_utf8_lossy(&o.stdout);
+            assert_eq!(out.lines().filter(|l| l.contains(" rec ")).count(), 100);
+        }
+    }
+    // One input that is not a log: an error, as before.
+    let o = run(&["decode", p(&d.join("random.nlog"))]);
+    assert!(!o.status.success());
+    drop(logger);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A cursor is saved for one log, durably, and refused for another log or
+/// when it is ahead of the log it names.
+#[test]
+fn cursors_of_another_log_or_ahead_of_it_are_refused() {
+    let _s = serial();
+    let d = dir("cursors");
+    let a = d.join("a.nlog");
+    let b = d.join("b.nlog");
+    for path in [&a, &b] {
+        let logger = nanolog::Logger::builder().path(path).start().unwrap();
+        log(0..10);
+        drop(logger);
+    }
+    let cursor = d.join("a.cursor");
+    // `ship --once`-like: a follower that stops when idle. decode -f has no
+    // --once, so run it briefly and stop it once the cursor is saved.
+    let mut child = Command::new(BIN)
+        .args(["decode", "-f", "--cursor", p(&cursor), p(&a)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cursor.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let saved = std::fs::read_to_string(&cursor).unwrap();
+    assert!(saved.starts_with("nanolog-cursor-v2 "), "{saved}");
+    // Another log's cursor.
+    let o = run(&["decode", "-f", "--cursor", p(&cursor), p(&b)]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("is of the log") && e.contains("a.nlog"), "{e}");
+    // A cursor ahead of its log (a file numbered past the log's newest).
+    let mut f: Vec<String> = saved.trim_end().splitn(6, ' ').map(str::to_owned).collect();
+    f[1] = "1".into();
+    f[2] = "1".into();
+    f[4] = "999".into();
+    std::fs::write(&cursor, f.join(" ") + "\n").unwrap();
+    let o = run(&["decode", "-f", "--cursor", p(&cursor), p(&a)]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("ahead of the log"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Finished names: numbered ones sort after the time-named files of
+/// writers before numbers, and by number.
+#[test]
+fn numbered_names_sort_after_time_named_ones_and_by_number() {
+    let t = SetKey::Time("20261123T150000.000000000".into(), 0);
+    assert!(t < SetKey::Seq(1));
+    assert!(SetKey::Seq(9) < SetKey::Seq(10));
+    let base = Path::new("/logs/app.nlog");
+    let a = nanolog::reader::finished_path_seq(base, 42, 1_795_000_000_000_000_000);
+    assert_eq!(
+        a.file_name().unwrap().to_str().unwrap(),
+        "app.0000000042.20261118T110640.000000000Z.nlog"
+    );
+}
