@@ -60,9 +60,10 @@ impl Builder {
     /// always at this path. Finished files (an earlier run's, found here at
     /// start; a rolled one, see [`Builder::rotate_bytes`] and
     /// [`Builder::rotate_every`]) are renamed beside it to
-    /// `stem.<UTC start time>Z.ext` ([`crate::finished_path`], from the time
-    /// the file's header records), so `nanolog decode app.nlog app.*Z.nlog`
-    /// reads the whole set in time order. A run never destroys an earlier one.
+    /// `stem.<number>.<UTC start time>Z.ext` (the file's number in the set,
+    /// counted up by the writer whatever the wall clock says, and the time
+    /// its header records), so `nanolog decode app.nlog app.*Z.nlog` reads
+    /// the whole set in time order. A run never destroys an earlier one.
     ///
     /// ```
     /// # use nanolog_runtime as nanolog;
