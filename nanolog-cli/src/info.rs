@@ -53,6 +53,9 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
     let mut per_site: BTreeMap<u32, u64> = BTreeMap::new();
     let (mut first, mut last) = (i64::MAX, i64::MIN);
     let mut dropped = 0u64;
+    // Records the writer lost (a failed write, its file deleted or cut
+    // back under it), apart from those dropped by a full ring.
+    let mut lost = 0u64;
     let mut records = 0u64;
     for ev in Merge::unsorted(&files, Filter::default()) {
         match ev {
@@ -64,6 +67,7 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
                 first = first.min(ns);
                 last = last.max(ns);
             }
+            Event::Gap(g, _) if g.is_lost() => lost += g.count,
             Event::Gap(g, _) => {
                 dropped += g.count;
                 *thread_drops.entry(g.thread).or_default() += g.count;
@@ -95,6 +99,13 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             let _ = writeln!(s, "last record:     {}", time(last));
             let _ = writeln!(s, "records:         {records}");
             let _ = writeln!(s, "dropped:         {dropped}");
+            let _ = writeln!(s, "lost by writer:  {lost}");
+            if let Some(seq) = log.seq() {
+                let _ = writeln!(s, "number in set:   {seq}");
+            }
+            if let Some(host) = log.host() {
+                let _ = writeln!(s, "host:            {host}");
+            }
             let _ = writeln!(
                 s,
                 "state:           {}",
@@ -144,13 +155,15 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
         Format::Json => {
             let _ = write!(
                 s,
-                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"complete\":{},\"state\":\"{}\",\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
+                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"lost\":{lost},\"seq\":{},\"host\":{},\"complete\":{},\"state\":\"{}\",\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
                 json(&log.path().to_string_lossy()),
                 h.version,
                 h.pid,
                 h.ticks_per_second,
                 h.base_tick,
                 h.base_unix_ns,
+                log.seq().map_or_else(|| "null".to_owned(), |s| s.to_string()),
+                log.host().map_or_else(|| "null".to_owned(), json),
                 log.is_complete(),
                 match state(log) {
                     State::Ended => "ended",

@@ -385,3 +385,36 @@ fn numbered_names_sort_after_time_named_ones_and_by_number() {
         "app.0000000042.20261118T110640.000000000Z.nlog"
     );
 }
+
+/// Another program's (larger) log copied over the live file (`cp` keeps
+/// the inode and replaces the bytes): the writer notices before its next
+/// write, starts the file afresh and counts what it had written as lost;
+/// the file never holds the other program's records after ours.
+#[test]
+fn a_larger_file_copied_over_the_live_log_is_noticed() {
+    let _s = serial();
+    let d = dir("cp");
+    let other = d.join("other.nlog");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&other).start().unwrap();
+    for i in 0..50_000u64 {
+        nanolog::warn!("other {}", i);
+    }
+    drop(logger);
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    log(0..100);
+    std::fs::copy(&other, &base).unwrap();
+    log(100..200);
+    let stats = logger.stats();
+    drop(logger);
+    assert_eq!(stats.lost, 100, "{stats:?}");
+    let text = String::from_utf8(run(&["decode", p(&base)]).stdout).unwrap();
+    assert!(!text.contains("other"), "{text}");
+    let recs: Vec<u64> = text
+        .lines()
+        .filter_map(|l| l.rsplit_once("rec ").and_then(|(_, n)| n.parse().ok()))
+        .collect();
+    assert_eq!(recs, (100..200).collect::<Vec<_>>());
+    assert!(text.contains("DROPPED") || text.contains("lost"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}

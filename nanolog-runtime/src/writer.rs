@@ -99,6 +99,10 @@ pub(crate) enum FileState {
     /// The live file is shorter than what was written to it (`truncate`,
     /// logrotate's `copytruncate`): its header is gone.
     Truncated,
+    /// The live file is longer than what was written to it: another
+    /// program wrote into it (`cp` of a larger file over it keeps its inode
+    /// and replaces its bytes). What it held is not ours any more.
+    Overwritten,
     /// The path names another file, or none, and the live file still has a
     /// name (it was renamed): what it holds is kept there.
     Moved,
@@ -556,6 +560,9 @@ impl Writer {
         if meta.len() < self.len {
             return FileState::Truncated;
         }
+        if meta.len() > self.len {
+            return FileState::Overwritten;
+        }
         if !has_name(&meta) {
             return FileState::Deleted;
         }
@@ -588,9 +595,14 @@ impl Writer {
         };
         match state {
             FileState::Ours => return Ok((0, lost)),
-            FileState::Truncated => {
+            FileState::Truncated | FileState::Overwritten => {
                 let size = self.file.metadata().map_or(0, |m| m.len());
-                if size > 0 {
+                if state == FileState::Overwritten {
+                    // Every record written to it is gone under the other
+                    // program's bytes.
+                    lost.records = self.records;
+                    lost.first_tick = self.checked_tick.min(self.last_write.1);
+                } else if size > 0 {
                     lost.records = self.last_write.0;
                     lost.first_tick = self.last_write.1;
                 }
