@@ -616,3 +616,73 @@ fn several_logs_each_with_its_cursor() {
     assert!(err.contains("one --cursor per log"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Retention outrunning ship (a slow collector, a writer keeping two files
+/// that rolls every 4 KiB): ship goes on with the first file left, says on
+/// stderr how many files it lost, and tells the collector in a WARN record
+/// with `nanolog.files_missed`; what arrives is each record once, in order.
+#[test]
+fn retention_outrunning_ship_is_told_to_the_collector() {
+    let _s = serial();
+    let d = dir("outrun");
+    let base = d.join("app.nlog");
+    let cursor = d.join("app.cursor");
+    let c = Collector::start();
+    c.state.lock().unwrap().delay = Duration::from_millis(50);
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(4 << 10)
+        .max_files(2)
+        .start()
+        .unwrap();
+    nanolog::info!("rec {}", 0u64);
+    logger.flush().unwrap();
+    let endpoint = c.endpoint();
+    let mut child = ship(&[
+        "--endpoint",
+        &endpoint,
+        "--cursor",
+        p(&cursor),
+        "--batch-kib",
+        "4",
+        p(&base),
+    ]);
+    for i in 1..50_000u64 {
+        nanolog::info!("rec {}", i);
+        if i % 256 == 0 {
+            logger.flush().unwrap();
+        }
+    }
+    drop(logger);
+    c.state.lock().unwrap().delay = Duration::ZERO;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let has_last = |c: &Collector| c.records().iter().any(|g| g.body == "rec 49999");
+    while !has_last(&c) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let err = stderr_of(&mut child);
+    let got = c.records();
+    let recs: Vec<u64> = got
+        .iter()
+        .filter_map(|g| g.body.strip_prefix("rec ").and_then(|n| n.parse().ok()))
+        .collect();
+    assert_eq!(recs.last(), Some(&49_999), "{err}");
+    assert!(recs.windows(2).all(|w| w[0] < w[1]), "each once, in order");
+    assert!(recs.len() < 50_000, "retention should have outrun ship");
+    let missed: i64 = got
+        .iter()
+        .filter(|g| g.severity_text == "WARN")
+        .filter_map(|g| match g.attrs.get("nanolog.files_missed") {
+            Some(Some(V::IntValue(n))) => Some(*n),
+            _ => None,
+        })
+        .sum();
+    assert!(
+        missed > 0,
+        "no WARN record with nanolog.files_missed; stderr: {err}"
+    );
+    assert!(err.contains("deleted"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -73,6 +73,7 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
                 batches: 0,
                 shipped_bytes: 0,
                 at: None,
+                files_missed: 0,
             },
         })
     };
@@ -167,9 +168,29 @@ struct Progress {
     /// The file being shipped (its path) and the position reached in it,
     /// for the lag.
     at: Option<(PathBuf, i64, usize)>,
+    /// Files of the set deleted before they were shipped.
+    files_missed: u64,
 }
 
 impl Sink for Shipper {
+    /// Files retention deleted before they were shipped: said on stderr,
+    /// counted in the progress lines, and told to the collector as a WARN
+    /// record with `nanolog.files_missed`, as drop gaps are.
+    fn missed(&mut self, files: u64, set: &Path) -> anyhow::Result<()> {
+        let message = format!(
+            "{files} file(s) of {} were deleted (by the writer's retention) before they were shipped: their records are lost",
+            set.display()
+        );
+        let _ = writeln!(io::stderr(), "nanolog: warning: {message}");
+        self.progress.files_missed += files;
+        let batch = &mut self.workers[0];
+        batch.start_resource(None, None);
+        batch.push_note(now_ns(), &message, "nanolog.files_missed", files);
+        let mut buf = Vec::new();
+        batch.encode_into(&mut buf);
+        self.progress.client.send(&buf)
+    }
+
     /// Batches are built and encoded on worker threads, several at a time,
     /// and sent from this one in file order; each one's end is saved in
     /// the cursor once the collector accepted it, so the cursor never
@@ -357,11 +378,12 @@ impl Progress {
         };
         let _ = writeln!(
             io::stderr(),
-            "nanolog ship: {}: {} records in {} batches sent, {} retries; behind the live file by {records_behind} ({behind} bytes)",
+            "nanolog ship: {}: {} records in {} batches sent, {} retries; behind the live file by {records_behind} ({behind} bytes); {} file(s) deleted before they were shipped",
             self.base.display(),
             self.records,
             self.batches,
             self.client.retries,
+            self.files_missed,
         );
     }
 

@@ -76,18 +76,52 @@ impl Batch {
 
     /// Empties the batch (its records are kept to be overwritten) and sets
     /// the resource of `file`'s writer.
+    ///
+    /// `host.name` is the host the file says its writer ran on (files of
+    /// writers since the SET entry), else this machine's.
     pub(crate) fn start(&mut self, file: &LogFile) {
+        self.start_resource(Some(i64::from(file.header().pid)), file.host());
+    }
+
+    /// Empties the batch and sets its resource: the writer's pid (if
+    /// known) and host (else this machine's).
+    pub(crate) fn start_resource(&mut self, pid: Option<i64>, host: Option<&str>) {
         self.len = 0;
-        let pid = i64::from(file.header().pid);
         let attrs = &mut self.req.resource_logs[0]
             .resource
             .get_or_insert_with(Resource::default)
             .attributes;
         let mut n = 0;
         put(attrs, &mut n, "service.name", Val::Str(&self.service));
-        put(attrs, &mut n, "host.name", Val::Str(&self.host));
-        put(attrs, &mut n, "process.pid", Val::Int(pid));
+        put(
+            attrs,
+            &mut n,
+            "host.name",
+            Val::Str(host.unwrap_or(&self.host)),
+        );
+        if let Some(pid) = pid {
+            put(attrs, &mut n, "process.pid", Val::Int(pid));
+        }
         attrs.truncate(n);
+    }
+
+    /// Adds a WARN record of nanolog's own, at `time_ns`: `message`, and
+    /// the count `n` under the attribute `key` (`nanolog.*`).
+    pub(crate) fn push_note(&mut self, time_ns: u64, message: &str, key: &str, n: u64) {
+        let lr = self.next_record();
+        lr.time_unix_nano = time_ns;
+        lr.observed_time_unix_nano = time_ns;
+        lr.severity_number = severity(Level::Warn);
+        set_str(&mut lr.severity_text, Level::Warn.as_str());
+        let mut body = take_string(&mut lr.body);
+        body.push_str(message);
+        lr.body = Some(AnyValue {
+            value: Some(V::StringValue(body)),
+        });
+        let attrs = &mut lr.attributes;
+        let mut k = 0;
+        put(attrs, &mut k, key, Val::Int(n.min(i64::MAX as u64) as i64));
+        attrs.truncate(k);
     }
 
     /// The next record of the batch, in place: one of an earlier batch to
