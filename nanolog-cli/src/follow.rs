@@ -80,6 +80,8 @@ pub(crate) fn follow(
     start: Start,
     sink: &mut impl Sink,
 ) -> anyhow::Result<()> {
+    // A link at the path: the set is beside the file it points to.
+    let base = &nanolog_runtime::reader::resolve_log_path(base);
     // The file being read, where it was opened, and how far it is taken.
     let mut cur: Option<(LogFile, PathBuf, usize)> = None;
     // The header of the last file read to its end.
@@ -287,7 +289,8 @@ struct Saved {
 /// The log at `base` as a cursor names it: absolute, its directory's links
 /// resolved (the file itself may not exist yet).
 fn log_identity(base: &Path) -> PathBuf {
-    let abs = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
+    let base = nanolog_runtime::reader::resolve_log_path(base);
+    let abs = std::path::absolute(&base).unwrap_or_else(|_| base.clone());
     match (abs.parent(), abs.file_name()) {
         (Some(dir), Some(name)) => std::fs::canonicalize(dir)
             .map(|d| d.join(name))

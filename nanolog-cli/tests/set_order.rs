@@ -418,3 +418,48 @@ fn a_larger_file_copied_over_the_live_log_is_noticed() {
     assert!(text.contains("DROPPED") || text.contains("lost"), "{text}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A log path that is a symbolic link: the set is written beside the file
+/// it points to (a restart's kept file and every rolled file are regular
+/// files there, which retention can delete), and the link goes on naming
+/// the live file, for readers and followers of the link.
+#[cfg(unix)]
+#[test]
+fn a_log_path_that_is_a_link_keeps_the_set_beside_its_target() {
+    let _s = serial();
+    let d = dir("link");
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    let target = d.join("data/app.nlog");
+    let link = d.join("app.nlog");
+    std::os::unix::fs::symlink("data/app.nlog", &link).unwrap();
+    for run in 0..2u64 {
+        let logger = nanolog::Logger::builder()
+            .path(&link)
+            .rotate_bytes(8 << 10)
+            .max_files(4)
+            .start()
+            .unwrap();
+        log(run * 10_000..(run + 1) * 10_000);
+        drop(logger);
+    }
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let kept = finished_files_keyed(&target).unwrap();
+    assert_eq!(kept.len(), 4, "{kept:?}");
+    for (_, f, _) in &kept {
+        assert!(std::fs::symlink_metadata(f).unwrap().is_file(), "{f:?}");
+    }
+    // Nothing of the set beside the link.
+    let beside: Vec<_> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("Z.nlog"))
+        .collect();
+    assert!(beside.is_empty(), "{beside:?}");
+    // The link reads as the live file, the last record in it.
+    let text = String::from_utf8(run(&["decode", p(&link)]).stdout).unwrap();
+    assert!(text.trim_end().ends_with("rec 19999"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}

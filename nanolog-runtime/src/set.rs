@@ -254,6 +254,29 @@ pub fn next_after_seq(base: &Path, seq: u64, done: &Header) -> (Option<PathBuf>,
     (None, 0)
 }
 
+/// The path a log at `path` is really written at: `path` itself, or, when
+/// it is a symbolic link, the file it points to (the set then lives beside
+/// that file, and the link keeps naming the live file). A link to a link
+/// is followed to its end; a dangling link to where it points.
+pub fn resolve_log_path(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(&p) {
+                Ok(target) => {
+                    p = match p.parent() {
+                        Some(dir) if target.is_relative() => dir.join(target),
+                        _ => target,
+                    };
+                }
+                Err(_) => break,
+            },
+            _ => break,
+        }
+    }
+    p
+}
+
 /// The header of the log at `path`, if it has a valid one.
 pub(crate) fn read_header(path: &Path) -> Option<Header> {
     read_start(path).map(|(h, _)| h)

@@ -284,7 +284,12 @@ impl Writer {
     /// Creates the directory if it is missing, takes the path's lock, keeps
     /// an earlier run's file at `path` as a finished file, applies retention,
     /// and creates the live file.
+    ///
+    /// A symbolic link at `path` is followed: the set is written beside the
+    /// file it points to (renaming the link would make a finished "file"
+    /// of the set that points outside it).
     pub(crate) fn create(path: &Path, policy: Policy) -> Result<Writer, Error> {
+        let path = &crate::set::resolve_log_path(path);
         let open_err = |source| Error::Open {
             path: path.to_path_buf(),
             source,

@@ -65,7 +65,8 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
             once: a.once,
             peers: HashMap::new(),
             progress: Progress {
-                base: base.to_path_buf(),
+                // A link at the path: the set is beside its target.
+                base: nanolog_runtime::reader::resolve_log_path(base),
                 client: http::Client::new(&endpoint, Duration::from_nanos(max_backoff))?,
                 stats_every,
                 last_stats: Instant::now(),
