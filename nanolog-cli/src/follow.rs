@@ -82,6 +82,8 @@ pub(crate) fn follow(
 ) -> anyhow::Result<()> {
     // A link at the path: the set is beside the file it points to.
     let base = &nanolog_runtime::reader::resolve_log_path(base);
+    // One follower a cursor: held until this returns (or the process ends).
+    let _held = cursor.lock()?;
     // The file being read, where it was opened, and how far it is taken.
     let mut cur: Option<(LogFile, PathBuf, usize)> = None;
     // The header of the last file read to its end.
@@ -306,6 +308,45 @@ impl Cursor {
             path: path.map(Path::to_path_buf),
             log: log_identity(log),
         }
+    }
+
+    /// Takes the cursor for this follower: an exclusive lock on
+    /// `CURSOR.lock` (released by the kernel however the process ends),
+    /// holding the holder's pid. A cursor another follower holds is
+    /// refused: two followers on one cursor would both send everything.
+    fn lock(&self) -> anyhow::Result<Option<std::fs::File>> {
+        let Some(path) = self.path.as_deref() else {
+            return Ok(None);
+        };
+        let mut name = path.as_os_str().to_owned();
+        name.push(".lock");
+        let lock = PathBuf::from(name);
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock)
+            .with_context(|| format!("cannot open {}", lock.display()))?;
+        match f.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut pid = String::new();
+                let _ = io::Read::read_to_string(&mut f, &mut pid);
+                anyhow::bail!(
+                    "the cursor {} is in use by another follower (pid {}): one follower a cursor",
+                    path.display(),
+                    pid.trim()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", lock.display()))
+            }
+        }
+        let _ = f.set_len(0);
+        let _ = io::Seek::seek(&mut f, io::SeekFrom::Start(0));
+        let _ = f.write_all(format!("{}\n", std::process::id()).as_bytes());
+        Ok(Some(f))
     }
 
     /// The position saved, if any.

@@ -77,6 +77,39 @@ impl Drop for Follower {
     }
 }
 
+/// Both cores kept busy while it lives (an operator's machine is not idle).
+struct Load(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    Vec<std::thread::JoinHandle<()>>,
+);
+
+impl Load {
+    fn start() -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..2)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect();
+        Load(stop, threads)
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.1.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Logs `rec N` for each N of `range`, flushing now and then.
 fn log(range: std::ops::Range<u64>) {
     for i in range {
@@ -89,7 +122,8 @@ fn log(range: std::ops::Range<u64>) {
 }
 
 /// A writer rolling every 4 KiB, about 1,300 files, while `decode -f`
-/// follows: every record printed once, in order. (Before the files were
+/// follows, both cores loaded beside them: every record printed once, in
+/// order. (Before the files were
 /// numbered, a follower at the end of a file listed the finished files,
 /// found none newer and opened the live path: a roll in between skipped a
 /// whole file.)
@@ -108,8 +142,10 @@ fn a_follower_reads_every_file_of_a_fast_rolling_set_once() {
     // The follower prints the live file from its start.
     assert_eq!(f.until(0), [0]);
     const N: u64 = 1_000_000;
+    let load = Load::start();
     log(1..N);
     let got = f.until(N - 1);
+    drop(load);
     drop(logger);
     let files = finished_files_keyed(&base).unwrap();
     assert!(files.len() > 1_000, "{} files", files.len());
@@ -461,5 +497,51 @@ fn a_log_path_that_is_a_link_keeps_the_set_beside_its_target() {
     // The link reads as the live file, the last record in it.
     let text = String::from_utf8(run(&["decode", p(&link)]).stdout).unwrap();
     assert!(text.trim_end().ends_with("rec 19999"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Two followers on one cursor: the second is refused while the first
+/// holds it (both would send everything), and may take it once the first
+/// has gone.
+#[test]
+fn a_cursor_held_by_a_follower_is_refused_to_another() {
+    let _s = serial();
+    let d = dir("held");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    log(0..10);
+    drop(logger);
+    let cursor = d.join("app.cursor");
+    let mut first = Command::new(BIN)
+        .args(["decode", "-f", "--cursor", p(&cursor), p(&base)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cursor.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = run(&["decode", "-f", "--cursor", p(&cursor), p(&base)]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("in use by another follower"), "{e}");
+    assert!(e.contains(&first.id().to_string()), "names the holder: {e}");
+    let _ = first.kill();
+    let _ = first.wait();
+    // Free again: a follower takes it (and is stopped here by a kill).
+    let mut second = Command::new(BIN)
+        .args(["decode", "-f", "--cursor", p(&cursor), p(&base)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        second.try_wait().unwrap().is_none(),
+        "the freed cursor is refused"
+    );
+    let _ = second.kill();
+    let _ = second.wait();
     let _ = std::fs::remove_dir_all(&d);
 }
