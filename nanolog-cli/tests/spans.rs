@@ -574,3 +574,68 @@ fn spans_entered_before_a_start_or_restart_stay_on_later_records() {
     );
     remove_with_kept(&path);
 }
+
+/// A record that cannot use its thread's ring (logged by a thread-local
+/// destructor that runs after the ring's own) goes through the shared
+/// fallback ring, and still carries its thread's spans.
+#[test]
+fn records_through_the_fallback_ring_carry_their_spans() {
+    struct Late;
+    impl Drop for Late {
+        fn drop(&mut self) {
+            nanolog::info!("from a late destructor");
+        }
+    }
+    thread_local! {
+        static LATE: Late = const { Late };
+    }
+    let _g = serial();
+    let path = temp("fallback-spans");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    // Two threads in turn, in other spans: the fallback ring they share
+    // must not carry the first one's context into the second's record.
+    for (name, n) in [("outer", 1u8), ("other", 2u8)] {
+        std::thread::spawn(move || {
+            // Registered before the ring's: destroyed after it.
+            LATE.with(|_| {});
+            let s = if n == 1 {
+                nanolog::span!("outer", n)
+            } else {
+                nanolog::span!("other", n)
+            };
+            nanolog::info!("in the thread {}", n);
+            // Still entered when the thread ends.
+            std::mem::forget(s);
+            let _ = name;
+        })
+        .join()
+        .unwrap();
+    }
+    nanolog::info!("outside");
+    logger.flush().unwrap();
+    drop(logger);
+    let lines = decode_json(&path);
+    let get = |m: &str| {
+        lines
+            .iter()
+            .find(|l| l["msg"] == m)
+            .unwrap_or_else(|| panic!("no {m:?} in {lines:?}"))
+    };
+    let outer = json!([span("outer", json!({"n": 1}))]);
+    let other = json!([span("other", json!({"n": 2}))]);
+    let late: Vec<&Json> = lines
+        .iter()
+        .filter(|l| l["msg"] == "from a late destructor")
+        .collect();
+    assert_eq!(late.len(), 2, "{lines:?}");
+    let inside = get("in the thread 1");
+    // It did go through the fallback ring: a thread of its own in the file.
+    assert_ne!(late[0]["thread"], inside["thread"]);
+    assert_eq!(late[0]["spans"], outer);
+    assert_eq!(late[1]["spans"], other);
+    assert_eq!(inside["spans"], outer);
+    assert_eq!(get("in the thread 2")["spans"], other);
+    assert_eq!(get("outside")["spans"], json!([]));
+    remove_with_kept(&path);
+}

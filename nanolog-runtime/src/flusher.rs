@@ -76,6 +76,9 @@ struct RingState {
     name: String,
     /// The thread's spans.
     ctx: Context,
+    /// The ring's head when the drain last waited a pass for a span's
+    /// entry from another ring (it waits once at a record).
+    deferred_at: Option<u64>,
 }
 
 /// A thread's span context, as the flusher follows it.
@@ -433,6 +436,7 @@ impl Flusher {
             thread_emitted: None,
             name: String::new(),
             ctx: Context::default(),
+            deferred_at: None,
         }));
     }
 }
@@ -693,6 +697,7 @@ impl State {
         // The site of the record before: a run of one site's records skips
         // the lookup and the dictionary check.
         let mut cur: Option<Current> = None;
+        let mut deferred = false;
         loop {
             if check_thread {
                 check_thread = false;
@@ -712,6 +717,7 @@ impl State {
                     r.name = name;
                 }
             }
+            let head = r.c.head();
             let Some(rec) = r.c.peek(tail) else { break };
             let mut len = rec.len();
             let (site, tick) = (rec.site, rec.tick);
@@ -737,6 +743,16 @@ impl State {
                 // a larger one is closed, and the next gets them and a
                 // CONTEXT entry).
                 if !self.fresh(&r.ctx, tick) {
+                    // A span of the chain not known yet: its entry is in
+                    // another thread's ring, not drained this far (a thread
+                    // using the fallback ring, a `tracing` span made inside
+                    // a `nanolog::span!` and entered elsewhere). This ring
+                    // waits for the next pass, once at this record.
+                    if r.deferred_at != Some(head) && !self.chain_known(r.ctx.key) {
+                        r.deferred_at = Some(head);
+                        deferred = true;
+                        break;
+                    }
                     let c = self.resolve(&mut r.ctx, tick);
                     if let Some(o) = open.as_mut() {
                         if self.defs.is_empty() {
@@ -858,7 +874,9 @@ impl State {
         }
         close(&mut self.out, &mut open);
         r.c.release();
-        n
+        // A ring that waits for the next pass counts as work: the flusher
+        // passes again (and does not stop) before it has drained it.
+        n + u64::from(deferred)
     }
 }
 
@@ -1030,6 +1048,20 @@ impl State {
             epoch,
         };
         ctx
+    }
+
+    /// Whether every span of the chain from `key` to the root is known
+    /// (fetching `tracing` spans from the process's table).
+    fn chain_known(&mut self, mut key: u64) -> bool {
+        let mut depth = 0;
+        while key != 0 && depth < MAX_DEPTH {
+            match self.known(key) {
+                Some(parent) => key = parent,
+                None => return false,
+            }
+            depth += 1;
+        }
+        true
     }
 
     /// Span `key`'s parent, with the span in the book (a `tracing` span
