@@ -197,7 +197,11 @@ pub struct ShipArgs {
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// The collector's OTLP/HTTP endpoint (http://host:4318; batches go to
-    /// URL/v1/logs). Default: $OTEL_EXPORTER_OTLP_ENDPOINT.
+    /// URL/v1/logs, a query string kept after it). Default:
+    /// $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT (used as it is), else
+    /// $OTEL_EXPORTER_OTLP_ENDPOINT (with /v1/logs), as OpenTelemetry's
+    /// exporters read them. `user:password@` in it is sent as HTTP basic
+    /// authentication and never printed.
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
     /// Resume from, and keep, the position saved in FILE: saved atomically
@@ -211,8 +215,15 @@ pub struct ShipArgs {
     #[arg(long, value_name = "NAME")]
     pub service: Option<String>,
     /// Ship what the log holds now and exit 0, instead of following it.
+    /// A log path that does not exist is an error then, and a collector
+    /// that takes no batch for --give-up-after ends ship with exit 1.
     #[arg(long)]
     pub once: bool,
+    /// Give up (exit 1, the cursor saved up to the last batch accepted)
+    /// when the collector has taken no batch for this long. Default: 2m
+    /// with --once, never without.
+    #[arg(long, value_name = "DURATION")]
+    pub give_up_after: Option<String>,
     /// Print progress (records sent, retries, how far behind the log) to
     /// stderr at this interval (e.g. 10s).
     #[arg(long, value_name = "DURATION")]

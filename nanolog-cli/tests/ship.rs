@@ -686,3 +686,104 @@ fn retention_outrunning_ship_is_told_to_the_collector() {
     assert!(err.contains("deleted"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The collector's own reason for refusing a batch (the `google.rpc.Status`
+/// message it answers with) is in ship's error; the endpoint's query
+/// string is kept after `/v1/logs`; credentials in it are sent as basic
+/// authentication and never printed.
+#[test]
+fn the_collectors_reason_is_shown_and_credentials_are_not() {
+    let _s = serial();
+    let d = dir("reason");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    for i in 0..100u64 {
+        nanolog::info!("rec {}", i);
+    }
+    drop(logger);
+    let c = Collector::start();
+    c.script(&[Answer::StatusWith(400, "http: request body too large")]);
+    let endpoint = format!("http://ann:s3cret@127.0.0.1:{}/?tenant=blue", c.port);
+    let mut child = ship(&["--endpoint", &endpoint, "--once", p(&base)]);
+    let status = wait(&mut child, 60, "ship against a refusing collector");
+    let err = stderr_of(&mut child);
+    assert!(!status.success());
+    assert!(err.contains("http: request body too large"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    let st = c.state.lock().unwrap();
+    assert_eq!(st.targets, ["/v1/logs?tenant=blue"]);
+    // base64("ann:s3cret")
+    assert_eq!(st.authorization.as_deref(), Some("Basic YW5uOnMzY3JldA=="));
+    drop(st);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--once`: a path that does not exist is an error; a collector that is
+/// not there ends ship after `--give-up-after` with exit 1; a malformed
+/// endpoint is refused at once; the signal-specific endpoint variable is
+/// used as it is.
+#[test]
+fn once_is_bounded_and_endpoints_are_checked_at_start() {
+    let _s = serial();
+    let d = dir("once");
+    let base = d.join("app.nlog");
+    let o = Command::new(BIN)
+        .args([
+            "ship",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--once",
+            p(&base),
+        ])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such log"));
+
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    nanolog::info!("rec {}", 1u64);
+    drop(logger);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t = Instant::now();
+    let mut child = ship(&[
+        "--endpoint",
+        &format!("http://127.0.0.1:{port}"),
+        "--once",
+        "--give-up-after",
+        "1s",
+        "--max-backoff",
+        "200ms",
+        p(&base),
+    ]);
+    let status = wait(&mut child, 30, "ship against no collector");
+    let err = stderr_of(&mut child);
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("giving up"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20));
+
+    let o = Command::new(BIN)
+        .args(["ship", "--endpoint", "http://a b", "--once", p(&base)])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a valid URL"));
+
+    let c = Collector::start();
+    let o = Command::new(BIN)
+        .args(["ship", "--once", p(&base)])
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env(
+            "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+            format!("http://127.0.0.1:{}/custom/logs", c.port),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(c.state.lock().unwrap().targets, ["/custom/logs"]);
+    assert_eq!(c.count(), 1);
+    let _ = std::fs::remove_dir_all(&d);
+}

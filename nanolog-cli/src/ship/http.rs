@@ -14,6 +14,12 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 pub(crate) struct Client {
     agent: ureq::Agent,
     url: String,
+    /// The URL as it is shown (credentials hidden).
+    shown: String,
+    /// `Authorization` for credentials given in the URL.
+    auth: Option<String>,
+    /// Give up after failing this long without an accepted batch.
+    give_up: Option<Duration>,
     max_backoff: Duration,
     /// Sends that failed and were tried again.
     pub(crate) retries: u64,
@@ -23,23 +29,18 @@ pub(crate) struct Client {
 
 impl Client {
     /// A client of the collector at `endpoint` (`http://host:4318`, to which
-    /// `/v1/logs` is added, or a URL that already ends with it).
-    pub(crate) fn new(endpoint: &str, max_backoff: Duration) -> anyhow::Result<Client> {
-        let endpoint = endpoint.trim_end_matches('/');
-        if endpoint.starts_with("https://") {
-            anyhow::bail!(
-                "{endpoint}: this nanolog ships over plain HTTP only (no TLS is built in); \
-                 send to a collector agent on the host or the pod (http://localhost:4318)"
-            );
-        }
-        if !endpoint.starts_with("http://") {
-            anyhow::bail!("{endpoint}: not an http:// URL (e.g. http://localhost:4318)");
-        }
-        let url = if endpoint.ends_with("/v1/logs") {
-            endpoint.to_string()
-        } else {
-            format!("{endpoint}/v1/logs")
-        };
+    /// `/v1/logs` is added before any query string, or a URL that already
+    /// ends with it; `exact`: a signal-specific URL, used as it is). A URL
+    /// that does not parse is refused here, not retried as if the
+    /// collector were down.
+    pub(crate) fn new(
+        endpoint: &str,
+        exact: bool,
+        max_backoff: Duration,
+        give_up: Option<Duration>,
+    ) -> anyhow::Result<Client> {
+        let e = Endpoint::parse(endpoint, exact)?;
+        let (url, shown, auth) = (e.url, e.shown, e.auth);
         let agent = ureq::Agent::config_builder()
             // A status is an answer to act on (retry or stop), not an error.
             .http_status_as_error(false)
@@ -56,15 +57,18 @@ impl Client {
         Ok(Client {
             agent,
             url,
+            shown,
+            auth,
+            give_up,
             max_backoff: max_backoff.max(FIRST_BACKOFF),
             retries: 0,
             jitter: seed,
         })
     }
 
-    /// The URL batches are posted to.
-    pub(crate) fn url(&self) -> &str {
-        &self.url
+    /// The URL batches are posted to, as it is shown (credentials hidden).
+    pub(crate) fn shown_url(&self) -> &str {
+        &self.shown
     }
 
     /// Sends `body` (an encoded `ExportLogsServiceRequest`) until the
@@ -74,12 +78,16 @@ impl Client {
     pub(crate) fn send(&mut self, body: &[u8]) -> anyhow::Result<()> {
         let mut backoff = FIRST_BACKOFF;
         let mut failures = 0u32;
+        let first_try = std::time::Instant::now();
         loop {
-            let answer = self
+            let mut req = self
                 .agent
                 .post(&self.url)
-                .header("Content-Type", "application/x-protobuf")
-                .send(body);
+                .header("Content-Type", "application/x-protobuf");
+            if let Some(a) = &self.auth {
+                req = req.header("Authorization", a);
+            }
+            let answer = req.send(body);
             let (why, retry_after) = match answer {
                 Ok(mut resp) => {
                     let status = resp.status();
@@ -88,7 +96,7 @@ impl Client {
                             let _ = writeln!(
                                 io::stderr(),
                                 "nanolog: the collector at {} accepts batches again",
-                                self.url
+                                self.shown
                             );
                         }
                         return Ok(());
@@ -99,18 +107,24 @@ impl Client {
                         .and_then(|v| v.to_str().ok())
                         .and_then(|v| v.trim().parse::<u64>().ok())
                         .map(Duration::from_secs);
-                    let text = resp
+                    let content_type = resp
+                        .headers()
+                        .get("content-type")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_owned();
+                    let bytes = resp
                         .body_mut()
                         .with_config()
-                        .limit(4096)
-                        .read_to_string()
+                        .limit(64 << 10)
+                        .read_to_vec()
                         .unwrap_or_default();
-                    let why = format!("{status}{}", excerpt(&text));
+                    let why = format!("{status}{}", reason(&content_type, &bytes));
                     let code = status.as_u16();
                     if !(code == 429 || (500..600).contains(&code)) {
                         anyhow::bail!(
                             "the collector at {} refused a batch: {why} (not retried: only 429 and 5xx are)",
-                            self.url
+                            self.shown
                         );
                     }
                     (why, retry_after)
@@ -118,6 +132,13 @@ impl Client {
                 Err(e) => (e.to_string(), None),
             };
             failures += 1;
+            if let Some(limit) = self.give_up.filter(|l| first_try.elapsed() >= *l) {
+                anyhow::bail!(
+                    "the collector at {} took no batch for {:.0} s ({failures} tries; the last: {why}): giving up",
+                    self.shown,
+                    limit.as_secs_f64()
+                );
+            }
             self.retries += 1;
             let wait = retry_after
                 .unwrap_or_else(|| self.jittered(backoff))
@@ -125,7 +146,7 @@ impl Client {
             let _ = writeln!(
                 io::stderr(),
                 "nanolog: warning: the collector at {}: {why}; trying again in {:.1} s",
-                self.url,
+                self.shown,
                 wait.as_secs_f64()
             );
             std::thread::sleep(wait);
@@ -144,6 +165,188 @@ impl Client {
     }
 }
 
+/// The collector's own reason for a status: the `message` of the
+/// `google.rpc.Status` an OTLP/HTTP collector answers with (protobuf, or
+/// JSON), else the first line of a text body; `: REASON`, or nothing.
+fn reason(content_type: &str, body: &[u8]) -> String {
+    if content_type.contains("protobuf") {
+        if let Some(m) = status_message(body).filter(|m| !m.is_empty()) {
+            return excerpt(&m);
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    if content_type.contains("json") {
+        if let Some(m) = serde_json_message(&text) {
+            return excerpt(&m);
+        }
+    }
+    excerpt(&text)
+}
+
+/// Field 2 (`message`, a string) of a protobuf `google.rpc.Status`.
+fn status_message(b: &[u8]) -> Option<String> {
+    let varint = |b: &[u8], pos: &mut usize| -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *b.get(*pos)?;
+            *pos += 1;
+            v |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    };
+    let mut pos = 0;
+    while pos < b.len() {
+        let key = varint(b, &mut pos)?;
+        match key & 7 {
+            0 => {
+                varint(b, &mut pos)?;
+            }
+            1 => pos += 8,
+            5 => pos += 4,
+            2 => {
+                let len = usize::try_from(varint(b, &mut pos)?).ok()?;
+                let field = b.get(pos..pos.checked_add(len)?)?;
+                pos += len;
+                if key >> 3 == 2 {
+                    return Some(String::from_utf8_lossy(field).into_owned());
+                }
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// `"message": "..."` of a JSON `Status` (a plain scan: no JSON parser in
+/// the binary for this).
+fn serde_json_message(text: &str) -> Option<String> {
+    let at = text.find("\"message\"")?;
+    let rest = text[at + 9..].trim_start().strip_prefix(':')?.trim_start();
+    let rest = rest.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return Some(out),
+            '\\' => out.push(chars.next()?),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// A collector endpoint, parsed: where requests go, how it is shown, and
+/// the basic authentication its `user:password@` asks for.
+struct Endpoint {
+    url: String,
+    shown: String,
+    auth: Option<String>,
+}
+
+impl Endpoint {
+    fn parse(raw: &str, exact: bool) -> anyhow::Result<Endpoint> {
+        let raw = raw.trim();
+        let hide = |s: &str| -> String {
+            // For messages about a URL that did not parse: no credentials.
+            match (s.find("://"), s.rfind('@')) {
+                (Some(p), Some(at)) if at > p => format!("{}***{}", &s[..p + 3], &s[at..]),
+                _ => s.to_owned(),
+            }
+        };
+        if raw.starts_with("https://") {
+            anyhow::bail!(
+                "{}: this nanolog ships over plain HTTP only (no TLS is built in); \
+                 send to a collector agent on the host or the pod (http://localhost:4318)",
+                hide(raw)
+            );
+        }
+        if !raw.starts_with("http://") {
+            anyhow::bail!(
+                "{}: not an http:// URL (e.g. http://localhost:4318)",
+                hide(raw)
+            );
+        }
+        let uri: ureq::http::Uri = raw
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{}: not a valid URL: {e}", hide(raw)))?;
+        let authority = uri
+            .authority()
+            .ok_or_else(|| anyhow::anyhow!("{}: no host in the URL", hide(raw)))?;
+        let (userinfo, host) = match authority.as_str().rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority.as_str()),
+        };
+        if host.is_empty() {
+            anyhow::bail!("{}: no host in the URL", hide(raw));
+        }
+        let path = uri.path().trim_end_matches('/');
+        let path = if exact || path.ends_with("/v1/logs") {
+            if path.is_empty() {
+                "/".to_owned()
+            } else {
+                path.to_owned()
+            }
+        } else {
+            format!("{path}/v1/logs")
+        };
+        let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+        let url = format!("http://{host}{path}{query}");
+        let auth = userinfo.map(|u| {
+            let decoded = percent_decode(u);
+            format!("Basic {}", base64(decoded.as_bytes()))
+        });
+        let shown = match userinfo {
+            Some(_) => format!("http://***@{host}{path}{query}"),
+            None => url.clone(),
+        };
+        Ok(Endpoint { url, shown, auth })
+    }
+}
+
+/// `%XX` escapes of a URL's user information, decoded.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            if let Some(v) = s
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Standard base64 with padding.
+fn base64(b: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(b.len().div_ceil(3) * 4);
+    for c in b.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            if i <= c.len() {
+                out.push(T[(n >> shift) as usize & 63] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// `: TEXT` of a response body worth showing (its first line, shortened),
 /// or nothing.
 fn excerpt(body: &str) -> String {
@@ -153,4 +356,44 @@ fn excerpt(body: &str) -> String {
     }
     let cut: String = line.chars().take(200).collect();
     format!(": {cut}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_keep_queries_hide_credentials_and_refuse_bad_urls() {
+        let e = Endpoint::parse("http://collector:4318/?tenant=a", false).unwrap();
+        assert_eq!(e.url, "http://collector:4318/v1/logs?tenant=a");
+        let e = Endpoint::parse("http://u:p%40ss@collector:4318", false).unwrap();
+        assert_eq!(e.url, "http://collector:4318/v1/logs");
+        assert_eq!(e.shown, "http://***@collector:4318/v1/logs");
+        assert_eq!(e.auth.as_deref(), Some("Basic dTpwQHNz"));
+        let e = Endpoint::parse("http://c:4318/custom/path", true).unwrap();
+        assert_eq!(e.url, "http://c:4318/custom/path");
+        let e = Endpoint::parse("http://c:4318/v1/logs", false).unwrap();
+        assert_eq!(e.url, "http://c:4318/v1/logs");
+        for bad in ["http://a b", "http://", "ftp://x", "http://u:secret@a b"] {
+            let err = Endpoint::parse(bad, false).err().unwrap().to_string();
+            assert!(!err.contains("secret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_collectors_reason_is_read_from_its_status() {
+        // google.rpc.Status { code: 3, message: "http: request body too large" }
+        let mut b = vec![0x08, 0x03, 0x12, 28];
+        b.extend_from_slice(b"http: request body too large");
+        assert_eq!(
+            reason("application/x-protobuf", &b),
+            ": http: request body too large"
+        );
+        assert_eq!(
+            reason("application/json", br#"{"code":3,"message":"too \"big\""}"#),
+            ": too \"big\""
+        );
+        assert_eq!(reason("text/plain", b"busy\nmore"), ": busy");
+        assert_eq!(base64(b"any carnal pleas"), "YW55IGNhcm5hbCBwbGVhcw==");
+    }
 }

@@ -24,12 +24,42 @@ use crate::follow::{follow, Cursor, Sink, Start};
 use crate::output::gap_message;
 
 pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
-    let endpoint = match &a.endpoint {
-        Some(e) => e.clone(),
-        None => std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").map_err(|_| {
-            anyhow::anyhow!("no collector: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
-        })?,
+    // As OpenTelemetry's exporters read them: the signal-specific variable
+    // is the whole URL, the general one a base that /v1/logs is added to.
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let (endpoint, exact) = match &a.endpoint {
+        Some(e) => (e.clone(), false),
+        None => match (
+            env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
+            env("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        ) {
+            (Some(e), _) => (e, true),
+            (None, Some(e)) => (e, false),
+            (None, None) => anyhow::bail!(
+                "no collector: give --endpoint URL or set OTEL_EXPORTER_OTLP_LOGS_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT"
+            ),
+        },
     };
+    let give_up = match (&a.give_up_after, a.once) {
+        (Some(d), _) => Some(Duration::from_nanos(
+            crate::time_args::parse_duration_ns(d)
+                .map_err(|e| anyhow::anyhow!("--give-up-after: {e}"))?,
+        )),
+        (None, true) => Some(Duration::from_secs(120)),
+        (None, false) => None,
+    };
+    if a.once {
+        for f in &a.files {
+            let base = nanolog_runtime::reader::resolve_log_path(f);
+            let finished = nanolog_runtime::reader::finished_files(&base).unwrap_or_default();
+            if !base.exists() && finished.is_empty() {
+                anyhow::bail!(
+                    "{}: no such log (nor finished files of its set)",
+                    f.display()
+                );
+            }
+        }
+    }
     let max_backoff = crate::time_args::parse_duration_ns(&a.max_backoff)
         .map_err(|e| anyhow::anyhow!("--max-backoff: {e}"))?;
     let stats_every = a
@@ -67,7 +97,12 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
             progress: Progress {
                 // A link at the path: the set is beside its target.
                 base: nanolog_runtime::reader::resolve_log_path(base),
-                client: http::Client::new(&endpoint, Duration::from_nanos(max_backoff))?,
+                client: http::Client::new(
+                    &endpoint,
+                    exact,
+                    Duration::from_nanos(max_backoff),
+                    give_up,
+                )?,
                 stats_every,
                 last_stats: Instant::now(),
                 records: 0,
@@ -414,7 +449,7 @@ impl Progress {
             "nanolog: shipped {} records in {} batches to {} ({} retries)",
             self.records,
             self.batches,
-            self.client.url(),
+            self.client.shown_url(),
             self.client.retries
         );
     }

@@ -22,6 +22,9 @@ pub enum Answer {
     Status(u16),
     /// Read the request, then close the connection without an answer.
     Drop,
+    /// A status with a `google.rpc.Status` body (protobuf) carrying this
+    /// message, as the OpenTelemetry Collector answers.
+    StatusWith(u16, &'static str),
 }
 
 /// A log record as the collector received it.
@@ -49,6 +52,10 @@ pub struct State {
     pub discard: bool,
     /// Records received (in discard mode: requests, as nothing is decoded).
     pub received: u64,
+    /// The request target of each request (`/v1/logs?x=y`).
+    pub targets: Vec<String>,
+    /// The last `Authorization` header seen.
+    pub authorization: Option<String>,
 }
 
 pub struct Collector {
@@ -105,7 +112,12 @@ fn handle(conn: TcpStream, st: &Mutex<State>) {
         if r.read_line(&mut line).unwrap_or(0) == 0 {
             return;
         }
-        assert!(line.starts_with("POST /v1/logs HTTP/1.1"), "{line}");
+        let target = line
+            .strip_prefix("POST ")
+            .and_then(|l| l.trim_end().strip_suffix(" HTTP/1.1"))
+            .unwrap_or_else(|| panic!("not an OTLP/HTTP request: {line}"))
+            .to_owned();
+        st.lock().unwrap().targets.push(target);
         let mut len = 0usize;
         let mut content_type = String::new();
         loop {
@@ -121,6 +133,7 @@ fn handle(conn: TcpStream, st: &Mutex<State>) {
             match k.to_ascii_lowercase().as_str() {
                 "content-length" => len = v.trim().parse().unwrap(),
                 "content-type" => content_type = v.trim().to_string(),
+                "authorization" => st.lock().unwrap().authorization = Some(v.trim().to_string()),
                 _ => {}
             }
         }
@@ -137,6 +150,17 @@ fn handle(conn: TcpStream, st: &Mutex<State>) {
         std::thread::sleep(delay);
         match answer {
             Answer::Drop => return,
+            Answer::StatusWith(code, message) => {
+                let mut b = vec![0x08, 0x03, 0x12, message.len() as u8];
+                b.extend_from_slice(message.as_bytes());
+                let _ = write!(
+                    w,
+                    "HTTP/1.1 {code} Bad Request\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    b.len()
+                );
+                let _ = w.write_all(&b);
+                return;
+            }
             Answer::Status(code) => {
                 let _ = write!(
                     w,
