@@ -787,3 +787,123 @@ fn once_is_bounded_and_endpoints_are_checked_at_start() {
     assert_eq!(c.count(), 1);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Attribute keys are unique (OTLP requires it): a field named like one of
+/// nanolog's own keys keeps its value under `field.NAME`.
+#[test]
+fn fields_named_like_nanologs_keys_keep_their_values_under_field_keys() {
+    let _s = serial();
+    let d = dir("keys");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    nanolog::info!(
+        "order at {target} by {spans}",
+        target = "desk",
+        spans = 3u32
+    );
+    drop(logger);
+    let c = Collector::start();
+    let endpoint = c.endpoint();
+    let mut child = ship(&["--endpoint", &endpoint, "--once", p(&base)]);
+    let status = wait(&mut child, 60, "ship --once");
+    assert!(status.success(), "{}", stderr_of(&mut child));
+    let got = c.records();
+    assert_eq!(got.len(), 1);
+    let a = &got[0].attrs;
+    let s = |k: &str| match a.get(k) {
+        Some(Some(V::StringValue(v))) => v.clone(),
+        other => panic!("{k}: {other:?}"),
+    };
+    assert_eq!(s("field.target"), "desk");
+    assert_eq!(s("target"), module_path!());
+    assert!(
+        matches!(a.get("field.spans"), Some(Some(V::IntValue(3)))),
+        "{a:?}"
+    );
+    assert!(!a.contains_key("spans"), "{a:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The files of one set given together, as `decode` takes a set
+/// (`ship app.nlog app.*Z.nlog`), are one log: one cursor, each record once.
+#[test]
+fn the_files_of_one_set_given_together_are_one_log() {
+    let _s = serial();
+    let d = dir("oneset");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(8 << 10)
+        .start()
+        .unwrap();
+    for i in 0..20_000u64 {
+        nanolog::info!("rec {}", i);
+    }
+    drop(logger);
+    let mut files = vec![base.clone()];
+    files.extend(whole_set(&base).into_iter().filter(|f| *f != base));
+    assert!(files.len() > 3, "{files:?}");
+    let c = Collector::start();
+    let endpoint = c.endpoint();
+    let cursor = d.join("app.cursor");
+    let mut args = vec![
+        "--endpoint",
+        endpoint.as_str(),
+        "--once",
+        "--cursor",
+        p(&cursor),
+    ];
+    args.extend(files.iter().map(|f| p(f)));
+    let mut child = ship(&args);
+    let status = wait(&mut child, 60, "ship --once of a set");
+    assert!(status.success(), "{}", stderr_of(&mut child));
+    let mut bodies: Vec<String> = c.records().into_iter().map(|g| g.body).collect();
+    let n = bodies.len();
+    bodies.sort();
+    bodies.dedup();
+    assert_eq!(n, 20_000, "each record once");
+    assert_eq!(bodies.len(), 20_000);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Several logs: one that cannot go on (here, its cursor is another log's)
+/// ends ship with its error, naming the log, and exit 1, while the others
+/// would follow forever.
+#[test]
+fn one_log_that_fails_ends_a_ship_of_several() {
+    let _s = serial();
+    let d = dir("onefails");
+    let (a, b) = (d.join("a.nlog"), d.join("b.nlog"));
+    for path in [&a, &b] {
+        let logger = nanolog::Logger::builder().path(path).start().unwrap();
+        nanolog::info!("rec {}", 1u64);
+        drop(logger);
+    }
+    let (ca, cb) = (d.join("a.cursor"), d.join("b.cursor"));
+    std::fs::write(
+        &cb,
+        format!(
+            "nanolog-cursor-v2 1 1 0 1 {}\n",
+            d.join("other.nlog").display()
+        ),
+    )
+    .unwrap();
+    let c = Collector::start();
+    let endpoint = c.endpoint();
+    let mut child = ship(&[
+        "--endpoint",
+        &endpoint,
+        "--cursor",
+        p(&ca),
+        "--cursor",
+        p(&cb),
+        p(&a),
+        p(&b),
+    ]);
+    let status = wait(&mut child, 30, "ship of two logs, one failing");
+    let err = stderr_of(&mut child);
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("shipping") && err.contains("b.nlog"), "{err}");
+    assert!(err.contains("is of the log"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

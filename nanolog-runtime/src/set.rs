@@ -132,6 +132,25 @@ pub(crate) fn finished_key(base: &Path, name: &str) -> Option<SetKey> {
     is_stamp(stamp).then(|| SetKey::Time(stamp.to_owned(), n))
 }
 
+/// The live path of the set a finished file at `path` belongs to, from its
+/// name (`app.0000000042.<UTC start>Z.nlog` and `app.<UTC start>Z.nlog`
+/// are files of the set at `app.nlog`); `None` for any other name.
+pub fn set_base_of(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let ext = Path::new(name).extension().and_then(|e| e.to_str());
+    for (i, _) in name.match_indices('.') {
+        let stem = &name[..i];
+        let candidate = match ext {
+            Some(e) => path.with_file_name(format!("{stem}.{e}")),
+            None => path.with_file_name(stem),
+        };
+        if finished_key(&candidate, name).is_some() {
+            return Some(candidate);
+        }
+    }
+    None
+}
+
 /// The finished files of the set at `base`, oldest first, with their sizes.
 /// The live file is not among them.
 pub fn finished_files(base: &Path) -> io::Result<Vec<(PathBuf, u64)>> {

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, TimeMap};
 
 use crate::cli::ShipArgs;
@@ -69,10 +70,14 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
         .transpose()
         .map_err(|e| anyhow::anyhow!("--stats-every: {e}"))?
         .map(Duration::from_nanos);
-    if !a.cursor.is_empty() && a.cursor.len() != a.files.len() {
+    let abort = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The files of one set given together (`app.nlog app.*Z.nlog`, as
+    // `decode` takes a set) are one log: followed from its live path.
+    let logs = logs_of(&a.files);
+    if !a.cursor.is_empty() && a.cursor.len() != logs.len() {
         anyhow::bail!(
-            "{} logs and {} cursors: give one --cursor per log, in the order of the logs",
-            a.files.len(),
+            "{} logs and {} cursors: give one --cursor per log, in the order of the logs (the files of one set are one log)",
+            logs.len(),
             a.cursor.len()
         );
     }
@@ -93,6 +98,7 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
                 .collect(),
             batch_bytes: a.batch_kib.max(1) << 10,
             once: a.once,
+            abort: std::sync::Arc::clone(&abort),
             peers: HashMap::new(),
             progress: Progress {
                 // A link at the path: the set is beside its target.
@@ -113,16 +119,17 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
             },
         })
     };
-    let cursor = |i: usize| Cursor::new(a.cursor.get(i).map(PathBuf::as_path), &a.files[i]);
-    if let [one] = a.files.as_slice() {
+    let cursor = |i: usize| Cursor::new(a.cursor.get(i).map(PathBuf::as_path), &logs[i]);
+    if let [one] = logs.as_slice() {
         let mut s = make(one)?;
-        let result = follow(one, &cursor(0), Start::WholeSet, &mut s);
+        let result = follow(one, &cursor(0), Start::WholeSet, &mut s)
+            .with_context(|| format!("shipping {}", one.display()));
         s.progress.summary();
         return result;
     }
-    // Several logs: one follower each, side by side.
-    let shippers = a
-        .files
+    // Several logs: one follower each, side by side; one that fails stops
+    // the others.
+    let shippers = logs
         .iter()
         .enumerate()
         .map(|(i, f)| Ok((make(f)?, cursor(i))))
@@ -131,19 +138,34 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
         let running: Vec<_> = shippers
             .into_iter()
             .map(|(mut s, cursor)| {
+                let abort = std::sync::Arc::clone(&abort);
                 scope.spawn(move || {
                     let base = s.progress.base.clone();
-                    let r = follow(&base, &cursor, Start::WholeSet, &mut s);
+                    let r = follow(&base, &cursor, Start::WholeSet, &mut s)
+                        .with_context(|| format!("shipping {}", base.display()));
                     s.progress.summary();
+                    if let Err(e) = &r {
+                        // Said now, and the other logs stop: a ship that
+                        // cannot go on with one of its logs ends (exit 1),
+                        // for its supervisor to see.
+                        let _ = writeln!(io::stderr(), "nanolog: error: {e:#}");
+                        abort.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
                     r
                 })
             })
             .collect();
+        let mut first = None;
         for r in running {
-            r.join()
-                .map_err(|_| anyhow::anyhow!("a shipping thread panicked"))??;
+            let r = r
+                .join()
+                .map_err(|_| anyhow::anyhow!("a shipping thread panicked"))
+                .and_then(|r| r);
+            if let Err(e) = r {
+                first.get_or_insert(e);
+            }
         }
-        Ok(())
+        first.map_or(Ok(()), Err)
     })
 }
 
@@ -153,6 +175,8 @@ struct Shipper {
     workers: Vec<otlp::Batch>,
     batch_bytes: usize,
     once: bool,
+    /// Set when one of the ship's logs failed.
+    abort: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// The clocks of the set's finished files, by path (None: not a log).
     peers: HashMap<PathBuf, Option<Peer>>,
     progress: Progress,
@@ -232,6 +256,9 @@ impl Sink for Shipper {
     /// the cursor once the collector accepted it, so the cursor never
     /// passes a batch that was not accepted.
     fn take(&mut self, log: &LogFile, from: usize, cursor: &Cursor) -> anyhow::Result<bool> {
+        if self.aborted() {
+            return Ok(false);
+        }
         let end = log.valid_len();
         if from >= end {
             return Ok(true);
@@ -303,11 +330,16 @@ impl Sink for Shipper {
 
     fn idle(&mut self) -> anyhow::Result<bool> {
         self.progress.maybe_stats();
-        Ok(!self.once)
+        Ok(!self.once && !self.aborted())
     }
 }
 
 impl Shipper {
+    /// Another log of this ship failed: this one stops too.
+    fn aborted(&self) -> bool {
+        self.abort.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The clock `log` is read by: the union of its clock pairs and those
     /// of the set's other files of the same process, as `decode` of the
     /// whole set reads it, so a record shipped has the time decode prints
@@ -453,6 +485,24 @@ impl Progress {
             self.client.retries
         );
     }
+}
+
+/// The logs `files` name: each file, or for a finished file of a set, the
+/// set's live path; each log once, in the order first named.
+fn logs_of(files: &[PathBuf]) -> Vec<PathBuf> {
+    let key = |p: &Path| {
+        let p = nanolog_runtime::reader::resolve_log_path(p);
+        std::path::absolute(&p).unwrap_or(p)
+    };
+    let mut logs: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for f in files {
+        let log = nanolog_runtime::reader::set_base_of(f).unwrap_or_else(|| f.clone());
+        let k = key(&log);
+        if !logs.iter().any(|(_, seen)| *seen == k) {
+            logs.push((log, k));
+        }
+    }
+    logs.into_iter().map(|(l, _)| l).collect()
 }
 
 fn now_ns() -> u64 {

@@ -20,6 +20,17 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
+/// The attribute keys nanolog gives every record (and `spans`): a record's
+/// field of one of these names is sent as `field.NAME`.
+pub(crate) const RESERVED: [&str; 6] = [
+    "code.filepath",
+    "code.lineno",
+    "thread.id",
+    "thread.name",
+    "target",
+    "spans",
+];
+
 /// OTLP's severity number of a level (the first of its range).
 pub(crate) fn severity(level: Level) -> i32 {
     match level {
@@ -164,7 +175,13 @@ impl Batch {
             if !site.names.is_empty() {
                 for (i, v) in args.iter().enumerate() {
                     if let Some(name) = site.name(i) {
-                        put(attrs, &mut n, name, Val::of(v));
+                        // Keys are unique in OTLP: a field named like one
+                        // of nanolog's own keys goes under `field.NAME`.
+                        if RESERVED.contains(&name) || name.starts_with("nanolog.") {
+                            put(attrs, &mut n, &format!("field.{name}"), Val::of(v));
+                        } else {
+                            put(attrs, &mut n, name, Val::of(v));
+                        }
                     }
                 }
             }
