@@ -236,4 +236,12 @@ pub struct ShipArgs {
     /// batch holds at least one).
     #[arg(long, value_name = "KIB", default_value_t = 64)]
     pub batch_kib: usize,
+    /// The largest request body sent, in KiB (the OpenTelemetry
+    /// Collector's own limit is 20 MiB by default). A batch over it is
+    /// sent in parts; a record over it alone is cut to fit and marked
+    /// (`nanolog.truncated_bytes`); a collector that refuses a request as
+    /// too large (413, 400 "too large") or keeps closing the connection on
+    /// it gets it in halves.
+    #[arg(long, value_name = "KIB", default_value_t = 4096)]
+    pub max_body_kib: usize,
 }

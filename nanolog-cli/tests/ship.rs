@@ -907,3 +907,67 @@ fn one_log_that_fails_ends_a_ship_of_several() {
     assert!(err.contains("is of the log"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A collector with a body limit (400 "request body too large", as the
+/// OpenTelemetry Collector answers) and one that closes the connection on
+/// large bodies: ship sends in smaller parts, every record arrives once,
+/// and a record larger than the limit alone arrives cut, marked with
+/// `nanolog.truncated_bytes`. Nothing after it is held up.
+#[test]
+fn bodies_over_the_collectors_limit_are_split_and_cut_never_stuck() {
+    let _s = serial();
+    let d = dir("bodies");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .staging_capacity(4 << 20)
+        .start()
+        .unwrap();
+    for i in 0..20_000u64 {
+        nanolog::info!("rec {} with some text to make the bodies larger", i);
+    }
+    let big = "x".repeat(300 << 10);
+    nanolog::info!("big {}", big.as_str());
+    nanolog::info!("after the big one");
+    drop(logger);
+    for (limit, close) in [(Some(64 << 10), None), (None, Some(128 << 10))] {
+        let c = Collector::start();
+        {
+            let mut st = c.state.lock().unwrap();
+            st.max_body = limit;
+            st.close_over = close;
+        }
+        let endpoint = c.endpoint();
+        let mut child = ship(&[
+            "--endpoint",
+            &endpoint,
+            "--once",
+            "--batch-kib",
+            "256",
+            "--max-backoff",
+            "100ms",
+            p(&base),
+        ]);
+        let status = wait(&mut child, 120, "ship into a collector with a body limit");
+        let err = stderr_of(&mut child);
+        assert!(status.success(), "{err}");
+        let got = c.records();
+        let recs: Vec<&str> = got.iter().map(|g| g.body.as_str()).collect();
+        assert_eq!(recs.len(), 20_002, "{err}");
+        let mut uniq = recs.clone();
+        uniq.sort_unstable();
+        uniq.dedup();
+        assert_eq!(uniq.len(), 20_002, "each record once");
+        assert_eq!(recs.last(), Some(&"after the big one"));
+        let cut = got.iter().find(|g| g.body.starts_with("big ")).unwrap();
+        assert!(cut.body.len() < 128 << 10, "{}", cut.body.len());
+        assert!(
+            matches!(cut.attrs.get("nanolog.truncated_bytes"), Some(Some(V::IntValue(n))) if *n > 300 << 10),
+            "{:?}",
+            cut.attrs.get("nanolog.truncated_bytes")
+        );
+        let largest_ok = c.state.lock().unwrap().largest;
+        assert!(largest_ok > 0);
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -10,6 +10,38 @@ use std::time::Duration;
 /// the client's limit.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 
+/// The collector refused a request for its size (413, or 400 saying "too
+/// large"), or closed the connection on it again and again: the sender
+/// splits it and tries the parts.
+#[derive(Debug)]
+pub(crate) struct TooLarge(pub(crate) String);
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
+/// Connections closed in a row while sending one request larger than
+/// [`CLOSED_LARGE`] before it is taken to be too large.
+const CLOSED_TRIES: u32 = 3;
+const CLOSED_LARGE: usize = 16 << 10;
+
+/// Whether a failed request was cut off by the other end (reset, closed
+/// before an answer), not refused or timed out.
+fn closed_on_us(e: &ureq::Error) -> bool {
+    use io::ErrorKind::*;
+    match e {
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            ConnectionReset | BrokenPipe | UnexpectedEof | ConnectionAborted
+        ),
+        other => other.to_string().to_ascii_lowercase().contains("closed"),
+    }
+}
+
 /// The collector's endpoint and how to reach it.
 pub(crate) struct Client {
     agent: ureq::Agent,
@@ -78,6 +110,7 @@ impl Client {
     pub(crate) fn send(&mut self, body: &[u8]) -> anyhow::Result<()> {
         let mut backoff = FIRST_BACKOFF;
         let mut failures = 0u32;
+        let mut closed = 0u32;
         let first_try = std::time::Instant::now();
         loop {
             let mut req = self
@@ -121,6 +154,15 @@ impl Client {
                         .unwrap_or_default();
                     let why = format!("{status}{}", reason(&content_type, &bytes));
                     let code = status.as_u16();
+                    if code == 413 || code == 400 && why.to_ascii_lowercase().contains("too large")
+                    {
+                        return Err(TooLarge(format!(
+                            "the collector at {} refused a request of {} bytes: {why}",
+                            self.shown,
+                            body.len()
+                        ))
+                        .into());
+                    }
                     if !(code == 429 || (500..600).contains(&code)) {
                         anyhow::bail!(
                             "the collector at {} refused a batch: {why} (not retried: only 429 and 5xx are)",
@@ -129,7 +171,25 @@ impl Client {
                     }
                     (why, retry_after)
                 }
-                Err(e) => (e.to_string(), None),
+                Err(e) => {
+                    // A collector that closes the connection on a large
+                    // body, again and again, will never take it whole. (A
+                    // connection refused is a collector down: retried.)
+                    if closed_on_us(&e) {
+                        closed += 1;
+                    } else {
+                        closed = 0;
+                    }
+                    if closed >= CLOSED_TRIES && body.len() > CLOSED_LARGE {
+                        return Err(TooLarge(format!(
+                            "the collector at {} closed the connection {closed} times on a request of {} bytes ({e})",
+                            self.shown,
+                            body.len()
+                        ))
+                        .into());
+                    }
+                    (e.to_string(), None)
+                }
             };
             failures += 1;
             if let Some(limit) = self.give_up.filter(|l| first_try.elapsed() >= *l) {

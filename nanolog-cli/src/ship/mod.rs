@@ -116,6 +116,7 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
                 shipped_bytes: 0,
                 at: None,
                 files_missed: 0,
+                max_body: (a.max_body_kib << 10).max(MIN_BODY),
             },
         })
     };
@@ -230,7 +231,13 @@ struct Progress {
     at: Option<(PathBuf, i64, usize)>,
     /// Files of the set deleted before they were shipped.
     files_missed: u64,
+    /// The largest request body sent (`--max-body-kib`, halved when the
+    /// collector refuses a request as too large).
+    max_body: usize,
 }
+
+/// The smallest request body ship halves down to.
+const MIN_BODY: usize = 16 << 10;
 
 impl Sink for Shipper {
     /// Files retention deleted before they were shipped: said on stderr,
@@ -413,7 +420,7 @@ impl Progress {
         cursor: &Cursor,
     ) -> anyhow::Result<()> {
         if n > 0 {
-            self.client.send(body)?;
+            self.send_bounded(body)?;
             self.records += n as u64;
             self.batches += 1;
             self.shipped_bytes += (to - from) as u64;
@@ -423,6 +430,51 @@ impl Progress {
         self.at = Some((log.path().to_path_buf(), log.header().base_unix_ns, to));
         self.maybe_stats();
         Ok(())
+    }
+
+    /// Sends `body`, in parts of at most `max_body` bytes, each part split
+    /// again in halves while the collector refuses it as too large.
+    fn send_bounded(&mut self, body: &[u8]) -> anyhow::Result<()> {
+        let mut parts: std::collections::VecDeque<Vec<u8>> = if body.len() <= self.max_body {
+            match self.client.send(body) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is::<http::TooLarge>() => self.halve(body, &e)?.into(),
+                Err(e) => return Err(e),
+            }
+        } else {
+            otlp::split_to_fit(body, self.max_body)?.into()
+        };
+        while let Some(part) = parts.pop_front() {
+            match self.client.send(&part) {
+                Ok(()) => {}
+                Err(e) if e.is::<http::TooLarge>() => {
+                    for p in self.halve(&part, &e)?.into_iter().rev() {
+                        parts.push_front(p);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// `body`, refused as too large, in parts of half its size (the bound
+    /// for later batches halved too); an error once it is down to
+    /// [`MIN_BODY`].
+    fn halve(&mut self, body: &[u8], e: &anyhow::Error) -> anyhow::Result<Vec<Vec<u8>>> {
+        let half = body.len() / 2;
+        if half < MIN_BODY {
+            anyhow::bail!(
+                "{e:#}; a request of {} bytes is as small as ship makes them",
+                body.len()
+            );
+        }
+        let _ = writeln!(
+            io::stderr(),
+            "nanolog: warning: {e:#}; sending it in parts of at most {half} bytes"
+        );
+        self.max_body = self.max_body.min(half);
+        otlp::split_to_fit(body, half)
     }
 
     fn maybe_stats(&mut self) {

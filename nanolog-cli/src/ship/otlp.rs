@@ -248,6 +248,112 @@ impl Batch {
     }
 }
 
+/// `body` (an encoded request of one resource and scope) as requests of at
+/// most `max` bytes each, its records in order: split between records,
+/// and a record larger than `max` on its own sent cut to fit, marked with
+/// `nanolog.truncated_bytes` (its encoded size before the cut).
+/// Empty for a request without records.
+pub(crate) fn split_to_fit(body: &[u8], max: usize) -> anyhow::Result<Vec<Vec<u8>>> {
+    let mut req = ExportLogsServiceRequest::decode(body)
+        .map_err(|e| anyhow::anyhow!("a batch to split does not decode: {e}"))?;
+    let Some(scope) = req
+        .resource_logs
+        .get_mut(0)
+        .and_then(|r| r.scope_logs.get_mut(0))
+    else {
+        return Ok(Vec::new());
+    };
+    let records = std::mem::take(&mut scope.log_records);
+    let template = req;
+    // The request around the records, and a record's own framing.
+    let overhead = template.encoded_len() + 32;
+    let room = max.saturating_sub(overhead).max(1024);
+    let mut parts = Vec::new();
+    let mut cur: Vec<LogRecord> = Vec::new();
+    let mut size = 0;
+    let flush = |cur: &mut Vec<LogRecord>, parts: &mut Vec<Vec<u8>>| {
+        if cur.is_empty() {
+            return;
+        }
+        let mut r = template.clone();
+        r.resource_logs[0].scope_logs[0].log_records = std::mem::take(cur);
+        parts.push(r.encode_to_vec());
+    };
+    for mut r in records {
+        let mut len = r.encoded_len() + 8;
+        if len > room {
+            cut_to_fit(&mut r, room);
+            len = r.encoded_len() + 8;
+        }
+        if size + len > room {
+            flush(&mut cur, &mut parts);
+            size = 0;
+        }
+        size += len;
+        cur.push(r);
+    }
+    flush(&mut cur, &mut parts);
+    Ok(parts)
+}
+
+/// Cuts a record's body (and its longest string attributes, if need be)
+/// so that it encodes in about `room` bytes, and marks it.
+fn cut_to_fit(r: &mut LogRecord, room: usize) {
+    let body_len = match &r.body {
+        Some(AnyValue {
+            value: Some(V::StringValue(s)),
+        }) => s.len(),
+        _ => 0,
+    };
+    // Its size before the first cut (a record cut again keeps it).
+    if !r
+        .attributes
+        .iter()
+        .any(|a| a.key == "nanolog.truncated_bytes")
+    {
+        r.attributes.push(kv(
+            "nanolog.truncated_bytes",
+            V::IntValue(r.encoded_len() as i64),
+        ));
+    }
+    let cut = |s: &mut String, keep: usize| {
+        if s.len() > keep {
+            let mut at = keep;
+            while !s.is_char_boundary(at) {
+                at -= 1;
+            }
+            s.truncate(at);
+        }
+    };
+    // The body first, then string attributes, longest first.
+    let over = r.encoded_len().saturating_sub(room);
+    if let Some(AnyValue {
+        value: Some(V::StringValue(s)),
+    }) = &mut r.body
+    {
+        cut(s, body_len.saturating_sub(over));
+    }
+    while r.encoded_len() > room {
+        let longest = r
+            .attributes
+            .iter_mut()
+            .filter_map(|a| match &mut a.value {
+                Some(AnyValue {
+                    value: Some(V::StringValue(s)),
+                }) => Some(s),
+                _ => None,
+            })
+            .max_by_key(|s| s.len());
+        match longest {
+            Some(s) if !s.is_empty() => {
+                let keep = s.len() / 2;
+                cut(s, keep);
+            }
+            _ => break,
+        }
+    }
+}
+
 /// An attribute value, borrowed until it is written.
 enum Val<'a> {
     Int(i64),

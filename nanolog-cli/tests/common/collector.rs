@@ -56,6 +56,13 @@ pub struct State {
     pub targets: Vec<String>,
     /// The last `Authorization` header seen.
     pub authorization: Option<String>,
+    /// Refuse bodies over this many bytes as the OpenTelemetry Collector
+    /// does: 400 with a `google.rpc.Status` "request body too large".
+    pub max_body: Option<usize>,
+    /// Close the connection, unanswered, on bodies over this many bytes.
+    pub close_over: Option<usize>,
+    /// The largest body seen.
+    pub largest: usize,
 }
 
 pub struct Collector {
@@ -145,7 +152,15 @@ fn handle(conn: TcpStream, st: &Mutex<State>) {
         let (answer, delay) = {
             let mut s = st.lock().unwrap();
             s.requests += 1;
-            (s.script.pop_front().unwrap_or(Answer::Accept), s.delay)
+            s.largest = s.largest.max(len);
+            let answer = if s.close_over.is_some_and(|m| len > m) {
+                Answer::Drop
+            } else if s.max_body.is_some_and(|m| len > m) {
+                Answer::StatusWith(400, "http: request body too large")
+            } else {
+                s.script.pop_front().unwrap_or(Answer::Accept)
+            };
+            (answer, s.delay)
         };
         std::thread::sleep(delay);
         match answer {
