@@ -971,3 +971,56 @@ fn bodies_over_the_collectors_limit_are_split_and_cut_never_stuck() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// SIGTERM ends a following ship cleanly: exit 0, its summary printed, the
+/// cursor at the last batch accepted; started again with it, ship sends
+/// the rest, and every record has arrived.
+#[cfg(unix)]
+#[test]
+fn sigterm_saves_the_cursor_and_prints_the_summary() {
+    let _s = serial();
+    let d = dir("sigterm");
+    let base = d.join("app.nlog");
+    let cursor = d.join("app.cursor");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    for i in 0..5_000u64 {
+        nanolog::info!("rec {}", i);
+    }
+    logger.flush().unwrap();
+    let c = Collector::start();
+    let endpoint = c.endpoint();
+    let mut child = ship(&["--endpoint", &endpoint, "--cursor", p(&cursor), p(&base)]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while c.count() < 5_000 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = wait(&mut child, 30, "ship after SIGTERM");
+    let err = stderr_of(&mut child);
+    assert!(status.success(), "{err}");
+    assert!(err.contains("shipped 5000 records"), "{err}");
+    assert!(std::fs::read_to_string(&cursor)
+        .unwrap()
+        .starts_with("nanolog-cursor-v2 "));
+    for i in 5_000..6_000u64 {
+        nanolog::info!("rec {}", i);
+    }
+    drop(logger);
+    let mut again = ship(&[
+        "--endpoint",
+        &endpoint,
+        "--once",
+        "--cursor",
+        p(&cursor),
+        p(&base),
+    ]);
+    let status = wait(&mut again, 30, "ship --once after SIGTERM");
+    assert!(status.success(), "{}", stderr_of(&mut again));
+    let mut bodies: Vec<String> = c.records().into_iter().map(|g| g.body).collect();
+    assert_eq!(bodies.len(), 6_000);
+    bodies.sort();
+    bodies.dedup();
+    assert_eq!(bodies.len(), 6_000);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -209,7 +209,14 @@ impl Client {
                 self.shown,
                 wait.as_secs_f64()
             );
-            std::thread::sleep(wait);
+            // In steps, so that a SIGTERM is not kept waiting.
+            let until = std::time::Instant::now() + wait;
+            while std::time::Instant::now() < until {
+                if super::stop::requested() {
+                    return Err(super::stop::Stopped.into());
+                }
+                std::thread::sleep(Duration::from_millis(50).min(wait));
+            }
             backoff = (backoff * 2).min(self.max_backoff);
         }
     }

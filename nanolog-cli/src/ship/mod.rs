@@ -10,6 +10,7 @@
 
 mod http;
 mod otlp;
+mod stop;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -25,6 +26,20 @@ use crate::follow::{follow, Cursor, Sink, Start};
 use crate::output::gap_message;
 
 pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
+    let r = ship(a);
+    match r {
+        // SIGTERM/SIGINT: the cursor is at the last batch accepted and the
+        // summary is printed; a clean end.
+        Err(e) if e.chain().any(|c| c.is::<stop::Stopped>()) => {
+            let _ = writeln!(io::stderr(), "nanolog: ship stopped by a signal");
+            Ok(())
+        }
+        r => r,
+    }
+}
+
+fn ship(a: &ShipArgs) -> anyhow::Result<()> {
+    stop::install();
     // As OpenTelemetry's exporters read them: the signal-specific variable
     // is the whole URL, the general one a base that /v1/logs is added to.
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
@@ -145,12 +160,16 @@ pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
                     let r = follow(&base, &cursor, Start::WholeSet, &mut s)
                         .with_context(|| format!("shipping {}", base.display()));
                     s.progress.summary();
-                    if let Err(e) = &r {
-                        // Said now, and the other logs stop: a ship that
-                        // cannot go on with one of its logs ends (exit 1),
-                        // for its supervisor to see.
-                        let _ = writeln!(io::stderr(), "nanolog: error: {e:#}");
-                        abort.store(true, std::sync::atomic::Ordering::Relaxed);
+                    match &r {
+                        Err(e) if e.chain().any(|c| c.is::<stop::Stopped>()) => {}
+                        Err(e) => {
+                            // Said now, and the other logs stop: a ship that
+                            // cannot go on with one of its logs ends (exit
+                            // 1), for its supervisor to see.
+                            let _ = writeln!(io::stderr(), "nanolog: error: {e:#}");
+                            abort.store(true, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Ok(()) => {}
                     }
                     r
                 })
@@ -337,6 +356,9 @@ impl Sink for Shipper {
 
     fn idle(&mut self) -> anyhow::Result<bool> {
         self.progress.maybe_stats();
+        if stop::requested() {
+            return Err(stop::Stopped.into());
+        }
         Ok(!self.once && !self.aborted())
     }
 }
@@ -427,6 +449,10 @@ impl Progress {
         }
         // Accepted (or nothing to send): the position moves past it.
         cursor.save(log, to)?;
+        if stop::requested() {
+            self.at = Some((log.path().to_path_buf(), log.header().base_unix_ns, to));
+            return Err(stop::Stopped.into());
+        }
         self.at = Some((log.path().to_path_buf(), log.header().base_unix_ns, to));
         self.maybe_stats();
         Ok(())
