@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use nanolog_runtime::reader::{next_after_seq, next_in_set, Header, LogFile, Refresh};
+use nanolog_runtime::reader::{next_after_seq, next_in_set, Header, LogFile, Refresh, Warning};
 
 /// What a follower does with the entries it finds.
 pub(crate) trait Sink {
@@ -22,6 +22,13 @@ pub(crate) trait Sink {
     /// Nothing new for now. `Ok(false)` stops following (`ship --once`).
     fn idle(&mut self) -> anyhow::Result<bool> {
         Ok(true)
+    }
+
+    /// A file being followed has damage (`decode` of it says the same):
+    /// said on stderr.
+    fn warned(&mut self, w: &Warning) -> anyhow::Result<()> {
+        let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
+        Ok(())
     }
 
     /// `files` files of the set were deleted (by the writer's retention)
@@ -86,6 +93,8 @@ pub(crate) fn follow(
     let _held = cursor.lock()?;
     // The file being read, where it was opened, and how far it is taken.
     let mut cur: Option<(LogFile, PathBuf, usize)> = None;
+    // The warnings of the current file told to the sink so far.
+    let mut warned = 0usize;
     // The header of the last file read to its end.
     let mut done: Option<Header> = None;
     // Some: the next file to read is the one after this. With no live file
@@ -161,6 +170,7 @@ pub(crate) fn follow(
             }
         }
         if let Some((log, _, offset)) = cur.as_mut() {
+            report(log, &mut warned, false, sink)?;
             if !sink.take(log, *offset, cursor)? {
                 return Ok(());
             }
@@ -201,6 +211,8 @@ pub(crate) fn follow(
                             next.display()
                         );
                     }
+                    warned = 0;
+                    report(&l, &mut warned, false, sink)?;
                     if !sink.take(&l, 0, cursor)? {
                         return Ok(());
                     }
@@ -228,6 +240,7 @@ pub(crate) fn follow(
         };
         let ended = match log.refresh()? {
             Refresh::Grew => {
+                report(log, &mut warned, false, sink)?;
                 if !sink.take(log, *offset, cursor)? {
                     return Ok(());
                 }
@@ -252,6 +265,8 @@ pub(crate) fn follow(
             Refresh::Replaced => !reopen(log, path, offset)?,
         };
         if ended {
+            // A file that ended cut off (its writer killed mid-write) says so.
+            report(log, &mut warned, true, sink)?;
             done = Some(*log.header());
             after = Some(After::of(log));
             cur = None;
@@ -446,6 +461,34 @@ fn find_in_set(base: &Path, pid: u32, base_unix_ns: i64) -> Option<(LogFile, Pat
         }
     }
     None
+}
+
+/// Tells `sink` the warnings of `log` it has not been told (`told` of them
+/// so far): damage skipped, a file cut back. A torn tail is the live edge
+/// of a file being written, said only of a file that has `ended`.
+fn report(
+    log: &LogFile,
+    told: &mut usize,
+    ended: bool,
+    sink: &mut impl Sink,
+) -> anyhow::Result<()> {
+    let lasting: Vec<&Warning> = log
+        .warnings()
+        .iter()
+        .filter(|w| !matches!(w, Warning::TornTail { .. }))
+        .collect();
+    for w in lasting.iter().skip(*told) {
+        sink.warned(w)?;
+    }
+    *told = lasting.len();
+    if ended {
+        for w in log.warnings() {
+            if matches!(w, Warning::TornTail { .. }) {
+                sink.warned(w)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The highest file number of the set at `base` (finished or live), and

@@ -1024,3 +1024,66 @@ fn sigterm_saves_the_cursor_and_prints_the_summary() {
     assert_eq!(bodies.len(), 6_000);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Damage in a file of the set (a flipped byte): ship says what `decode`
+/// says, on stderr, and the collector gets a WARN record counting the
+/// bytes skipped; the rest of the set arrives.
+#[test]
+fn corrupt_bytes_are_warned_and_told_to_the_collector() {
+    let _s = serial();
+    let d = dir("corrupt");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(16 << 10)
+        .start()
+        .unwrap();
+    for i in 0..20_000u64 {
+        nanolog::info!("rec {}", i);
+    }
+    drop(logger);
+    let files = whole_set(&base);
+    let victim = &files[1];
+    let mut bytes = std::fs::read(victim).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(victim, &bytes).unwrap();
+    let decode = Command::new(BIN)
+        .args(["decode", p(victim)])
+        .output()
+        .unwrap();
+    let decode_err = String::from_utf8_lossy(&decode.stderr).into_owned();
+    assert!(decode_err.contains("skipped"), "{decode_err}");
+
+    let c = Collector::start();
+    let endpoint = c.endpoint();
+    let mut child = ship(&["--endpoint", &endpoint, "--once", p(&base)]);
+    let status = wait(&mut child, 60, "ship --once of a damaged set");
+    let err = stderr_of(&mut child);
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains("skipped"),
+        "ship says nothing of the damage: {err}"
+    );
+    let got = c.records();
+    let corrupt: i64 = got
+        .iter()
+        .filter_map(|g| match g.attrs.get("nanolog.corrupt_bytes") {
+            Some(Some(V::IntValue(n))) => Some(*n),
+            _ => None,
+        })
+        .sum();
+    assert!(corrupt > 0, "no WARN record counting the damage");
+    // What decode of the set reads, ship sent.
+    let mut args = vec!["decode".to_owned()];
+    args.extend(files.iter().map(|f| p(f).to_owned()));
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let decoded = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(": rec "))
+        .count();
+    let recs = got.iter().filter(|g| g.body.starts_with("rec ")).count();
+    assert!(decoded < 20_000, "the damage should cost records");
+    assert_eq!(recs, decoded);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -259,6 +259,24 @@ struct Progress {
 const MIN_BODY: usize = 16 << 10;
 
 impl Sink for Shipper {
+    /// Damage in a file being shipped: the warning `decode` gives, on
+    /// stderr, and a WARN record at the collector counting the bytes
+    /// skipped (`nanolog.corrupt_bytes`), as drop gaps carry theirs.
+    fn warned(&mut self, w: &nanolog_runtime::reader::Warning) -> anyhow::Result<()> {
+        use nanolog_runtime::reader::Warning;
+        let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
+        let bytes = match w {
+            Warning::SkippedCorrupt { len, .. } | Warning::TornTail { len, .. } => *len as u64,
+            _ => 0,
+        };
+        let batch = &mut self.workers[0];
+        batch.start_resource(None, None);
+        batch.push_note(now_ns(), &w.to_string(), "nanolog.corrupt_bytes", bytes);
+        let mut buf = Vec::new();
+        batch.encode_into(&mut buf);
+        self.progress.client.send(&buf)
+    }
+
     /// Files retention deleted before they were shipped: said on stderr,
     /// counted in the progress lines, and told to the collector as a WARN
     /// record with `nanolog.files_missed`, as drop gaps are.
