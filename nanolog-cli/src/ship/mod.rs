@@ -115,6 +115,7 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
             once: a.once,
             abort: std::sync::Arc::clone(&abort),
             peers: HashMap::new(),
+            listed_for: None,
             progress: Progress {
                 // A link at the path: the set is beside its target.
                 base: nanolog_runtime::reader::resolve_log_path(base),
@@ -199,6 +200,8 @@ struct Shipper {
     abort: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// The clocks of the set's finished files, by path (None: not a log).
     peers: HashMap<PathBuf, Option<Peer>>,
+    /// The file (path, start) the peers were last brought up to date for.
+    listed_for: Option<(PathBuf, i64)>,
     progress: Progress,
 }
 
@@ -393,10 +396,35 @@ impl Shipper {
     /// (to the nanosecond, once the files around it are there).
     fn set_clock(&mut self, log: &LogFile) -> TimeMap {
         let h = log.header();
+        // The set is listed once a file (the files that count for it are
+        // there when it is reached), not at every batch of it.
+        let this = (log.path().to_path_buf(), h.base_unix_ns);
+        if self.listed_for.as_ref() != Some(&this) {
+            self.refresh_peers();
+            self.listed_for = Some(this);
+        }
+        // All of the process's files: a record can be written several
+        // files after the one it was logged in (a fast writer's ring holds
+        // records from before several rolls), and its time is read between
+        // the pairs around its tick, wherever they are.
+        let mut pairs = log.time_map().pairs().to_vec();
+        for q in self.peers.values().flatten() {
+            if q.pid == h.pid && q.rate == h.ticks_per_second.to_bits() {
+                pairs.extend_from_slice(&q.pairs);
+            }
+        }
+        TimeMap::new(h.ticks_per_second, pairs)
+    }
+
+    /// The finished files of the set, each opened once (its clock pairs
+    /// kept); files retention deleted forgotten.
+    fn refresh_peers(&mut self) {
         let base = &self.progress.base;
         let listed = nanolog_runtime::reader::finished_files(base).unwrap_or_default();
-        // Files retention deleted are forgotten.
-        self.peers.retain(|p, _| listed.iter().any(|(q, _)| q == p));
+        // (A set, not a scan of the list per peer: that made each batch
+        // cost the square of the set's size.)
+        let names: std::collections::HashSet<&PathBuf> = listed.iter().map(|(p, _)| p).collect();
+        self.peers.retain(|p, _| names.contains(p));
         for (p, _) in listed {
             if self.peers.contains_key(&p) {
                 continue;
@@ -413,17 +441,6 @@ impl Shipper {
                 }
             }
         }
-        // All of the process's files: a record can be written several
-        // files after the one it was logged in (a fast writer's ring holds
-        // records from before several rolls), and its time is read between
-        // the pairs around its tick, wherever they are.
-        let mut pairs = log.time_map().pairs().to_vec();
-        for q in self.peers.values().flatten() {
-            if q.pid == h.pid && q.rate == h.ticks_per_second.to_bits() {
-                pairs.extend_from_slice(&q.pairs);
-            }
-        }
-        TimeMap::new(h.ticks_per_second, pairs)
     }
 }
 
