@@ -19,6 +19,12 @@ pub(crate) trait Sink {
     /// following (`--limit` reached).
     fn take(&mut self, log: &LogFile, from: usize, cursor: &Cursor) -> anyhow::Result<bool>;
 
+    /// How far the last [`Sink::take`] of `log` took it (all of it, unless
+    /// the sink holds records back at the live edge).
+    fn taken_to(&self, log: &LogFile) -> usize {
+        log.valid_len()
+    }
+
     /// Nothing new for now. `Ok(false)` stops following (`ship --once`).
     fn idle(&mut self) -> anyhow::Result<bool> {
         Ok(true)
@@ -174,7 +180,7 @@ pub(crate) fn follow(
             if !sink.take(log, *offset, cursor)? {
                 return Ok(());
             }
-            *offset = log.valid_len();
+            *offset = sink.taken_to(log);
         }
     }
     loop {
@@ -216,7 +222,7 @@ pub(crate) fn follow(
                     if !sink.take(&l, 0, cursor)? {
                         return Ok(());
                     }
-                    let offset = l.valid_len();
+                    let offset = sink.taken_to(&l);
                     cur = Some((l, next, offset));
                     continue;
                 }
@@ -257,11 +263,21 @@ pub(crate) fn follow(
                     reopen(log, path, offset)?;
                     continue;
                 }
-                *offset = log.valid_len();
+                *offset = sink.taken_to(log);
                 log.rotated_to().is_some()
             }
-            // A finished file (not the live path) read to its end.
-            Refresh::Unchanged => path != base,
+            Refresh::Unchanged => {
+                // Records the sink held back at the live edge: offered
+                // again (it lets them go after a while without growth).
+                if *offset < log.valid_len() {
+                    if !sink.take(log, *offset, cursor)? {
+                        return Ok(());
+                    }
+                    *offset = sink.taken_to(log);
+                }
+                // A finished file (not the live path) read to its end.
+                path != base
+            }
             Refresh::Replaced => !reopen(log, path, offset)?,
         };
         if ended {

@@ -1087,3 +1087,63 @@ fn corrupt_bytes_are_warned_and_told_to_the_collector() {
     assert_eq!(recs, decoded);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// At the live edge, ship holds the records after the writer's last clock
+/// pair until the next one brackets them: every record it sends while
+/// following has the time `decode` of the finished set prints, to the
+/// nanosecond (before, records shipped at the live edge were extrapolated
+/// and could differ by microseconds).
+#[test]
+fn times_shipped_at_the_live_edge_equal_decodes_of_the_finished_set() {
+    let _s = serial();
+    let d = dir("liveedge");
+    let base = d.join("app.nlog");
+    let c = Collector::start();
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(64 << 10)
+        .start()
+        .unwrap();
+    nanolog::info!("rec {}", 0u64);
+    logger.flush().unwrap();
+    let endpoint = c.endpoint();
+    let mut child = ship(&["--endpoint", &endpoint, p(&base)]);
+    // Bursts with pauses: ship catches up with the live file again and again.
+    for burst in 0..15u64 {
+        for i in 0..400u64 {
+            nanolog::info!("rec {}", 1 + burst * 400 + i);
+        }
+        logger.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    drop(logger);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while c.count() < 6_001 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let got = c.records();
+    assert_eq!(got.len(), 6_001, "{}", stderr_of(&mut child));
+    let mut args = vec!["decode", "--format", "json"];
+    let files = whole_set(&base);
+    args.extend(files.iter().map(|f| p(f)));
+    let out = succeed(&args);
+    let decoded: std::collections::HashMap<String, u64> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Json = serde_json::from_str(l).unwrap();
+            (
+                v["msg"].as_str().unwrap().to_owned(),
+                v["ts_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let differ = got
+        .iter()
+        .filter(|g| decoded.get(&g.body) != Some(&g.time_ns))
+        .count();
+    assert_eq!(differ, 0, "records whose shipped time is not decode's");
+    let _ = std::fs::remove_dir_all(&d);
+}

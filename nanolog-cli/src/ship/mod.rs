@@ -116,6 +116,8 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
             abort: std::sync::Arc::clone(&abort),
             peers: HashMap::new(),
             listed_for: None,
+            taken: 0,
+            held_since: None,
             progress: Progress {
                 // A link at the path: the set is beside its target.
                 base: nanolog_runtime::reader::resolve_log_path(base),
@@ -198,6 +200,10 @@ struct Shipper {
     once: bool,
     /// Set when one of the ship's logs failed.
     abort: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// How far the last `take` shipped its file.
+    taken: usize,
+    /// Since when records at the live edge wait for a clock pair.
+    held_since: Option<Instant>,
     /// The clocks of the set's finished files, by path (None: not a log).
     peers: HashMap<PathBuf, Option<Peer>>,
     /// The file (path, start) the peers were last brought up to date for.
@@ -258,6 +264,10 @@ struct Progress {
     max_body: usize,
 }
 
+/// The longest records at the live edge wait for the writer's next clock
+/// pair (it writes one at least every second while it runs).
+const HOLD: Duration = Duration::from_secs(2);
+
 /// The smallest request body ship halves down to.
 const MIN_BODY: usize = 16 << 10;
 
@@ -306,7 +316,8 @@ impl Sink for Shipper {
         if self.aborted() {
             return Ok(false);
         }
-        let end = log.valid_len();
+        let end = self.edge(log);
+        self.taken = end.max(from);
         if from >= end {
             return Ok(true);
         }
@@ -317,7 +328,7 @@ impl Sink for Shipper {
             let mut pos = from;
             let mut buf = Vec::new();
             while pos < end {
-                let to = log.batch_end(pos, self.batch_bytes);
+                let to = log.batch_end(pos, self.batch_bytes).min(end);
                 let n = fill(&mut self.workers[0], log, pos, to, &clock, &mut buf);
                 self.progress.sent(log, pos, to, n, &buf, cursor)?;
                 pos = to;
@@ -351,7 +362,7 @@ impl Sink for Shipper {
             let (mut next, mut issued) = (from, 0usize);
             loop {
                 while in_flight.len() < 2 * w && next < end {
-                    let to = log.batch_end(next, batch_bytes);
+                    let to = log.batch_end(next, batch_bytes).min(end);
                     let k = issued % w;
                     let buf = spare.pop().unwrap_or_default();
                     if jobs[k].send((next, to, buf)).is_err() {
@@ -380,11 +391,43 @@ impl Sink for Shipper {
         if stop::requested() {
             return Err(stop::Stopped.into());
         }
+        // `--once` waits for the records held at the live edge (the
+        // writer's next clock pair, within a second, or the hold's end).
+        if self.once && self.held_since.is_some() {
+            return Ok(!self.aborted());
+        }
         Ok(!self.once && !self.aborted())
+    }
+
+    fn taken_to(&self, log: &LogFile) -> usize {
+        self.taken.min(log.valid_len())
     }
 }
 
 impl Shipper {
+    /// How far `log` is shipped now: all of it, except for the live file
+    /// of a running writer, whose records after its last clock pair wait
+    /// for the next pair (at most [`HOLD`]): their times are then the ones
+    /// `decode` of the finished set prints, to the nanosecond, instead of
+    /// an extrapolation a later pair would change.
+    fn edge(&mut self, log: &LogFile) -> usize {
+        let all = log.valid_len();
+        let live = !log.is_complete() && log.path() == self.progress.base;
+        let clock_end = log.clock_end().min(all);
+        if !live || clock_end >= all {
+            self.held_since = None;
+            return all;
+        }
+        let since = *self.held_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= HOLD {
+            // No pair came (a writer killed, or stopped without ending the
+            // file): what is there goes, its times extrapolated.
+            self.held_since = None;
+            return all;
+        }
+        clock_end
+    }
+
     /// Another log of this ship failed: this one stops too.
     fn aborted(&self) -> bool {
         self.abort.load(std::sync::atomic::Ordering::Relaxed)

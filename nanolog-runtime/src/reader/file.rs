@@ -226,6 +226,8 @@ pub struct LogFile {
     rotated_to: Option<String>,
     /// Its SET entry: its place in its set, its writer's host.
     set: Option<dict::SetEntry>,
+    /// Where the last CLOCK entry ends (0: none yet).
+    clock_end: usize,
     /// Bytes up to the end of the last whole entry.
     valid_len: usize,
     /// The file's (device, inode) when opened, to notice a replacement.
@@ -432,6 +434,7 @@ impl LogFile {
             clean_end: false,
             rotated_to: None,
             set: None,
+            clock_end: 0,
             valid_len: wire::HEADER_LEN,
             identity: None,
             handle: None,
@@ -586,6 +589,7 @@ impl LogFile {
             tag::CLOCK => {
                 if let Some(p) = dict::get_clock(body) {
                     pairs.push(p);
+                    self.clock_end = end;
                 }
             }
             tag::DROP => {
@@ -697,6 +701,16 @@ impl LogFile {
     /// name `rotated_to` is kept: it is public).
     pub fn rotated_to(&self) -> Option<&str> {
         self.rotated_to.as_deref()
+    }
+
+    /// Where the file's last CLOCK entry ends. Every record before it in
+    /// the file was logged before that pair was read, so its time lies
+    /// between two pairs and no later pair changes it: a reader at the live
+    /// edge that wants the times `decode` will print once the file is
+    /// finished takes records up to here (the writer adds a pair at least
+    /// every second).
+    pub fn clock_end(&self) -> usize {
+        self.clock_end
     }
 
     /// The file's sequence number in its set (`None`: a file of a writer
