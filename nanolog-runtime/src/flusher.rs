@@ -102,12 +102,28 @@ struct Context {
 /// A thread's context in a file: valid for its records up to `until` (a
 /// tick at which a span of its chain takes new values), while no span has
 /// changed since `epoch`.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Resolved {
     generation: u64,
     ctx: u32,
     until: u64,
     epoch: u64,
+}
+
+impl Default for Resolved {
+    /// Outside spans in the first file, with nothing due to change: a
+    /// thread that never enters a span is never resolved, and its runs of
+    /// a macro site's records keep the site's own compaction (an `until`
+    /// of 0 here sent every record through the interpreted path: 100 ->
+    /// 60 M records/s, found by alternating with the old build).
+    fn default() -> Self {
+        Resolved {
+            generation: 0,
+            ctx: 0,
+            until: u64::MAX,
+            epoch: 0,
+        }
+    }
 }
 
 /// The spans the flusher knows of: `nanolog::span!`s from the rings,
