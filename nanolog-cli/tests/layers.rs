@@ -3,34 +3,11 @@
 //! logger has started, the logger has stopped, or nanolog's directives are
 //! stricter than that layer's.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use tracing_subscriber::layer::SubscriberExt;
 
 mod common;
 
-use common::{ok, p, temp};
-
-/// What fmt writes, in memory.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
+use common::{ok, p, temp, Captured};
 
 #[test]
 fn other_layers_receive_what_they_enable_whatever_nanolog_filters() {

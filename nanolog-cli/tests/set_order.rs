@@ -110,6 +110,21 @@ impl Drop for Load {
     }
 }
 
+/// A `decode -f --cursor` of `base`, once it has saved its cursor (or 30 s).
+fn follow_with_cursor(base: &Path, cursor: &Path) -> std::process::Child {
+    let child = Command::new(BIN)
+        .args(["decode", "-f", "--cursor", p(cursor), p(base)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cursor.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
 /// Logs `rec N` for each N of `range`, flushing now and then.
 fn log(range: std::ops::Range<u64>) {
     for i in range {
@@ -378,18 +393,8 @@ fn cursors_of_another_log_or_ahead_of_it_are_refused() {
         drop(logger);
     }
     let cursor = d.join("a.cursor");
-    // `ship --once`-like: a follower that stops when idle. decode -f has no
-    // --once, so run it briefly and stop it once the cursor is saved.
-    let mut child = Command::new(BIN)
-        .args(["decode", "-f", "--cursor", p(&cursor), p(&a)])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cursor.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // decode -f has no --once: run it until the cursor is saved.
+    let mut child = follow_with_cursor(&a, &cursor);
     let _ = child.kill();
     let _ = child.wait();
     let saved = std::fs::read_to_string(&cursor).unwrap();
@@ -526,16 +531,7 @@ fn a_cursor_held_by_a_follower_is_refused_to_another() {
     log(0..10);
     drop(logger);
     let cursor = d.join("app.cursor");
-    let mut first = Command::new(BIN)
-        .args(["decode", "-f", "--cursor", p(&cursor), p(&base)])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !cursor.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut first = follow_with_cursor(&base, &cursor);
     let o = run(&["decode", "-f", "--cursor", p(&cursor), p(&base)]);
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);

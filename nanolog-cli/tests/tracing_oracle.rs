@@ -20,9 +20,8 @@
 //! 128-bit integers as strings, nanolog as exact JSON numbers.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value as Json};
@@ -32,7 +31,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 mod common;
 
-use common::{succeed, temp};
+use common::{succeed, temp, Captured};
 
 /// Every event's join key: a unique `seq` field (tracing events) or a
 /// unique message (`log` records).
@@ -136,20 +135,6 @@ static EXPLICIT: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
 /// Native records inside a `nanolog::span!` of a request: (seq, request id).
 static NATIVE_IN_SPAN: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
 
-/// What fmt's JSON formatter writes, in memory.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// fmt's span object (`{"name": .., field: ..}`) as nanolog's JSON has it
 /// (`{"name": .., "fields": {..}}`).
 fn fmt_span(s: &Json) -> Json {
@@ -218,7 +203,7 @@ fn every_event_carries_the_spans_fmt_shows() {
     assert_eq!(stats.dropped, 0);
 
     // fmt's lines, by join key.
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     let mut fmt: HashMap<String, Json> = HashMap::new();
     for line in text.lines() {
         let v: Json = serde_json::from_str(line).unwrap();
@@ -244,7 +229,7 @@ fn every_event_carries_the_spans_fmt_shows() {
 
     // Explicit parents: fmt's text formatter (event_scope) and nanolog
     // agree; fmt's JSON lists the current span instead (see the top).
-    let text_lines = String::from_utf8(captured_text.0.lock().unwrap().clone()).unwrap();
+    let text_lines = captured_text.text();
     let mut explicit = HashMap::new();
     for (s, id) in EXPLICIT.lock().unwrap().iter() {
         explicit.insert(s.to_string(), *id);

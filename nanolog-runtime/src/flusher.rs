@@ -365,7 +365,9 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         // Spans closed before the rings' tails are read below: once they
         // are drained, no record can need them.
         let pass_start = clock::now();
-        f.st.book.closed = crate::span::table(|t| std::mem::take(&mut t.closed));
+        if crate::span::take_closed_flag() {
+            f.st.book.closed = crate::span::table(|t| std::mem::take(&mut t.closed));
+        }
         f.adopt_new_rings();
         let mut n = 0;
         for r in f.rings.iter_mut() {
@@ -764,12 +766,12 @@ impl State {
                     // using the fallback ring, a `tracing` span made inside
                     // a `nanolog::span!` and entered elsewhere). This ring
                     // waits for the next pass, once at this record.
-                    if r.deferred_at != Some(head) && !self.chain_known(r.ctx.key) {
+                    let partial_ok = r.deferred_at == Some(head);
+                    let Some(c) = self.resolve(&mut r.ctx, tick, partial_ok) else {
                         r.deferred_at = Some(head);
                         deferred = true;
                         break;
-                    }
-                    let c = self.resolve(&mut r.ctx, tick);
+                    };
                     if let Some(o) = open.as_mut() {
                         if self.defs.is_empty() {
                             if c != o.ctx {
@@ -981,8 +983,11 @@ impl State {
     /// from its current one to the root, each with the values it had at
     /// `tick`; the SPAN entries (and sites) the file lacks for it are put
     /// in `self.defs`.
-    fn resolve(&mut self, r: &mut Context, tick: u64) -> u32 {
-        r.changed = false;
+    ///
+    /// `None` (nothing written, nothing changed) when a span of the chain
+    /// is not known and `partial_ok` is false: the caller waits a pass for
+    /// its entry; with `partial_ok` the chain is cut there.
+    fn resolve(&mut self, r: &mut Context, tick: u64, partial_ok: bool) -> Option<u32> {
         let generation = self.file_generation;
         let epoch = crate::span::EPOCH.load(Ordering::Acquire);
         if epoch != self.book.epoch {
@@ -992,10 +997,16 @@ impl State {
         let mut chain = Vec::new();
         let mut k = r.key;
         while k != 0 && chain.len() < MAX_DEPTH && !chain.contains(&k) {
-            let Some(parent) = self.known(k) else { break };
+            let Some(parent) = self.known(k) else {
+                if !partial_ok {
+                    return None;
+                }
+                break;
+            };
             chain.push(k);
             k = parent;
         }
+        r.changed = false;
         r.texts.clear();
         let (mut ctx, mut until) = (0u32, u64::MAX);
         for &k in chain.iter().rev() {
@@ -1063,21 +1074,7 @@ impl State {
             until,
             epoch,
         };
-        ctx
-    }
-
-    /// Whether every span of the chain from `key` to the root is known
-    /// (fetching `tracing` spans from the process's table).
-    fn chain_known(&mut self, mut key: u64) -> bool {
-        let mut depth = 0;
-        while key != 0 && depth < MAX_DEPTH {
-            match self.known(key) {
-                Some(parent) => key = parent,
-                None => return false,
-            }
-            depth += 1;
-        }
-        true
+        Some(ctx)
     }
 
     /// Span `key`'s parent, with the span in the book (a `tracing` span
@@ -1182,13 +1179,10 @@ impl State {
             }
         }
         std::mem::swap(&mut b.exited_last, &mut b.exited_now);
-        if !b.closed.is_empty() {
-            for k in std::mem::take(&mut b.closed) {
-                b.forget(k);
-                b.closed.push(k);
-            }
-        }
         let closed = std::mem::take(&mut b.closed);
+        for &k in &closed {
+            b.forget(k);
+        }
         let epoch = crate::span::EPOCH.load(Ordering::Acquire);
         if epoch != b.pruned_epoch || b.versioned || !closed.is_empty() {
             b.pruned_epoch = epoch;

@@ -60,7 +60,7 @@ pub use set::{finished_files, finished_path};
 pub use shared::Stats;
 pub use span::SpanGuard;
 pub use wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
-pub use writer::Rotation;
+pub use writer::{host_name, Rotation};
 
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]

@@ -51,7 +51,7 @@ pub fn log<const N: usize>(
 /// Logs one record of the registered site `id` (see [`log`]).
 #[inline(always)]
 pub(crate) fn log_id(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
-    let len = (ring::HEADER + args_len + ring::ALIGN - 1) & !(ring::ALIGN - 1);
+    let len = slot_len(args_len);
     let mut enc = Some(enc);
     let used_own = PRODUCER.try_with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else {
@@ -83,78 +83,71 @@ pub fn log_span<const N: usize>(
     kinds: impl FnOnce() -> ([ArgKind; N], CompactFn),
     enc: impl for<'a> FnOnce(SlotWriter<'a>),
 ) {
-    let id = site.id(kinds);
-    let len = (ring::HEADER + args_len + ring::ALIGN - 1) & !(ring::ALIGN - 1);
-    let written = PRODUCER
+    if !log_bookkeeping(site.id(kinds), args_len, enc, true) {
+        crate::span::entry_lost();
+    }
+}
+
+/// Writes one bookkeeping record of the registered site `id` (a switch of
+/// the thread's span context): see [`log_bookkeeping`]. A thread without
+/// a ring of the running logger writes none: the ring its next record
+/// attaches restates its context (see `ThreadProducer::attach`).
+#[inline]
+pub(crate) fn log_context(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
+    log_bookkeeping(id, args_len, enc, false);
+}
+
+/// Writes a bookkeeping record (a span's entry, a switch): as [`log_id`],
+/// except that when the ring cannot take it, it is counted apart from
+/// logging calls (`Stats::context_lost`) and the thread's next record
+/// restates its context first, so no record is left in the wrong spans.
+/// `attach`: give the thread a ring of the running logger if it has none.
+/// Whether the record was written. (A thread re-entered, or past its
+/// ring's destructor, writes none: its records through the fallback ring
+/// restate their context each.)
+#[inline]
+fn log_bookkeeping(
+    id: u32,
+    args_len: usize,
+    enc: impl for<'a> FnOnce(SlotWriter<'a>),
+    attach: bool,
+) -> bool {
+    let len = slot_len(args_len);
+    PRODUCER
         .try_with(|cell| {
             let Ok(mut slot) = cell.try_borrow_mut() else {
                 return false;
             };
-            if slot
-                .as_ref()
-                .is_none_or(|p| p.generation != GENERATION.load(Ordering::Relaxed))
-            {
+            let current = GENERATION.load(Ordering::Relaxed);
+            if attach && slot.as_ref().is_none_or(|p| p.generation != current) {
                 attach_running(&mut slot);
             }
-            let Some(p) = slot.as_mut() else { return false };
+            let Some(p) = slot.as_mut().filter(|p| p.generation == current) else {
+                return false;
+            };
             let lost = p.context_lost;
             p.bookkeeping = true;
             p.push(id, len, enc);
             p.bookkeeping = false;
             p.context_lost == lost
         })
-        .unwrap_or(false);
-    if !written {
-        crate::span::entry_lost();
-    }
+        .unwrap_or(false)
 }
 
 /// Gives the calling thread a ring of the running logger, if one runs.
 #[cold]
 #[inline(never)]
 fn attach_running(slot: &mut Option<ThreadProducer>) {
-    let Some(shared) = channel::running() else {
-        *slot = None;
-        return;
-    };
-    if !shared.in_owner_process() {
-        *slot = None;
-        return;
-    }
     *slot = None;
-    *slot = ThreadProducer::attach(shared);
+    if let Some(shared) = channel::running().filter(|s| s.in_owner_process()) {
+        *slot = ThreadProducer::attach(shared);
+    }
 }
 
-/// Writes one bookkeeping record of the registered site `id` (a switch of
-/// the thread's span context): as [`log_id`], except that when the ring
-/// cannot take it, it is counted apart from logging calls
-/// (`Stats::context_lost`) and the thread's next record restates its
-/// context first, so no record is left in the wrong spans.
-#[inline]
-pub(crate) fn log_context(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
-    let len = (ring::HEADER + args_len + ring::ALIGN - 1) & !(ring::ALIGN - 1);
-    let mut enc = Some(enc);
-    let used_own = PRODUCER.try_with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else {
-            return false;
-        };
-        let Some(enc) = enc.take() else { return true };
-        match slot.as_mut() {
-            Some(p) if p.generation == GENERATION.load(Ordering::Relaxed) => {
-                p.bookkeeping = true;
-                p.push(id, len, enc);
-                p.bookkeeping = false;
-            }
-            // No ring of the running logger yet: the ring attached by the
-            // thread's next record restates its context (see `attach`).
-            _ => {}
-        }
-        true
-    });
-    // A thread without its own ring (re-entered, or past its destructor)
-    // has its context restated with each record it makes through the
-    // fallback ring instead.
-    let _ = used_own;
+/// Bytes a record with `args_len` bytes of arguments takes in a ring.
+#[inline(always)]
+fn slot_len(args_len: usize) -> usize {
+    (ring::HEADER + args_len + ring::ALIGN - 1) & !(ring::ALIGN - 1)
 }
 
 /// A call whose ring belongs to another logger (or none yet), or any call
@@ -233,8 +226,7 @@ fn log_fallback(id: u32, len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
     let Some(p) = slot.as_mut() else { return };
     // Threads take turns in this ring: each record is preceded by its
     // thread's context (the switch is bookkeeping, as any other).
-    p.restate = true;
-    p.pending = true;
+    p.ask_restate();
     p.push(id, len, enc);
     if channel::exiting() {
         p.flush_after_exit();
@@ -434,6 +426,12 @@ impl ThreadProducer {
         }
     }
 
+    /// The thread's context is written again before its next record.
+    fn ask_restate(&mut self) {
+        self.restate = true;
+        self.pending = true;
+    }
+
     /// Writes what must precede the next record: the drop marker, then the
     /// thread's context. False if the call made at `tick` is dropped (and
     /// counted) because they did not fit.
@@ -446,7 +444,7 @@ impl ThreadProducer {
         if self.restate {
             let key = crate::span::current();
             let id = crate::span::switch_id();
-            let len = (ring::HEADER + key.ring_len() + ring::ALIGN - 1) & !(ring::ALIGN - 1);
+            let len = slot_len(key.ring_len());
             // Waiting (or not) as for the record being pushed; giving up
             // counts that record (a call, or bookkeeping), not the switch.
             let room = self.producer.has_room(len) || self.wait_for_room(len);
@@ -469,8 +467,7 @@ impl ThreadProducer {
         if self.bookkeeping {
             // A lost switch: counted apart, and restated before the next
             // record.
-            self.restate = true;
-            self.pending = true;
+            self.ask_restate();
             self.context_lost += 1;
             self.shared
                 .counters

@@ -22,7 +22,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::encode::Encode;
@@ -345,6 +345,18 @@ pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
     }
 }
 
+/// Set (Release, after the key is in `Table::closed`) when a span closed:
+/// the flusher takes the table's lock for the list only then, not at every
+/// pass.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether spans closed since the flusher last looked (and clears it).
+/// Acquire: pairs with the Release in [`close`], so the keys pushed before
+/// it are in the list the flusher then takes (under the lock).
+pub(crate) fn take_closed_flag() -> bool {
+    CLOSED.swap(false, Ordering::Acquire)
+}
+
 /// Span `key` was closed: forgotten by the flusher once the records logged
 /// before now are written, or at once when no logger runs.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
@@ -357,4 +369,7 @@ pub(crate) fn close(key: u64) {
             t.spans.remove(&key);
         }
     });
+    if running {
+        CLOSED.store(true, Ordering::Release);
+    }
 }

@@ -201,8 +201,9 @@ fn start_bytes(header: &Header, seq: u64, host: &str) -> Vec<u8> {
     b
 }
 
-/// This machine's name (empty where it has none to give).
-fn host_name() -> String {
+/// This machine's name (empty where it has none to give): what every file's
+/// SET entry records of its writer.
+pub fn host_name() -> String {
     #[cfg(unix)]
     {
         let mut buf = [0u8; 256];

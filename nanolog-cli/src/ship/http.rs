@@ -250,41 +250,21 @@ fn reason(content_type: &str, body: &[u8]) -> String {
     excerpt(&text)
 }
 
-/// Field 2 (`message`, a string) of a protobuf `google.rpc.Status`.
+/// `google.rpc.Status`, as an OTLP/HTTP collector answers a refusal (its
+/// `details` left out: prost skips them).
+#[derive(Clone, PartialEq, prost::Message)]
+struct Status {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+}
+
+/// The `message` of a protobuf `google.rpc.Status`.
 fn status_message(b: &[u8]) -> Option<String> {
-    let varint = |b: &[u8], pos: &mut usize| -> Option<u64> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = *b.get(*pos)?;
-            *pos += 1;
-            v |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
-    };
-    let mut pos = 0;
-    while pos < b.len() {
-        let key = varint(b, &mut pos)?;
-        match key & 7 {
-            0 => {
-                varint(b, &mut pos)?;
-            }
-            1 => pos += 8,
-            5 => pos += 4,
-            2 => {
-                let len = usize::try_from(varint(b, &mut pos)?).ok()?;
-                let field = b.get(pos..pos.checked_add(len)?)?;
-                pos += len;
-                if key >> 3 == 2 {
-                    return Some(String::from_utf8_lossy(field).into_owned());
-                }
-            }
-            _ => return None,
-        }
-    }
-    None
+    <Status as prost::Message>::decode(b)
+        .ok()
+        .map(|s| s.message)
 }
 
 /// `"message": "..."` of a JSON `Status` (a plain scan: no JSON parser in

@@ -102,7 +102,10 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
         .or_else(|| std::env::var("OTEL_SERVICE_NAME").ok())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown_service".into());
-    let host = host_name();
+    // For files of writers before the SET entry, which names their host.
+    let host = Some(nanolog_runtime::host_name())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into());
     // Building and encoding batches is most of ship's work: one thread per
     // core does it, the batches still sent one at a time in file order.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
@@ -282,12 +285,7 @@ impl Sink for Shipper {
             Warning::SkippedCorrupt { len, .. } | Warning::TornTail { len, .. } => *len as u64,
             _ => 0,
         };
-        let batch = &mut self.workers[0];
-        batch.start_resource(None, None);
-        batch.push_note(now_ns(), &w.to_string(), "nanolog.corrupt_bytes", bytes);
-        let mut buf = Vec::new();
-        batch.encode_into(&mut buf);
-        self.progress.client.send(&buf)
+        self.send_note(&w.to_string(), "nanolog.corrupt_bytes", bytes)
     }
 
     /// Files retention deleted before they were shipped: said on stderr,
@@ -300,12 +298,7 @@ impl Sink for Shipper {
         );
         let _ = writeln!(io::stderr(), "nanolog: warning: {message}");
         self.progress.files_missed += files;
-        let batch = &mut self.workers[0];
-        batch.start_resource(None, None);
-        batch.push_note(now_ns(), &message, "nanolog.files_missed", files);
-        let mut buf = Vec::new();
-        batch.encode_into(&mut buf);
-        self.progress.client.send(&buf)
+        self.send_note(&message, "nanolog.files_missed", files)
     }
 
     /// Batches are built and encoded on worker threads, several at a time,
@@ -405,6 +398,17 @@ impl Sink for Shipper {
 }
 
 impl Shipper {
+    /// Sends a WARN record of nanolog's own, now: `message`, and the count
+    /// `n` under the attribute `key`.
+    fn send_note(&mut self, message: &str, key: &str, n: u64) -> anyhow::Result<()> {
+        let batch = &mut self.workers[0];
+        batch.start_resource(None, None);
+        batch.push_note(now_ns(), message, key, n);
+        let mut buf = Vec::new();
+        batch.encode_into(&mut buf);
+        self.progress.client.send(&buf)
+    }
+
     /// How far `log` is shipped now: all of it, except for the live file
     /// of a running writer, whose records after its last clock pair wait
     /// for the next pair (at most [`HOLD`]): their times are then the ones
@@ -665,14 +669,4 @@ fn now_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// This machine's name (the collector's `host.name`).
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "unknown".into())
 }

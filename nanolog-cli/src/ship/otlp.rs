@@ -119,6 +119,15 @@ impl Batch {
     /// Adds a WARN record of nanolog's own, at `time_ns`: `message`, and
     /// the count `n` under the attribute `key` (`nanolog.*`).
     pub(crate) fn push_note(&mut self, time_ns: u64, message: &str, key: &str, n: u64) {
+        let attrs = &mut self.next_warning(time_ns, message).attributes;
+        let mut k = 0;
+        put(attrs, &mut k, key, Val::Int(n.min(i64::MAX as u64) as i64));
+        attrs.truncate(k);
+    }
+
+    /// The next record of the batch as a WARN record of nanolog's own, at
+    /// `time_ns`, with `message` as its body (its attributes the caller's).
+    fn next_warning(&mut self, time_ns: u64, message: &str) -> &mut LogRecord {
         let lr = self.next_record();
         lr.time_unix_nano = time_ns;
         lr.observed_time_unix_nano = time_ns;
@@ -129,10 +138,7 @@ impl Batch {
         lr.body = Some(AnyValue {
             value: Some(V::StringValue(body)),
         });
-        let attrs = &mut lr.attributes;
-        let mut k = 0;
-        put(attrs, &mut k, key, Val::Int(n.min(i64::MAX as u64) as i64));
-        attrs.truncate(k);
+        lr
     }
 
     /// The next record of the batch, in place: one of an earlier batch to
@@ -211,17 +217,8 @@ impl Batch {
 
     /// Adds a record that tells of dropped (or lost) records.
     pub(crate) fn push_gap(&mut self, g: &Gap, file: &LogFile, message: &str) {
-        let lr = self.next_record();
-        lr.time_unix_nano = g.first_unix_ns.max(0) as u64;
-        lr.observed_time_unix_nano = lr.time_unix_nano;
-        lr.severity_number = severity(Level::Warn);
-        set_str(&mut lr.severity_text, Level::Warn.as_str());
-        let mut body = take_string(&mut lr.body);
-        body.push_str(message);
-        lr.body = Some(AnyValue {
-            value: Some(V::StringValue(body)),
-        });
-        let attrs = &mut lr.attributes;
+        let time = g.first_unix_ns.max(0) as u64;
+        let attrs = &mut self.next_warning(time, message).attributes;
         let mut n = 0;
         put(attrs, &mut n, "nanolog.dropped", Val::Int(g.count as i64));
         if g.is_lost() {

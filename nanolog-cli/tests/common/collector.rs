@@ -61,8 +61,6 @@ pub struct State {
     pub max_body: Option<usize>,
     /// Close the connection, unanswered, on bodies over this many bytes.
     pub close_over: Option<usize>,
-    /// The largest body seen.
-    pub largest: usize,
 }
 
 pub struct Collector {
@@ -152,7 +150,6 @@ fn handle(conn: TcpStream, st: &Mutex<State>) {
         let (answer, delay) = {
             let mut s = st.lock().unwrap();
             s.requests += 1;
-            s.largest = s.largest.max(len);
             let answer = if s.close_over.is_some_and(|m| len > m) {
                 Answer::Drop
             } else if s.max_body.is_some_and(|m| len > m) {

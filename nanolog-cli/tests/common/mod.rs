@@ -58,3 +58,29 @@ pub fn on_main_thread<T: Send + 'static>(build: fn() -> T) -> T {
         .join()
         .expect("build the fixtures")
 }
+
+/// What a `tracing_subscriber::fmt` layer writes, kept in memory (its
+/// `with_writer(move || captured.clone())`).
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// What was written, as text.
+    pub fn text(&self) -> String {
+        let b = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        String::from_utf8(b.clone()).expect("utf-8 output")
+    }
+}

@@ -72,27 +72,30 @@ where
 
 impl<S> Filter<S> for NanologFilter {
     fn enabled(&self, meta: &tracing_core::Metadata<'_>, _cx: &Context<'_, S>) -> bool {
-        meta.is_span()
-            || from_tracing_log(meta)
-            || crate::filter::enabled(level(meta.level()), meta.target())
+        wanted(meta)
     }
 
     /// Decided once per callsite, and again whenever nanolog's filter
-    /// changes. The one callsite tracing-log gives every `log` record is
-    /// decided per record (by its own target) in the layer.
+    /// changes.
     fn callsite_enabled(
         &self,
         meta: &'static tracing_core::Metadata<'static>,
     ) -> tracing_core::Interest {
-        if meta.is_span()
-            || from_tracing_log(meta)
-            || crate::filter::enabled(level(meta.level()), meta.target())
-        {
+        if wanted(meta) {
             tracing_core::Interest::always()
         } else {
             tracing_core::Interest::never()
         }
     }
+}
+
+/// Whether nanolog's layer wants a callsite: every span, the one callsite
+/// tracing-log gives every `log` record (decided per record, by its own
+/// target, in the layer), and the events nanolog's directives enable.
+fn wanted(meta: &tracing_core::Metadata<'_>) -> bool {
+    meta.is_span()
+        || from_tracing_log(meta)
+        || crate::filter::enabled(level(meta.level()), meta.target())
 }
 
 fn level(l: &tracing_core::Level) -> Level {
@@ -767,21 +770,21 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
     /// with an explicit parent (or `parent: None`) in that span's scope,
     /// written between two switches.
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        if event.is_contextual() {
-            if !take_typed(event) {
-                self.format_event(event);
-            }
-            return;
-        }
-        let current = crate::span::current();
-        let leaf = event.parent().map_or(0, |p| key_of(&ctx, p));
-        if leaf != current {
+        // (leaf, current) when the event's scope is not the thread's.
+        let elsewhere = if event.is_contextual() {
+            None
+        } else {
+            let current = crate::span::current();
+            let leaf = event.parent().map_or(0, |p| key_of(&ctx, p));
+            (leaf != current).then_some((leaf, current))
+        };
+        if let Some((leaf, _)) = elsewhere {
             crate::span::switch(leaf);
         }
         if !take_typed(event) {
             self.format_event(event);
         }
-        if leaf != current {
+        if let Some((_, current)) = elsewhere {
             crate::span::switch(current);
         }
     }
