@@ -212,6 +212,12 @@ impl Shared {
         }
     }
 
+    #[cfg(any(
+        target_os = "linux",
+        target_os = "android",
+        target_vendor = "apple",
+        target_os = "freebsd"
+    ))]
     /// Waits, without a lock, until flush `ticket` is complete, the flusher
     /// has stopped, or `limit` has passed. For the signal handler.
     pub(crate) fn wait_flushed_lock_free(&self, ticket: u64, limit: Duration) {

@@ -8,17 +8,13 @@
 //! the logger through a raw pointer to a `Shared` that is never freed.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Arc, Once, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Once};
 
 use crate::channel::{
-    running_from_hook, Shared, EXITING, EXIT_GENERATION, FORKED, GENERATION, HOOK_FLUSH_LIMIT,
+    running_from_hook, Shared, EXITING, EXIT_GENERATION, GENERATION, HOOK_FLUSH_LIMIT,
 };
 use crate::flusher;
 use crate::producer::report_own_drops;
-
-/// The longest the signal handler waits for the flusher.
-const SIGNAL_FLUSH_LIMIT: Duration = Duration::from_secs(1);
 
 /// The exit hook: write out everything logged so far, and make every later
 /// call (from other exit hooks, thread-local destructors, threads still
@@ -41,10 +37,16 @@ pub(crate) fn flush_from_hook() {
     let _ = shared.flush(false, Some(HOOK_FLUSH_LIMIT));
 }
 
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    target_os = "freebsd"
+))]
 /// In a forked child: every call takes the slow path, which counts it as
 /// dropped (the child has no flusher). Async-signal-safe: one store.
 pub(crate) fn on_fork_child() {
-    FORKED.store(true, Ordering::Relaxed);
+    crate::channel::FORKED.store(true, Ordering::Relaxed);
     GENERATION.store(EXIT_GENERATION, Ordering::Relaxed);
 }
 
@@ -61,8 +63,15 @@ pub(crate) fn install_process_hooks() {
             previous(info);
             flush_from_hook();
         }));
-        #[cfg(target_os = "linux")]
+        #[cfg(any(
+            target_os = "linux",
+            target_os = "android",
+            target_vendor = "apple",
+            target_os = "freebsd"
+        ))]
         os::install_exit_and_fork_hooks();
+        #[cfg(windows)]
+        windows::install_exit_hook();
     });
 }
 
@@ -72,8 +81,14 @@ static SIGNAL_TARGET: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Points the signal handlers at `shared` (installing them on first use).
 pub(crate) fn install_signal_handlers(shared: &Arc<Shared>) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
+    #[cfg(any(
+        target_os = "linux",
+        target_os = "android",
+        target_vendor = "apple",
+        target_os = "freebsd"
+    ))]
     {
+        use std::sync::OnceLock;
         static INSTALLED: OnceLock<std::io::Result<()>> = OnceLock::new();
         if let Err(e) = INSTALLED.get_or_init(os::install_signal_handlers) {
             return Err(std::io::Error::new(e.kind(), e.to_string()));
@@ -86,7 +101,12 @@ pub(crate) fn install_signal_handlers(shared: &Arc<Shared>) -> std::io::Result<(
         let old = SIGNAL_TARGET.swap(ptr, Ordering::AcqRel);
         let _ = old; // the previous target stays leaked for the same reason
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(any(
+        target_os = "linux",
+        target_os = "android",
+        target_vendor = "apple",
+        target_os = "freebsd"
+    )))]
     let _ = shared;
     Ok(())
 }
@@ -102,6 +122,12 @@ pub(crate) fn forget_signal_target(shared: &Arc<Shared>) {
     );
 }
 
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    target_os = "freebsd"
+))]
 /// The signal handler's flush: wake the flusher and wait (bounded) until it
 /// has written every record committed before the signal.
 fn flush_for_signal() {
@@ -121,12 +147,19 @@ fn flush_for_signal() {
         return;
     }
     let ticket = shared.request_flush(false);
-    shared.wait_flushed_lock_free(ticket, SIGNAL_FLUSH_LIMIT);
+    // The longest the handler waits for the flusher.
+    shared.wait_flushed_lock_free(ticket, std::time::Duration::from_secs(1));
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    target_os = "freebsd"
+))]
 mod os {
     use super::*;
+    use std::sync::OnceLock;
 
     /// The signals `flush_on_signals` handles.
     const SIGNALS: [libc::c_int; 9] = [
@@ -202,9 +235,9 @@ mod os {
     extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
         // The interrupted code may be between a failing call and its read
         // of errno: keep it as it was.
-        // SAFETY: __errno_location returns the calling thread's errno slot,
-        // valid for the thread's life.
-        let errno = unsafe { *libc::__errno_location() };
+        let slot = crate::signals::errno();
+        // SAFETY: the calling thread's own errno slot (see `errno`).
+        let errno = unsafe { *slot };
         if ends_the_process(sig) {
             // The default action follows: the file ends cleanly (the
             // flusher writes END with this flush). Two atomic stores.
@@ -214,7 +247,7 @@ mod os {
         flush_for_signal();
         chain(sig, info, ctx);
         // SAFETY: as above.
-        unsafe { *libc::__errno_location() = errno };
+        unsafe { *slot = errno };
     }
 
     /// Whether no handler was installed before ours for `sig`, so its
@@ -244,6 +277,25 @@ mod os {
                 // back, so the signal ends the process once we return.
                 unsafe { libc::raise(sig) };
             }
+        }
+    }
+}
+
+/// Windows: the C runtime's `atexit` (run by `exit`, which returning from
+/// `main` and `std::process::exit` call, before the process's other threads
+/// end), so records logged before exit are written as on Unix. No fork, no
+/// signal flush there.
+#[cfg(windows)]
+mod windows {
+    extern "C" fn at_exit() {
+        super::on_exit();
+    }
+
+    pub(super) fn install_exit_hook() {
+        // SAFETY: the callback is an `extern "C" fn()` that lives for the
+        // whole program; atexit only records it.
+        unsafe {
+            libc::atexit(at_exit);
         }
     }
 }

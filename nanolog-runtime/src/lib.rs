@@ -34,7 +34,14 @@ pub mod reader;
 mod ring;
 mod set;
 mod shared;
-#[cfg(target_os = "linux")]
+// Signals, exit and fork hooks, and the reader's SIGBUS guard: on the Unix
+// systems whose errno slot `signals::errno` knows.
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    target_os = "freebsd"
+))]
 mod signals;
 mod site;
 mod span;

@@ -417,7 +417,9 @@ impl Builder {
     /// for it (at most 1 s), then calls the handler installed before
     /// nanolog's, or restores the default action and raises the signal
     /// again, so the process ends as the signal would have ended it. The
-    /// handler allocates nothing and takes no lock.
+    /// handler allocates nothing and takes no lock. On Linux, macOS,
+    /// Android and FreeBSD; elsewhere (Windows) accepted and without
+    /// effect, so one builder serves every platform.
     ///
     /// ```
     /// # use nanolog_runtime as nanolog;

@@ -40,3 +40,18 @@ pub(crate) fn restore_default(sig: libc::c_int) {
         libc::sigaction(sig, &dfl, std::ptr::null_mut());
     }
 }
+
+/// The calling thread's `errno` slot, for a handler to keep the value the
+/// interrupted code may be about to read.
+pub(crate) fn errno() -> *mut libc::c_int {
+    // Each returns the calling thread's errno slot, valid for the thread's
+    // life; none has preconditions, and all are async-signal-safe (a
+    // thread-local address).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    // SAFETY: as said above, for Linux's and Android's libc.
+    let slot = unsafe { libc::__errno_location() };
+    #[cfg(any(target_vendor = "apple", target_os = "freebsd"))]
+    // SAFETY: as said above, for Apple's and FreeBSD's libc.
+    let slot = unsafe { libc::__error() };
+    slot
+}

@@ -192,7 +192,12 @@ impl Drop for GuardedMap {
     }
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    target_os = "freebsd"
+))]
 mod os {
     use super::*;
     use std::sync::OnceLock;
@@ -273,7 +278,12 @@ mod os {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    target_os = "freebsd"
+)))]
 mod os {
     /// No guard on this platform: files are read into memory instead.
     pub(super) fn install_handler() -> bool {
