@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::marker::PhantomData;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use nanolog_runtime::compact::{__ring_record, compactor, ArgList};
+use nanolog_runtime::compact::{__ring_record, compactor, ArgList, Interner};
 use nanolog_runtime::wire::{put_varint, record};
 use nanolog_runtime::ArgKind;
 
@@ -36,16 +36,26 @@ fn typed<T: ArgList>(c: &mut Criterion, name: &str, types: T, kinds: &[ArgKind],
         .collect();
     let f = compactor(&types);
     let mut out = Vec::with_capacity(RECORDS * (raw.len() + 16));
+    // The file's table of strings, as the flusher keeps it: a string
+    // repeated is a reference after its second sighting.
+    let mut strings = Interner::new(true);
     // The run is taken whole (checked once, outside the timing).
     assert_eq!(
-        f(&ring, SITE, &mut 1000, &mut out, usize::MAX),
+        f(&ring, SITE, &mut 1000, &mut out, usize::MAX, &mut strings),
         (ring.len(), RECORDS as u64)
     );
     g.bench_function(format!("{name}_typed"), |b| {
         b.iter(|| {
             out.clear();
             let mut prev = 1000;
-            f(black_box(&ring), SITE, &mut prev, &mut out, usize::MAX);
+            f(
+                black_box(&ring),
+                SITE,
+                &mut prev,
+                &mut out,
+                usize::MAX,
+                &mut strings,
+            );
             black_box(&out);
         })
     });

@@ -157,16 +157,31 @@ fn a_write_error_that_clears_resumes_and_is_reported_once() {
     assert!(stdout.contains("child: resumed, flush ok"), "{stdout}");
     let files = [LogFile::open(&path).unwrap()];
     assert!(files[0].warnings().is_empty(), "{:?}", files[0].warnings());
-    let resumed: Vec<u128> = Merge::new(&files, Filter::default())
+    let resumed: Vec<(u128, String)> = Merge::new(&files, Filter::default())
         .filter_map(|ev| match ev {
-            Event::Record(r) if r.site().format.starts_with("resumed") => match r.arg(0) {
-                Some(nanolog::reader::Value::Uint(v)) => Some(v),
-                _ => None,
-            },
+            Event::Record(r) if r.site().format.starts_with("resumed") => {
+                match (r.arg(0), r.arg(1)) {
+                    (
+                        Some(nanolog::reader::Value::Uint(v)),
+                        Some(nanolog::reader::Value::Str(s)),
+                    ) => Some((v, s.to_owned())),
+                    _ => None,
+                }
+            }
             _ => None,
         })
         .collect();
-    assert_eq!(resumed, (0..10_000).collect::<Vec<u128>>());
+    // The failed write held the definition of its block's string (format
+    // version 3 defines a repeated string once, then refers to it): the
+    // records after it refer to that string, and read it back.
+    let block = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("child: failed in "))
+        .expect("the failed block");
+    let want: Vec<(u128, String)> = (0..10_000u64)
+        .map(|i| (u128::from(i), block.to_owned()))
+        .collect();
+    assert_eq!(resumed, want);
     // The file itself says what was lost, before what was written after.
     let lost: u64 = stdout
         .lines()
@@ -195,13 +210,17 @@ fn child_clears() {
     let path = std::env::var_os(CLEARS_ENV).unwrap();
     let logger = nanolog::Logger::builder().path(&path).start().unwrap();
     let mut errors = 0;
+    let mut block = String::new();
     for i in 0..200_000u64 {
-        nanolog::info!("record {} with some text to fill the disk quickly", i);
+        // A string new to each flush's batch, repeated in it.
+        block = format!("block {:06}", i / 5_000);
+        nanolog::info!("record {} {} with some text to fill the disk", i, block);
         if i % 5_000 == 4_999 && logger.flush().is_err() {
             errors += 1;
             break;
         }
     }
+    println!("child: failed in {block}");
     assert_eq!(errors, 1, "no write error at a {LIMIT_KIB} KiB limit");
     // Space is freed.
     let unlimited = libc::rlimit {
@@ -212,7 +231,7 @@ fn child_clears() {
     let rc = unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &unlimited) };
     assert_eq!(rc, 0);
     for i in 0..10_000u64 {
-        nanolog::info!("resumed {}", i);
+        nanolog::info!("resumed {} {}", i, block);
     }
     // The failure was reported once, by the flush above; this one is clean.
     match logger.flush() {

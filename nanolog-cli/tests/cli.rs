@@ -530,7 +530,7 @@ fn info_shows_dictionary_threads_and_counts() {
     let out = ok(&["info", p(&f.main)]);
     for want in [
         // The version this build writes (FORMAT.md).
-        "format version:  2",
+        "format version:  3",
         "ticks/s",
         "Hello World # {}",
         "alpha",

@@ -15,23 +15,26 @@
 use std::marker::PhantomData;
 
 use crate::encode::Preformatted;
+pub use crate::intern::Interner;
 use crate::ring;
 use crate::wire::format::ArgKind;
 use crate::wire::record::nibbled;
 
 /// A call site's compaction of a run of its ring records:
-/// `(run, site, prev_tick, out, out_stop)` to the bytes of `run` consumed
+/// `(run, site, prev_tick, out, out_stop, strings)` to the bytes of `run` consumed
 /// and the records compacted. `run` starts with a record of `site`; each
 /// record of `site` from there goes into `out` as an extent body holds it
 /// (site id and tick delta from `prev_tick` as varints, then the
-/// arguments), up to another site's record or a PAD word, the end of
-/// `run`, or the record that brings `out` to `out_stop` bytes.
+/// arguments, repeated strings as references to `strings`), up to another
+/// site's record or a PAD word, the end of `run`, or the record that brings
+/// `out` to `out_stop` bytes.
 pub type CompactFn = fn(
     run: &[u8],
     site: u32,
     prev_tick: &mut u64,
     out: &mut Vec<u8>,
     out_stop: usize,
+    strings: &mut Interner,
 ) -> (usize, u64);
 
 /// Where one record's compact form is written: a zero-filled window of the
@@ -96,7 +99,12 @@ pub trait CompactArg {
     /// Whether the value has a nibble code.
     const NIBBLED: bool;
     /// Compacts one value.
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8>;
+    fn compact(
+        raw: &[u8],
+        pos: &mut usize,
+        out: &mut Cursor<'_>,
+        strings: &mut Interner,
+    ) -> Option<u8>;
 }
 
 #[inline(always)]
@@ -144,7 +152,12 @@ macro_rules! unsigned {
         impl CompactArg for $t {
             const NIBBLED: bool = true;
             #[inline(always)]
-            fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
+            fn compact(
+                raw: &[u8],
+                pos: &mut usize,
+                out: &mut Cursor<'_>,
+                _: &mut Interner,
+            ) -> Option<u8> {
                 let v = <$ring>::from_le_bytes(take(raw, pos)?);
                 put_unsigned(out, v as u64)
             }
@@ -158,7 +171,12 @@ macro_rules! signed {
         impl CompactArg for $t {
             const NIBBLED: bool = true;
             #[inline(always)]
-            fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
+            fn compact(
+                raw: &[u8],
+                pos: &mut usize,
+                out: &mut Cursor<'_>,
+                _: &mut Interner,
+            ) -> Option<u8> {
                 let v = <$ring>::from_le_bytes(take(raw, pos)?);
                 put_signed(out, i64::from(v), std::mem::size_of::<$ring>())
             }
@@ -172,7 +190,12 @@ macro_rules! wide {
         impl CompactArg for $t {
             const NIBBLED: bool = true;
             #[inline(always)]
-            fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
+            fn compact(
+                raw: &[u8],
+                pos: &mut usize,
+                out: &mut Cursor<'_>,
+                _: &mut Interner,
+            ) -> Option<u8> {
                 let b = take::<16>(raw, pos)?;
                 let (bytes, n, code) = nibbled(ArgKind::$k, &b);
                 out.put(&bytes[..n])?;
@@ -188,7 +211,12 @@ macro_rules! plain {
         impl CompactArg for $t {
             const NIBBLED: bool = false;
             #[inline(always)]
-            fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
+            fn compact(
+                raw: &[u8],
+                pos: &mut usize,
+                out: &mut Cursor<'_>,
+                _: &mut Interner,
+            ) -> Option<u8> {
                 out.put(&take::<$w>(raw, pos)?)?;
                 Some(0)
             }
@@ -200,18 +228,29 @@ plain!(f32 => 4, f64 => 8, bool => 1);
 impl CompactArg for &str {
     const NIBBLED: bool = true;
     #[inline(always)]
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
-        let len = u32::from_le_bytes(take(raw, pos)?);
-        let code = put_unsigned(out, u64::from(len))?;
-        out.put(raw.get(*pos..*pos + len as usize)?)?;
-        *pos += len as usize;
-        Some(code)
+    fn compact(
+        raw: &[u8],
+        pos: &mut usize,
+        out: &mut Cursor<'_>,
+        strings: &mut Interner,
+    ) -> Option<u8> {
+        let len = u32::from_le_bytes(take(raw, pos)?) as usize;
+        let bytes = raw.get(*pos..*pos + len)?;
+        *pos += len;
+        match strings.lookup(bytes) {
+            Some(id) => put_unsigned(out, (u64::from(id) << 1) | 1),
+            None => {
+                let code = put_unsigned(out, (len as u64) << 1)?;
+                out.put(bytes)?;
+                Some(code)
+            }
+        }
     }
 }
 
 impl<const N: usize> CompactArg for Preformatted<N> {
     const NIBBLED: bool = false;
-    fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>) -> Option<u8> {
+    fn compact(raw: &[u8], pos: &mut usize, out: &mut Cursor<'_>, _: &mut Interner) -> Option<u8> {
         let n = u32::from_le_bytes(take(raw, pos)?);
         out.put_varint(u64::from(n))?;
         for _ in 0..n {
@@ -235,6 +274,7 @@ pub trait ArgList {
         raw: &[u8],
         pos: &mut usize,
         out: &mut Cursor<'_>,
+        strings: &mut Interner,
         nib_at: usize,
         ix: usize,
     ) -> Option<()>;
@@ -243,7 +283,14 @@ pub trait ArgList {
 impl ArgList for () {
     const NIBBLES: usize = 0;
     #[inline(always)]
-    fn compact_all(_: &[u8], _: &mut usize, _: &mut Cursor<'_>, _: usize, _: usize) -> Option<()> {
+    fn compact_all(
+        _: &[u8],
+        _: &mut usize,
+        _: &mut Cursor<'_>,
+        _: &mut Interner,
+        _: usize,
+        _: usize,
+    ) -> Option<()> {
         Some(())
     }
 }
@@ -255,14 +302,15 @@ impl<H: CompactArg, T: ArgList> ArgList for (PhantomData<H>, T) {
         raw: &[u8],
         pos: &mut usize,
         out: &mut Cursor<'_>,
+        strings: &mut Interner,
         nib_at: usize,
         ix: usize,
     ) -> Option<()> {
-        let code = H::compact(raw, pos, out)?;
+        let code = H::compact(raw, pos, out, strings)?;
         if H::NIBBLED {
             *out.buf.get_mut(nib_at + ix / 2)? |= code << ((ix & 1) * 4);
         }
-        T::compact_all(raw, pos, out, nib_at, ix + H::NIBBLED as usize)
+        T::compact_all(raw, pos, out, strings, nib_at, ix + H::NIBBLED as usize)
     }
 }
 
@@ -271,12 +319,16 @@ impl<H: CompactArg, T: ArgList> ArgList for (PhantomData<H>, T) {
 /// encoders): the nibble bytes first (zeroed, filled in as the values are
 /// written), then each value.
 #[inline(always)]
-fn compact_args<T: ArgList>(raw: &[u8], out: &mut Cursor<'_>) -> Option<()> {
+fn compact_args<T: ArgList>(
+    raw: &[u8],
+    out: &mut Cursor<'_>,
+    strings: &mut Interner,
+) -> Option<()> {
     let nib_at = out.pos;
     let k = T::NIBBLES.div_ceil(2);
     out.buf.get_mut(nib_at..nib_at + k)?.fill(0);
     out.pos += k;
-    T::compact_all(raw, &mut 0, out, nib_at, 0)
+    T::compact_all(raw, &mut 0, out, strings, nib_at, 0)
 }
 
 /// Compacts the ring records at the start of `run` that belong to `site`
@@ -300,6 +352,7 @@ fn compact_run<T: ArgList>(
     prev_tick: &mut u64,
     out: &mut Vec<u8>,
     out_stop: usize,
+    strings: &mut Interner,
 ) -> (usize, u64) {
     let mut len = out.len();
     let mut pos = 0;
@@ -326,7 +379,7 @@ fn compact_run<T: ArgList>(
         let ok = w
             .put_varint(u64::from(site))
             .and_then(|()| w.put_varint(delta))
-            .and_then(|()| compact_args::<T>(args, &mut w))
+            .and_then(|()| compact_args::<T>(args, &mut w, strings))
             .is_some();
         debug_assert!(ok, "ring record does not match its site's types");
         len += w.pos;
@@ -377,14 +430,18 @@ mod tests {
     use crate::wire::record::compact;
 
     /// One record's arguments through the typed path, into a `Vec`.
-    fn compact_record<T: ArgList>(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    fn compact_record<T: ArgList>(
+        raw: &[u8],
+        out: &mut Vec<u8>,
+        strings: &mut Interner,
+    ) -> Option<()> {
         let at = out.len();
         out.resize(at + bound(raw.len()), 0);
         let mut w = Cursor {
             buf: &mut out[at..],
             pos: 0,
         };
-        let r = compact_args::<T>(raw, &mut w);
+        let r = compact_args::<T>(raw, &mut w, strings);
         let end = at + w.pos;
         out.truncate(end);
         r
@@ -393,10 +450,20 @@ mod tests {
     fn same<T: ArgList>(_types: T, kinds: &[ArgKind], raw: &[u8]) {
         let mut a = Vec::new();
         let mut b = Vec::new();
-        let typed = compact_record::<T>(raw, &mut a);
+        let typed = compact_record::<T>(raw, &mut a, &mut Interner::off());
         let interpreted = compact(kinds, raw, &mut b);
         assert_eq!(typed, interpreted, "{kinds:?} {raw:?}");
         assert_eq!(a, b, "{kinds:?} {raw:?}");
+        // Against a table, three times (a string is interned at its second
+        // sighting): the same bytes, the same references.
+        let (mut ta, mut tb) = (Interner::new(true), Interner::new(true));
+        for _ in 0..3 {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let typed = compact_record::<T>(raw, &mut a, &mut ta);
+            let interpreted = crate::wire::record::compact_with(kinds, raw, &mut b, &mut tb);
+            assert_eq!(typed, interpreted, "{kinds:?} {raw:?}");
+            assert_eq!(a, b, "{kinds:?} {raw:?}");
+        }
     }
 
     fn p<T>() -> PhantomData<T> {
@@ -439,7 +506,14 @@ mod tests {
         }
         let (mut out, mut prev) = (Vec::new(), 900);
         assert_eq!(
-            f(&ring, 7, &mut prev, &mut out, usize::MAX),
+            f(
+                &ring,
+                7,
+                &mut prev,
+                &mut out,
+                usize::MAX,
+                &mut Interner::off()
+            ),
             (first_three, 3)
         );
         assert_eq!(out, want);
@@ -447,16 +521,37 @@ mod tests {
 
         // out_stop: the run ends after the record that reaches it.
         let (mut out, mut prev) = (Vec::new(), 900);
-        let (used, n) = f(&ring, 7, &mut prev, &mut out, 1);
+        let (used, n) = f(&ring, 7, &mut prev, &mut out, 1, &mut Interner::off());
         assert_eq!((used, n), (__ring_record(7, 1000, &recs[0].2).len(), 1));
         // A run cut inside a record stops before it; a malformed first
         // record (length below a header) takes nothing.
         let cut = &ring[..first_three - 1];
         let (mut out, mut prev) = (Vec::new(), 900);
-        assert_eq!(f(cut, 7, &mut prev, &mut out, usize::MAX).1, 2);
+        assert_eq!(
+            f(
+                cut,
+                7,
+                &mut prev,
+                &mut out,
+                usize::MAX,
+                &mut Interner::off()
+            )
+            .1,
+            2
+        );
         let mut bad = ring.clone();
         bad[4..8].copy_from_slice(&3u32.to_le_bytes());
-        assert_eq!(f(&bad, 7, &mut prev, &mut Vec::new(), usize::MAX), (0, 0));
+        assert_eq!(
+            f(
+                &bad,
+                7,
+                &mut prev,
+                &mut Vec::new(),
+                usize::MAX,
+                &mut Interner::off()
+            ),
+            (0, 0)
+        );
     }
 
     /// Every width's boundary values, as the ring holds them.

@@ -49,12 +49,6 @@ pub(crate) struct Config {
 
 /// Close an extent once its body passes this size.
 const EXTENT_MAX: usize = 64 << 10;
-/// An open extent at most this long moves after the SPAN entries of spans
-/// entered inside it (their fields must come first in the file), and stays
-/// open; a longer one is closed instead, so a span per request costs the
-/// flusher a copy of under this many bytes, and the file no CONTEXT entry
-/// and no new extent per span.
-const MOVE_MAX: usize = 1 << 10;
 /// Write the buffer out once it passes this size. While the rings keep
 /// the flusher busy it is written only when full or [`WRITE_EVERY`] old:
 /// fewer, larger writes cost the flusher less per record than 64 KiB
@@ -87,8 +81,6 @@ struct Context {
     /// The key of the span current on the thread (0: none), as its
     /// switches say.
     key: u64,
-    /// The (file generation, context) the file last placed the thread in.
-    written: Option<(u64, u32)>,
     /// The key changed since the thread's last record: its next record
     /// resolves its context again.
     changed: bool,
@@ -199,8 +191,9 @@ impl Book {
 struct KnownVersion {
     tick: u64,
     site: u32,
-    /// Its arguments, compacted as a record's.
-    args: Vec<u8>,
+    /// Its arguments as its ring record (or the table) held them: each
+    /// file compacts them against its own strings.
+    raw: Arc<[u8]>,
 }
 
 /// The longest chain of spans followed (a deeper one is cut at its root end).
@@ -241,8 +234,6 @@ struct State {
     /// Write `out` once it holds this much: [`OUT_MAX`], or less when the
     /// file is that close to its size limit, so files end near the limit.
     out_limit: usize,
-    /// An open extent on its way past SPAN entries (see [`MOVE_MAX`]).
-    moved: Vec<u8>,
     sites: Vec<Option<Arc<Registration>>>,
     site_emitted: Vec<bool>,
     clock_every: u64,
@@ -267,9 +258,14 @@ struct State {
     last_ctx: u32,
     /// The spans the flusher knows of.
     book: Book,
-    /// SPAN entries (and their sites') a thread's next record needs, on
-    /// their way into `out`.
+    /// The SITE entries `out` needs that the file lacks: written ahead of
+    /// `out`, with the strings and spans below, so every dictionary entry
+    /// of a write comes before every extent of it.
     defs: Vec<u8>,
+    /// The file's repeated strings (STRINGS entries).
+    strings: crate::intern::Interner,
+    /// The SPAN entries `out` needs, one entry for the write.
+    spans_out: dict::SpanBatch,
 }
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
@@ -338,9 +334,11 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         last_path_check: 0,
         ended_at_exit: false,
         last_ctx: 0,
-        moved: Vec::new(),
         book: Book::default(),
         defs: Vec::new(),
+        // A text mirror decodes what is compacted: it reads the table too.
+        strings: crate::intern::Interner::new(true),
+        spans_out: dict::SpanBatch::default(),
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -492,7 +490,7 @@ impl State {
             self.writer.close_entries(&mut self.out);
             self.ended_at_exit = true;
         }
-        if !self.out.is_empty() {
+        if !self.out.is_empty() || !self.defs.is_empty() || !self.spans_out.is_empty() {
             self.check_file();
             self.write_buffer();
         }
@@ -538,6 +536,8 @@ impl State {
                     put_entry(&mut head, tag::THREAD, |b| dict::put_thread(b, id, name));
                 }
                 self.out.splice(0..0, head);
+                // Strings defined in the file that was replaced: all again.
+                self.strings.rewrite_all();
             }
             Err(e) => self.file_error(e),
         }
@@ -564,15 +564,24 @@ impl State {
     }
 
     fn write_buffer(&mut self) {
+        // Ahead of `out`: a gap of lost records, then the dictionary
+        // entries `out` needs (sites, strings, then spans, which use both).
+        let mut head = std::mem::take(&mut self.defs);
         if let Some(l) = self.pending_lost {
             let mut gap = Vec::new();
             put_entry(&mut gap, tag::DROP, |b| {
                 dict::put_drop(b, dict::WRITER_THREAD, l.records, l.first_tick, l.last_tick)
             });
-            self.out.splice(0..0, gap);
+            head.splice(0..0, gap);
         }
-        match self.writer.write(&self.out, self.out_records) {
+        self.strings.put_pending(&mut head);
+        self.spans_out.put_entry(&mut head);
+        let result = self.writer.write(&head, &self.out, self.out_records);
+        head.clear();
+        self.defs = head;
+        match result {
             Ok(()) => {
+                self.strings.written();
                 self.pending_lost = None;
                 self.logged += self.out_records;
                 self.shared
@@ -595,6 +604,7 @@ impl State {
                 self.report(e);
                 // The lost batch may have held dictionary entries: write them again.
                 self.forget_emitted();
+                self.strings.unwritten();
             }
         }
         self.out.clear();
@@ -612,6 +622,7 @@ impl State {
                     .fetch_add(header_len, Ordering::Relaxed);
                 // The new file is complete on its own: dictionary and clock again.
                 self.forget_emitted();
+                self.strings.reset();
                 self.clock_pair();
                 if let Err(e) = retention {
                     self.file_error(e);
@@ -659,15 +670,10 @@ impl State {
     }
 
     /// The site `id` of the record being drained, with its dictionary entry
-    /// in `out` (closing the open extent to put it there); `None` for an
+    /// on its way to the file (ahead of the write's extents); `None` for an
     /// unknown id. `cur` caches the answer for the next record.
     #[inline(always)]
-    fn current(
-        &mut self,
-        id: u32,
-        cur: &mut Option<Current>,
-        open: &mut Option<Open>,
-    ) -> Option<Current> {
+    fn current(&mut self, id: u32, cur: &mut Option<Current>) -> Option<Current> {
         if let Some(c) = *cur {
             if c.id == id {
                 return Some(c);
@@ -675,7 +681,6 @@ impl State {
         }
         let ix = self.site(id)?;
         if !self.site_emitted[ix] {
-            close(&mut self.out, open);
             self.emit_site(ix);
         }
         let reg = self.sites[ix].as_ref();
@@ -689,7 +694,7 @@ impl State {
     }
 
     fn emit_site(&mut self, ix: usize) {
-        emit_site(&mut self.out, &self.sites, ix);
+        emit_site(&mut self.defs, &self.sites, ix);
         self.site_emitted[ix] = true;
     }
 
@@ -745,7 +750,7 @@ impl State {
                 put_entry(&mut self.out, tag::DROP, |b| {
                     dict::put_drop(b, thread, d.count, d.first, d.last)
                 });
-            } else if let Some(cur) = self.current(site, &mut cur, &mut open) {
+            } else if let Some(cur) = self.current(site, &mut cur) {
                 if cur.role != Role::Record {
                     // The extent stays open: the thread's next record says
                     // where it is now (see below).
@@ -756,10 +761,8 @@ impl State {
                 // The thread's context as the file knows it, resolved again
                 // after a switch, in a new file, past a tick where a span of
                 // its chain took new values, or when any span did: a switch
-                // inside the open extent, after the SPAN entries of spans
-                // new to the file (put before the extent while it is small;
-                // a larger one is closed, and the next gets them and a
-                // CONTEXT entry).
+                // inside the open extent (the SPAN entries of spans new to
+                // the file go ahead of the write's extents).
                 if !self.fresh(&r.ctx, tick) {
                     // A span of the chain not known yet: its entry is in
                     // another thread's ring, not drained this far (a thread
@@ -773,46 +776,23 @@ impl State {
                         break;
                     };
                     if let Some(o) = open.as_mut() {
-                        if self.defs.is_empty() {
-                            if c != o.ctx {
-                                put_varint(&mut self.out, u64::from(crate::wire::CONTEXT_SWITCH));
-                                put_varint(&mut self.out, u64::from(c));
-                                o.ctx = c;
-                            }
-                        } else if self.out.len() - o.start <= MOVE_MAX {
-                            self.moved.clear();
-                            self.moved.extend_from_slice(&self.out[o.start..]);
-                            self.out.truncate(o.start);
-                            self.out.extend_from_slice(&self.defs);
-                            o.start = self.out.len();
-                            self.out.extend_from_slice(&self.moved);
-                            if c != o.ctx {
-                                put_varint(&mut self.out, u64::from(crate::wire::CONTEXT_SWITCH));
-                                put_varint(&mut self.out, u64::from(c));
-                                o.ctx = c;
-                            }
-                        } else {
-                            close(&mut self.out, &mut open);
-                            self.out.extend_from_slice(&self.defs);
-                        }
-                    } else {
-                        self.out.extend_from_slice(&self.defs);
+                        switch_to(&mut self.out, o, c);
                     }
-                    self.defs.clear();
                 }
-                if open.is_none() {
-                    self.place_thread(&mut r.ctx, thread);
-                }
-                let placed = &r.ctx.written;
                 let out = &mut self.out;
                 let o = open.get_or_insert_with(|| {
                     let start = begin_entry(out, tag::EXTENT);
                     extent::put_header(out, thread, tick);
-                    Open {
+                    // An extent begins in no span (version 3 writes no
+                    // CONTEXT entries): its first record says where the
+                    // thread is.
+                    let mut o = Open {
                         start,
                         prev_tick: tick,
-                        ctx: placed.map_or(0, |(_, c)| c),
-                    }
+                        ctx: 0,
+                    };
+                    switch_to(out, &mut o, r.ctx.resolved.ctx);
+                    o
                 });
                 // A macro site's own function takes this record and the
                 // site's records after it in one call (the text mirror wants
@@ -831,7 +811,8 @@ impl State {
                         // inside it compacts nothing (a record larger than
                         // `release_bytes` was skipped so, uncounted, before).
                         let raw = r.c.contiguous(tail, (release_bytes as usize).max(len));
-                        let (used, recs) = compact(raw, site, &mut o.prev_tick, out, stop);
+                        let (used, recs) =
+                            compact(raw, site, &mut o.prev_tick, out, stop, &mut self.strings);
                         if recs == 0 {
                             // A malformed record: skipped as `peek` measured
                             // it, and counted and marked as a drop.
@@ -851,7 +832,7 @@ impl State {
                         put_varint(out, u64::from(site));
                         put_varint(out, delta);
                         let at = out.len();
-                        if record::compact(kinds, rec.args, out).is_none() {
+                        if record::compact_with(kinds, rec.args, out, &mut self.strings).is_none() {
                             debug_assert!(false, "ring record does not match its site's kinds");
                             out.truncate(rollback.0);
                             o.prev_tick = rollback.1;
@@ -860,7 +841,15 @@ impl State {
                             if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
                                 if m.wants(reg.site.level) {
                                     let spans = r.ctx.texts.iter().map(String::as_str);
-                                    m.record(reg, thread, &r.name, tick, &out[at..], spans);
+                                    let strings = self.strings.strings();
+                                    m.record(
+                                        reg,
+                                        thread,
+                                        &r.name,
+                                        tick,
+                                        (&out[at..], strings),
+                                        spans,
+                                    );
                                 }
                             }
                             self.out_records += 1;
@@ -937,7 +926,7 @@ impl State {
         let key = match kinds
             .len()
             .checked_sub(1)
-            .and_then(|i| record::nth_arg(kinds, &args, 0, i))
+            .and_then(|i| record::nth_arg(kinds, &args, 0, i, record::Strings::TAGGED))
         {
             Some(Value::Uint(v)) => v as u64,
             _ => {
@@ -955,7 +944,7 @@ impl State {
                 versions: vec![KnownVersion {
                     tick: 0,
                     site: cur.id,
-                    args,
+                    raw: Arc::from(raw),
                 }],
                 entries: Vec::new(),
                 children: 0,
@@ -1040,18 +1029,20 @@ impl State {
                     let Some(sp) = self.book.spans.get_mut(&k) else {
                         break;
                     };
-                    let args = &sp.versions[vi].args;
-                    put_entry(&mut self.defs, tag::SPAN, |b| {
-                        dict::put_span(
-                            b,
-                            &dict::SpanEntry {
-                                ctx: c,
-                                parent: ctx,
-                                site,
-                                tick: vtick.max(1).min(tick),
-                                args,
-                            },
-                        )
+                    let raw = &sp.versions[vi].raw;
+                    let kinds = self.sites.get(site as usize).and_then(Option::as_deref);
+                    let kinds = kinds.map_or(&[][..], |r| &r.kinds[..]);
+                    let strings = &mut self.strings;
+                    // A `nanolog::span!` (no version tick) from the record
+                    // that first needs it.
+                    let from = if vtick == 0 { tick } else { vtick.min(tick) };
+                    self.spans_out.push(c, ctx, site, from, |b| {
+                        let at = b.len();
+                        if record::compact_with(kinds, raw, b, strings).is_none() {
+                            // (Checked when the version was taken.)
+                            debug_assert!(false, "span fields do not match their site");
+                            b.truncate(at);
+                        }
                     });
                     sp.entries.retain(|e| e.0 == generation);
                     sp.entries.push((generation, vtick, ctx, c));
@@ -1063,7 +1054,7 @@ impl State {
                     self.book.spans.get(&k),
                     self.sites.get(site as usize).map(Option::as_deref),
                 ) {
-                    r.texts.push(Mirror::span_text(reg, &sp.versions[vi].args));
+                    r.texts.push(Mirror::span_text(reg, &sp.versions[vi].raw));
                 }
             }
             ctx = c;
@@ -1116,12 +1107,13 @@ impl State {
             let Some(reg) = self.sites[ix].as_deref() else {
                 continue;
             };
+            // Kept if its fields match its site (each file compacts them).
             let mut args = Vec::new();
             if record::compact(&reg.kinds, &v.raw, &mut args).is_some() {
                 known.versions.push(KnownVersion {
                     tick: v.tick,
                     site: v.site,
-                    args,
+                    raw: v.raw.clone(),
                 });
             }
         }
@@ -1130,7 +1122,7 @@ impl State {
             known.versions.push(KnownVersion {
                 tick: 0,
                 site: def.versions.first().map_or(0, |v| v.site),
-                args: Vec::new(),
+                raw: Arc::from(&[][..]),
             });
         }
     }
@@ -1196,23 +1188,6 @@ impl State {
         }
     }
 
-    /// Before an extent of `r`'s thread: a CONTEXT entry if its context in
-    /// the file changed.
-    fn place_thread(&mut self, r: &mut Context, thread: u32) {
-        let generation = self.file_generation;
-        let written = match r.written {
-            Some((g, c)) if g == generation => c,
-            _ => 0,
-        };
-        let ctx = r.resolved.ctx;
-        if ctx != written {
-            put_entry(&mut self.out, tag::CONTEXT, |b| {
-                dict::put_context(b, thread, ctx)
-            });
-        }
-        r.written = Some((generation, ctx));
-    }
-
     /// A record the flusher cannot compact (its bytes do not match its
     /// site): never silently lost, it is counted as dropped and written as a
     /// one-record gap, which `decode` shows.
@@ -1258,6 +1233,17 @@ fn emit_site(out: &mut Vec<u8>, sites: &[Option<Arc<Registration>>], ix: usize) 
 /// at least 4 KiB, so a small limit does not mean a write per record.
 fn out_limit(w: &Writer) -> usize {
     w.room().clamp(4 << 10, OUT_MAX)
+}
+
+/// A context switch in the open extent `o` if its records are not in
+/// context `ctx` already.
+#[inline]
+fn switch_to(out: &mut Vec<u8>, o: &mut Open, ctx: u32) {
+    if ctx != o.ctx {
+        put_varint(out, u64::from(crate::wire::CONTEXT_SWITCH));
+        put_varint(out, u64::from(ctx));
+        o.ctx = ctx;
+    }
 }
 
 fn close(out: &mut [u8], open: &mut Option<Open>) {

@@ -24,6 +24,7 @@ mod fileset;
 mod filter;
 mod flusher;
 mod hooks;
+mod intern;
 mod level;
 mod logger;
 #[cfg(all(test, loom))]

@@ -21,7 +21,7 @@ use crate::site::Registration;
 use crate::text::line::{escape_line, push_prefix, Prefix};
 use crate::text::render::format_message;
 use crate::text::utc::UtcWriter;
-use crate::wire::record::{self, Value};
+use crate::wire::record::{self, Strings, Value};
 
 /// Chunks (batches of lines) the writer thread may fall behind by.
 const QUEUE: usize = 64;
@@ -115,12 +115,19 @@ impl Mirror {
         level >= self.level
     }
 
-    /// A span of site `reg` with compacted fields `args` as a line shows
-    /// it (`name{k=v ..}`, unescaped): rendered once, when it is entered.
-    pub(crate) fn span_text(reg: &Registration, args: &[u8]) -> String {
+    /// A span of site `reg` with fields `raw` (as its ring record held
+    /// them) as a line shows it (`name{k=v ..}`, unescaped): rendered once,
+    /// when it is entered.
+    pub(crate) fn span_text(reg: &Registration, raw: &[u8]) -> String {
         let mut values = Vec::with_capacity(reg.kinds.len());
         let mut text = String::new();
-        if record::decode_args(&reg.kinds, args, &mut 0, |v| values.push(v)).is_some() {
+        let mut args = Vec::new();
+        if record::compact(&reg.kinds, raw, &mut args).is_some()
+            && record::decode_args(&reg.kinds, &args, &mut 0, Strings::TAGGED, |v| {
+                values.push(v)
+            })
+            .is_some()
+        {
             format_message(reg.site.pieces, &reg.kinds, &values, &mut text);
         }
         text
@@ -131,7 +138,8 @@ impl Mirror {
         self.clock = (tick, unix_ns);
     }
 
-    /// Renders one record from its compacted arguments. Its time is mapped
+    /// Renders one record from its compacted arguments (with the strings
+    /// they refer to). Its time is mapped
     /// from the last clock pair at the calibrated rate (`decode`, which also
     /// sees the next pair, interpolates: the two agree to within the clock's
     /// drift over a second, microseconds at most).
@@ -144,12 +152,12 @@ impl Mirror {
         thread: u32,
         name: &str,
         tick: u64,
-        compacted: &[u8],
+        (compacted, strings): (&[u8], Strings<'_>),
         spans: impl Iterator<Item = &'s str>,
     ) {
         let site = reg.site;
         let mut values: Vec<Value<'_>> = Vec::with_capacity(reg.kinds.len());
-        let ok = record::decode_args(&reg.kinds, compacted, &mut 0, |v| values.push(v));
+        let ok = record::decode_args(&reg.kinds, compacted, &mut 0, strings, |v| values.push(v));
         if ok.is_none() {
             return;
         }

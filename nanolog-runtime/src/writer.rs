@@ -389,8 +389,8 @@ impl Writer {
     /// Appends `buf`, holding `records` records. On failure the file is cut
     /// back to its last good length, so it stays decodable, and the error
     /// is returned.
-    pub(crate) fn write(&mut self, buf: &[u8], records: u64) -> io::Result<()> {
-        self.write_live(buf)?;
+    pub(crate) fn write(&mut self, head: &[u8], buf: &[u8], records: u64) -> io::Result<()> {
+        self.write_parts(head, buf)?;
         self.records += records;
         self.last_write = (records, clock::now());
         // Written into a file with no name left: lost, unless it comes back
@@ -400,7 +400,25 @@ impl Writer {
         }
         if let Some(c) = &mut self.copy {
             // Test-only copy: a failure shows up as a mismatch in the test.
-            let _ = c.write_all(buf);
+            let _ = c.write_all(head).and_then(|()| c.write_all(buf));
+        }
+        Ok(())
+    }
+
+    /// Writes `head` then `buf` (the batch's dictionary entries, then its
+    /// records), both or neither: a failure cuts the file back to where it
+    /// ended before.
+    fn write_parts(&mut self, head: &[u8], buf: &[u8]) -> io::Result<()> {
+        if head.is_empty() {
+            return self.write_live(buf);
+        }
+        let len = self.len;
+        self.write_live(head)?;
+        if let Err(e) = self.write_live(buf) {
+            self.len = len;
+            let _ = self.file.set_len(len);
+            let _ = self.file.seek(SeekFrom::Start(len));
+            return Err(e);
         }
         Ok(())
     }

@@ -208,7 +208,8 @@ impl<'a> Extent<'a> {
     #[inline]
     fn take_args(&mut self, site: &SiteEntry) -> Result<(&'a [u8], u32), ReadError> {
         let start = self.pos;
-        let skipped = wire::record::skip_args(&site.kinds, self.body, &mut self.pos);
+        let skipped =
+            wire::record::skip_args(&site.kinds, self.body, &mut self.pos, &self.file.strings());
         // Skipping reads lengths, not every value byte: read a byte of each
         // page the record spans, so a page the file no longer covers faults
         // now, on this thread, and is counted before the check below.

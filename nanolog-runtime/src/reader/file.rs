@@ -14,7 +14,7 @@ use crate::wire::dict::SiteEntry;
 use crate::wire::format::ArgKind;
 use crate::wire::frame::{frame_at, Frame};
 use crate::wire::header::{Header, HeaderError};
-use crate::wire::record::with_values;
+use crate::wire::record::{with_values, Strings};
 use crate::wire::{self, dict, tag};
 
 /// Where a thread's records are. One per extent, twice (per thread and in
@@ -110,6 +110,7 @@ pub struct SpanRef<'a> {
     site: &'a SiteEntry,
     args: &'a [u8],
     tick: u64,
+    strings: Strings<'a>,
 }
 
 impl<'a> SpanRef<'a> {
@@ -139,7 +140,7 @@ impl<'a> SpanRef<'a> {
     /// [`SpanRef::fields`], without allocating for up to 8 values).
     pub fn for_each_field(&self, mut f: impl FnMut(&'a str, crate::wire::record::Value<'a>)) {
         let site = self.site;
-        with_values(&site.kinds, self.args, |vals| {
+        with_values(&site.kinds, self.args, self.strings, |vals| {
             // The last value is the span's key, not a field.
             let fields = &vals[..vals.len().saturating_sub(1)];
             for (i, v) in fields.iter().enumerate() {
@@ -152,7 +153,7 @@ impl<'a> SpanRef<'a> {
     /// tracing-subscriber's fmt prints a span.
     pub fn render(&self, out: &mut String) {
         let site = self.site;
-        with_values(&site.kinds, self.args, |vals| {
+        with_values(&site.kinds, self.args, self.strings, |vals| {
             render::format_message(&site.pieces, &site.kinds, vals, out)
         });
     }
@@ -234,6 +235,9 @@ pub struct LogFile {
     identity: Option<(u64, u64)>,
     /// The contexts of the SPAN entries, in file order.
     spans: Vec<SpanDef>,
+    /// Where each string of the STRINGS entries lies in the file, id `i`
+    /// at `i - 1` as (start, length); `usize::MAX` long if not defined.
+    strs: Vec<(usize, usize)>,
     /// What DROP entries hold, in file order (see `Item::Drop`).
     drops: Vec<DropInfo>,
     /// While indexing: the index (plus one) of each live context id ...
@@ -439,6 +443,7 @@ impl LogFile {
             identity: None,
             handle: None,
             spans: Vec::new(),
+            strs: Vec::new(),
             drops: Vec::new(),
             span_ids: Default::default(),
             thread_ctx: Default::default(),
@@ -611,23 +616,64 @@ impl LogFile {
                     self.set = Some(e);
                 }
             }
-            tag::SPAN => match dict::get_span(body) {
-                Some(e) if e.ctx != 0 => {
-                    let parent = self.span_ids.get(e.parent).unwrap_or(0);
-                    let args_at = end - e.args.len();
-                    self.spans.push(SpanDef {
-                        parent,
-                        site: e.site,
-                        tick: e.tick,
-                        args: args_at..end,
-                    });
-                    self.span_ids.insert(e.ctx, self.spans.len() as u32);
+            tag::SPAN if self.header.version >= 3 => {
+                let sites = &self.sites;
+                let kinds_of = |site: u32| {
+                    sites
+                        .get(site as usize)
+                        .and_then(Option::as_ref)
+                        .map(|s| &s.kinds[..])
+                };
+                let mut whole = true;
+                let mut defs = Vec::new();
+                let all = dict::get_spans(body, kinds_of, |e| defs.push(e));
+                for e in defs {
+                    if e.ctx == 0 {
+                        whole = false;
+                        continue;
+                    }
+                    self.add_span(
+                        &e,
+                        start + (e.args.as_ptr() as usize - body.as_ptr() as usize),
+                    );
                 }
+                if all.is_none() || !whole {
+                    self.warnings.push(Warning::MalformedSite {
+                        path: self.path.clone(),
+                        offset: start,
+                    });
+                }
+            }
+            tag::SPAN => match dict::get_span(body) {
+                Some(e) if e.ctx != 0 => self.add_span(&e, end - e.args.len()),
                 _ => self.warnings.push(Warning::MalformedSite {
                     path: self.path.clone(),
                     offset: start,
                 }),
             },
+            tag::STRINGS => {
+                let ok = dict::get_strings(body, |id, at, len| {
+                    // Ids are dense from 1 in the writer's files: an id far
+                    // past the others is damage, not a reason for memory.
+                    let Some(i) = usize::try_from(id)
+                        .ok()
+                        .and_then(|id| id.checked_sub(1))
+                        .filter(|&i| i <= self.strs.len() + (1 << 20))
+                    else {
+                        return;
+                    };
+                    if self.strs.len() <= i {
+                        self.strs.resize(i + 1, (0, usize::MAX));
+                    }
+                    self.strs[i] = (start + at, len);
+                });
+                if ok.is_none() {
+                    self.warnings.push(Warning::MalformedSite {
+                        path: self.path.clone(),
+                        offset: start,
+                    });
+                }
+            }
             tag::CONTEXT => {
                 if let Some((thread, ctx)) = dict::get_context(body) {
                     let ix = self.span_ids.get(ctx).unwrap_or(0);
@@ -636,6 +682,29 @@ impl LogFile {
             }
             // An entry of a later minor revision: checksummed, so skip it.
             _ => {}
+        }
+    }
+
+    /// Indexes a context: `args_at` is where its arguments start in the file.
+    fn add_span(&mut self, e: &dict::SpanEntry<'_>, args_at: usize) {
+        let parent = self.span_ids.get(e.parent).unwrap_or(0);
+        self.spans.push(SpanDef {
+            parent,
+            site: e.site,
+            tick: e.tick,
+            args: args_at..args_at + e.args.len(),
+        });
+        self.span_ids.insert(e.ctx, self.spans.len() as u32);
+    }
+
+    /// How the file stores strings, with the strings it defines: what its
+    /// records' and spans' arguments decode by.
+    #[inline]
+    pub(crate) fn strings(&self) -> Strings<'_> {
+        if self.header.version >= 3 {
+            Strings::tagged(&self.data, &self.strs)
+        } else {
+            Strings::UNTAGGED
         }
     }
 
@@ -671,6 +740,7 @@ impl LogFile {
                     site,
                     args: self.bytes(d.args.clone()),
                     tick: d.tick,
+                    strings: self.strings(),
                 });
             }
         }

@@ -130,13 +130,16 @@ impl<'a> Record<'a> {
     pub fn args(&self) -> impl Iterator<Item = Value<'a>> + 'a {
         let mut v = Vec::with_capacity(self.site.kinds.len());
         let mut pos = 0;
-        let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, |x| v.push(x));
+        let strings = self.file.strings();
+        let _ = wire::record::decode_args(&self.site.kinds, self.args, &mut pos, strings, |x| {
+            v.push(x)
+        });
         v.into_iter()
     }
 
     /// The `n`-th argument (0-based), decoded without allocating.
     pub fn arg(&self, n: usize) -> Option<Value<'a>> {
-        wire::record::nth_arg(&self.site.kinds, self.args, 0, n)
+        wire::record::nth_arg(&self.site.kinds, self.args, 0, n, self.file.strings())
     }
 
     /// Whether the rendered message can hold characters a one-line text
@@ -149,7 +152,7 @@ impl<'a> Record<'a> {
     /// Calls `f` with the arguments as a slice, without allocating for up
     /// to 8 arguments.
     pub fn with_args<R>(&self, f: impl FnOnce(&[Value<'a>]) -> R) -> R {
-        with_values(&self.site.kinds, self.args, f)
+        with_values(&self.site.kinds, self.args, self.file.strings(), f)
     }
 
     /// Appends the formatted message (what `format!` gave at the call site).

@@ -310,6 +310,129 @@ pub fn get_span(b: &[u8]) -> Option<SpanEntry<'_>> {
     })
 }
 
+/// The SPAN body of format version 3, several spans in one entry, built a
+/// span at a time: `count: varint`, then each span as `ctx: varint` (less
+/// the previous span's in the entry, wrapping at 2^32), `parent: varint`
+/// (0: none, else `ctx` less the parent, wrapping), `site: varint`, `tick:
+/// varint` (zigzag of the tick less the previous span's in the entry), then
+/// its arguments as a record stores them.
+#[derive(Debug, Default)]
+pub(crate) struct SpanBatch {
+    body: Vec<u8>,
+    count: u64,
+    prev_ctx: u32,
+    prev_tick: u64,
+}
+
+impl SpanBatch {
+    /// Adds a span whose arguments `put_args` appends.
+    pub(crate) fn push(
+        &mut self,
+        ctx: u32,
+        parent: u32,
+        site: u32,
+        tick: u64,
+        put_args: impl FnOnce(&mut Vec<u8>),
+    ) {
+        let b = &mut self.body;
+        put_varint(b, u64::from(ctx.wrapping_sub(self.prev_ctx)));
+        let up = if parent == 0 {
+            0
+        } else {
+            ctx.wrapping_sub(parent)
+        };
+        put_varint(b, u64::from(up));
+        put_varint(b, u64::from(site));
+        put_varint(b, zigzag(tick.wrapping_sub(self.prev_tick) as i64));
+        put_args(b);
+        self.prev_ctx = ctx;
+        self.prev_tick = tick;
+        self.count += 1;
+    }
+
+    /// Whether no span was added since the last [`SpanBatch::put_entry`].
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Appends the SPAN entry of the spans added, and starts afresh.
+    pub(crate) fn put_entry(&mut self, out: &mut Vec<u8>) {
+        if self.count == 0 {
+            return;
+        }
+        let start = super::frame::begin_entry(out, super::tag::SPAN);
+        put_varint(out, self.count);
+        out.extend_from_slice(&self.body);
+        super::frame::end_entry(out, start);
+        self.clear();
+    }
+
+    /// Forgets the spans added (their write was lost).
+    pub(crate) fn clear(&mut self) {
+        *self = SpanBatch {
+            body: std::mem::take(&mut self.body),
+            ..SpanBatch::default()
+        };
+        self.body.clear();
+    }
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Reads a SPAN body of format version 3 (see [`SpanBatch`]), calling `f`
+/// with each span; `kinds_of` gives a site's argument kinds (to find where
+/// a span's arguments end). `None` when the body is damaged or a span's
+/// site is unknown: the spans before it were given to `f`.
+pub fn get_spans<'a, 'k>(
+    b: &'a [u8],
+    kinds_of: impl Fn(u32) -> Option<&'k [ArgKind]>,
+    mut f: impl FnMut(SpanEntry<'a>),
+) -> Option<()> {
+    let pos = &mut 0;
+    let count = get_varint(b, pos)?;
+    let (mut ctx, mut tick) = (0u32, 0u64);
+    for _ in 0..count {
+        ctx = ctx.wrapping_add(get_u32(b, pos)?);
+        let up = get_u32(b, pos)?;
+        let parent = if up == 0 { 0 } else { ctx.wrapping_sub(up) };
+        let site = get_u32(b, pos)?;
+        tick = tick.wrapping_add(unzigzag(get_varint(b, pos)?) as u64);
+        let at = *pos;
+        // Only the tagged flag matters for skipping (references have no bytes).
+        super::record::skip_args(kinds_of(site)?, b, pos, &super::record::Strings::TAGGED)?;
+        f(SpanEntry {
+            ctx,
+            parent,
+            site,
+            tick,
+            args: &b[at..*pos],
+        });
+    }
+    Some(())
+}
+
+/// Reads a STRINGS body: `count: varint`, then each string as `id: varint,
+/// length: varint, bytes`; calls `f(id, offset of its bytes in the body,
+/// length)`. `None` when it is damaged (the strings before were given).
+pub fn get_strings(b: &[u8], mut f: impl FnMut(u64, usize, usize)) -> Option<()> {
+    let pos = &mut 0;
+    let count = get_varint(b, pos)?;
+    for _ in 0..count {
+        let id = get_varint(b, pos)?;
+        let len = usize::try_from(get_varint(b, pos)?).ok()?;
+        let end = pos.checked_add(len).filter(|&e| e <= b.len())?;
+        f(id, *pos, len);
+        *pos = end;
+    }
+    Some(())
+}
+
 /// CONTEXT body: `thread: varint, ctx: varint` (0: no span).
 pub fn put_context(out: &mut Vec<u8>, thread: u32, ctx: u32) {
     put_varint(out, u64::from(thread));

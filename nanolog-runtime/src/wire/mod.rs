@@ -20,8 +20,10 @@ pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
 ///
 /// Version 2 lets a thread's context change inside an extent (a record of
 /// site id 0 naming the context, see FORMAT.md); version 1 files have no
-/// such records and read as before.
-pub const VERSION: u16 = 2;
+/// such records and read as before. Version 3 writes repeated strings once
+/// (STRINGS entries, a string argument's number says inline or reference)
+/// and several spans to a SPAN entry in a smaller form.
+pub const VERSION: u16 = 3;
 /// The oldest format version this crate reads.
 pub const MIN_VERSION: u16 = 1;
 /// The site id of an extent's context switch (no call site has id 0).
@@ -56,6 +58,8 @@ pub mod tag {
     /// The file's place in its set (and its writer's host), first after
     /// the header.
     pub const SET: u8 = 10;
+    /// Strings the file's records refer to by id (version 3).
+    pub const STRINGS: u8 = 11;
 }
 
 /// CRC-32 (IEEE) of an entry's tag, length and body.

@@ -11,10 +11,14 @@
 //! | 8..=14 | a negative value `v` as `!v` in `code - 7` bytes LE |
 //! | 15 | the value in the full width of its type, LE two's complement |
 //!
-//! Floats are raw IEEE LE (4 or 8 bytes), `bool` one byte, a string is its
-//! length (nibble-coded) then its UTF-8 bytes, and a call-site-rendered value
-//! is `count: varint` then `count` strings of `len: varint, bytes`.
+//! Floats are raw IEEE LE (4 or 8 bytes), `bool` one byte, and a
+//! call-site-rendered value is `count: varint` then `count` strings of
+//! `len: varint, bytes`. A string is a nibble-coded number `v`, then: in
+//! format version 3, its UTF-8 bytes if `v` is even (`v / 2` of them), or
+//! nothing if `v` is odd (the string the file's STRINGS entries define as
+//! id `v >> 1`); before version 3, `v` bytes ([`Strings`] says which).
 
+use crate::intern::Interner;
 use crate::wire::format::ArgKind;
 
 use super::{get_array, get_varint, put_varint};
@@ -68,6 +72,54 @@ impl<'a> PreformattedStrs<'a> {
         let bytes = self.bytes;
         let mut pos = 0;
         (0..self.count).map_while(move |_| super::get_str(bytes, &mut pos))
+    }
+}
+
+/// How a file stores strings, with the strings it defines (STRINGS
+/// entries, format version 3) by id: what decoding a string argument needs
+/// besides the record's bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Strings<'a> {
+    /// Whether a string's number says inline or reference (version 3).
+    tagged: bool,
+    bytes: &'a [u8],
+    /// Where string `id` lies in `bytes`: `spans[id - 1]`, as (start,
+    /// length); a length of `usize::MAX` for an id not defined.
+    spans: &'a [(usize, usize)],
+}
+
+impl<'a> Strings<'a> {
+    /// Files of format versions 1 and 2: every string inline, its number
+    /// its length.
+    pub const UNTAGGED: Strings<'static> = Strings {
+        tagged: false,
+        bytes: &[],
+        spans: &[],
+    };
+
+    /// Version 3 with no strings defined: what the writer's own inline
+    /// encoding decodes by.
+    pub const TAGGED: Strings<'static> = Strings {
+        tagged: true,
+        bytes: &[],
+        spans: &[],
+    };
+
+    /// Version 3 with the strings at `spans` (by id, from 1) of `bytes`.
+    pub fn tagged(bytes: &'a [u8], spans: &'a [(usize, usize)]) -> Strings<'a> {
+        Strings {
+            tagged: true,
+            bytes,
+            spans,
+        }
+    }
+
+    /// String `id`, if the file defines it (as valid UTF-8).
+    #[inline]
+    pub fn get(&self, id: u64) -> Option<&'a str> {
+        let &(start, len) = self.spans.get(usize::try_from(id).ok()?.checked_sub(1)?)?;
+        let b = self.bytes.get(start..start.checked_add(len)?)?;
+        std::str::from_utf8(b).ok()
     }
 }
 
@@ -160,6 +212,17 @@ pub(crate) fn nibbled(kind: ArgKind, raw: &[u8]) -> ([u8; 16], usize, u8) {
 /// bridges'): integers up to 64 bits, and string lengths, take a `u64` path
 /// with fixed-size copies; 128-bit integers the general one.
 pub fn compact(kinds: &[ArgKind], raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    compact_with(kinds, raw, out, &mut Interner::off())
+}
+
+/// [`compact`], with string values repeated in the file written as
+/// references to their definitions in `strings`.
+pub(crate) fn compact_with(
+    kinds: &[ArgKind],
+    raw: &[u8],
+    out: &mut Vec<u8>,
+    strings: &mut Interner,
+) -> Option<()> {
     if kinds.is_empty() {
         return Some(());
     }
@@ -183,11 +246,19 @@ pub fn compact(kinds: &[ArgKind], raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
                 pos += w;
             }
             ArgKind::Str => {
-                let len = read_le(raw, pos, 4)?;
-                let code = put_small(out, false, 4, len);
-                set_nibble(out, code);
-                let len = len as usize;
-                out.extend_from_slice(raw.get(pos + 4..pos + 4 + len)?);
+                let len = read_le(raw, pos, 4)? as usize;
+                let bytes = raw.get(pos + 4..pos + 4 + len)?;
+                match strings.lookup(bytes) {
+                    Some(id) => {
+                        let code = put_small(out, false, 8, (u64::from(id) << 1) | 1);
+                        set_nibble(out, code);
+                    }
+                    None => {
+                        let code = put_small(out, false, 8, (len as u64) << 1);
+                        set_nibble(out, code);
+                        out.extend_from_slice(bytes);
+                    }
+                }
                 pos += 4 + len;
             }
             ArgKind::Rendered => {
@@ -339,25 +410,52 @@ pub fn decode_args<'a>(
     kinds: &[ArgKind],
     buf: &'a [u8],
     pos: &mut usize,
+    strings: Strings<'a>,
     mut f: impl FnMut(Value<'a>),
 ) -> Option<()> {
     let mut nibbles = Nibbles::take(kinds, buf, pos)?;
     for &kind in kinds {
-        f(decode_one(kind, nibbles.next(kind), buf, pos)?);
+        f(decode_one(kind, nibbles.next(kind), buf, pos, strings)?);
     }
     Some(())
 }
 
+/// A string's number `v` as `strings` says to read it: `Ok(length)` of an
+/// inline string, `Err(id)` of a defined one.
+#[inline(always)]
+fn string_form(v: u128, strings: &Strings<'_>) -> Result<u128, u128> {
+    if !strings.tagged {
+        Ok(v)
+    } else if v & 1 == 0 {
+        Ok(v >> 1)
+    } else {
+        Err(v >> 1)
+    }
+}
+
 /// Decodes one argument at `*pos`; `code` is its nibble (if it has one).
 #[inline(always)]
-fn decode_one<'a>(kind: ArgKind, code: u8, buf: &'a [u8], pos: &mut usize) -> Option<Value<'a>> {
+fn decode_one<'a>(
+    kind: ArgKind,
+    code: u8,
+    buf: &'a [u8],
+    pos: &mut usize,
+    strings: Strings<'a>,
+) -> Option<Value<'a>> {
     Some(match kind {
         ArgKind::F32 => Value::F32(f32::from_le_bytes(get_array(buf, pos)?)),
         ArgKind::F64 => Value::F64(f64::from_le_bytes(get_array(buf, pos)?)),
         ArgKind::Bool => Value::Bool(get_array::<1>(buf, pos)?[0] != 0),
         ArgKind::Str => {
-            let (len, neg) = get_nibbled(buf, pos, ArgKind::U64, code)?;
-            if neg || len > (buf.len() - *pos) as u128 {
+            let (v, neg) = get_nibbled(buf, pos, ArgKind::U64, code)?;
+            if neg {
+                return None;
+            }
+            let len = match string_form(v, &strings) {
+                Ok(len) => len,
+                Err(id) => return strings.get(u64::try_from(id).ok()?).map(Value::Str),
+            };
+            if len > (buf.len() - *pos) as u128 {
                 return None;
             }
             let end = *pos + len as usize;
@@ -409,20 +507,27 @@ pub fn nth_arg<'a>(
     buf: &'a [u8],
     mut pos: usize,
     n: usize,
+    strings: Strings<'a>,
 ) -> Option<Value<'a>> {
     let kind = *kinds.get(n)?;
     let mut nibbles = Nibbles::take(kinds, buf, &mut pos)?;
     for &k in &kinds[..n] {
-        skip_one(k, nibbles.next(k), buf, &mut pos)?;
+        skip_one(k, nibbles.next(k), buf, &mut pos, &strings)?;
     }
-    decode_one(kind, nibbles.next(kind), buf, &mut pos)
+    decode_one(kind, nibbles.next(kind), buf, &mut pos, strings)
 }
 
 /// Moves `*pos` past one argument; `code` is its nibble (if it has one).
 #[inline(always)]
-fn skip_one(kind: ArgKind, code: u8, buf: &[u8], pos: &mut usize) -> Option<()> {
+fn skip_one(
+    kind: ArgKind,
+    code: u8,
+    buf: &[u8],
+    pos: &mut usize,
+    strings: &Strings<'_>,
+) -> Option<()> {
     if is_nibbled(kind) {
-        skip_nibbled(kind, code, buf, pos)
+        skip_nibbled(kind, code, buf, pos, strings)
     } else {
         skip_plain(kind, buf, pos)
     }
@@ -446,9 +551,18 @@ fn skip_plain(kind: ArgKind, buf: &[u8], pos: &mut usize) -> Option<()> {
 }
 
 #[inline(always)]
-fn skip_nibbled(kind: ArgKind, code: u8, buf: &[u8], pos: &mut usize) -> Option<()> {
+fn skip_nibbled(
+    kind: ArgKind,
+    code: u8,
+    buf: &[u8],
+    pos: &mut usize,
+    strings: &Strings<'_>,
+) -> Option<()> {
     if kind == ArgKind::Str {
-        let (len, neg) = get_nibbled(buf, pos, ArgKind::U64, code)?;
+        let (v, neg) = get_nibbled(buf, pos, ArgKind::U64, code)?;
+        // A reference has no bytes here (whether its id is defined is
+        // the decoder's business).
+        let len = string_form(v, strings).unwrap_or(0);
         if neg || len > (buf.len().saturating_sub(*pos)) as u128 {
             return None;
         }
@@ -466,10 +580,15 @@ fn skip_nibbled(kind: ArgKind, code: u8, buf: &[u8], pos: &mut usize) -> Option<
 /// Moves `*pos` past one record's arguments without decoding them (strings
 /// are not checked for UTF-8 here; [`decode_args`] does that).
 #[inline]
-pub fn skip_args(kinds: &[ArgKind], buf: &[u8], pos: &mut usize) -> Option<()> {
+pub fn skip_args(
+    kinds: &[ArgKind],
+    buf: &[u8],
+    pos: &mut usize,
+    strings: &Strings<'_>,
+) -> Option<()> {
     let mut nibbles = Nibbles::take(kinds, buf, pos)?;
     for &kind in kinds {
-        skip_one(kind, nibbles.next(kind), buf, pos)?;
+        skip_one(kind, nibbles.next(kind), buf, pos, strings)?;
     }
     Some(())
 }
@@ -479,20 +598,21 @@ pub fn skip_args(kinds: &[ArgKind], buf: &[u8], pos: &mut usize) -> Option<()> {
 pub fn with_values<'a, R>(
     kinds: &[ArgKind],
     args: &'a [u8],
+    strings: Strings<'a>,
     f: impl FnOnce(&[Value<'a>]) -> R,
 ) -> R {
     let mut pos = 0;
     if kinds.len() <= 8 {
         let mut buf = [Value::Bool(false); 8];
         let mut i = 0;
-        let _ = decode_args(kinds, args, &mut pos, |x| {
+        let _ = decode_args(kinds, args, &mut pos, strings, |x| {
             buf[i] = x;
             i += 1;
         });
         f(&buf[..i])
     } else {
         let mut v = Vec::with_capacity(kinds.len());
-        let _ = decode_args(kinds, args, &mut pos, |x| v.push(x));
+        let _ = decode_args(kinds, args, &mut pos, strings, |x| v.push(x));
         f(&v)
     }
 }
@@ -564,13 +684,13 @@ mod tests {
                     compact(&[a, b], &raw, &mut out).unwrap();
                     let mut pos = 1;
                     let mut got = Vec::new();
-                    decode_args(&[a, b], &out, &mut pos, |v| got.push(v)).unwrap();
+                    decode_args(&[a, b], &out, &mut pos, Strings::TAGGED, |v| got.push(v)).unwrap();
                     assert_eq!(got, [va, vb], "{a:?} {b:?} {:x} {:x}", w[0], w[1]);
                     assert_eq!(pos, out.len(), "all bytes consumed");
                     let mut skip = 1;
-                    skip_args(&[a, b], &out, &mut skip).unwrap();
+                    skip_args(&[a, b], &out, &mut skip, &Strings::TAGGED).unwrap();
                     assert_eq!(skip, out.len());
-                    assert_eq!(nth_arg(&[a, b], &out, 1, 1), Some(vb));
+                    assert_eq!(nth_arg(&[a, b], &out, 1, 1, Strings::TAGGED), Some(vb));
                 }
             }
         }
@@ -602,7 +722,7 @@ mod tests {
         let mut out = Vec::new();
         compact(&kinds, &raw, &mut out).unwrap();
         let mut got = Vec::new();
-        decode_args(&kinds, &out, &mut 0, |v| got.push(v)).unwrap();
+        decode_args(&kinds, &out, &mut 0, Strings::TAGGED, |v| got.push(v)).unwrap();
         assert_eq!(got[0], Value::Str(s));
         assert!(matches!(got[1], Value::F64(f) if f == 0.0 && f.is_sign_negative()));
         assert_eq!(got[2], Value::Bool(true));
@@ -613,10 +733,69 @@ mod tests {
         // Truncated anywhere: an error, never a panic or a wrong value.
         for n in 0..out.len() {
             assert!(
-                decode_args(&kinds, &out[..n], &mut 0, |_| {}).is_none(),
+                decode_args(&kinds, &out[..n], &mut 0, Strings::TAGGED, |_| {}).is_none(),
                 "prefix {n}"
             );
-            assert!(skip_args(&kinds, &out[..n], &mut 0).is_none(), "prefix {n}");
+            assert!(
+                skip_args(&kinds, &out[..n], &mut 0, &Strings::TAGGED).is_none(),
+                "prefix {n}"
+            );
         }
+    }
+
+    fn raw_strs(strs: &[&str]) -> Vec<u8> {
+        let mut raw = Vec::new();
+        for s in strs {
+            raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            raw.extend_from_slice(s.as_bytes());
+        }
+        raw
+    }
+
+    #[test]
+    fn repeated_strings_are_references_and_decode_as_written() {
+        let kinds = [ArgKind::Str, ArgKind::Str, ArgKind::U32];
+        let mut table = Interner::new(true);
+        let mut raw = raw_strs(&["/api/v1/orders", "é"]);
+        raw.extend_from_slice(&7u32.to_le_bytes());
+        let mut first = Vec::new();
+        compact_with(&kinds, &raw, &mut first, &mut table).unwrap();
+        let mut second = Vec::new();
+        compact_with(&kinds, &raw, &mut second, &mut table).unwrap();
+        // The second sighting defines the route; "é" is too short to.
+        assert!(second.len() + 12 < first.len(), "{first:?} {second:?}");
+        for out in [&first, &second] {
+            let mut got = Vec::new();
+            decode_args(&kinds, out, &mut 0, table.strings(), |v| got.push(v)).unwrap();
+            assert_eq!(
+                got,
+                [
+                    Value::Str("/api/v1/orders"),
+                    Value::Str("é"),
+                    Value::Uint(7)
+                ]
+            );
+            let mut end = 0;
+            skip_args(&kinds, out, &mut end, &table.strings()).unwrap();
+            assert_eq!(end, out.len());
+        }
+        // A reference to a string the file does not define: an error.
+        assert!(decode_args(&kinds, &second, &mut 0, Strings::TAGGED, |_| {}).is_none());
+    }
+
+    #[test]
+    fn strings_of_version_2_files_read_as_lengths() {
+        // "abc" as version 2 wrote it: nibble 0 (one byte), 3, the bytes.
+        let v2 = [0x00, 3, b'a', b'b', b'c'];
+        let mut got = Vec::new();
+        decode_args(&[ArgKind::Str], &v2, &mut 0, Strings::UNTAGGED, |v| {
+            got.push(v)
+        })
+        .unwrap();
+        assert_eq!(got, [Value::Str("abc")]);
+        // The same string as version 3 writes it: 3 << 1.
+        let mut v3 = Vec::new();
+        compact(&[ArgKind::Str], &raw_strs(&["abc"]), &mut v3).unwrap();
+        assert_eq!(v3, [0x00, 6, b'a', b'b', b'c']);
     }
 }

@@ -1,0 +1,293 @@
+//! Bytes a record of a tokio service's events (issue #38): the same events
+//! as nanolog's `.nlog`, as tracing-subscriber's JSON (its default JSON
+//! layer: current span and span list), that JSON through zstd -3, nanolog's
+//! own `decode` text through zstd -3, and the `.nlog` through zstd -3.
+//!
+//! The workload: REQUESTS `tracing` request spans (method, path, a
+//! 16-hex-character request id, a user) on a 4-worker multi-thread runtime,
+//! each with child spans for the database (table, operation) and the cache
+//! (key), a child task, and 6 to 9 events a request with typed fields and
+//! repeated strings: `tracing` events, `log` records (through tracing-log,
+//! as `init()` installs it) and `nanolog::info!` records. Every native
+//! record has a `tracing` twin with the same text that only the JSON layer
+//! takes (a per-layer filter), so both forms hold the same events.
+//!
+//! ```text
+//! cargo bench -p nanolog-cli --bench service_bytes [-- REQUESTS]
+//! ```
+//!
+//! Prints a Markdown table (BENCHMARKS.md, "The smallest log").
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tracing::Instrument;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+const METHODS: [&str; 4] = ["GET", "POST", "PUT", "DELETE"];
+const ROUTES: [&str; 8] = [
+    "/api/v1/orders",
+    "/api/v1/orders/items",
+    "/api/v1/accounts",
+    "/api/v1/accounts/limits",
+    "/api/v1/quotes",
+    "/api/v1/positions",
+    "/healthz",
+    "/api/v1/fills",
+];
+const TABLES: [&str; 5] = ["orders", "accounts", "positions", "fills", "quotes"];
+const USERS: usize = 40;
+/// The target of the native records' `tracing` twins (JSON only).
+const TWIN: &str = "twin";
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A request id: 16 hex characters, different for every request.
+fn request_id(i: u64) -> String {
+    format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// A value of `i` spread over `0..n` (a hash, not a pattern).
+fn spread(i: u64, salt: u64, n: u64) -> u64 {
+    let mut x = (i ^ salt).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^= x >> 31;
+    x.wrapping_mul(0xbf58_476d_1ce4_e5b9) % n
+}
+
+async fn request(i: u64) {
+    let method = METHODS[(i % 7 % 4) as usize];
+    let route = ROUTES[(i % 8) as usize];
+    let user = format!("user-{:02}", i as usize % USERS);
+    let span = tracing::info_span!(
+        "request",
+        method,
+        path = route,
+        request_id = %request_id(i),
+        user = %user,
+    );
+    async move {
+        tracing::info!(bytes_in = 120 + spread(i, 6, 9000), "request received");
+        let table = TABLES[(i % 5) as usize];
+        let rows = {
+            let db = tracing::debug_span!("db", table, op = "select");
+            let _in = db.enter();
+            // A `log` record's text is formatted on the calling thread:
+            // its numbers make it all but unique.
+            log::debug!(
+                "pool checkout conn={} wait_us={}",
+                spread(i, 1, 16),
+                spread(i, 2, 5000)
+            );
+            let rows = spread(i, 3, 50);
+            tracing::debug!(rows, elapsed_us = 180 + spread(i, 4, 9000), "query done");
+            rows
+        };
+        let key = format!("{table}:{}", spread(i, 5, 100_000));
+        let hit = {
+            let cache = tracing::debug_span!("cache", key = %key);
+            let _in = cache.enter();
+            let hit = !i.is_multiple_of(3);
+            tracing::debug!(hit, "cache lookup");
+            hit
+        };
+        // A child task in the request's span, as handlers fan out.
+        let audit = tokio::spawn(
+            async move {
+                tokio::task::yield_now().await;
+                tracing::info!(target: "audit", action = "read", "audited");
+            }
+            .in_current_span(),
+        );
+        tokio::task::yield_now().await;
+        nanolog::info!("handler {} served {} rows", route, rows);
+        tracing::info!(target: TWIN, "handler {} served {} rows", route, rows);
+        if !hit {
+            log::info!("cache miss for {}", key);
+        }
+        if i.is_multiple_of(10) {
+            tracing::warn!(status = 429u16, retry_after_ms = 250u64, "rate limited");
+        }
+        let _ = audit.await;
+        tracing::info!(
+            status = 200u16,
+            elapsed_us = 900 + spread(i, 7, 40_000),
+            "request done"
+        );
+    }
+    .instrument(span)
+    .await
+}
+
+fn main() {
+    let requests: u64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(2000);
+    let dir = std::env::temp_dir().join(format!("nanolog-service-bytes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let path = dir.join("service.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .filter("debug")
+        .staging_capacity(4 << 20)
+        .start()
+        .expect("the logger starts");
+    let json = Captured::default();
+    let w = json.clone();
+    tracing_subscriber::registry()
+        .with(
+            nanolog::tracing_layer()
+                .with_filter(filter_fn(|m| m.target() != TWIN))
+                .with_filter(tracing_subscriber::filter::LevelFilter::DEBUG),
+        )
+        .with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .with_writer(move || w.clone())
+                .with_filter(tracing_subscriber::filter::LevelFilter::DEBUG),
+        )
+        .init();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_time()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let all = async {
+            let tasks: Vec<_> = (0..requests).map(|i| tokio::spawn(request(i))).collect();
+            for t in tasks {
+                t.await.expect("a request task");
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(300), all)
+            .await
+            .expect("the workload ends within its deadline");
+    });
+    rt.shutdown_timeout(Duration::from_secs(10));
+    let stats = logger.stats();
+    drop(logger);
+    assert_eq!(stats.dropped, 0, "records dropped: enlarge the ring");
+
+    let nlog = std::fs::read(&path).expect("the log");
+    let json = std::mem::take(&mut *json.0.lock().unwrap_or_else(|e| e.into_inner()));
+    let text = std::process::Command::new(env!("CARGO_BIN_EXE_nanolog"))
+        .arg("decode")
+        .arg(&path)
+        .output()
+        .expect("nanolog decode runs");
+    assert!(text.status.success(), "decode failed");
+    let text = text.stdout;
+    let records = text.iter().filter(|&&b| b == b'\n').count();
+    let json_records = json.iter().filter(|&&b| b == b'\n').count();
+    assert_eq!(records, json_records, "the two forms hold the same events");
+    let zstd3 = |b: &[u8]| zstd::encode_all(b, 3).expect("zstd").len();
+    let json_z = zstd3(&json);
+    let rows = [
+        ("nanolog's `.nlog`", nlog.len()),
+        (
+            "tracing-subscriber's JSON (current span, span list)",
+            json.len(),
+        ),
+        ("that JSON through `zstd -3`", json_z),
+        ("nanolog's `decode` text through `zstd -3`", zstd3(&text)),
+        ("the `.nlog` through `zstd -3`", zstd3(&nlog)),
+    ];
+    println!("{requests} requests, {records} records");
+    println!();
+    println!("| form of the same events | bytes | bytes a record |");
+    println!("|---|---|---|");
+    for (name, bytes) in rows {
+        println!(
+            "| {name} | {bytes} | {:.1} |",
+            bytes as f64 / records as f64
+        );
+    }
+    println!();
+    println!(
+        "`.nlog` / zstd -3 JSON: {:.2}x",
+        nlog.len() as f64 / json_z as f64
+    );
+    println!();
+    println!("| entries of the `.nlog` | count | bytes | bytes a record |");
+    println!("|---|---|---|---|");
+    for (tag, (count, bytes)) in entries_by_tag(&nlog) {
+        println!(
+            "| {tag} | {count} | {bytes} | {:.1} |",
+            bytes as f64 / records as f64
+        );
+    }
+    // The records' own bytes by call site (header, nibbles, payloads); the
+    // rest of the extents is their frames and headers, and context switches.
+    let file = nanolog::reader::LogFile::open(&path).expect("the log opens");
+    let mut by_site = std::collections::BTreeMap::<String, (u64, u64)>::new();
+    for r in file.records() {
+        let r = r.expect("a whole record");
+        let e = by_site.entry(r.site().format.clone()).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += r.encoded_len() as u64;
+    }
+    println!();
+    println!("| records of the site | count | bytes a record of it |");
+    println!("|---|---|---|");
+    let mut own = 0;
+    for (format, (count, bytes)) in &by_site {
+        own += bytes;
+        println!(
+            "| {format} | {count} | {:.1} |",
+            *bytes as f64 / *count as f64
+        );
+    }
+    println!(
+        "records' own bytes: {:.1} a record",
+        own as f64 / records as f64
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Count and bytes (frames included) of each kind of entry (FORMAT.md).
+fn entries_by_tag(file: &[u8]) -> std::collections::BTreeMap<&'static str, (u64, u64)> {
+    let mut by = std::collections::BTreeMap::new();
+    let mut at = 48;
+    while at + 9 <= file.len() {
+        let tag = file[at];
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap_or_default()) as usize;
+        let name = match tag {
+            1 => "SITE",
+            2 => "THREAD",
+            3 => "EXTENT",
+            4 => "CLOCK",
+            5 => "DROP",
+            6 => "ROTATE",
+            7 => "END",
+            8 => "SPAN",
+            9 => "CONTEXT",
+            10 => "SET",
+            11 => "STRINGS",
+            _ => "other",
+        };
+        let e = by.entry(name).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += 9 + len as u64;
+        at += 9 + len;
+    }
+    by
+}

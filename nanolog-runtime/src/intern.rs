@@ -1,0 +1,275 @@
+//! The flusher's table of repeated string values (format version 3): a
+//! string argument seen again is defined once in the file (a STRINGS
+//! entry) and written after that as a reference to its id, so a method
+//! name, a route, a table or a user name costs a record one or two bytes.
+//!
+//! All of it runs on the flusher thread; the call is untouched. A string
+//! is interned on its second sighting (a filter of hashes seen once keeps
+//! unique values, request ids, out of the file's dictionary), between
+//! [`MIN_LEN`] and [`MAX_LEN`] bytes. The table is direct-mapped: a
+//! lookup is a hash, one slot and a comparison; a string whose slot
+//! another took is defined again under a new id if it comes back (both
+//! ids stay valid in the file). Each file starts afresh ([`Interner::reset`]),
+//! and holds at most [`MAX_BYTES`] of definitions, then writes new
+//! strings inline.
+//!
+//! Definitions reach the file in the write that first uses them, ahead of
+//! that write's extents ([`Interner::put_pending`]); a failed write puts
+//! its definitions back in the queue, and a file begun again in place
+//! (replaced under the writer) gets every definition again.
+
+use crate::wire::record::Strings;
+use crate::wire::{frame, put_varint, tag};
+
+/// Shorter strings are written inline: a reference saves nothing.
+pub(crate) const MIN_LEN: usize = 4;
+/// Longer strings are written inline: hashing them costs the flusher more
+/// than repeats of them are likely to save.
+pub(crate) const MAX_LEN: usize = 1024;
+/// Bytes of string definitions a file holds at most.
+pub(crate) const MAX_BYTES: usize = 1 << 20;
+/// Slots of the table and of the seen-once filter (powers of two).
+const SLOTS: usize = 1 << 13;
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    hash: u64,
+    id: u32,
+}
+
+/// A file's interned strings, on the flusher thread: what a
+/// [`CompactFn`](crate::compact::CompactFn) writes repeated strings against.
+pub struct Interner {
+    on: bool,
+    slots: Box<[Slot]>,
+    /// Hashes of strings seen once, by the same index as `slots`.
+    seen: Box<[u64]>,
+    /// Every definition's bytes, in id order ...
+    arena: Vec<u8>,
+    /// ... and where each lies in `arena`, id `i` at `i - 1`.
+    spans: Vec<(usize, usize)>,
+    /// Ids below this are in a buffer handed to the writer ...
+    queued: u32,
+    /// ... and ids below this are in the file.
+    written: u32,
+}
+
+impl Interner {
+    /// A table for the flusher; `on: false` never interns (every string
+    /// is written inline, as for a text mirror that must stay readable).
+    pub fn new(on: bool) -> Interner {
+        Interner {
+            on,
+            slots: vec![Slot::default(); SLOTS].into_boxed_slice(),
+            seen: vec![0; SLOTS].into_boxed_slice(),
+            arena: Vec::new(),
+            spans: Vec::new(),
+            queued: 1,
+            written: 1,
+        }
+    }
+
+    /// A table that interns nothing.
+    pub fn off() -> Interner {
+        Interner {
+            on: false,
+            slots: Box::new([]),
+            seen: Box::new([]),
+            arena: Vec::new(),
+            spans: Vec::new(),
+            queued: 1,
+            written: 1,
+        }
+    }
+
+    /// The id of `s` in this file, if it is (or now becomes) interned.
+    #[inline]
+    pub(crate) fn lookup(&mut self, s: &[u8]) -> Option<u32> {
+        if !self.on || s.len() < MIN_LEN || s.len() > MAX_LEN {
+            return None;
+        }
+        let h = hash(s);
+        let ix = (h as usize) & (SLOTS - 1);
+        let slot = self.slots[ix];
+        if slot.hash == h && slot.id != 0 {
+            let (start, len) = self.spans[slot.id as usize - 1];
+            if self.arena[start..start + len] == *s {
+                return Some(slot.id);
+            }
+        }
+        if self.seen[ix] != h {
+            self.seen[ix] = h;
+            return None;
+        }
+        if self.arena.len() + s.len() > MAX_BYTES {
+            return None;
+        }
+        let id = u32::try_from(self.spans.len() + 1).ok()?;
+        self.spans.push((self.arena.len(), s.len()));
+        self.arena.extend_from_slice(s);
+        self.slots[ix] = Slot { hash: h, id };
+        Some(id)
+    }
+
+    /// Appends a STRINGS entry of the definitions no buffer has taken yet
+    /// (nothing if there are none), and counts them as taken.
+    pub(crate) fn put_pending(&mut self, out: &mut Vec<u8>) {
+        let next = self.spans.len() as u32 + 1;
+        if self.queued >= next {
+            return;
+        }
+        let start = frame::begin_entry(out, tag::STRINGS);
+        put_varint(out, u64::from(next - self.queued));
+        for id in self.queued..next {
+            let (at, len) = self.spans[id as usize - 1];
+            put_varint(out, u64::from(id));
+            put_varint(out, len as u64);
+            out.extend_from_slice(&self.arena[at..at + len]);
+        }
+        frame::end_entry(out, start);
+        self.queued = next;
+    }
+
+    /// The buffer that took the queued definitions was written.
+    pub(crate) fn written(&mut self) {
+        self.written = self.queued;
+    }
+
+    /// The buffer was lost (a failed write): its definitions are queued
+    /// again for the next.
+    pub(crate) fn unwritten(&mut self) {
+        self.queued = self.written;
+    }
+
+    /// The file was begun again in place: every definition is queued again.
+    pub(crate) fn rewrite_all(&mut self) {
+        self.queued = 1;
+        self.written = 1;
+    }
+
+    /// A new file: no string is defined in it.
+    pub(crate) fn reset(&mut self) {
+        if self.spans.is_empty() {
+            return;
+        }
+        self.slots.fill(Slot::default());
+        self.seen.fill(0);
+        self.arena.clear();
+        self.spans.clear();
+        self.queued = 1;
+        self.written = 1;
+    }
+
+    /// The table as a reader sees it, to decode what was compacted with it.
+    pub(crate) fn strings(&self) -> Strings<'_> {
+        Strings::tagged(&self.arena, &self.spans)
+    }
+}
+
+/// A 64-bit hash of `s` (4 to 1024 bytes): eight bytes at a time, folded
+/// with multiplications (as FxHash does), then mixed so that the low bits
+/// that pick a slot depend on every byte. Never 0 for a defined slot's
+/// purpose: a zero hash is taken as 1.
+#[inline(always)]
+fn hash(s: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = s.len() as u64;
+    let mut chunks = s.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        // The last eight bytes (overlapping what was hashed; `s` has at
+        // least MIN_LEN), or the whole of a shorter string.
+        let mut b = [0u8; 8];
+        let tail = &s[s.len().saturating_sub(8)..];
+        b[..tail.len()].copy_from_slice(tail);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K);
+    }
+    h ^= h >> 29;
+    h = h.wrapping_mul(K);
+    h ^= h >> 32;
+    h.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_string_is_interned_at_its_second_sighting() {
+        let mut t = Interner::new(true);
+        assert_eq!(t.lookup(b"GET /orders"), None);
+        assert_eq!(t.lookup(b"GET /orders"), Some(1));
+        assert_eq!(t.lookup(b"GET /orders"), Some(1));
+        // Short and long strings stay inline.
+        assert_eq!(t.lookup(b"abc"), None);
+        assert_eq!(t.lookup(b"abc"), None);
+        let long = vec![b'x'; MAX_LEN + 1];
+        assert_eq!(t.lookup(&long), None);
+        assert_eq!(t.lookup(&long), None);
+        assert_eq!(t.lookup(b"POST /fills"), None);
+        assert_eq!(t.lookup(b"POST /fills"), Some(2));
+        assert_eq!(t.strings().get(1), Some("GET /orders"));
+        assert_eq!(t.strings().get(2), Some("POST /fills"));
+        assert_eq!(t.strings().get(3), None);
+    }
+
+    #[test]
+    fn definitions_are_queued_once_and_again_after_a_lost_write() {
+        let mut t = Interner::new(true);
+        for _ in 0..2 {
+            t.lookup(b"orders");
+            t.lookup(b"accounts");
+        }
+        let mut a = Vec::new();
+        t.put_pending(&mut a);
+        assert!(!a.is_empty());
+        let mut b = Vec::new();
+        t.put_pending(&mut b);
+        assert!(b.is_empty(), "taken once");
+        // The write failed: the same definitions again.
+        t.unwritten();
+        t.put_pending(&mut b);
+        assert_eq!(a, b);
+        t.written();
+        t.lookup(b"positions");
+        t.lookup(b"positions");
+        let mut c = Vec::new();
+        t.put_pending(&mut c);
+        assert!(c.len() < a.len(), "only the new one");
+        // The file begun again: all three.
+        t.rewrite_all();
+        let mut d = Vec::new();
+        t.put_pending(&mut d);
+        assert!(d.len() > a.len());
+        // A new file: nothing is defined; the strings are new again.
+        t.reset();
+        assert_eq!(t.lookup(b"orders"), None);
+        assert_eq!(t.lookup(b"orders"), Some(1));
+    }
+
+    #[test]
+    fn the_table_holds_a_bounded_number_of_bytes() {
+        let mut t = Interner::new(true);
+        let mut defined = 0usize;
+        for i in 0..100_000u32 {
+            let s = format!("{i:0>1000}");
+            t.lookup(s.as_bytes());
+            if t.lookup(s.as_bytes()).is_some() {
+                defined += s.len();
+            }
+        }
+        assert!(defined <= MAX_BYTES);
+        assert!(defined > MAX_BYTES / 2);
+    }
+
+    #[test]
+    fn an_interner_that_is_off_interns_nothing() {
+        let mut t = Interner::off();
+        assert_eq!(t.lookup(b"orders"), None);
+        assert_eq!(t.lookup(b"orders"), None);
+    }
+}
