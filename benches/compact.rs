@@ -68,7 +68,7 @@ fn typed<T: ArgList>(c: &mut Criterion, name: &str, types: T, kinds: &[ArgKind],
             for i in 0..RECORDS {
                 put_varint(&mut out, u64::from(SITE));
                 put_varint(&mut out, black_box(if i == 0 { 0 } else { 10 }));
-                record::compact(black_box(kinds), black_box(raw), &mut out);
+                record::compact_with(black_box(kinds), black_box(raw), &mut out, &mut strings);
             }
             black_box(&out);
         })

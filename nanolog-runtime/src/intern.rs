@@ -89,7 +89,7 @@ impl Interner {
             return None;
         }
         let h = hash(s);
-        let ix = (h as usize) & (SLOTS - 1);
+        let ix = slot_of(h);
         let slot = self.slots[ix];
         if slot.hash == h && slot.id != 0 {
             let (start, len) = self.spans[slot.id as usize - 1];
@@ -166,32 +166,44 @@ impl Interner {
     }
 }
 
-/// A 64-bit hash of `s` (4 to 1024 bytes): eight bytes at a time, folded
-/// with multiplications (as FxHash does), then mixed so that the low bits
-/// that pick a slot depend on every byte. Never 0 for a defined slot's
-/// purpose: a zero hash is taken as 1.
+/// A 64-bit hash of `s` (4 to 1024 bytes) from at most three 8-byte words:
+/// the first, the last and (past 16 bytes) the middle one, so a lookup costs
+/// the same whatever the string's length. Strings up to 24 bytes are hashed
+/// whole; longer ones that differ only elsewhere share a hash, and the
+/// comparison in [`Interner::lookup`] tells them apart (the later one takes
+/// the slot). Never 0.
 #[inline(always)]
 fn hash(s: &[u8]) -> u64 {
     const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut h = s.len() as u64;
-    let mut chunks = s.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().unwrap_or_default());
-        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        // The last eight bytes (overlapping what was hashed; `s` has at
-        // least MIN_LEN), or the whole of a shorter string.
-        let mut b = [0u8; 8];
-        let tail = &s[s.len().saturating_sub(8)..];
-        b[..tail.len()].copy_from_slice(tail);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(b)).wrapping_mul(K);
-    }
+    const K2: u64 = 0xbf58_476d_1ce4_e5b9;
+    let n = s.len();
+    let word = |at: usize| {
+        s.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let half = |at: usize| {
+        s.get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, |b| u64::from(u32::from_le_bytes(b)))
+    };
+    let (a, b) = if n >= 8 {
+        (word(0), word(n - 8))
+    } else {
+        (half(0), half(n.saturating_sub(4)))
+    };
+    let c = if n > 16 { word(n / 2 - 4) } else { 0 };
+    let mut h = (a ^ n as u64).wrapping_mul(K) ^ b.rotate_left(29);
+    h = (h ^ c).wrapping_mul(K2);
+    // The slot is taken from the high bits, which the multiplications mix.
     h ^= h >> 29;
-    h = h.wrapping_mul(K);
-    h ^= h >> 32;
     h.max(1)
+}
+
+/// The slot of hash `h`: its top bits.
+#[inline(always)]
+fn slot_of(h: u64) -> usize {
+    (h >> (64 - SLOTS.trailing_zeros())) as usize
 }
 
 #[cfg(test)]

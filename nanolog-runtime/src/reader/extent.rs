@@ -5,6 +5,7 @@ use super::file::{Item, LogFile};
 use super::record::Record;
 use super::time::TimeMap;
 use crate::wire::dict::SiteEntry;
+use crate::wire::record::Strings;
 use crate::wire::{self, get_varint};
 
 /// Reading a file's records: every one, or those of a range of extents.
@@ -110,6 +111,8 @@ pub(crate) struct Extent<'a> {
     rec_start: usize,
     /// How its records are stamped when iterated.
     clock: Clock,
+    /// How its file stores strings (taken once, not per record).
+    strings: Strings<'a>,
 }
 
 /// Which clock stamps an extent's records with wall-clock time.
@@ -144,6 +147,7 @@ impl<'a> Extent<'a> {
             failed: base.is_none(),
             rec_start: 0,
             clock,
+            strings: file.strings(),
         }
     }
 
@@ -208,8 +212,7 @@ impl<'a> Extent<'a> {
     #[inline]
     fn take_args(&mut self, site: &SiteEntry) -> Result<(&'a [u8], u32), ReadError> {
         let start = self.pos;
-        let skipped =
-            wire::record::skip_args(&site.kinds, self.body, &mut self.pos, &self.file.strings());
+        let skipped = wire::record::skip_args(&site.kinds, self.body, &mut self.pos, &self.strings);
         // Skipping reads lengths, not every value byte: read a byte of each
         // page the record spans, so a page the file no longer covers faults
         // now, on this thread, and is counted before the check below.

@@ -212,16 +212,49 @@ pub(crate) fn nibbled(kind: ArgKind, raw: &[u8]) -> ([u8; 16], usize, u8) {
 /// bridges'): integers up to 64 bits, and string lengths, take a `u64` path
 /// with fixed-size copies; 128-bit integers the general one.
 pub fn compact(kinds: &[ArgKind], raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    compact_with(kinds, raw, out, &mut Interner::off())
+    compact_impl(kinds, raw, out, &mut Inline)
 }
 
 /// [`compact`], with string values repeated in the file written as
-/// references to their definitions in `strings`.
-pub(crate) fn compact_with(
+/// references to their definitions in `strings`: the flusher's path.
+#[doc(hidden)]
+pub fn compact_with(
     kinds: &[ArgKind],
     raw: &[u8],
     out: &mut Vec<u8>,
     strings: &mut Interner,
+) -> Option<()> {
+    compact_impl(kinds, raw, out, strings)
+}
+
+/// Where [`compact_impl`] looks strings up: a file's table, or none.
+trait Lookup {
+    fn lookup(&mut self, s: &[u8]) -> Option<u32>;
+}
+
+impl Lookup for Interner {
+    #[inline(always)]
+    fn lookup(&mut self, s: &[u8]) -> Option<u32> {
+        Interner::lookup(self, s)
+    }
+}
+
+/// Every string inline (no table: nothing to look up or pass).
+struct Inline;
+
+impl Lookup for Inline {
+    #[inline(always)]
+    fn lookup(&mut self, _: &[u8]) -> Option<u32> {
+        None
+    }
+}
+
+#[inline(always)]
+fn compact_impl<L: Lookup>(
+    kinds: &[ArgKind],
+    raw: &[u8],
+    out: &mut Vec<u8>,
+    strings: &mut L,
 ) -> Option<()> {
     if kinds.is_empty() {
         return Some(());
