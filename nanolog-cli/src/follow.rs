@@ -38,11 +38,16 @@ pub(crate) trait Sink {
     }
 
     /// `files` files of the set were deleted (by the writer's retention)
-    /// before the follower reached them: their records are lost to it.
-    fn missed(&mut self, files: u64, set: &Path) -> anyhow::Result<()> {
+    /// before the follower reached them: their records (`records`, when
+    /// the files around them say how many) are lost to it.
+    fn missed(&mut self, files: u64, records: Option<u64>, set: &Path) -> anyhow::Result<()> {
+        let held = records.map_or_else(
+            || "their records are not taken".to_owned(),
+            |n| format!("their {n} records are not taken"),
+        );
         let _ = writeln!(
             io::stderr(),
-            "nanolog: warning: {files} file(s) of {} were deleted before they were read: their records are not taken",
+            "nanolog: warning: {files} file(s) of {} were deleted before they were read: {held}",
             set.display()
         );
         Ok(())
@@ -55,15 +60,22 @@ enum After {
     /// The first file of the set that began after this time (files of
     /// writers before sequence numbers).
     Time(i64),
-    /// The file numbered after this one (whose header is given).
-    Seq(u64, Header),
+    /// The file numbered after this one (whose header is given), with the
+    /// records the set held up to its end, if it says.
+    Seq(u64, Header, Option<u64>),
 }
 
 impl After {
     /// After `log`, read to its end.
     fn of(log: &LogFile) -> After {
         match log.seq() {
-            Some(s) => After::Seq(s, *log.header()),
+            Some(s) => After::Seq(
+                s,
+                *log.header(),
+                log.records_before()
+                    .zip(log.records_total())
+                    .map(|(b, n)| b + n),
+            ),
             None => After::Time(log.header().base_unix_ns),
         }
     }
@@ -114,9 +126,14 @@ pub(crate) fn follow(
         }
         Start::LiveFile => None,
     };
+    // The whole set from its oldest file, with no saved position: files
+    // numbered below the oldest one left were deleted before the follower
+    // began, and their records are counted as missed too.
+    let mut from_oldest = matches!(start, Start::WholeSet);
     // A saved position: go on from it, in its file if the set still has
     // it, else from the first file that began after it.
     if let Some(c) = cursor.load()? {
+        from_oldest = false;
         let cpath = cursor.path.as_deref().unwrap_or(Path::new("")).display();
         if let Some(log) = c.log.as_deref().filter(|l| *l != cursor.log) {
             anyhow::bail!(
@@ -170,6 +187,7 @@ pub(crate) fn follow(
                             base_unix_ns: c.base_unix_ns,
                             pid: c.pid,
                         },
+                        None,
                     ),
                     None => After::Time(c.base_unix_ns),
                 });
@@ -183,15 +201,18 @@ pub(crate) fn follow(
             *offset = sink.taken_to(log);
         }
     }
+    // Files found deleted before the next one is opened, and the records
+    // the set held up to the end of the one before them: the next file's
+    // SET entry says how many it held before it, so the difference is what
+    // the deleted files held.
+    let mut pending_missed: Option<(u64, Option<u64>)> = None;
     loop {
         let Some((log, path, offset)) = cur.as_mut() else {
             let next = match after {
                 Some(After::Time(ns)) => Some(next_in_set(base, ns)),
-                Some(After::Seq(seq, h)) => {
+                Some(After::Seq(seq, h, total)) => {
                     let (next, missed) = next_after_seq(base, seq, &h);
-                    if missed > 0 {
-                        sink.missed(missed, base)?;
-                    }
+                    pending_missed = (missed > 0).then_some((missed, total));
                     next
                 }
                 None => Some(base.to_path_buf()),
@@ -209,6 +230,19 @@ pub(crate) fn follow(
                 // writer has yet to start the next): wait for it.
                 Ok(l) if Some(*l.header()) == done => {}
                 Ok(l) => {
+                    if std::mem::take(&mut from_oldest) {
+                        if let (Some(seq), Some(before)) = (l.seq(), l.records_before()) {
+                            if seq > 1 && before > 0 {
+                                sink.missed(seq - 1, Some(before), base)?;
+                            }
+                        }
+                    }
+                    if let Some((files, total)) = pending_missed.take() {
+                        let records = total
+                            .zip(l.records_before())
+                            .and_then(|(t, b)| b.checked_sub(t));
+                        sink.missed(files, records, base)?;
+                    }
                     if done.is_some_and(|d| d.pid != l.header().pid) {
                         let _ = writeln!(
                             io::stderr(),

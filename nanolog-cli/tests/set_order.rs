@@ -229,7 +229,8 @@ fn a_wall_clock_stepped_back_changes_neither_order_nor_retention() {
 }
 
 /// Retention deleting files before a (stopped) follower reaches them: the
-/// follower goes on with the first file left and says how many it lost.
+/// follower goes on with the first file left and says how many files, and
+/// how many records, it lost: with what it printed, every record.
 #[cfg(unix)]
 #[test]
 fn retention_outrunning_a_follower_is_reported() {
@@ -267,6 +268,24 @@ fn retention_outrunning_a_follower_is_reported() {
     assert!(
         stderr.contains("were deleted before they were read"),
         "stderr: {stderr}"
+    );
+    // Every record was printed or counted: the files around the deleted
+    // ones say how many records those held.
+    let counted: usize = stderr
+        .lines()
+        .filter_map(|l| {
+            let rest = l.split("their ").nth(1)?;
+            rest.strip_suffix(" records are not taken")?
+                .parse::<usize>()
+                .ok()
+        })
+        .sum();
+    // (Record 0 was printed before the follower was stopped.)
+    assert_eq!(
+        1 + got.len() + counted,
+        20_000,
+        "printed {}, counted {counted}; stderr: {stderr}",
+        got.len()
     );
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -553,5 +572,70 @@ fn a_cursor_held_by_a_follower_is_refused_to_another() {
     );
     let _ = second.kill();
     let _ = second.wait();
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Each file says how many records the set held before it (its SET entry)
+/// and how many it holds (its END entry), across rolls and across runs,
+/// one that ended cleanly and one whose file lost its end (a crash): the
+/// counts a follower uses to tell how many records deleted files held.
+#[test]
+fn files_count_the_records_before_them_across_runs() {
+    let _s = serial();
+    let d = dir("counts");
+    let base = d.join("app.nlog");
+    let start = || {
+        nanolog::Logger::builder()
+            .path(&base)
+            .rotate_bytes(4 << 10)
+            .start()
+            .unwrap()
+    };
+    let logger = start();
+    log(0..3_000);
+    drop(logger);
+    // The second run's live file loses its last entries (the clock pair
+    // and END), as if the process had died after its last write.
+    let logger = start();
+    log(3_000..5_000);
+    drop(logger);
+    let bytes = std::fs::read(&base).unwrap();
+    let mut at = 48;
+    let mut last_clock = None;
+    while at + 9 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+        if bytes[at] == 4 {
+            last_clock = Some(at);
+        }
+        at += 9 + len;
+    }
+    std::fs::write(&base, &bytes[..last_clock.unwrap()]).unwrap();
+    let logger = start();
+    log(5_000..6_000);
+    drop(logger);
+
+    let mut files: Vec<(u64, PathBuf)> = finished_files_keyed(&base)
+        .unwrap()
+        .into_iter()
+        .map(|(k, f, _)| (k.seq().unwrap(), f))
+        .collect();
+    let live = LogFile::open(&base).unwrap();
+    files.push((live.seq().unwrap(), base.clone()));
+    files.sort();
+    assert!(files.len() >= 6, "{} files", files.len());
+    let mut held = 0u64;
+    for (seq, f) in &files {
+        let l = LogFile::open(f).unwrap();
+        assert_eq!(l.records_before(), Some(held), "file {seq}");
+        let n = count(&l) as u64;
+        // The file cut short says nothing of its records; the others do.
+        if l.is_complete() {
+            assert_eq!(l.records_total(), Some(n), "file {seq}");
+        } else {
+            assert_eq!(l.records_total(), None, "file {seq}");
+        }
+        held += n;
+    }
+    assert_eq!(held, 6_000);
     let _ = std::fs::remove_dir_all(&d);
 }

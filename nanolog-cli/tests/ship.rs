@@ -636,7 +636,8 @@ fn several_logs_each_with_its_cursor() {
 /// Retention outrunning ship (a slow collector, a writer keeping two files
 /// that rolls every 4 KiB): ship goes on with the first file left, says on
 /// stderr how many files it lost, and tells the collector in a WARN record
-/// with `nanolog.files_missed`; what arrives is each record once, in order.
+/// with `nanolog.files_missed` and `nanolog.records_missed`; what arrives is
+/// each record once, in order, and with what was counted lost makes all.
 #[test]
 fn retention_outrunning_ship_is_told_to_the_collector() {
     let _s = serial();
@@ -700,6 +701,22 @@ fn retention_outrunning_ship_is_told_to_the_collector() {
         "no WARN record with nanolog.files_missed; stderr: {err}"
     );
     assert!(err.contains("deleted"), "{err}");
+    // Every record arrived or was counted: the files around the deleted
+    // ones say how many records those held.
+    let records_missed: i64 = got
+        .iter()
+        .filter(|g| g.severity_text == "WARN")
+        .filter_map(|g| match g.attrs.get("nanolog.records_missed") {
+            Some(Some(V::IntValue(n))) => Some(*n),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(
+        recs.len() as i64 + records_missed,
+        50_000,
+        "received {} and counted {records_missed} as lost; stderr: {err}",
+        recs.len()
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

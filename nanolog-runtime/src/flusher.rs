@@ -400,7 +400,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         }
         if stopping && n == 0 {
             let st = &mut f.st;
-            st.writer.close_entries(&mut st.out);
+            st.writer.close_entries(&mut st.out, st.out_records);
             st.closing = true;
             st.write_out();
             st.sync();
@@ -487,7 +487,7 @@ impl State {
         // (other exit hooks) add their records and another END.
         let exiting = crate::channel::exiting();
         if exiting && !self.closing && (!self.out.is_empty() || !self.ended_at_exit) {
-            self.writer.close_entries(&mut self.out);
+            self.writer.close_entries(&mut self.out, self.out_records);
             self.ended_at_exit = true;
         }
         if !self.out.is_empty() || !self.defs.is_empty() || !self.spans_out.is_empty() {

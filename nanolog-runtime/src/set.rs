@@ -198,6 +198,32 @@ pub(crate) fn next_seq(base: &Path) -> u64 {
         .map_or(1, |s| s + 1)
 }
 
+/// Records the set at `base` holds in its files up to its highest-numbered
+/// finished one, as that file says (its SET entry's count of the records
+/// before it, and its END entry's count of its own, or its records counted
+/// when it did not end cleanly): where a new run's count goes on from. 0
+/// when the file does not say (a set of earlier writers, or none yet).
+pub(crate) fn records_through_last(base: &Path) -> u64 {
+    let files = finished_files_keyed(base).unwrap_or_default();
+    let Some((_, last, _)) = files
+        .iter()
+        .filter(|(k, _, _)| k.seq().is_some())
+        .max_by_key(|(k, _, _)| k.seq())
+    else {
+        return 0;
+    };
+    let Ok(log) = crate::reader::LogFile::open(last) else {
+        return 0;
+    };
+    let Some(before) = log.records_before() else {
+        return 0;
+    };
+    let own = log
+        .records_total()
+        .unwrap_or_else(|| log.records().filter(Result::is_ok).count() as u64);
+    before + own
+}
+
 /// The file of the set at `base` that follows one that began at
 /// `after_unix_ns` and was read to its end (it rolled over, or its run
 /// ended): the first finished file that began later, whichever process

@@ -73,6 +73,10 @@ pub(crate) struct Writer {
     /// Records written to the live file (a time boundary does not roll an
     /// file without records).
     records: u64,
+    /// Records written to the set's files numbered below the live one (its
+    /// SET entry says so), this run's and, as the last finished file said,
+    /// earlier runs'.
+    before: u64,
     policy: Policy,
     /// The next time boundary (wall clock, ns), and roughly the tick it falls on.
     boundary: Option<(i64, u64)>,
@@ -179,7 +183,7 @@ fn lock(path: &Path) -> Result<File, Error> {
 /// bytes written. The file is opened for appending: a write after another
 /// program cut it back lands at its new end, not past a hole where the
 /// header was.
-fn open(path: &Path, seq: u64, host: &str) -> io::Result<(File, Header, u64)> {
+fn open(path: &Path, seq: u64, host: &str, before: u64) -> io::Result<(File, Header, u64)> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -189,15 +193,15 @@ fn open(path: &Path, seq: u64, host: &str) -> io::Result<(File, Header, u64)> {
         file.set_len(0)?;
     }
     let header = new_header();
-    let start = start_bytes(&header, seq, host);
+    let start = start_bytes(&header, seq, host, before);
     file.write_all(&start)?;
     Ok((file, header, start.len() as u64))
 }
 
 /// A file's first bytes: its header and its SET entry.
-fn start_bytes(header: &Header, seq: u64, host: &str) -> Vec<u8> {
+fn start_bytes(header: &Header, seq: u64, host: &str, before: u64) -> Vec<u8> {
     let mut b = header.encode().to_vec();
-    put_entry(&mut b, tag::SET, |b| dict::put_set(b, seq, host));
+    put_entry(&mut b, tag::SET, |b| dict::put_set(b, seq, host, before));
     b
 }
 
@@ -315,8 +319,9 @@ impl Writer {
         let _ = policy.retention.apply(path);
         // The set goes on from its highest number, whatever the clock says.
         let seq = crate::set::next_seq(path);
+        let before = crate::set::records_through_last(path);
         let host = host_name();
-        let (file, header, start_len) = open(path, seq, &host).map_err(open_err)?;
+        let (file, header, start_len) = open(path, seq, &host, before).map_err(open_err)?;
         let copy = match &policy.unrotated_copy {
             Some(p) => {
                 let mut f = File::create(p).map_err(open_err)?;
@@ -333,6 +338,7 @@ impl Writer {
             seq,
             host,
             records: 0,
+            before,
             policy,
             boundary: None,
             retry_tick: 0,
@@ -365,6 +371,7 @@ impl Writer {
             seq: 0,
             host: String::new(),
             records: 0,
+            before: 0,
             policy: Policy::default(),
             boundary: None,
             retry_tick: 0,
@@ -517,8 +524,9 @@ impl Writer {
             self.start_unix_ns,
             &self.file.metadata()?,
         );
-        let (file, header, start_len) = open(&next, self.seq + 1, &self.host)
-            .map_err(|e| ctx(&format!("create {}", next.display()), e))?;
+        let (file, header, start_len) =
+            open(&next, self.seq + 1, &self.host, self.before + self.records)
+                .map_err(|e| ctx(&format!("create {}", next.display()), e))?;
         // `kept`: an earlier attempt left the link behind (its undo failed).
         let linked = if kept {
             Ok(true)
@@ -549,7 +557,7 @@ impl Writer {
         put_entry(&mut out, tag::ROTATE, |b| {
             wire::put_str(b, &name.to_string_lossy())
         });
-        let end = self.close_entries_with(&mut out, end_pair);
+        let end = self.close_entries_with(&mut out, end_pair, 0);
         // If the old file cannot take its last entries it still ends at a
         // whole entry (see `write`); the log goes on in the new file.
         let _ = self.write_live(&out);
@@ -565,6 +573,7 @@ impl Writer {
         self.len = start_len;
         self.start_unix_ns = header.base_unix_ns;
         self.seq += 1;
+        self.before += self.records;
         self.records = 0;
         Ok(self.len)
     }
@@ -633,7 +642,8 @@ impl Writer {
                 self.file.set_len(0)?;
                 // A new file of the set, in the old one's place.
                 let header = new_header();
-                let start = start_bytes(&header, self.seq + 1, &self.host);
+                self.before += self.records;
+                let start = start_bytes(&header, self.seq + 1, &self.host, self.before);
                 self.file.write_all(&start)?;
                 self.seq += 1;
                 self.len = start.len() as u64;
@@ -645,7 +655,7 @@ impl Writer {
             }
             FileState::Moved => {
                 let mut out = Vec::new();
-                self.close_entries(&mut out);
+                self.close_entries(&mut out, 0);
                 let _ = self.write_live(&out);
             }
             FileState::Deleted => {
@@ -656,7 +666,8 @@ impl Writer {
         fileset::keep_previous(&self.path).map_err(|e| io::Error::other(e.to_string()))?;
         // After this writer's files and whatever was put at the path.
         let seq = crate::set::next_seq(&self.path).max(self.seq + 1);
-        let (file, header, start_len) = open(&self.path, seq, &self.host)?;
+        self.before += self.records;
+        let (file, header, start_len) = open(&self.path, seq, &self.host, self.before)?;
         self.file = file;
         self.seq = seq;
         self.len = start_len;
@@ -668,15 +679,23 @@ impl Writer {
         Ok((self.len, lost))
     }
 
-    /// Appends a final clock pair and the END entry; returns the pair.
-    pub(crate) fn close_entries(&self, out: &mut Vec<u8>) -> (u64, i64) {
-        self.close_entries_with(out, clock::pair())
+    /// Appends a final clock pair and the END entry (which counts the
+    /// file's records, `pending` of them in the buffer it ends); returns
+    /// the pair.
+    pub(crate) fn close_entries(&self, out: &mut Vec<u8>, pending: u64) -> (u64, i64) {
+        self.close_entries_with(out, clock::pair(), pending)
     }
 
     /// Appends the clock pair `(tick, ns)` and the END entry; returns the pair.
-    fn close_entries_with(&self, out: &mut Vec<u8>, (tick, ns): (u64, i64)) -> (u64, i64) {
+    fn close_entries_with(
+        &self,
+        out: &mut Vec<u8>,
+        (tick, ns): (u64, i64),
+        pending: u64,
+    ) -> (u64, i64) {
         dict::put_clock_entry(out, tick, ns);
-        put_entry(out, tag::END, |_| {});
+        let records = self.records + pending;
+        put_entry(out, tag::END, |b| dict::put_end(b, records));
         (tick, ns)
     }
 

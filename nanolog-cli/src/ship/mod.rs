@@ -137,6 +137,7 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
                 shipped_bytes: 0,
                 at: None,
                 files_missed: 0,
+                records_missed: 0,
                 max_body: (a.max_body_kib << 10).max(MIN_BODY),
             },
         })
@@ -260,8 +261,10 @@ struct Progress {
     /// The file being shipped (its path) and the position reached in it,
     /// for the lag.
     at: Option<(PathBuf, i64, usize)>,
-    /// Files of the set deleted before they were shipped.
+    /// Files of the set deleted before they were shipped, and the records
+    /// they held (as far as the files around them say).
     files_missed: u64,
+    records_missed: u64,
     /// The largest request body sent (`--max-body-kib`, halved when the
     /// collector refuses a request as too large).
     max_body: usize,
@@ -285,20 +288,27 @@ impl Sink for Shipper {
             Warning::SkippedCorrupt { len, .. } | Warning::TornTail { len, .. } => *len as u64,
             _ => 0,
         };
-        self.send_note(&w.to_string(), "nanolog.corrupt_bytes", bytes)
+        self.send_note(&w.to_string(), &[("nanolog.corrupt_bytes", bytes)])
     }
 
     /// Files retention deleted before they were shipped: said on stderr,
     /// counted in the progress lines, and told to the collector as a WARN
     /// record with `nanolog.files_missed`, as drop gaps are.
-    fn missed(&mut self, files: u64, set: &Path) -> anyhow::Result<()> {
+    fn missed(&mut self, files: u64, records: Option<u64>, set: &Path) -> anyhow::Result<()> {
+        let held = records.map_or_else(
+            || "their records (not counted by their writer) are lost".to_owned(),
+            |n| format!("their {n} records are lost"),
+        );
         let message = format!(
-            "{files} file(s) of {} were deleted (by the writer's retention) before they were shipped: their records are lost",
+            "{files} file(s) of {} were deleted (by the writer's retention) before they were shipped: {held}",
             set.display()
         );
         let _ = writeln!(io::stderr(), "nanolog: warning: {message}");
         self.progress.files_missed += files;
-        self.send_note(&message, "nanolog.files_missed", files)
+        self.progress.records_missed += records.unwrap_or(0);
+        let mut counts = vec![("nanolog.files_missed", files)];
+        counts.extend(records.map(|n| ("nanolog.records_missed", n)));
+        self.send_note(&message, &counts)
     }
 
     /// Batches are built and encoded on worker threads, several at a time,
@@ -400,10 +410,10 @@ impl Sink for Shipper {
 impl Shipper {
     /// Sends a WARN record of nanolog's own, now: `message`, and the count
     /// `n` under the attribute `key`.
-    fn send_note(&mut self, message: &str, key: &str, n: u64) -> anyhow::Result<()> {
+    fn send_note(&mut self, message: &str, counts: &[(&str, u64)]) -> anyhow::Result<()> {
         let batch = &mut self.workers[0];
         batch.start_resource(None, None);
-        batch.push_note(now_ns(), message, key, n);
+        batch.push_note(now_ns(), message, counts);
         let mut buf = Vec::new();
         batch.encode_into(&mut buf);
         self.progress.client.send(&buf)
@@ -606,12 +616,13 @@ impl Progress {
         };
         let _ = writeln!(
             io::stderr(),
-            "nanolog ship: {}: {} records in {} batches sent, {} retries; behind the live file by {records_behind} ({behind} bytes); {} file(s) deleted before they were shipped",
+            "nanolog ship: {}: {} records in {} batches sent, {} retries; behind the live file by {records_behind} ({behind} bytes); {} file(s) ({} records) deleted before they were shipped",
             self.base.display(),
             self.records,
             self.batches,
             self.client.retries,
             self.files_missed,
+            self.records_missed,
         );
     }
 

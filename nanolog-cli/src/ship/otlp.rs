@@ -118,10 +118,12 @@ impl Batch {
 
     /// Adds a WARN record of nanolog's own, at `time_ns`: `message`, and
     /// the count `n` under the attribute `key` (`nanolog.*`).
-    pub(crate) fn push_note(&mut self, time_ns: u64, message: &str, key: &str, n: u64) {
+    pub(crate) fn push_note(&mut self, time_ns: u64, message: &str, counts: &[(&str, u64)]) {
         let attrs = &mut self.next_warning(time_ns, message).attributes;
         let mut k = 0;
-        put(attrs, &mut k, key, Val::Int(n.min(i64::MAX as u64) as i64));
+        for &(key, n) in counts {
+            put(attrs, &mut k, key, Val::Int(n.min(i64::MAX as u64) as i64));
+        }
         attrs.truncate(k);
     }
 

@@ -238,6 +238,8 @@ pub struct LogFile {
     /// Where each string of the STRINGS entries lies in the file, id `i`
     /// at `i - 1` as (start, length); `usize::MAX` long if not defined.
     strs: Vec<(usize, usize)>,
+    /// What the last END entry counts of the file's records.
+    end_records: Option<u64>,
     /// What DROP entries hold, in file order (see `Item::Drop`).
     drops: Vec<DropInfo>,
     /// While indexing: the index (plus one) of each live context id ...
@@ -444,6 +446,7 @@ impl LogFile {
             handle: None,
             spans: Vec::new(),
             strs: Vec::new(),
+            end_records: None,
             drops: Vec::new(),
             span_ids: Default::default(),
             thread_ctx: Default::default(),
@@ -610,7 +613,7 @@ impl LogFile {
                 let mut p = 0;
                 self.rotated_to = wire::get_str(body, &mut p).map(str::to_owned);
             }
-            tag::END => {}
+            tag::END => self.end_records = dict::get_end(body),
             tag::SET => {
                 if let Some(e) = dict::get_set(body) {
                     self.set = Some(e);
@@ -805,6 +808,21 @@ impl LogFile {
     /// The call sites, by id.
     pub fn sites(&self) -> impl Iterator<Item = &SiteEntry> {
         self.sites.iter().flatten()
+    }
+
+    /// Records the writer put in the set's files numbered below this one,
+    /// as the file's SET entry says (`None` for files of earlier writers):
+    /// with [`LogFile::records_total`] of an earlier file, how many records
+    /// the files between the two held.
+    pub fn records_before(&self) -> Option<u64> {
+        self.set.as_ref().and_then(|s| s.before)
+    }
+
+    /// The records the file holds, as its END entry says; `None` for a file
+    /// that did not end cleanly (still written, or its writer died) or of an
+    /// earlier writer.
+    pub fn records_total(&self) -> Option<u64> {
+        self.end_records.filter(|_| self.clean_end)
     }
 
     /// The call site with this id, if the dictionary has it.

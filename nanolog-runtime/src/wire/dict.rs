@@ -453,21 +453,40 @@ pub struct SetEntry {
     pub seq: u64,
     /// The writer's host name (empty if it had none).
     pub host: String,
+    /// Records the writer put in the set's files numbered below this one
+    /// (as far as it knows: from the first file of writers that count),
+    /// so a follower that finds files deleted knows how many records they
+    /// held. `None` in files of writers before it.
+    pub before: Option<u64>,
 }
 
-/// SET body: `seq: varint, host: str`.
-pub fn put_set(out: &mut Vec<u8>, seq: u64, host: &str) {
+/// SET body: `seq: varint, host: str, before: varint`.
+pub fn put_set(out: &mut Vec<u8>, seq: u64, host: &str, before: u64) {
     put_varint(out, seq);
     put_str(out, host);
+    put_varint(out, before);
 }
 
 /// Reads a SET body.
 pub fn get_set(b: &[u8]) -> Option<SetEntry> {
     let pos = &mut 0;
     let seq = get_varint(b, pos)?;
-    // The host came with the entry; a body that ends before it has none.
+    // The host came with the entry, the count later; a body that ends
+    // before one has none.
     let host = get_str(b, pos).unwrap_or("").to_owned();
-    Some(SetEntry { seq, host })
+    let before = get_varint(b, pos);
+    Some(SetEntry { seq, host, before })
+}
+
+/// END body: `records: varint`, the records written to the file (absent
+/// in files of earlier writers).
+pub fn put_end(out: &mut Vec<u8>, records: u64) {
+    put_varint(out, records);
+}
+
+/// Reads an END body: the records the file holds, if it says.
+pub fn get_end(b: &[u8]) -> Option<u64> {
+    get_varint(b, &mut 0)
 }
 
 /// The SET entry at the start of `entries` (a file's bytes after its
