@@ -385,7 +385,7 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-/// Reads a SPAN body of format version 3 (see [`SpanBatch`]), calling `f`
+/// Reads a SPAN body of format version 3 (FORMAT.md, "SPAN"), calling `f`
 /// with each span; `kinds_of` gives a site's argument kinds (to find where
 /// a span's arguments end). `None` when the body is damaged or a span's
 /// site is unknown: the spans before it were given to `f`.
