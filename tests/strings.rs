@@ -107,3 +107,73 @@ fn every_file_of_a_rolled_set_reads_its_strings_back() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file whose STRINGS and SPAN entries are damaged yet checksummed again
+/// (a faulty writer, a crafted file): reading it gives values or errors,
+/// never a panic, and never a string from outside the file's definitions.
+#[test]
+fn damaged_definitions_with_good_checksums_never_panic() {
+    let dir = std::env::temp_dir().join(format!("nanolog-strings-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    for i in 0..2_000u64 {
+        let route = ROUTES[(i % ROUTES.len() as u64) as usize];
+        let _s = nanolog::span!("request", route = route, n = i % 7);
+        nanolog::info!("req {} route={}", i, route);
+    }
+    drop(logger);
+    let good = std::fs::read(&path).unwrap();
+    // Where the STRINGS (11) and SPAN (8) bodies are.
+    let mut bodies = Vec::new();
+    let mut at = 48;
+    while at + 9 <= good.len() {
+        let len = u32::from_le_bytes(good[at + 1..at + 5].try_into().unwrap()) as usize;
+        if matches!(good[at], 8 | 11) {
+            bodies.push((at, len));
+        }
+        at += 9 + len;
+    }
+    assert!(
+        bodies.len() >= 2,
+        "the file has string and span definitions"
+    );
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut rand = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..2_000 {
+        let mut bad = good.clone();
+        let (start, len) = bodies[rand() as usize % bodies.len()];
+        for _ in 0..1 + rand() % 4 {
+            let i = start + 9 + rand() as usize % len.max(1);
+            bad[i] = rand() as u8;
+        }
+        // Checksummed again, so the reader parses the damaged body.
+        let crc = nanolog_runtime::wire::entry_crc(bad[start], &bad[start + 9..start + 9 + len]);
+        bad[start + 5..start + 9].copy_from_slice(&crc.to_le_bytes());
+        let Ok(log) = LogFile::from_bytes("bad.nlog", bad) else {
+            continue;
+        };
+        for r in log.records() {
+            let Ok(r) = r else { continue };
+            let mut text = String::new();
+            r.render(&mut text);
+            for s in r.spans() {
+                let _ = s.fields();
+                s.render(&mut text);
+            }
+            for v in r.args() {
+                if let Value::Str(s) = v {
+                    // A string is one the program logged (or inline bytes
+                    // of the damaged file), never memory from elsewhere.
+                    assert!(s.len() <= good.len());
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

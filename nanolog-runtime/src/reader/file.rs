@@ -206,6 +206,9 @@ pub struct ThreadInfo {
     pub name: String,
 }
 
+/// The most string ids a file may define (see STRINGS in FORMAT.md).
+const MAX_STRING_IDS: usize = 1 << 20;
+
 /// One nanolog file, memory-mapped and indexed.
 pub struct LogFile {
     path: PathBuf,
@@ -656,12 +659,13 @@ impl LogFile {
             },
             tag::STRINGS => {
                 let ok = dict::get_strings(body, |id, at, len| {
-                    // Ids are dense from 1 in the writer's files: an id far
-                    // past the others is damage, not a reason for memory.
+                    // Ids are dense from 1 in the writer's files, and a file
+                    // holds at most 1 MiB of strings of 4 bytes or more: an
+                    // id past 2^20 is damage, not a reason for memory.
                     let Some(i) = usize::try_from(id)
                         .ok()
                         .and_then(|id| id.checked_sub(1))
-                        .filter(|&i| i <= self.strs.len() + (1 << 20))
+                        .filter(|&i| i < MAX_STRING_IDS)
                     else {
                         return;
                     };
