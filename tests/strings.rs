@@ -3,6 +3,9 @@
 //! whatever the strings' lengths, and the values read back are the ones
 //! logged.
 
+mod common;
+
+use common::serial;
 use nanolog::reader::{finished_files, LogFile, Value};
 
 const ROUTES: [&str; 6] = [
@@ -31,6 +34,7 @@ fn values(i: u64) -> (String, String, String, String) {
 
 #[test]
 fn every_file_of_a_rolled_set_reads_its_strings_back() {
+    let _s = serial();
     let dir = std::env::temp_dir().join(format!("nanolog-strings-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let path = dir.join("app.nlog");
@@ -113,6 +117,7 @@ fn every_file_of_a_rolled_set_reads_its_strings_back() {
 /// never a panic, and never a string from outside the file's definitions.
 #[test]
 fn damaged_definitions_with_good_checksums_never_panic() {
+    let _s = serial();
     let dir = std::env::temp_dir().join(format!("nanolog-strings-bad-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let path = dir.join("app.nlog");
