@@ -456,7 +456,7 @@ mod tests {
         assert_eq!(a, b, "{kinds:?} {raw:?}");
         // Against a table, three times (a string is interned at its second
         // sighting): the same bytes, the same references.
-        let (mut ta, mut tb) = (Interner::new(true), Interner::new(true));
+        let (mut ta, mut tb) = (Interner::new(), Interner::new());
         for _ in 0..3 {
             let (mut a, mut b) = (Vec::new(), Vec::new());
             let typed = compact_record::<T>(raw, &mut a, &mut ta);

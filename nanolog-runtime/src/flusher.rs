@@ -336,8 +336,8 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         last_ctx: 0,
         book: Book::default(),
         defs: Vec::new(),
-        // A text mirror decodes what is compacted: it reads the table too.
-        strings: crate::intern::Interner::new(true),
+        // (A text mirror decodes what is compacted against the table too.)
+        strings: crate::intern::Interner::new(),
         spans_out: dict::SpanBatch::default(),
     };
     let mut f = Flusher {

@@ -54,12 +54,17 @@ pub struct Interner {
     written: u32,
 }
 
+impl Default for Interner {
+    fn default() -> Self {
+        Interner::new()
+    }
+}
+
 impl Interner {
-    /// A table for the flusher; `on: false` never interns (every string
-    /// is written inline, as for a text mirror that must stay readable).
-    pub fn new(on: bool) -> Interner {
+    /// An empty table, for a file's flusher.
+    pub fn new() -> Interner {
         Interner {
-            on,
+            on: true,
             slots: vec![Slot::default(); SLOTS].into_boxed_slice(),
             seen: vec![0; SLOTS].into_boxed_slice(),
             arena: Vec::new(),
@@ -69,7 +74,8 @@ impl Interner {
         }
     }
 
-    /// A table that interns nothing.
+    /// A table that interns nothing (every string is written inline), and
+    /// holds no memory.
     pub fn off() -> Interner {
         Interner {
             on: false,
@@ -212,7 +218,7 @@ mod tests {
 
     #[test]
     fn a_string_is_interned_at_its_second_sighting() {
-        let mut t = Interner::new(true);
+        let mut t = Interner::new();
         assert_eq!(t.lookup(b"GET /orders"), None);
         assert_eq!(t.lookup(b"GET /orders"), Some(1));
         assert_eq!(t.lookup(b"GET /orders"), Some(1));
@@ -231,7 +237,7 @@ mod tests {
 
     #[test]
     fn definitions_are_queued_once_and_again_after_a_lost_write() {
-        let mut t = Interner::new(true);
+        let mut t = Interner::new();
         for _ in 0..2 {
             t.lookup(b"orders");
             t.lookup(b"accounts");
@@ -265,7 +271,7 @@ mod tests {
 
     #[test]
     fn the_table_holds_a_bounded_number_of_bytes() {
-        let mut t = Interner::new(true);
+        let mut t = Interner::new();
         let mut defined = 0usize;
         for i in 0..100_000u32 {
             let s = format!("{i:0>1000}");

@@ -203,25 +203,57 @@ pub(crate) fn next_seq(base: &Path) -> u64 {
 /// before it, and its END entry's count of its own, or its records counted
 /// when it did not end cleanly): where a new run's count goes on from. 0
 /// when the file does not say (a set of earlier writers, or none yet).
+/// Read with the format's own pieces: the writing side needs no reader.
 pub(crate) fn records_through_last(base: &Path) -> u64 {
     let files = finished_files_keyed(base).unwrap_or_default();
-    let Some((_, last, _)) = files
+    let last = files
         .iter()
         .filter(|(k, _, _)| k.seq().is_some())
-        .max_by_key(|(k, _, _)| k.seq())
-    else {
-        return 0;
+        .max_by_key(|(k, _, _)| k.seq());
+    last.and_then(|(_, p, _)| std::fs::read(p).ok())
+        .and_then(|file| records_through(&file))
+        .unwrap_or(0)
+}
+
+/// The records a set held up to the end of `file` (a whole log file), if
+/// its SET entry counts those before it. Damage ends the walk: the records
+/// after it are not counted.
+fn records_through(file: &[u8]) -> Option<u64> {
+    use wire::frame::{frame_at, Frame};
+    use wire::{dict, tag};
+    let header = Header::decode(file).ok()?;
+    let strings = if header.version >= 3 {
+        wire::record::Strings::TAGGED
+    } else {
+        wire::record::Strings::UNTAGGED
     };
-    let Ok(log) = crate::reader::LogFile::open(last) else {
-        return 0;
-    };
-    let Some(before) = log.records_before() else {
-        return 0;
-    };
-    let own = log
-        .records_total()
-        .unwrap_or_else(|| log.records().filter(Result::is_ok).count() as u64);
-    before + own
+    let mut kinds: Vec<Option<Vec<wire::format::ArgKind>>> = Vec::new();
+    let (mut before, mut end, mut counted) = (None, None, 0u64);
+    let mut pos = wire::HEADER_LEN;
+    while let Frame::Ok { tag: t, body } = frame_at(file, pos) {
+        pos += wire::FRAME_LEN + body.len();
+        // An END counts the file only as its last entry.
+        end = None;
+        match t {
+            tag::SET => before = dict::get_set(body).and_then(|s| s.before),
+            tag::END => end = dict::get_end(body),
+            tag::SITE => {
+                if let Some(s) = dict::get_site(body).filter(|s| s.id < 1 << 24) {
+                    let id = s.id as usize;
+                    if kinds.len() <= id {
+                        kinds.resize(id + 1, None);
+                    }
+                    kinds[id] = Some(s.kinds);
+                }
+            }
+            tag::EXTENT => {
+                let kinds_of = |site: u64| kinds.get(site as usize)?.as_deref();
+                counted += wire::extent::count_records(body, kinds_of, &strings);
+            }
+            _ => {}
+        }
+    }
+    Some(before? + end.unwrap_or(counted))
 }
 
 /// The file of the set at `base` that follows one that began at

@@ -788,7 +788,7 @@ mod tests {
     #[test]
     fn repeated_strings_are_references_and_decode_as_written() {
         let kinds = [ArgKind::Str, ArgKind::Str, ArgKind::U32];
-        let mut table = Interner::new(true);
+        let mut table = Interner::new();
         let mut raw = raw_strs(&["/api/v1/orders", "é"]);
         raw.extend_from_slice(&7u32.to_le_bytes());
         let mut first = Vec::new();
