@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use nanolog_runtime::reader::{next_after_seq, next_in_set, Header, LogFile, Refresh, Warning};
+use nanolog_runtime::reader::{next_in_set, Header, LogFile, Refresh, SetKey, SetListing, Warning};
 
 /// What a follower does with the entries it finds.
 pub(crate) trait Sink {
@@ -142,7 +142,7 @@ pub(crate) fn follow(
                 cursor.log.display()
             );
         }
-        match find_in_set(base, c.pid, c.base_unix_ns) {
+        match find_in_set(base, c.pid, c.base_unix_ns, c.seq) {
             Some((l, path)) => {
                 if c.offset > l.valid_len() {
                     anyhow::bail!(
@@ -206,12 +206,15 @@ pub(crate) fn follow(
     // SET entry says how many it held before it, so the difference is what
     // the deleted files held.
     let mut pending_missed: Option<(u64, Option<u64>)> = None;
+    // The set's files as last listed: a backlog of many files is listed
+    // again only when the next file is not in it.
+    let mut listing = SetListing::new(base);
     loop {
         let Some((log, path, offset)) = cur.as_mut() else {
             let next = match after {
                 Some(After::Time(ns)) => Some(next_in_set(base, ns)),
                 Some(After::Seq(seq, h, total)) => {
-                    let (next, missed) = next_after_seq(base, seq, &h);
+                    let (next, missed) = listing.next_after_seq(seq, &h);
                     pending_missed = (missed > 0).then_some((missed, total));
                     next
                 }
@@ -496,11 +499,25 @@ impl Cursor {
 
 /// The file of the set at `base` whose header says `pid` and `base_unix_ns`
 /// (the live file or a finished one), opened to follow.
-fn find_in_set(base: &Path, pid: u32, base_unix_ns: i64) -> Option<(LogFile, PathBuf)> {
-    let finished = nanolog_runtime::reader::finished_files(base).unwrap_or_default();
-    let candidates = finished
+fn find_in_set(
+    base: &Path,
+    pid: u32,
+    base_unix_ns: i64,
+    seq: Option<u64>,
+) -> Option<(LogFile, PathBuf)> {
+    let mut set = SetListing::new(base);
+    let finished = set.refresh();
+    // The file its number names first: a set of thousands of files is
+    // not opened file by file to find one.
+    let numbered = seq.and_then(|s| {
+        let i = finished
+            .binary_search_by(|(k, _)| k.cmp(&SetKey::Seq(s)))
+            .ok()?;
+        Some(finished[i].1.clone())
+    });
+    let candidates = numbered
         .into_iter()
-        .map(|(p, _)| p)
+        .chain(finished.iter().map(|(_, p)| p.clone()))
         .chain([base.to_path_buf()]);
     for p in candidates {
         if let Ok(l) = LogFile::open_live(&p) {

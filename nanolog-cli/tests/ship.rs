@@ -1167,3 +1167,114 @@ fn times_shipped_at_the_live_edge_equal_decodes_of_the_finished_set() {
     assert_eq!(differ, 0, "records whose shipped time is not decode's");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A ship that begins deep in a set (a cursor many files in) reads each
+/// file by the clock pairs around its records only, not the whole set's:
+/// its times are still `decode`'s of the whole set, to the nanosecond,
+/// with records a ring held across rolls and a wall clock stepped back
+/// before the cursor (the pairs before the step, which the shipped files
+/// do not hold, are what keeps decode's times from going back).
+#[test]
+fn a_ship_begun_deep_in_a_set_times_records_as_decode_of_the_whole_set() {
+    let _s = serial();
+    let d = dir("deep");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(4 << 10)
+        .start()
+        .unwrap();
+    // Four threads at once: a file often begins with records its rings
+    // held from before the roll.
+    let burst = |from: u64| {
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                s.spawn(move || {
+                    for i in 0..500u64 {
+                        nanolog::info!("rec {}", from + t * 500 + i);
+                    }
+                });
+            }
+        });
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for b in 0..10 {
+        burst(b * 2_000);
+    }
+    // Stepped back further than the run has lasted: decode's times after
+    // the step are held at the latest time before it.
+    nanolog_runtime::clock::__step_wall_clock(-2_000_000_000);
+    for b in 10..20 {
+        burst(b * 2_000);
+    }
+    drop(logger);
+    nanolog_runtime::clock::__step_wall_clock(2_000_000_000);
+
+    let files = nanolog_runtime::finished_files(&base).unwrap();
+    assert!(files.len() > 20, "{} files", files.len());
+    // The cursor: the start of a file after the step.
+    let (from, _) = &files[files.len() * 3 / 4];
+    let log = nanolog_runtime::reader::LogFile::open(from).unwrap();
+    let h = log.header();
+    let cursor = d.join("cursor");
+    let identity = std::fs::canonicalize(&d).unwrap().join("app.nlog");
+    std::fs::write(
+        &cursor,
+        format!(
+            "nanolog-cursor-v2 {} {} 0 {} {}\n",
+            h.pid,
+            h.base_unix_ns,
+            log.seq().unwrap(),
+            identity.display()
+        ),
+    )
+    .unwrap();
+    // What makes the test: files shipped whose records begin before their
+    // own first clock pair (read by pairs of the files before them).
+    let shipped_files: Vec<PathBuf> = whole_set(&base)
+        .into_iter()
+        .skip(files.len() * 3 / 4)
+        .collect();
+    let early = shipped_files
+        .iter()
+        .filter(|f| {
+            let l = nanolog_runtime::reader::LogFile::open(f).unwrap();
+            let own = l.time_map().pairs().first().unwrap().0;
+            l.first_tick(0).is_some_and(|t| t < own)
+        })
+        .count();
+    assert!(early > 0, "no shipped file holds records older than itself");
+
+    let c = Collector::start();
+    let mut child = ship(&[
+        "--endpoint",
+        &c.endpoint(),
+        "--once",
+        "--cursor",
+        p(&cursor),
+        p(&base),
+    ]);
+    let status = wait(&mut child, 120, "ship --once");
+    let err = stderr_of(&mut child);
+    assert!(status.success(), "ship failed: {err}");
+    let decoded: std::collections::HashMap<String, u64> = decoded(&base)
+        .iter()
+        .map(|v| {
+            (
+                v["msg"].as_str().unwrap().to_owned(),
+                v["ts_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(decoded.len(), 40_000);
+    let got = c.records();
+    assert!(got.len() > 5_000, "{} records shipped: {err}", got.len());
+    let differ: Vec<_> = got
+        .iter()
+        .filter(|g| decoded.get(&g.body) != Some(&g.time_ns))
+        .map(|g| (&g.body, g.time_ns, decoded.get(&g.body)))
+        .take(5)
+        .collect();
+    assert!(differ.is_empty(), "shipped times not decode's: {differ:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}

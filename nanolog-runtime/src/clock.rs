@@ -96,7 +96,18 @@ pub fn __step_wall_clock(delta_ns: i64) {
     WALL_STEP.fetch_add(delta_ns, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The latest wall-clock time a pair of this process has said.
+static LAST_PAIR_NS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MIN);
+
 /// A (tick, Unix ns) pair taken as close together as the OS allows.
+///
+/// Its time is never earlier than one an earlier pair of this process
+/// said: a wall clock stepped back (an NTP step, `date -s`) gives the
+/// latest time said so far instead. A reader makes a process's pairs
+/// non-decreasing over all its files anyway (FORMAT.md, CLOCK); written so,
+/// each file already holds the times its whole set maps to, and a reader
+/// of a few files of a large set (a follower, `ship`) needs only the pairs
+/// around their ticks to print what `decode` of the set prints.
 pub fn pair() -> (u64, i64) {
     // Bracket the system-clock read with two tick reads and keep the narrowest
     // of a few tries, so a preemption between the reads does not skew the pair.
@@ -110,7 +121,10 @@ pub fn pair() -> (u64, i64) {
             best = (width, t0 / 2 + t1 / 2 + (t0 & t1 & 1), ns);
         }
     }
-    (best.1, best.2)
+    // Relaxed: one variable, whose modification order alone decides what
+    // each pair says; nothing else is published through it.
+    let before = LAST_PAIR_NS.fetch_max(best.2, std::sync::atomic::Ordering::Relaxed);
+    (best.1, before.max(best.2))
 }
 
 /// Ticks per second, measured once per process.

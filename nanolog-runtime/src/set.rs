@@ -164,6 +164,24 @@ pub fn finished_files(base: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
 /// files count (a symbolic link, a FIFO or a directory named like one is
 /// not the set's).
 pub fn finished_files_keyed(base: &Path) -> io::Result<Vec<(SetKey, PathBuf, u64)>> {
+    let mut found = Vec::new();
+    for (key, path) in finished_names(base)? {
+        // Not followed: a link is not one of the writer's files.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_file() {
+            found.push((key, path, meta.len()));
+        }
+    }
+    Ok(found)
+}
+
+/// The names of the set's finished files, in order, without their sizes:
+/// what the directory's entries say alone (a file system that does not say
+/// an entry's type costs a `stat` for it). A link or anything else that is
+/// not a regular file is left out.
+fn finished_names(base: &Path) -> io::Result<Vec<(SetKey, PathBuf)>> {
     let dir = match base.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -175,12 +193,10 @@ pub fn finished_files_keyed(base: &Path) -> io::Result<Vec<(SetKey, PathBuf, u64
         let Some(key) = name.to_str().and_then(|n| finished_key(base, n)) else {
             continue;
         };
-        // Not followed: a link is not one of the writer's files.
-        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
-            continue;
-        };
-        if meta.is_file() {
-            found.push((key, base.with_file_name(&name), meta.len()));
+        // The entry's own type (not followed: a link is not one of the
+        // writer's files).
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            found.push((key, base.with_file_name(&name)));
         }
     }
     found.sort();
@@ -282,53 +298,139 @@ pub fn next_in_set(base: &Path, after_unix_ns: i64) -> PathBuf {
 /// numbering of the set (every numbered file was removed before a writer
 /// started): it is next.
 pub fn next_after_seq(base: &Path, seq: u64, done: &Header) -> (Option<PathBuf>, u64) {
-    for attempt in 0..3 {
-        let later: Vec<(u64, PathBuf)> = finished_files_keyed(base)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(k, p, _)| k.seq().filter(|&q| q > seq).map(|q| (q, p)))
-            .collect();
-        if let Some((q, p)) = later.first() {
-            if *q == seq + 1 {
-                return (Some(p.clone()), 0);
-            }
+    SetListing::new(base).next_after_seq(seq, done)
+}
+
+/// The finished files of a set as last listed, kept for a reader that goes
+/// through them one after another: the next file is found in the listing
+/// it has while the listing holds it, and the directory is listed again
+/// only when it does not (a file the writer finished since). A backlog of
+/// many files then costs a listing, not a listing a file.
+#[derive(Debug, Clone)]
+pub struct SetListing {
+    base: PathBuf,
+    files: Vec<(SetKey, PathBuf)>,
+}
+
+impl SetListing {
+    /// The set at `base`, not listed yet.
+    pub fn new(base: &Path) -> SetListing {
+        SetListing {
+            base: base.to_path_buf(),
+            files: Vec::new(),
         }
-        let live = read_start(base);
-        match live {
-            Some((_, Some(ls))) if ls == seq + 1 => return (Some(base.to_path_buf()), 0),
-            Some((h, Some(ls))) if ls <= seq && later.is_empty() => {
-                if h != *done && h.base_unix_ns != done.base_unix_ns {
-                    return (Some(base.to_path_buf()), 0);
-                }
-                return (None, 0);
-            }
-            // A writer before sequence numbers at the path: it is next.
-            Some((h, None)) if later.is_empty() => {
-                return ((h != *done).then(|| base.to_path_buf()), 0);
-            }
-            // Later than the next: the next may have rolled away since the
-            // listing; look again.
-            Some((_, Some(_))) if attempt < 2 => {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-                continue;
-            }
-            None if later.is_empty() => return (None, 0),
-            _ => {}
-        }
-        // The next is nowhere: the first later file, counting the gap.
-        let live_seq = live.and_then(|(_, s)| s).filter(|&ls| ls > seq);
-        let first = match (later.first(), live_seq) {
-            (Some((q, _)), Some(ls)) if ls < *q => (ls, base.to_path_buf()).into(),
-            (Some((q, p)), _) => (*q, p.clone()).into(),
-            (None, Some(ls)) => (ls, base.to_path_buf()).into(),
-            (None, None) => None,
-        };
-        return match first {
-            Some((q, p)) => (Some(p), q - seq - 1),
-            None => (None, 0),
-        };
     }
-    (None, 0)
+
+    /// Lists the directory again (an unreadable one lists as empty): its
+    /// entries alone, no file's metadata.
+    pub fn refresh(&mut self) -> &[(SetKey, PathBuf)] {
+        self.files = finished_names(&self.base).unwrap_or_default();
+        &self.files
+    }
+
+    /// The finished files as last listed, oldest first, with their keys;
+    /// some may have been deleted since.
+    pub fn files(&self) -> &[(SetKey, PathBuf)] {
+        &self.files
+    }
+
+    /// Where the file at `path` is in the listing, if it is there.
+    pub fn position(&self, path: &Path) -> Option<usize> {
+        let name = path.file_name()?.to_str()?;
+        let key = finished_key(&self.base, name)?;
+        self.files.binary_search_by(|(k, _)| k.cmp(&key)).ok()
+    }
+
+    /// How many listed files come before the file numbered `seq` (finished
+    /// or live), if the listing is known to hold every file numbered below
+    /// it: it holds number `seq - 1` (a set gains files only after its
+    /// last), or `seq` is 1.
+    pub fn before_seq(&self, seq: u64) -> Option<usize> {
+        let below = self.files.partition_point(|(k, _)| *k < SetKey::Seq(seq));
+        let holds = seq <= 1
+            || below
+                .checked_sub(1)
+                .is_some_and(|i| self.files[i].0 == SetKey::Seq(seq - 1));
+        holds.then_some(below)
+    }
+
+    /// The finished file numbered `seq` in the listing, if the listing has
+    /// it and it is still there.
+    fn numbered(&self, seq: u64) -> Option<&Path> {
+        let i = self
+            .files
+            .binary_search_by(|(k, _)| k.cmp(&SetKey::Seq(seq)))
+            .ok()?;
+        let p = &self.files[i].1;
+        std::fs::symlink_metadata(p)
+            .is_ok_and(|m| m.is_file())
+            .then_some(p.as_path())
+    }
+
+    /// [`next_after_seq`], from this listing while it holds the next file
+    /// (listed again when it does not).
+    pub fn next_after_seq(&mut self, seq: u64, done: &Header) -> (Option<PathBuf>, u64) {
+        if let Some(p) = self.numbered(seq + 1) {
+            return (Some(p.to_path_buf()), 0);
+        }
+        let base = self.base.clone();
+        self.next_after_seq_listing(&base, seq, done)
+    }
+
+    fn next_after_seq_listing(
+        &mut self,
+        base: &Path,
+        seq: u64,
+        done: &Header,
+    ) -> (Option<PathBuf>, u64) {
+        for attempt in 0..3 {
+            let later: Vec<(u64, PathBuf)> = self
+                .refresh()
+                .iter()
+                .filter_map(|(k, p)| k.seq().filter(|&q| q > seq).map(|q| (q, p.clone())))
+                .collect();
+            if let Some((q, p)) = later.first() {
+                if *q == seq + 1 {
+                    return (Some(p.clone()), 0);
+                }
+            }
+            let live = read_start(base);
+            match live {
+                Some((_, Some(ls))) if ls == seq + 1 => return (Some(base.to_path_buf()), 0),
+                Some((h, Some(ls))) if ls <= seq && later.is_empty() => {
+                    if h != *done && h.base_unix_ns != done.base_unix_ns {
+                        return (Some(base.to_path_buf()), 0);
+                    }
+                    return (None, 0);
+                }
+                // A writer before sequence numbers at the path: it is next.
+                Some((h, None)) if later.is_empty() => {
+                    return ((h != *done).then(|| base.to_path_buf()), 0);
+                }
+                // Later than the next: the next may have rolled away since the
+                // listing; look again.
+                Some((_, Some(_))) if attempt < 2 => {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    continue;
+                }
+                None if later.is_empty() => return (None, 0),
+                _ => {}
+            }
+            // The next is nowhere: the first later file, counting the gap.
+            let live_seq = live.and_then(|(_, s)| s).filter(|&ls| ls > seq);
+            let first = match (later.first(), live_seq) {
+                (Some((q, _)), Some(ls)) if ls < *q => (ls, base.to_path_buf()).into(),
+                (Some((q, p)), _) => (*q, p.clone()).into(),
+                (None, Some(ls)) => (ls, base.to_path_buf()).into(),
+                (None, None) => None,
+            };
+            return match first {
+                Some((q, p)) => (Some(p), q - seq - 1),
+                None => (None, 0),
+            };
+        }
+        (None, 0)
+    }
 }
 
 /// The path a log at `path` is really written at: `path` itself, or, when
@@ -373,4 +475,71 @@ pub(crate) fn read_start(path: &Path) -> Option<(Header, Option<u64>)> {
     let header = Header::decode(&head).ok()?;
     let seq = wire::dict::first_set_entry(head.get(wire::HEADER_LEN..)?).map(|s| s.seq);
     Some((header, seq))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("nanolog-set-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn finished(base: &Path, seq: u64) -> PathBuf {
+        let p = finished_path_seq(base, seq, 1_795_000_000_000_000_000 + seq as i64);
+        std::fs::write(&p, b"").unwrap();
+        p
+    }
+
+    /// A follower's listing: the next file from the listing it has, the
+    /// directory listed again for a file finished since, and a file deleted
+    /// since the listing counted as missed.
+    #[test]
+    fn a_listing_is_made_again_only_when_it_lacks_the_next_file() {
+        let d = dir("listing");
+        let base = d.join("app.nlog");
+        let files: Vec<PathBuf> = (1..=3).map(|s| finished(&base, s)).collect();
+        let done = Header {
+            version: wire::VERSION,
+            ticks_per_second: 1e9,
+            base_tick: 0,
+            base_unix_ns: 0,
+            pid: 1,
+        };
+        let mut set = SetListing::new(&base);
+        assert_eq!(set.next_after_seq(1, &done), (Some(files[1].clone()), 0));
+        assert_eq!(set.files().len(), 3);
+        // Not in the listing, and no live file: not there yet.
+        assert_eq!(set.next_after_seq(3, &done), (None, 0));
+        let fourth = finished(&base, 4);
+        assert_eq!(set.next_after_seq(3, &done), (Some(fourth), 0));
+        // Deleted after it was listed: the next one left, one file missed.
+        std::fs::remove_file(&files[1]).unwrap();
+        assert_eq!(set.next_after_seq(1, &done), (Some(files[2].clone()), 1));
+        // Files numbered below one are all listed once the one before it is.
+        assert_eq!(set.before_seq(5), Some(3));
+        assert_eq!(set.before_seq(6), None);
+        assert_eq!(set.before_seq(1), Some(0));
+        assert_eq!(set.position(&files[2]), Some(1));
+        assert_eq!(set.position(&base), None);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A link, a directory or a FIFO named like a finished file is not one.
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_listed() {
+        let d = dir("regular");
+        let base = d.join("app.nlog");
+        let real = finished(&base, 1);
+        std::os::unix::fs::symlink(&real, finished_path_seq(&base, 2, 5)).unwrap();
+        std::fs::create_dir(finished_path_seq(&base, 3, 6)).unwrap();
+        let mut set = SetListing::new(&base);
+        assert_eq!(set.refresh().len(), 1);
+        assert_eq!(finished_files_keyed(&base).unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

@@ -19,7 +19,7 @@ use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, TimeMap};
+use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, SetListing, TimeMap};
 
 use crate::cli::ShipArgs;
 use crate::follow::{follow, Cursor, Sink, Start};
@@ -67,8 +67,11 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
     if a.once {
         for f in &a.files {
             let base = nanolog_runtime::reader::resolve_log_path(f);
-            let finished = nanolog_runtime::reader::finished_files(&base).unwrap_or_default();
-            if !base.exists() && finished.is_empty() {
+            if !base.exists()
+                && nanolog_runtime::reader::finished_files(&base)
+                    .unwrap_or_default()
+                    .is_empty()
+            {
                 anyhow::bail!(
                     "{}: no such log (nor finished files of its set)",
                     f.display()
@@ -117,6 +120,7 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
             batch_bytes: a.batch_kib.max(1) << 10,
             once: a.once,
             abort: std::sync::Arc::clone(&abort),
+            listing: SetListing::new(&nanolog_runtime::reader::resolve_log_path(base)),
             peers: HashMap::new(),
             listed_for: None,
             taken: 0,
@@ -208,9 +212,12 @@ struct Shipper {
     taken: usize,
     /// Since when records at the live edge wait for a clock pair.
     held_since: Option<Instant>,
-    /// The clocks of the set's finished files, by path (None: not a log).
-    peers: HashMap<PathBuf, Option<Peer>>,
-    /// The file (path, start) the peers were last brought up to date for.
+    /// The set's finished files as last listed.
+    listing: SetListing,
+    /// The clocks of the finished files the last file's clock took, by
+    /// path (None: not a log).
+    peers: HashMap<PathBuf, Option<std::sync::Arc<Peer>>>,
+    /// The file (path, start) the listing was last made again for.
     listed_for: Option<(PathBuf, i64)>,
     progress: Progress,
 }
@@ -260,7 +267,7 @@ struct Progress {
     shipped_bytes: u64,
     /// The file being shipped (its path) and the position reached in it,
     /// for the lag.
-    at: Option<(PathBuf, i64, usize)>,
+    at: Option<(PathBuf, usize)>,
     /// Files of the set deleted before they were shipped, and the records
     /// they held (as far as the files around them say).
     files_missed: u64,
@@ -324,7 +331,7 @@ impl Sink for Shipper {
         if from >= end {
             return Ok(true);
         }
-        let clock = self.set_clock(log);
+        let clock = self.set_clock(log, from);
         let first_end = log.batch_end(from, self.batch_bytes);
         if first_end >= end || self.workers.len() == 1 {
             // One batch (a live log's latest records): no threads.
@@ -447,62 +454,93 @@ impl Shipper {
         self.abort.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The clock `log` is read by: the union of its clock pairs and those
-    /// of the set's other files of the same process, as `decode` of the
-    /// whole set reads it, so a record shipped has the time decode prints
-    /// (to the nanosecond, once the files around it are there).
-    fn set_clock(&mut self, log: &LogFile) -> TimeMap {
+    /// The clock `log` is read by from byte `from` on, as `decode` of the
+    /// whole set reads it (the union of the clock pairs of the set's files
+    /// of the same process), so a record shipped has the time decode
+    /// prints, to the nanosecond: the file's own pairs, and those of the
+    /// writer's earlier files back to one with a pair at or before the
+    /// earliest tick to ship (a thread's ring can hold records from several
+    /// rolls back). Later files add nothing: a finished file ends with a
+    /// pair after its last record, and a later file's pairs are all later.
+    /// The writer says each pair's time as the union makes it (never
+    /// earlier than one it said before), so the pairs left out change none
+    /// of these. A file costs the few files around it, whatever the set's
+    /// size.
+    fn set_clock(&mut self, log: &LogFile, from: usize) -> TimeMap {
         let h = log.header();
-        // The set is listed once a file (the files that count for it are
-        // there when it is reached), not at every batch of it.
-        let this = (log.path().to_path_buf(), h.base_unix_ns);
-        if self.listed_for.as_ref() != Some(&this) {
-            self.refresh_peers();
-            self.listed_for = Some(this);
-        }
-        // All of the process's files: a record can be written several
-        // files after the one it was logged in (a fast writer's ring holds
-        // records from before several rolls), and its time is read between
-        // the pairs around its tick, wherever they are.
         let mut pairs = log.time_map().pairs().to_vec();
-        for q in self.peers.values().flatten() {
-            if q.pid == h.pid && q.rate == h.ticks_per_second.to_bits() {
-                pairs.extend_from_slice(&q.pairs);
+        let own_first = pairs.first().map(|p| p.0);
+        let need = log.first_tick(from);
+        let mut window = std::collections::HashSet::new();
+        if let (Some(need), Some(own_first)) = (need, own_first) {
+            if need < own_first {
+                let at = self.position(log);
+                for (_, path) in self.listing.files()[..at].iter().rev() {
+                    let peer = match self.peers.get(path) {
+                        Some(p) => p.clone(),
+                        None => match LogFile::open(path) {
+                            Ok(l) => {
+                                let p = Some(std::sync::Arc::new(Peer::of(&l)));
+                                // Kept once it has ended: a file just
+                                // rolled away may not have its last entries
+                                // yet.
+                                if l.is_complete() {
+                                    self.peers.insert(path.clone(), p.clone());
+                                }
+                                p
+                            }
+                            // Deleted (retention): so are the ones before.
+                            Err(nanolog_runtime::reader::ReadError::Io { source, .. })
+                                if source.kind() == io::ErrorKind::NotFound =>
+                            {
+                                break
+                            }
+                            Err(_) => {
+                                self.peers.insert(path.clone(), None);
+                                None
+                            }
+                        },
+                    };
+                    window.insert(path.clone());
+                    let Some(q) = peer else { continue };
+                    if q.pid != h.pid || q.rate != h.ticks_per_second.to_bits() {
+                        // Another run's: the writer's first file is after it.
+                        break;
+                    }
+                    pairs.extend_from_slice(&q.pairs);
+                    if q.pairs.first().is_some_and(|p| p.0 <= need) {
+                        break;
+                    }
+                }
             }
         }
+        self.peers.retain(|p, _| window.contains(p));
         TimeMap::new(h.ticks_per_second, pairs)
     }
 
-    /// The finished files of the set, each opened once (its clock pairs
-    /// kept); files retention deleted forgotten.
-    fn refresh_peers(&mut self) {
-        let base = &self.progress.base;
-        let listed = nanolog_runtime::reader::finished_files(base).unwrap_or_default();
-        // (A set, not a scan of the list per peer: that made each batch
-        // cost the square of the set's size.)
-        let names: std::collections::HashSet<&PathBuf> = listed.iter().map(|(p, _)| p).collect();
-        self.peers.retain(|p, _| names.contains(p));
-        for (p, _) in listed {
-            if self.peers.contains_key(&p) {
-                continue;
-            }
-            match LogFile::open(&p) {
-                // Kept once it has ended: a file just rolled away may not
-                // have its last entries yet.
-                Ok(l) if l.is_complete() => {
-                    self.peers.insert(p, Some(Peer::of(&l)));
-                }
-                Ok(_) => {}
-                Err(_) => {
-                    self.peers.insert(p, None);
-                }
-            }
+    /// How many of the listed finished files come before `log`: its place
+    /// in the listing, which is made again only when it lacks the file (a
+    /// file finished since it was made), or once for each new live file.
+    fn position(&mut self, log: &LogFile) -> usize {
+        let placed = |set: &SetListing| match log.seq() {
+            Some(s) => set.before_seq(s),
+            None => set.position(log.path()),
+        };
+        if let Some(i) = placed(&self.listing) {
+            return i;
         }
+        let this = (log.path().to_path_buf(), log.header().base_unix_ns);
+        if self.listed_for.as_ref() != Some(&this) {
+            self.listing.refresh();
+            self.listed_for = Some(this);
+        }
+        placed(&self.listing).unwrap_or(self.listing.files().len())
     }
 }
 
 /// What the clock of a finished file of the set contributes to the
 /// others': its writer, its calibrated rate, and its clock pairs.
+#[derive(Debug)]
 struct Peer {
     pid: u32,
     rate: u64,
@@ -542,10 +580,10 @@ impl Progress {
         // Accepted (or nothing to send): the position moves past it.
         cursor.save(log, to)?;
         if stop::requested() {
-            self.at = Some((log.path().to_path_buf(), log.header().base_unix_ns, to));
+            self.at = Some((log.path().to_path_buf(), to));
             return Err(stop::Stopped.into());
         }
-        self.at = Some((log.path().to_path_buf(), log.header().base_unix_ns, to));
+        self.at = Some((log.path().to_path_buf(), to));
         self.maybe_stats();
         Ok(())
     }
@@ -629,15 +667,16 @@ impl Progress {
     /// Bytes of the set not shipped yet: the rest of the file being
     /// shipped, and every file of the set that began after it.
     fn behind_bytes(&self) -> u64 {
-        let Some((path, began, pos)) = &self.at else {
+        let Some((path, pos)) = &self.at else {
             return 0;
         };
         let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
         let mut behind = len(path).saturating_sub(*pos as u64);
-        for (p, size) in nanolog_runtime::reader::finished_files(&self.base).unwrap_or_default() {
-            if p != *path && LogFile::open(&p).is_ok_and(|l| l.header().base_unix_ns > *began) {
-                behind += size;
-            }
+        // The files after it in the set's order (by their names: none is
+        // opened).
+        let set = nanolog_runtime::reader::finished_files_keyed(&self.base).unwrap_or_default();
+        if let Some(i) = set.iter().position(|(_, p, _)| p == path) {
+            behind += set[i + 1..].iter().map(|f| f.2).sum::<u64>();
         }
         if *path != self.base {
             behind += len(&self.base);

@@ -942,6 +942,24 @@ impl LogFile {
             .count()
     }
 
+    /// The earliest tick of the file's records and drop gaps from byte
+    /// `from` on (an extent's first record is its earliest), or `None` when
+    /// there are none. A thread's ring can hold records from before the
+    /// file began: their times lie between clock pairs of earlier files of
+    /// its writer.
+    pub fn first_tick(&self, from: usize) -> Option<u64> {
+        let first = self.order.partition_point(|(_, it)| it.offset() < from);
+        self.order[first..]
+            .iter()
+            .filter_map(|(_, it)| match *it {
+                Item::Extent { start, end, .. } => wire::extent::get_header(self.bytes(start..end))
+                    .1
+                    .map(|(t, _)| t),
+                Item::Drop { ix, .. } => Some(self.drop_info(ix).first),
+            })
+            .min()
+    }
+
     /// The bytes of `range` (an extent body the index points to).
     pub(super) fn bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
         self.data.get(range).unwrap_or(&[])
