@@ -1,4 +1,5 @@
-//! Writes a benchmark log: `cargo run --release --example gen_log -- PATH THREADS TOTAL`.
+//! Writes a benchmark log: `cargo run --release --example gen_log -- PATH THREADS TOTAL`
+//! (`NANOLOG_GEN_PACE_US=N`: paced, see below).
 //! Each thread logs TOTAL/THREADS records of the mix in `common/workload.rs`.
 
 #[path = "common/workload.rs"]
@@ -14,7 +15,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(10_000_000);
     let logger = nanolog::Logger::builder().path(&path).start()?;
-    workload::log_mixed_threads(threads, total);
+    // NANOLOG_GEN_PACE_US=N: each thread pauses N µs after every 1,000
+    // records, so the flusher keeps up and compresses its batches (a
+    // service's pace); without it the threads log flat out.
+    match std::env::var("NANOLOG_GEN_PACE_US")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(us) => std::thread::scope(|s| {
+            for t in 0..threads {
+                s.spawn(move || {
+                    let n = total / threads;
+                    for from in (0..n).step_by(1000) {
+                        workload::log_mixed_range(t, from..(from + 1000).min(n));
+                        std::thread::sleep(std::time::Duration::from_micros(us));
+                    }
+                });
+            }
+        }),
+        None => workload::log_mixed_threads(threads, total),
+    }
     logger.flush()?;
     let s = logger.stats();
     println!(

@@ -78,7 +78,7 @@ fn every_file_of_a_rolled_set_reads_its_strings_back() {
         // Each file alone: its dictionary is its own.
         let log = LogFile::open(f).unwrap();
         assert!(log.warnings().is_empty(), "{f:?}: {:?}", log.warnings());
-        assert_eq!(log.header().version, 3);
+        assert_eq!(log.header().version, nanolog_runtime::wire::VERSION);
         for r in log.records() {
             let r = r.unwrap();
             let args: Vec<Value<'_>> = r.args().collect();
@@ -112,37 +112,49 @@ fn every_file_of_a_rolled_set_reads_its_strings_back() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A file whose STRINGS and SPAN entries are damaged yet checksummed again
-/// (a faulty writer, a crafted file): reading it gives values or errors,
-/// never a panic (a debug build also panics on arithmetic overflow).
+/// A file whose STRINGS and SPAN entries (written as they are), or whose
+/// compressed BLOCK entries, are damaged yet checksummed again (a faulty
+/// writer, a crafted file): reading it gives values or errors, never a
+/// panic (a debug build also panics on arithmetic overflow).
 #[test]
 fn damaged_definitions_with_good_checksums_never_panic() {
     let _s = serial();
     let dir = std::env::temp_dir().join(format!("nanolog-strings-bad-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let path = dir.join("app.nlog");
-    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
-    for i in 0..2_000u64 {
-        let route = ROUTES[(i % ROUTES.len() as u64) as usize];
-        let _s = nanolog::span!("request", route = route, n = i % 7);
-        nanolog::info!("req {} route={}", i, route);
+    for (name, compress, tags) in [
+        ("plain.nlog", false, [8u8, 11]),
+        ("blocks.nlog", true, [12, 12]),
+    ] {
+        let path = dir.join(name);
+        let logger = nanolog::Logger::builder()
+            .path(&path)
+            .compress(compress)
+            .start()
+            .unwrap();
+        for i in 0..2_000u64 {
+            let route = ROUTES[(i % ROUTES.len() as u64) as usize];
+            let _s = nanolog::span!("request", route = route, n = i % 7);
+            nanolog::info!("req {} route={}", i, route);
+        }
+        drop(logger);
+        damage_and_read(&std::fs::read(&path).unwrap(), tags);
     }
-    drop(logger);
-    let good = std::fs::read(&path).unwrap();
-    // Where the STRINGS (11) and SPAN (8) bodies are.
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Reads 2,000 copies of the log `good`, each with a few bytes of one of
+/// its entries tagged `tags` changed and its checksum made good again.
+fn damage_and_read(good: &[u8], tags: [u8; 2]) {
     let mut bodies = Vec::new();
     let mut at = 48;
     while at + 9 <= good.len() {
         let len = u32::from_le_bytes(good[at + 1..at + 5].try_into().unwrap()) as usize;
-        if matches!(good[at], 8 | 11) {
+        if tags.contains(&good[at]) {
             bodies.push((at, len));
         }
         at += 9 + len;
     }
-    assert!(
-        bodies.len() >= 2,
-        "the file has string and span definitions"
-    );
+    assert!(!bodies.is_empty(), "the file has entries tagged {tags:?}");
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut rand = move || {
         x ^= x << 13;
@@ -151,7 +163,7 @@ fn damaged_definitions_with_good_checksums_never_panic() {
         x
     };
     for _ in 0..2_000 {
-        let mut bad = good.clone();
+        let mut bad = good.to_vec();
         let (start, len) = bodies[rand() as usize % bodies.len()];
         for _ in 0..1 + rand() % 4 {
             let i = start + 9 + rand() as usize % len.max(1);
@@ -174,5 +186,4 @@ fn damaged_definitions_with_good_checksums_never_panic() {
             let _ = r.args().count();
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,7 +5,12 @@
 /// Logs `records` records of the mix from the calling thread, `worker` being
 /// its number.
 pub fn log_mixed(worker: u64, records: u64) {
-    for i in 0..records {
+    log_mixed_range(worker, 0..records);
+}
+
+/// Records `range` of [`log_mixed`]'s sequence.
+pub fn log_mixed_range(worker: u64, range: std::ops::Range<u64>) {
+    for i in range {
         match i % 4 {
             0 | 1 => nanolog::info!("Hello World # {}", i),
             2 => nanolog::info!("Starting backup replica garbage collector thread"),

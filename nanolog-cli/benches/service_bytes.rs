@@ -263,13 +263,26 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Count and bytes (frames included) of each kind of entry (FORMAT.md).
+/// Count and bytes (frames included) of each kind of entry (FORMAT.md);
+/// the entries inside BLOCK entries counted at their inflated size, and
+/// the blocks themselves at theirs.
 fn entries_by_tag(file: &[u8]) -> std::collections::BTreeMap<&'static str, (u64, u64)> {
     let mut by = std::collections::BTreeMap::new();
-    let mut at = 48;
-    while at + 9 <= file.len() {
-        let tag = file[at];
-        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap_or_default()) as usize;
+    count_entries(&file[48.min(file.len())..], &mut by, false);
+    by
+}
+
+fn count_entries(
+    entries: &[u8],
+    by: &mut std::collections::BTreeMap<&'static str, (u64, u64)>,
+    in_block: bool,
+) {
+    let mut at = 0;
+    while at + 9 <= entries.len() {
+        let tag = entries[at];
+        let len =
+            u32::from_le_bytes(entries[at + 1..at + 5].try_into().unwrap_or_default()) as usize;
+        let body = entries.get(at + 9..at + 9 + len).unwrap_or(&[]);
         let name = match tag {
             1 => "SITE",
             2 => "THREAD",
@@ -282,12 +295,36 @@ fn entries_by_tag(file: &[u8]) -> std::collections::BTreeMap<&'static str, (u64,
             9 => "CONTEXT",
             10 => "SET",
             11 => "STRINGS",
+            12 => "BLOCK (compressed, as written)",
             _ => "other",
+        };
+        let name = match (in_block, tag) {
+            (true, 3) => "EXTENT (in blocks, inflated)",
+            (true, 8) => "SPAN (in blocks, inflated)",
+            (true, 11) => "STRINGS (in blocks, inflated)",
+            (true, _) => "other (in blocks, inflated)",
+            _ => name,
         };
         let e = by.entry(name).or_insert((0, 0));
         e.0 += 1;
         e.1 += 9 + len as u64;
+        // BLOCK: codec 1 (LZ4), the raw size, the LZ4 block.
+        if tag == 12 && body.first() == Some(&1) {
+            let mut pos = 1;
+            let mut raw = 0usize;
+            let mut shift = 0;
+            while let Some(&b) = body.get(pos) {
+                raw |= usize::from(b & 0x7f) << shift;
+                shift += 7;
+                pos += 1;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+            if let Ok(inner) = lz4_flex::block::decompress(&body[pos..], raw) {
+                count_entries(&inner, by, true);
+            }
+        }
         at += 9 + len;
     }
-    by
 }

@@ -378,8 +378,9 @@ fn write_groups(
     let mut rows: Vec<(&Key, &Row)> = groups.iter().collect();
     rows.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0)));
     let total: u64 = rows.iter().map(|r| r.1.count).sum();
-    // "Share" is of the files' bytes: what each group costs on disk.
-    let file_bytes: u64 = plan.files.iter().map(|f| f.valid_len() as u64).sum();
+    // "Share" is of the files' entries, uncompressed: what each group
+    // costs of the log (its records' own bytes against all the entries').
+    let file_bytes: u64 = plan.files.iter().map(|f| f.raw_len() as u64).sum();
     match format {
         Format::Text => {
             let what = group_name(plan.by);

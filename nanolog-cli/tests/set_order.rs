@@ -147,9 +147,10 @@ fn a_follower_reads_every_file_of_a_fast_rolling_set_once() {
     let _s = serial();
     let d = dir("fast");
     let base = d.join("app.nlog");
+    // (3 KiB files: over 2,000 of them, with the batches compressed.)
     let logger = nanolog::Logger::builder()
         .path(&base)
-        .rotate_bytes(4 << 10)
+        .rotate_bytes(3 << 10)
         .start()
         .unwrap();
     log(0..1);

@@ -44,6 +44,7 @@ const NAPS: u32 = 4;
 pub(crate) struct Config {
     pub(crate) wake_delay: Duration,
     pub(crate) clock_interval: Duration,
+    pub(crate) compress: bool,
     pub(crate) mirror: Option<Mirror>,
 }
 
@@ -266,7 +267,21 @@ struct State {
     strings: crate::intern::Interner,
     /// The SPAN entries `out` needs, one entry for the write.
     spans_out: dict::SpanBatch,
+    /// Batches written once the rings are drained go into the file as one
+    /// compressed BLOCK entry (`Builder::compress`).
+    compress: bool,
+    /// The write about to be made is one the flusher has time to compress:
+    /// its last pass found few records (or the logger is stopping).
+    caught_up: bool,
+    /// A batch's entries in one piece, and the BLOCK entry made of them
+    /// (kept for their memory).
+    raw: Vec<u8>,
+    block: Vec<u8>,
 }
+
+/// A batch smaller than this is written as it is (a block of it would
+/// save a few bytes at most).
+const MIN_BLOCK: usize = 256;
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
 /// producer waits for it forever.
@@ -339,6 +354,10 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         // (A text mirror decodes what is compacted against the table too.)
         strings: crate::intern::Interner::new(),
         spans_out: dict::SpanBatch::default(),
+        compress: config.compress,
+        caught_up: false,
+        raw: Vec::new(),
+        block: Vec::new(),
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -388,7 +407,13 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         let aged = !cfg!(loom) && now.wrapping_sub(f.st.last_write) > write_every;
         if n == 0 || urgent || aged {
             f.st.last_write = now;
+            // A batch written when the flusher has caught up with its
+            // producers (a pass of fewer than NAP_BELOW records, after
+            // which it naps) may be compressed; one written while the rings
+            // keep it busy is not (its time goes to the rings then).
+            f.st.caught_up = n < NAP_BELOW;
             f.st.write_out();
+            f.st.caught_up = false;
         }
         if sync_ticket > synced {
             f.st.sync();
@@ -402,6 +427,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             let st = &mut f.st;
             st.writer.close_entries(&mut st.out, st.out_records);
             st.closing = true;
+            st.caught_up = true;
             st.write_out();
             st.sync();
             // Only the tickets this last pass covered (loaded before it
@@ -576,7 +602,21 @@ impl State {
         }
         self.strings.put_pending(&mut head);
         self.spans_out.put_entry(&mut head);
-        let result = self.writer.write(&head, &self.out, self.out_records);
+        let packed =
+            self.compress && self.caught_up && head.len() + self.out.len() >= MIN_BLOCK && {
+                self.raw.clear();
+                self.raw.extend_from_slice(&head);
+                self.raw.extend_from_slice(&self.out);
+                self.block.clear();
+                crate::wire::block::put_block(&mut self.block, &self.raw)
+            };
+        let (result, written) = if packed {
+            let r = self.writer.write(&[], &self.block, self.out_records);
+            (r, self.block.len())
+        } else {
+            let r = self.writer.write(&head, &self.out, self.out_records);
+            (r, head.len() + self.out.len())
+        };
         head.clear();
         self.defs = head;
         match result {
@@ -591,7 +631,7 @@ impl State {
                 self.shared
                     .counters
                     .bytes_written
-                    .fetch_add(self.out.len() as u64, Ordering::Relaxed);
+                    .fetch_add(written as u64, Ordering::Relaxed);
             }
             Err(e) => {
                 // (A pending gap's marker was in the failed batch: it stays

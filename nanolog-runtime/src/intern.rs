@@ -168,7 +168,7 @@ impl Interner {
 
     /// The table as a reader sees it, to decode what was compacted with it.
     pub(crate) fn strings(&self) -> Strings<'_> {
-        Strings::tagged(&self.arena, &self.spans)
+        Strings::tagged(&self.arena, &[], &self.spans)
     }
 }
 

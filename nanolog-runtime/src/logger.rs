@@ -31,6 +31,7 @@ pub struct Builder {
     pub(crate) wake_delay: Duration,
     pub(crate) clock_interval: Duration,
     pub(crate) flush_on_signals: bool,
+    compress: bool,
     mirror: Option<mirror::Config>,
     /// `console`: no file, the mirror is the output.
     console: bool,
@@ -50,6 +51,7 @@ impl Default for Builder {
             wake_delay: Duration::from_millis(1),
             clock_interval: Duration::from_secs(1),
             flush_on_signals: false,
+            compress: true,
             console: false,
         }
     }
@@ -393,6 +395,31 @@ impl Builder {
         self
     }
 
+    /// Whether the flusher compresses what it writes (default `true`): each
+    /// batch written once the rings are drained goes into the file as one
+    /// LZ4 block when that makes it smaller (FORMAT.md, BLOCK), so the
+    /// file is about a third smaller for a service's events. The work is
+    /// the flusher's alone, and only when it has caught up with the rings:
+    /// while records keep coming faster than it writes, it writes them as
+    /// they are, so compression never slows a call or makes one wait.
+    /// `false` writes every batch as it is.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-compress-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .compress(false)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
+    pub fn compress(mut self, on: bool) -> Self {
+        self.compress = on;
+        self
+    }
+
     /// How often the flusher records a fresh (tick, wall clock) pair (default 1 s).
     ///
     /// ```
@@ -487,6 +514,7 @@ impl Builder {
         let config = flusher::Config {
             wake_delay: self.wake_delay,
             clock_interval: self.clock_interval,
+            compress: self.compress,
             mirror,
         };
         let s2 = Arc::clone(&shared);

@@ -245,9 +245,7 @@ fn records_through(file: &[u8]) -> Option<u64> {
     };
     let mut kinds: Vec<Option<Vec<wire::format::ArgKind>>> = Vec::new();
     let (mut before, mut end, mut counted) = (None, None, 0u64);
-    let mut pos = wire::HEADER_LEN;
-    while let Frame::Ok { tag: t, body } = frame_at(file, pos) {
-        pos += wire::FRAME_LEN + body.len();
+    let mut entry = |t: u8, body: &[u8]| {
         // An END counts the file only as its last entry.
         end = None;
         match t {
@@ -267,6 +265,28 @@ fn records_through(file: &[u8]) -> Option<u64> {
                 counted += wire::extent::count_records(body, kinds_of, &strings);
             }
             _ => {}
+        }
+    };
+    let mut pos = wire::HEADER_LEN;
+    let mut raw = Vec::new();
+    while let Frame::Ok { tag: t, body } = frame_at(file, pos) {
+        pos += wire::FRAME_LEN + body.len();
+        if t != tag::BLOCK || header.version < 4 {
+            entry(t, body);
+            continue;
+        }
+        // A block's entries; damage in it ends the walk, as in the file.
+        raw.clear();
+        if wire::block::get_block(body, &mut raw).is_err() {
+            break;
+        }
+        let mut at = 0;
+        while let Frame::Ok { tag: t, body } = frame_at(&raw, at) {
+            at += wire::FRAME_LEN + body.len();
+            entry(t, body);
+        }
+        if at < raw.len() {
+            break;
         }
     }
     Some(before? + end.unwrap_or(counted))

@@ -292,7 +292,9 @@ impl Sink for Shipper {
         use nanolog_runtime::reader::Warning;
         let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
         let bytes = match w {
-            Warning::SkippedCorrupt { len, .. } | Warning::TornTail { len, .. } => *len as u64,
+            Warning::SkippedCorrupt { len, .. }
+            | Warning::TornTail { len, .. }
+            | Warning::BadBlock { len, .. } => *len as u64,
             _ => 0,
         };
         self.send_note(&w.to_string(), &[("nanolog.corrupt_bytes", bytes)])

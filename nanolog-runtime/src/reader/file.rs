@@ -83,14 +83,17 @@ impl ContextIds {
 }
 
 impl Item {
-    /// Where the entry lies in the file (an extent's body, a DROP entry).
-    pub(crate) fn offset(&self) -> usize {
+    /// Where the entry lies: an extent's body, a DROP entry; a position
+    /// in the file, or in a block's inflated bytes (see [`INFLATED`]).
+    fn at(&self) -> usize {
         match *self {
             Item::Extent { start, .. } => start,
             Item::Drop { offset, .. } => offset,
         }
     }
 }
+
+use crate::wire::block::INFLATED;
 
 /// A context as indexed: a span entered inside its parent.
 #[derive(Debug, Clone)]
@@ -245,6 +248,14 @@ pub struct LogFile {
     end_records: Option<u64>,
     /// What DROP entries hold, in file order (see `Item::Drop`).
     drops: Vec<DropInfo>,
+    /// The entries of the file's BLOCK entries, inflated one after
+    /// another: positions from [`INFLATED`] on.
+    inflated: Vec<u8>,
+    /// Per block: where its entries start (a position from [`INFLATED`] on)
+    /// and where its body starts in the file, in file order.
+    blocks: Vec<(usize, usize)>,
+    /// Bytes of the BLOCK entries read (frames included).
+    block_bytes: usize,
     /// While indexing: the index (plus one) of each live context id ...
     span_ids: ContextIds,
     /// ... and each thread's current context.
@@ -451,6 +462,9 @@ impl LogFile {
             strs: Vec::new(),
             end_records: None,
             drops: Vec::new(),
+            inflated: Vec::new(),
+            blocks: Vec::new(),
+            block_bytes: 0,
             span_ids: Default::default(),
             thread_ctx: Default::default(),
         };
@@ -687,9 +701,87 @@ impl LogFile {
                     self.thread_ctx.insert(thread, ix);
                 }
             }
+            tag::BLOCK if self.header.version >= 4 && start < INFLATED => {
+                self.block(body, start, end, pairs);
+            }
             // An entry of a later minor revision: checksummed, so skip it.
             _ => {}
         }
+    }
+
+    /// Indexes the entries of the BLOCK whose body is `[start, end)` of
+    /// the file, from its inflated bytes.
+    fn block(&mut self, body: &[u8], start: usize, end: usize, pairs: &mut Vec<(u64, i64)>) {
+        // Inflated onto the end of the file's inflated bytes (taken out
+        // while its entries are indexed, which needs `self`).
+        let mut inflated = std::mem::take(&mut self.inflated);
+        let at = inflated.len();
+        if let Err(e) = wire::block::get_block(body, &mut inflated) {
+            self.inflated = inflated;
+            self.warnings.push(Warning::BadBlock {
+                path: self.path.clone(),
+                offset: start,
+                len: end - start,
+                codec: match e {
+                    wire::block::BlockError::Codec(c) => Some(c),
+                    wire::block::BlockError::Damaged => None,
+                },
+            });
+            return;
+        }
+        let raw = &inflated[at..];
+        let base = INFLATED + at;
+        self.blocks.push((base, start));
+        self.block_bytes += wire::FRAME_LEN + (end - start);
+        let (clock_end, warned) = (self.clock_end, self.warnings.len());
+        let mut pos = 0;
+        while pos < raw.len() {
+            match frame_at(raw, pos) {
+                Frame::Ok { tag: t, body } => {
+                    let body_start = pos + wire::FRAME_LEN;
+                    let body_end = body_start + body.len();
+                    self.entry(t, body, base + body_start, base + body_end, pairs);
+                    pos = body_end;
+                }
+                // Checksummed as a whole, yet not whole entries inside: the
+                // rest of the block is skipped.
+                Frame::Truncated | Frame::Bad => {
+                    self.warnings.push(Warning::SkippedCorrupt {
+                        path: self.path.clone(),
+                        offset: start,
+                        len: end - start,
+                        to_end: false,
+                    });
+                    break;
+                }
+            }
+        }
+        // Said of the block's place in the file.
+        if self.clock_end != clock_end {
+            self.clock_end = end;
+        }
+        for w in &mut self.warnings[warned..] {
+            if let Warning::MalformedSite { offset, .. } = w {
+                *offset = start;
+            }
+        }
+        self.inflated = inflated;
+    }
+
+    /// Where position `at` lies in the file: itself, or for a position in
+    /// a block's inflated bytes, where the block's body starts.
+    pub(crate) fn file_offset(&self, at: usize) -> usize {
+        if at < INFLATED {
+            return at;
+        }
+        let i = self.blocks.partition_point(|&(base, _)| base <= at);
+        i.checked_sub(1).map_or(0, |i| self.blocks[i].1)
+    }
+
+    /// Where an item lies in the file (for an item in a block, where the
+    /// block's body starts): what batches, cursors and offset filters go by.
+    pub(crate) fn offset_of(&self, it: &Item) -> usize {
+        self.file_offset(it.at())
     }
 
     /// Indexes a context: `args_at` is where its arguments start in the file.
@@ -709,7 +801,7 @@ impl LogFile {
     #[inline]
     pub(crate) fn strings(&self) -> Strings<'_> {
         if self.header.version >= 3 {
-            Strings::tagged(&self.data, &self.strs)
+            Strings::tagged(&self.data, &self.inflated, &self.strs)
         } else {
             Strings::UNTAGGED
         }
@@ -920,11 +1012,15 @@ impl LogFile {
     /// `max_offset` it selects whole extents, so a position saved between
     /// batches is never inside one.
     pub fn batch_end(&self, from: usize, max_bytes: usize) -> usize {
-        let first = self.order.partition_point(|(_, it)| it.offset() < from);
+        let first = self
+            .order
+            .partition_point(|(_, it)| self.offset_of(it) < from);
         let mut bytes = 0;
         for (_, it) in &self.order[first..] {
-            if bytes >= max_bytes.max(1) {
-                return it.offset();
+            // (The entries of one block go together: they have one offset.)
+            let at = self.offset_of(it);
+            if bytes >= max_bytes.max(1) && at > from {
+                return at;
             }
             bytes += match *it {
                 Item::Extent { start, end, .. } => end - start,
@@ -942,13 +1038,22 @@ impl LogFile {
             .count()
     }
 
+    /// The file's length with its compressed blocks counted at their
+    /// inflated size: what its entries take uncompressed (the size of the
+    /// same file written with `Builder::compress(false)`, near enough).
+    pub fn raw_len(&self) -> usize {
+        self.valid_len - self.block_bytes + self.inflated.len()
+    }
+
     /// The earliest tick of the file's records and drop gaps from byte
     /// `from` on (an extent's first record is its earliest), or `None` when
     /// there are none. A thread's ring can hold records from before the
     /// file began: their times lie between clock pairs of earlier files of
     /// its writer.
     pub fn first_tick(&self, from: usize) -> Option<u64> {
-        let first = self.order.partition_point(|(_, it)| it.offset() < from);
+        let first = self
+            .order
+            .partition_point(|(_, it)| self.offset_of(it) < from);
         self.order[first..]
             .iter()
             .filter_map(|(_, it)| match *it {
@@ -962,6 +1067,12 @@ impl LogFile {
 
     /// The bytes of `range` (an extent body the index points to).
     pub(super) fn bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
+        if range.start >= INFLATED {
+            return self
+                .inflated
+                .get(range.start - INFLATED..range.end.wrapping_sub(INFLATED))
+                .unwrap_or(&[]);
+        }
         self.data.get(range).unwrap_or(&[])
     }
 
@@ -981,7 +1092,7 @@ impl LogFile {
     pub(crate) fn malformed(&self, offset: usize, reason: &'static str) -> ReadError {
         ReadError::Malformed {
             path: self.path.clone(),
-            offset,
+            offset: self.file_offset(offset),
             reason,
         }
     }

@@ -159,7 +159,7 @@ impl<'a> Merge<'a> {
                         // Items are in file order: skip those before
                         // `min_offset` by bisection, not one by one (a
                         // shipper reads a large file a batch at a time).
-                        next_item: items.partition_point(|it| it.offset() < filter.min_offset),
+                        next_item: items.partition_point(|it| f.offset_of(it) < filter.min_offset),
                         extent: None,
                         done: false,
                     });
@@ -170,7 +170,7 @@ impl<'a> Merge<'a> {
         let (clocks, domains) = shared_clocks(files);
         let u_item = files.first().map_or(0, |f| {
             f.order()
-                .partition_point(|(_, it)| it.offset() < filter.min_offset)
+                .partition_point(|(_, it)| f.offset_of(it) < filter.min_offset)
         });
         Merge {
             files,
@@ -238,14 +238,14 @@ impl<'a> Merge<'a> {
     /// What a thread's next item yields: an extent to read, a gap to
     /// report, or nothing (filtered out, or before `min_offset`).
     fn open_item(&self, file: &'a LogFile, file_ix: usize, thread: u32, item: Item) -> Opened<'a> {
-        if self.past_max(&item) {
+        if self.past_max(file, &item) || file.offset_of(&item) < self.filter.min_offset {
             return Opened::Nothing;
         }
         match item {
-            Item::Extent { start, end, ctx } if start >= self.filter.min_offset => {
+            Item::Extent { start, end, ctx } => {
                 Opened::Extent(Extent::new(file, thread, start, end, ctx, Clock::Untimed))
             }
-            Item::Drop { ix, offset } if offset >= self.filter.min_offset => {
+            Item::Drop { ix, .. } => {
                 let d = file.drop_info(ix);
                 let g = Gap::stamped(&self.clocks[file_ix], thread, d.count, d.first, d.last);
                 if self.keep_gap(&g) {
@@ -254,14 +254,15 @@ impl<'a> Merge<'a> {
                     Opened::Nothing
                 }
             }
-            _ => Opened::Nothing,
         }
     }
 
     /// Whether `item` lies at or after `max_offset` (and so do the items
     /// after it in its file).
-    fn past_max(&self, item: &Item) -> bool {
-        self.filter.max_offset.is_some_and(|m| item.offset() >= m)
+    fn past_max(&self, file: &LogFile, item: &Item) -> bool {
+        self.filter
+            .max_offset
+            .is_some_and(|m| file.offset_of(item) >= m)
     }
 
     /// Advances cursor `c` to its next kept event.
@@ -293,7 +294,7 @@ impl<'a> Merge<'a> {
             };
             cur.next_item += 1;
             let (file, file_ix, thread) = (cur.file, cur.file_ix, cur.thread);
-            if self.past_max(&item) {
+            if self.past_max(file, &item) {
                 self.streams[c].done = true;
                 return None;
             }
@@ -374,11 +375,11 @@ impl<'a> Merge<'a> {
                 continue;
             }
             let next = file.order().get(self.u_item);
-            let Some(&(thread, item)) = next.filter(|(_, it)| !self.past_max(it)) else {
+            let Some(&(thread, item)) = next.filter(|(_, it)| !self.past_max(file, it)) else {
                 self.u_file += 1;
                 self.u_item = self.files.get(self.u_file).map_or(0, |f| {
                     f.order()
-                        .partition_point(|(_, it)| it.offset() < self.filter.min_offset)
+                        .partition_point(|(_, it)| f.offset_of(it) < self.filter.min_offset)
                 });
                 continue;
             };

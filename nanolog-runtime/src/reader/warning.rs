@@ -48,6 +48,19 @@ pub enum Warning {
         /// Where the entry's body starts.
         offset: usize,
     },
+    /// A compressed BLOCK entry that could not be inflated (a codec this
+    /// reader does not know, or bytes that do not inflate though their
+    /// checksum matched): the entries it holds are skipped.
+    BadBlock {
+        /// The file.
+        path: PathBuf,
+        /// Where the entry's body starts.
+        offset: usize,
+        /// Its bytes, skipped.
+        len: usize,
+        /// The codec it names, when this reader does not know it.
+        codec: Option<u8>,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -82,6 +95,28 @@ impl fmt::Display for Warning {
             Warning::MalformedSite { path, offset } => write!(
                 f,
                 "{}: malformed call-site entry at {offset}",
+                path.display()
+            ),
+            Warning::BadBlock {
+                path,
+                offset,
+                len,
+                codec: Some(c),
+            } => write!(
+                f,
+                "{}: skipped {len} bytes at offset {offset}: a block compressed with codec {c}, \
+                 which this reader does not know (a newer nanolog reads it)",
+                path.display()
+            ),
+            Warning::BadBlock {
+                path,
+                offset,
+                len,
+                codec: None,
+            } => write!(
+                f,
+                "{}: skipped {len} corrupt bytes at offset {offset}: a compressed block that \
+                 does not inflate",
                 path.display()
             ),
         }

@@ -6,6 +6,7 @@
 //! so a reader can check it and skip past anything it does not understand or
 //! that is damaged.
 
+pub mod block;
 pub mod dict;
 pub(crate) mod extent;
 pub mod format;
@@ -22,8 +23,10 @@ pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
 /// site id 0 naming the context, see FORMAT.md); version 1 files have no
 /// such records and read as before. Version 3 writes repeated strings once
 /// (STRINGS entries, a string argument's number says inline or reference)
-/// and several spans to a SPAN entry in a smaller form.
-pub const VERSION: u16 = 3;
+/// and several spans to a SPAN entry in a smaller form. Version 4 may put a
+/// batch of entries in a compressed BLOCK entry (a reader of version 3
+/// would skip it as an entry it does not know, and lose its records).
+pub const VERSION: u16 = 4;
 /// The oldest format version this crate reads.
 pub const MIN_VERSION: u16 = 1;
 /// The site id of an extent's context switch (no call site has id 0).
@@ -60,6 +63,8 @@ pub mod tag {
     pub const SET: u8 = 10;
     /// Strings the file's records refer to by id (version 3).
     pub const STRINGS: u8 = 11;
+    /// Entries compressed together (version 4).
+    pub const BLOCK: u8 = 12;
 }
 
 /// CRC-32 (IEEE) of an entry's tag, length and body.

@@ -83,6 +83,8 @@ pub struct Strings<'a> {
     /// Whether a string's number says inline or reference (version 3).
     tagged: bool,
     bytes: &'a [u8],
+    /// A file's inflated blocks (positions from `block::INFLATED` on).
+    inflated: &'a [u8],
     /// Where string `id` lies in `bytes`: `spans[id - 1]`, as (start,
     /// length); a length of `usize::MAX` for an id not defined.
     spans: &'a [(usize, usize)],
@@ -94,6 +96,7 @@ impl<'a> Strings<'a> {
     pub const UNTAGGED: Strings<'static> = Strings {
         tagged: false,
         bytes: &[],
+        inflated: &[],
         spans: &[],
     };
 
@@ -102,14 +105,18 @@ impl<'a> Strings<'a> {
     pub const TAGGED: Strings<'static> = Strings {
         tagged: true,
         bytes: &[],
+        inflated: &[],
         spans: &[],
     };
 
-    /// Version 3 with the strings at `spans` (by id, from 1) of `bytes`.
-    pub fn tagged(bytes: &'a [u8], spans: &'a [(usize, usize)]) -> Strings<'a> {
+    /// Version 3 with the strings at `spans` (by id, from 1) of `bytes`, or
+    /// of `inflated` for positions from `block::INFLATED` on (strings
+    /// defined inside BLOCK entries, version 4).
+    pub fn tagged(bytes: &'a [u8], inflated: &'a [u8], spans: &'a [(usize, usize)]) -> Strings<'a> {
         Strings {
             tagged: true,
             bytes,
+            inflated,
             spans,
         }
     }
@@ -118,7 +125,11 @@ impl<'a> Strings<'a> {
     #[inline]
     pub fn get(&self, id: u64) -> Option<&'a str> {
         let &(start, len) = self.spans.get(usize::try_from(id).ok()?.checked_sub(1)?)?;
-        let b = self.bytes.get(start..start.checked_add(len)?)?;
+        let (bytes, start) = match start.checked_sub(super::block::INFLATED) {
+            Some(at) => (self.inflated, at),
+            None => (self.bytes, start),
+        };
+        let b = bytes.get(start..start.checked_add(len)?)?;
         std::str::from_utf8(b).ok()
     }
 }

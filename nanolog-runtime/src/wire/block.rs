@@ -1,0 +1,155 @@
+//! BLOCK entries (version 4): a run of whole entries, compressed together.
+//!
+//! `codec: u8 | raw length: varint | compressed bytes`. Codec 1 is an LZ4
+//! block (the raw form of LZ4, no frame of its own: the entry's frame and
+//! checksum already say where it ends and whether it is whole). The raw
+//! bytes are entries exactly as they would stand in the file, frames and
+//! checksums included, and never another BLOCK.
+
+use super::frame::{begin_entry, end_entry};
+use super::{get_varint, put_varint, tag, MAX_BODY};
+
+/// Codec 1: an LZ4 block.
+pub const LZ4: u8 = 1;
+
+/// A reader's positions from here on are in a file's inflated blocks (the
+/// entries they hold, one block after another), not in the file: an entry
+/// inside a block has no place in the file of its own.
+pub(crate) const INFLATED: usize = 1 << (usize::BITS - 1);
+
+/// The largest raw size a block may say (a reader refuses more).
+pub const MAX_RAW: usize = MAX_BODY;
+
+/// Appends to `out` a BLOCK entry holding `raw` (whole entries), if it is
+/// smaller than `raw` is; returns whether it did (`out` is left as it was
+/// when not).
+pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) -> bool {
+    if raw.is_empty() || raw.len() > MAX_RAW {
+        return false;
+    }
+    let start = begin_entry(out, tag::BLOCK);
+    out.push(LZ4);
+    put_varint(out, raw.len() as u64);
+    let at = out.len();
+    out.resize(at + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+    match lz4_flex::block::compress_into(raw, &mut out[at..]) {
+        Ok(n) if at + n - start < raw.len() => {
+            out.truncate(at + n);
+            end_entry(out, start);
+            true
+        }
+        _ => {
+            out.truncate(start);
+            false
+        }
+    }
+}
+
+/// Why a BLOCK body could not be inflated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockError {
+    /// A codec this reader does not know.
+    Codec(u8),
+    /// The body is cut, or says a raw size over [`MAX_RAW`], or its bytes
+    /// do not inflate to the size it says.
+    Damaged,
+}
+
+/// Inflates the BLOCK body `body` onto the end of `into` (its entries, as
+/// they would stand in the file); on an error `into` is left as it was.
+pub(crate) fn get_block(body: &[u8], into: &mut Vec<u8>) -> Result<(), BlockError> {
+    let (&codec, _) = body.split_first().ok_or(BlockError::Damaged)?;
+    if codec != LZ4 {
+        return Err(BlockError::Codec(codec));
+    }
+    let mut pos = 1;
+    let raw = get_varint(body, &mut pos)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= MAX_RAW)
+        .ok_or(BlockError::Damaged)?;
+    let at = into.len();
+    into.resize(at + raw, 0);
+    match lz4_flex::block::decompress_into(&body[pos..], &mut into[at..]) {
+        Ok(n) if n == raw => Ok(()),
+        _ => {
+            into.truncate(at);
+            Err(BlockError::Damaged)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::frame::{frame_at, put_entry, Frame};
+
+    #[test]
+    fn a_block_inflates_to_the_entries_it_holds() {
+        let mut raw = Vec::new();
+        for i in 0..200u32 {
+            put_entry(&mut raw, tag::CLOCK, |b| {
+                b.extend_from_slice(&u64::from(i).to_le_bytes());
+                b.extend_from_slice(&1_795_000_000_000_000_000i64.to_le_bytes());
+            });
+        }
+        let mut out = vec![0xAA];
+        assert!(put_block(&mut out, &raw));
+        assert!(out.len() < raw.len() / 2, "{} of {}", out.len(), raw.len());
+        let Frame::Ok { tag: t, body } = frame_at(&out, 1) else {
+            panic!("not a whole entry")
+        };
+        assert_eq!(t, tag::BLOCK);
+        let mut back = vec![1, 2, 3];
+        get_block(body, &mut back).unwrap();
+        assert_eq!(back[..3], [1, 2, 3]);
+        assert_eq!(back[3..], raw);
+    }
+
+    #[test]
+    fn bytes_that_do_not_shrink_are_not_put_in_a_block() {
+        let raw: Vec<u8> = (0..64u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let mut out = vec![7];
+        assert!(!put_block(&mut out, &raw));
+        assert_eq!(out, [7]);
+    }
+
+    #[test]
+    fn damaged_or_unknown_blocks_are_refused_without_a_panic() {
+        let mut raw = Vec::new();
+        for _ in 0..50 {
+            put_entry(&mut raw, tag::THREAD, |b| {
+                b.extend_from_slice(b"\x01\x04main")
+            });
+        }
+        let mut out = Vec::new();
+        assert!(put_block(&mut out, &raw));
+        let body = &out[crate::wire::FRAME_LEN..];
+        let mut into = Vec::new();
+        assert_eq!(get_block(&[], &mut into), Err(BlockError::Damaged));
+        assert_eq!(get_block(&[9, 1, 0], &mut into), Err(BlockError::Codec(9)));
+        // A raw size past the limit is refused before any memory is taken.
+        let mut huge = vec![LZ4];
+        put_varint(&mut huge, u64::MAX);
+        assert_eq!(get_block(&huge, &mut into), Err(BlockError::Damaged));
+        // Cut anywhere, or any byte changed: an error or the same size, never
+        // a panic.
+        for cut in 0..body.len() {
+            let _ = get_block(&body[..cut], &mut into);
+            assert!(into.is_empty(), "a failed block left bytes");
+        }
+        for i in 1..body.len() {
+            for bit in [0x01, 0x10, 0x80] {
+                let mut b = body.to_vec();
+                b[i] ^= bit;
+                into.clear();
+                if get_block(&b, &mut into).is_ok() {
+                    assert_eq!(into.len(), raw.len());
+                } else {
+                    assert!(into.is_empty(), "a failed block left bytes");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! Compressed batches (format version 4, BLOCK entries): the same records
+//! as a file written without them, in fewer bytes; batches of a reader (a
+//! follower's cursor) never fall inside a block; a block a reader cannot
+//! inflate is reported and the rest of the file read.
+
+mod common;
+
+use common::{remove_with_kept, serial, temp};
+use nanolog::reader::{Event, Filter, LogFile, Merge};
+
+const ROUTES: [&str; 4] = [
+    "/api/v1/orders",
+    "/api/v1/fills",
+    "/healthz",
+    "/api/v1/quotes",
+];
+
+/// Logs a service-like workload into `path`, flushed every 100 records
+/// (so the file holds many batches); returns the records logged.
+fn write_log(path: &std::path::Path, compress: bool) -> u64 {
+    remove_with_kept(path);
+    let logger = nanolog::Logger::builder()
+        .path(path)
+        .compress(compress)
+        .start()
+        .unwrap();
+    const N: u64 = 5_000;
+    for i in 0..N {
+        let route = ROUTES[(i % 4) as usize];
+        let _s = nanolog::span!("request", route = route, user = "ann");
+        nanolog::info!("served {} in {} us status={}", route, 100 + i % 37, 200);
+        if i % 100 == 99 {
+            logger.flush().unwrap();
+        }
+    }
+    drop(logger);
+    N
+}
+
+/// The tags of the entries at the top level of `file` (blocks not opened).
+fn tags(file: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    let mut at = 48;
+    while at + 9 <= file.len() {
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+        v.push(file[at]);
+        at += 9 + len;
+    }
+    v
+}
+
+fn messages(log: &LogFile) -> Vec<String> {
+    let mut v: Vec<String> = log
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            let mut s = r.message();
+            for span in r.spans() {
+                span.render(&mut s);
+            }
+            format!("{} {}", r.tick(), s)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn compressed_and_plain_files_hold_the_same_records() {
+    let _s = serial();
+    let (plain, packed) = (temp("blocks-plain"), temp("blocks-packed"));
+    let n = write_log(&plain, false);
+    write_log(&packed, true);
+    let (p, c) = (
+        std::fs::read(&plain).unwrap(),
+        std::fs::read(&packed).unwrap(),
+    );
+    assert!(!tags(&p).contains(&12), "compress(false) wrote a block");
+    let blocks = tags(&c).iter().filter(|&&t| t == 12).count();
+    assert!(blocks > 10, "{blocks} blocks");
+    // Far smaller (measured here: about 60% of the plain file's size).
+    assert!(c.len() * 4 < p.len() * 3, "{} against {}", c.len(), p.len());
+    let (lp, lc) = (
+        LogFile::open(&plain).unwrap(),
+        LogFile::open(&packed).unwrap(),
+    );
+    assert!(lc.warnings().is_empty(), "{:?}", lc.warnings());
+    assert!(lc.is_complete());
+    // Each file's records, spans and strings: only the ticks differ.
+    let strip = |v: Vec<String>| -> Vec<String> {
+        let mut v: Vec<String> = v
+            .into_iter()
+            .map(|s| s.split_once(' ').unwrap().1.to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let (mp, mc) = (strip(messages(&lp)), strip(messages(&lc)));
+    assert_eq!(mc.len() as u64, n);
+    assert_eq!(mp, mc);
+    // What the file is uncompressed: about the plain file's size.
+    let raw = lc.raw_len() as f64;
+    assert!(
+        (raw / p.len() as f64 - 1.0).abs() < 0.2,
+        "{raw} vs {}",
+        p.len()
+    );
+    remove_with_kept(&plain);
+    remove_with_kept(&packed);
+}
+
+/// A reader taking the file in batches (as `ship` and a follower's cursor
+/// do) gets every record once: a batch ends between blocks, never in one.
+#[test]
+fn batches_of_a_compressed_file_take_every_record_once() {
+    let _s = serial();
+    let path = temp("blocks-batches");
+    let n = write_log(&path, true);
+    let log = LogFile::open(&path).unwrap();
+    let all = messages(&log);
+    assert_eq!(all.len() as u64, n);
+    for max_bytes in [1, 100, 1000, 10_000] {
+        let mut got = Vec::new();
+        let mut from = 0;
+        let mut batches = 0;
+        while from < log.valid_len() {
+            let to = log.batch_end(from, max_bytes);
+            assert!(to > from, "a batch from {from} makes no progress");
+            let filter = Filter {
+                min_offset: from,
+                max_offset: Some(to),
+                ..Filter::default()
+            };
+            for ev in Merge::unsorted(std::slice::from_ref(&log), filter) {
+                if let Event::Record(r) = ev {
+                    let mut s = r.message();
+                    for span in r.spans() {
+                        span.render(&mut s);
+                    }
+                    got.push(format!("{} {}", r.tick(), s));
+                }
+            }
+            batches += 1;
+            from = to;
+        }
+        got.sort();
+        assert_eq!(got, all, "batches of {max_bytes} bytes");
+        // (Small batches: one a block at least, and there are over 10.)
+        let least = if max_bytes <= 100 { 10 } else { 1 };
+        assert!(batches > least, "{batches} batches of {max_bytes} bytes");
+    }
+    remove_with_kept(&path);
+}
+
+/// A block of a codec this reader does not know (a later writer's) is
+/// skipped with a warning that says so; the file's other blocks read.
+#[test]
+fn a_block_of_an_unknown_codec_is_reported_and_skipped() {
+    let _s = serial();
+    let path = temp("blocks-codec");
+    let n = write_log(&path, true);
+    let mut file = std::fs::read(&path).unwrap();
+    // The third block's codec byte, its checksum made good again.
+    let mut at = 48;
+    let mut seen = 0;
+    loop {
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+        if file[at] == 12 {
+            seen += 1;
+            if seen == 3 {
+                file[at + 9] = 9;
+                let crc = nanolog_runtime::wire::entry_crc(12, &file[at + 9..at + 9 + len]);
+                file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
+                break;
+            }
+        }
+        at += 9 + len;
+    }
+    let log = LogFile::from_bytes("codec.nlog", file).unwrap();
+    let said: Vec<String> = log.warnings().iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("codec 9, which this reader does not know"),
+        "{said:?}"
+    );
+    let read = log.records().filter(|r| r.is_ok()).count() as u64;
+    assert!(read < n && read > n / 2, "{read} of {n}");
+    remove_with_kept(&path);
+}
