@@ -14,7 +14,8 @@
 //! logging thread and from two (each making half the calls). The first row,
 //! `floor`, is the least a call can cost under the same protocol: a TSC read
 //! and a 16-byte store into a 1 MiB buffer, no logger.
-//! `cargo bench --bench table3` (`NANOLOG_T3_SCALE=10` divides the counts).
+//! `cargo bench --bench table3` (`NANOLOG_T3_SCALE=10` divides the counts;
+//! `NANOLOG_T3_COMPRESS=0` turns the flusher's compression off).
 
 #[macro_use]
 mod common;
@@ -82,6 +83,8 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(3)
         .max(1);
+    // NANOLOG_T3_COMPRESS=0: the flusher writes every batch as it is.
+    let compress = std::env::var("NANOLOG_T3_COMPRESS").map_or(true, |v| v != "0");
     let dir = std::env::temp_dir();
     let hz = nanolog_runtime::clock::ticks_per_second();
     let ns = |ticks: u64| ticks as f64 * 1e9 / hz;
@@ -103,7 +106,11 @@ fn main() {
         let path = dir.join(format!("nanolog-table3-{name}-{}.nlog", std::process::id()));
 
         // Latency.
-        let logger = Logger::builder().path(&path).start().expect("start");
+        let logger = Logger::builder()
+            .path(&path)
+            .compress(compress)
+            .start()
+            .expect("start");
         op(4_194_304 / scale);
         logger.flush().expect("flush");
         let samples = (1_000_000 / scale) as usize;
@@ -119,7 +126,11 @@ fn main() {
             // kept as a finished file, would hold its page cache, and on this
             // VM fresh guest pages cost a host fault each (see BENCHMARKS.md).
             remove_set(&path);
-            let logger = Logger::builder().path(&path).start().expect("start");
+            let logger = Logger::builder()
+                .path(&path)
+                .compress(compress)
+                .start()
+                .expect("start");
             let t = Instant::now();
             op(n);
             logger.flush().expect("flush");
@@ -135,7 +146,11 @@ fn main() {
         let mut rates2 = Vec::new();
         for _ in 0..runs {
             remove_set(&path);
-            let logger = Logger::builder().path(&path).start().expect("start");
+            let logger = Logger::builder()
+                .path(&path)
+                .compress(compress)
+                .start()
+                .expect("start");
             let t = Instant::now();
             std::thread::scope(|s| {
                 for _ in 0..2 {

@@ -16,7 +16,8 @@ const ROUTES: [&str; 4] = [
 ];
 
 /// Logs a service-like workload into `path`, flushed every 100 records
-/// (so the file holds many batches); returns the records logged.
+/// with a pause after (so the file holds many batches, and the flusher has
+/// the time to compress them); returns the records logged.
 fn write_log(path: &std::path::Path, compress: bool) -> u64 {
     remove_with_kept(path);
     let logger = nanolog::Logger::builder()
@@ -31,6 +32,7 @@ fn write_log(path: &std::path::Path, compress: bool) -> u64 {
         nanolog::info!("served {} in {} us status={}", route, 100 + i % 37, 200);
         if i % 100 == 99 {
             logger.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
     drop(logger);

@@ -24,6 +24,9 @@ struct Fixtures {
     main: PathBuf,
     /// Written with `OnFull::Drop` into a tiny ring: has gaps.
     drops: PathBuf,
+    /// Written 100 records at a time, with pauses: many batches (compressed
+    /// blocks, the flusher having time).
+    batches: PathBuf,
 }
 
 fn fixtures() -> &'static Fixtures {
@@ -86,7 +89,22 @@ fn build() -> Fixtures {
     let dropped = logger.stats().dropped;
     drop(logger);
     assert!(dropped > 0, "the drops fixture dropped nothing");
-    Fixtures { dir, main, drops }
+    let batches = dir.join("batches.nlog");
+    let logger = nanolog::Logger::builder().path(&batches).start().unwrap();
+    for i in 0..3_000u64 {
+        nanolog::info!(target: "orders", "order {id} filled at {px}", id = i, px = i as f64 / 8.0);
+        if i % 100 == 99 {
+            logger.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    drop(logger);
+    Fixtures {
+        dir,
+        main,
+        drops,
+        batches,
+    }
 }
 
 /// `nanolog export --format parquet --output OUT EXTRA... INPUT`, which must succeed.
@@ -330,9 +348,11 @@ fn hostile_and_truncated_inputs_get_the_same_clean_error_as_decode() {
         assert_eq!(es.lines().count(), 1, "{name}: {es}");
         assert!(!es.contains("panicked"), "{name}: {es}");
     }
-    // A torn tail: everything up to the last whole record, with a warning.
+    // A torn tail: everything up to the last whole entry (a batch, in a
+    // compressed file), with a warning.
+    let batches = std::fs::read(&f.batches).unwrap();
     let torn = bad.join("torn.nlog");
-    std::fs::write(&torn, &good[..good.len() * 2 / 3 + 3]).unwrap();
+    std::fs::write(&torn, &batches[..batches.len() * 2 / 3 + 3]).unwrap();
     let out = bad.join("torn.parquet");
     let e = export_parquet(&out, &[], &torn);
     assert!(String::from_utf8_lossy(&e.stderr).contains("warning"));

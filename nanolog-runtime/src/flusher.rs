@@ -271,7 +271,8 @@ struct State {
     /// compressed BLOCK entry (`Builder::compress`).
     compress: bool,
     /// The write about to be made is one the flusher has time to compress:
-    /// its last pass found few records (or the logger is stopping).
+    /// it works less than [`DUTY_COMPRESS`] of its time (or the logger is
+    /// stopping).
     caught_up: bool,
     /// A batch's entries in one piece, and the BLOCK entry made of them
     /// (kept for their memory).
@@ -282,6 +283,15 @@ struct State {
 /// A batch smaller than this is written as it is (a block of it would
 /// save a few bytes at most).
 const MIN_BLOCK: usize = 256;
+/// A batch larger than this is written as it is: a flusher that finds this
+/// much at once is busy, and compressing it (about 0.2 ms for 128 KiB) would
+/// be time the rings wait for.
+const MAX_BLOCK: usize = 128 << 10;
+/// Batches are compressed while the flusher works less than this share of
+/// its time (in 1/1024ths): half.
+const DUTY_COMPRESS: u64 = 512;
+/// The time over which the flusher's share of work is averaged.
+const DUTY_SPAN: Duration = Duration::from_millis(1);
 
 /// Marks the logger stopped when the flusher exits, even by panic, so no
 /// producer waits for it forever.
@@ -366,6 +376,11 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     f.st.clock_pair();
     let mut idle = 0u32;
     let (mut flushed, mut synced) = (0u64, 0u64);
+    // The share of its time the flusher works, in 1/1024ths, averaged over
+    // about its last DUTY_SPAN (each pass's share: from its start to its
+    // nap, against from its start to the next pass's start).
+    let (mut duty, mut last_start, mut last_work) = (0u64, 0u64, 0u64);
+    let duty_span = ((DUTY_SPAN.as_secs_f64() * hz) as u64).max(1);
     let write_every = (WRITE_EVERY.as_secs_f64() * hz) as u64;
     loop {
         f.st.shared.heartbeat.fetch_add(1, Ordering::Relaxed);
@@ -382,6 +397,16 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         // Spans closed before the rings' tails are read below: once they
         // are drained, no record can need them.
         let pass_start = clock::now();
+        if last_start != 0 {
+            // The last pass's share, weighed by its length against
+            // DUTY_SPAN: a pass as long as that (an idle flusher's sleep)
+            // sets the average alone.
+            let cycle = pass_start.wrapping_sub(last_start).max(1);
+            let sample = (last_work.min(cycle) * 1024 / cycle) as i64;
+            let weight = (cycle.min(duty_span) * 1024 / duty_span) as i64;
+            duty = (duty as i64 + (sample - duty as i64) * weight / 1024) as u64;
+        }
+        last_start = pass_start;
         if crate::span::take_closed_flag() {
             f.st.book.closed = crate::span::table(|t| std::mem::take(&mut t.closed));
         }
@@ -407,11 +432,11 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         let aged = !cfg!(loom) && now.wrapping_sub(f.st.last_write) > write_every;
         if n == 0 || urgent || aged {
             f.st.last_write = now;
-            // A batch written when the flusher has caught up with its
-            // producers (a pass of fewer than NAP_BELOW records, after
-            // which it naps) may be compressed; one written while the rings
-            // keep it busy is not (its time goes to the rings then).
-            f.st.caught_up = n < NAP_BELOW;
+            // A batch may be compressed while the flusher works less than
+            // half its time; busier, its time goes to the rings. (The
+            // compression counts in its work: it turns itself off before
+            // it could make a producer wait.)
+            f.st.caught_up = !cfg!(loom) && duty < DUTY_COMPRESS;
             f.st.write_out();
             f.st.caught_up = false;
         }
@@ -446,6 +471,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             });
             return;
         }
+        last_work = clock::now().wrapping_sub(pass_start);
         if n > 0 {
             idle = 0;
             if n < NAP_BELOW && !urgent {
@@ -602,8 +628,10 @@ impl State {
         }
         self.strings.put_pending(&mut head);
         self.spans_out.put_entry(&mut head);
-        let packed =
-            self.compress && self.caught_up && head.len() + self.out.len() >= MIN_BLOCK && {
+        let packed = self.compress
+            && self.caught_up
+            && (MIN_BLOCK..=MAX_BLOCK).contains(&(head.len() + self.out.len()))
+            && {
                 self.raw.clear();
                 self.raw.extend_from_slice(&head);
                 self.raw.extend_from_slice(&self.out);

@@ -395,14 +395,13 @@ impl Builder {
         self
     }
 
-    /// Whether the flusher compresses what it writes (default `true`): each
-    /// batch written once the rings are drained goes into the file as one
-    /// LZ4 block when that makes it smaller (FORMAT.md, BLOCK), so the
-    /// file is about a third smaller for a service's events. The work is
-    /// the flusher's alone, and only when it has caught up with the rings:
-    /// while records keep coming faster than it writes, it writes them as
-    /// they are, so compression never slows a call or makes one wait.
-    /// `false` writes every batch as it is.
+    /// Whether the flusher compresses what it writes (default `true`): a
+    /// batch goes into the file as one LZ4 block when that makes it smaller
+    /// (FORMAT.md, BLOCK), so the file is about a quarter smaller for a
+    /// service's events. The work is the flusher's alone, and only while it works
+    /// less than half its time (its compressing counted): busier, it
+    /// writes batches as they are, so compression never slows a call or
+    /// makes one wait for ring space. `false` writes every batch as it is.
     ///
     /// ```
     /// # use nanolog_runtime as nanolog;
