@@ -1278,3 +1278,87 @@ fn a_ship_begun_deep_in_a_set_times_records_as_decode_of_the_whole_set() {
     assert!(differ.is_empty(), "shipped times not decode's: {differ:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A set of thousands of files: `ship --once` sends each record once,
+/// from the oldest file and from a cursor 100 files from the end, in a
+/// bounded time (each file costs the few around it, not the set).
+#[test]
+fn a_set_of_thousands_of_files_ships_each_record_once() {
+    let _s = serial();
+    let d = dir("thousands");
+    const N: u64 = 1_600_000;
+    // Written as they are (the number of files then does not depend on
+    // how much the flusher compressed).
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(1 << 10)
+        .compress(false)
+        .start()
+        .unwrap();
+    for i in 0..N {
+        nanolog::info!("rec {}", i);
+    }
+    drop(logger);
+    let files = nanolog_runtime::finished_files(&base).unwrap();
+    assert!(files.len() > 2_000, "{} files", files.len());
+    let numbers = |got: &[collector::Got]| -> Vec<u64> {
+        let mut v: Vec<u64> = got
+            .iter()
+            .map(|g| g.body.strip_prefix("rec ").unwrap().parse().unwrap())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+
+    let c = Collector::start();
+    let mut child = ship(&["--endpoint", &c.endpoint(), "--once", p(&base)]);
+    let status = wait(&mut child, 300, "ship --once of the whole set");
+    let err = stderr_of(&mut child);
+    assert!(status.success(), "{err}");
+    assert_eq!(numbers(&c.records()), (0..N).collect::<Vec<_>>(), "{err}");
+
+    // From the start of the 100th file from the end: what that file and
+    // the ones after it hold, once.
+    let (from, _) = &files[files.len() - 100];
+    let log = nanolog_runtime::reader::LogFile::open(from).unwrap();
+    let first = log
+        .records()
+        .map(|r| r.unwrap().message())
+        .map(|m| m.strip_prefix("rec ").unwrap().parse::<u64>().unwrap())
+        .min()
+        .unwrap();
+    let h = log.header();
+    let cursor = d.join("cursor");
+    let identity = std::fs::canonicalize(&d).unwrap().join("app.nlog");
+    std::fs::write(
+        &cursor,
+        format!(
+            "nanolog-cursor-v2 {} {} 0 {} {}\n",
+            h.pid,
+            h.base_unix_ns,
+            log.seq().unwrap(),
+            identity.display()
+        ),
+    )
+    .unwrap();
+    let c = Collector::start();
+    let mut child = ship(&[
+        "--endpoint",
+        &c.endpoint(),
+        "--once",
+        "--cursor",
+        p(&cursor),
+        p(&base),
+    ]);
+    let status = wait(&mut child, 120, "ship --once of the last 100 files");
+    let err = stderr_of(&mut child);
+    assert!(status.success(), "{err}");
+    // One writer thread: its records are in the files in order.
+    assert_eq!(
+        numbers(&c.records()),
+        (first..N).collect::<Vec<_>>(),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
