@@ -1215,20 +1215,7 @@ fn a_ship_begun_deep_in_a_set_times_records_as_decode_of_the_whole_set() {
     // The cursor: the start of a file after the step.
     let (from, _) = &files[files.len() * 3 / 4];
     let log = nanolog_runtime::reader::LogFile::open(from).unwrap();
-    let h = log.header();
-    let cursor = d.join("cursor");
-    let identity = std::fs::canonicalize(&d).unwrap().join("app.nlog");
-    std::fs::write(
-        &cursor,
-        format!(
-            "nanolog-cursor-v2 {} {} 0 {} {}\n",
-            h.pid,
-            h.base_unix_ns,
-            log.seq().unwrap(),
-            identity.display()
-        ),
-    )
-    .unwrap();
+    let cursor = cursor_at_start_of(&d, &log);
     // What makes the test: files shipped whose records begin before their
     // own first clock pair (read by pairs of the files before them).
     let shipped_files: Vec<PathBuf> = whole_set(&base)
@@ -1328,20 +1315,7 @@ fn a_set_of_thousands_of_files_ships_each_record_once() {
         .map(|m| m.strip_prefix("rec ").unwrap().parse::<u64>().unwrap())
         .min()
         .unwrap();
-    let h = log.header();
-    let cursor = d.join("cursor");
-    let identity = std::fs::canonicalize(&d).unwrap().join("app.nlog");
-    std::fs::write(
-        &cursor,
-        format!(
-            "nanolog-cursor-v2 {} {} 0 {} {}\n",
-            h.pid,
-            h.base_unix_ns,
-            log.seq().unwrap(),
-            identity.display()
-        ),
-    )
-    .unwrap();
+    let cursor = cursor_at_start_of(&d, &log);
     let c = Collector::start();
     let mut child = ship(&[
         "--endpoint",
@@ -1361,4 +1335,24 @@ fn a_set_of_thousands_of_files_ships_each_record_once() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A cursor (at `d/cursor`) at the start of `log`, a file of the set at
+/// `d/app.nlog`, written as a follower saves one.
+fn cursor_at_start_of(d: &Path, log: &nanolog_runtime::reader::LogFile) -> PathBuf {
+    let h = log.header();
+    let cursor = d.join("cursor");
+    let identity = std::fs::canonicalize(d).unwrap().join("app.nlog");
+    std::fs::write(
+        &cursor,
+        format!(
+            "nanolog-cursor-v2 {} {} 0 {} {}\n",
+            h.pid,
+            h.base_unix_ns,
+            log.seq().unwrap(),
+            identity.display()
+        ),
+    )
+    .unwrap();
+    cursor
 }
