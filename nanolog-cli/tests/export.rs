@@ -453,19 +453,36 @@ fn partitioned_export_writes_hive_directories_by_utc_hour() {
 /// header's base time and every CLOCK pair; entries re-checksummed) and
 /// whose writer's pid is `pid`: the same records, hours and days back.
 fn shifted_copy(src: &Path, dst: &Path, hours: i64, pid: u32) {
-    use nanolog_runtime::wire::{self, dict, header::Header};
+    use nanolog_runtime::wire::header::Header;
     let b = std::fs::read(src).unwrap();
     let shift = hours * 3_600_000_000_000;
     let mut h = Header::decode(&b[..48]).unwrap();
     h.base_unix_ns -= shift;
     h.pid = pid;
     let mut out = h.encode().to_vec();
-    let mut at = 48;
-    while at + 9 <= b.len() {
-        let tag = b[at];
-        let len = u32::from_le_bytes(b[at + 1..at + 5].try_into().unwrap()) as usize;
-        let mut body = b[at + 9..at + 9 + len].to_vec();
-        if tag == 4 {
+    copy_shifted(&b[48..], shift, &mut out);
+    std::fs::write(dst, out).unwrap();
+}
+
+/// Appends the entries `entries` to `out` with their CLOCK pairs `shift` ns
+/// earlier; a compressed block's entries are written out of it.
+fn copy_shifted(entries: &[u8], shift: i64, out: &mut Vec<u8>) {
+    use nanolog_runtime::wire::{self, dict};
+    let mut at = 0;
+    while at + 9 <= entries.len() {
+        let tag = entries[at];
+        let len = u32::from_le_bytes(entries[at + 1..at + 5].try_into().unwrap()) as usize;
+        let mut body = entries[at + 9..at + 9 + len].to_vec();
+        at += 9 + len;
+        if tag == wire::tag::BLOCK {
+            assert_eq!(body[0], wire::block::LZ4);
+            let mut pos = 1;
+            let raw = wire::get_varint(&body, &mut pos).unwrap() as usize;
+            let inner = lz4_flex::block::decompress(&body[pos..], raw).unwrap();
+            copy_shifted(&inner, shift, out);
+            continue;
+        }
+        if tag == wire::tag::CLOCK {
             let (tick, ns) = dict::get_clock(&body).unwrap();
             body.clear();
             dict::put_clock(&mut body, tick, ns - shift);
@@ -474,9 +491,7 @@ fn shifted_copy(src: &Path, dst: &Path, hours: i64, pid: u32) {
         out.extend_from_slice(&(body.len() as u32).to_le_bytes());
         out.extend_from_slice(&wire::entry_crc(tag, &body).to_le_bytes());
         out.extend_from_slice(&body);
-        at += 9 + len;
     }
-    std::fs::write(dst, out).unwrap();
 }
 
 /// `export --partition-by hour` read by DuckDB (CONTRACT §14) with
