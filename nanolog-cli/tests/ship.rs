@@ -70,6 +70,20 @@ fn decoded(base: &Path) -> Vec<Json> {
         .collect()
 }
 
+/// Each record's message and time (`ts_ns`) in `decode --format json` of
+/// the whole set at `base` (its messages unique).
+fn decoded_times(base: &Path) -> std::collections::HashMap<String, u64> {
+    decoded(base)
+        .iter()
+        .map(|v| {
+            (
+                v["msg"].as_str().unwrap().to_owned(),
+                v["ts_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 fn int(v: &Option<V>) -> i64 {
     match v {
         Some(V::IntValue(i)) => *i,
@@ -1145,21 +1159,7 @@ fn times_shipped_at_the_live_edge_equal_decodes_of_the_finished_set() {
     let _ = child.wait();
     let got = c.records();
     assert_eq!(got.len(), 6_001, "{}", stderr_of(&mut child));
-    let mut args = vec!["decode", "--format", "json"];
-    let files = whole_set(&base);
-    args.extend(files.iter().map(|f| p(f)));
-    let out = succeed(&args);
-    let decoded: std::collections::HashMap<String, u64> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: Json = serde_json::from_str(l).unwrap();
-            (
-                v["msg"].as_str().unwrap().to_owned(),
-                v["ts_ns"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let decoded = decoded_times(&base);
     let differ = got
         .iter()
         .filter(|g| decoded.get(&g.body) != Some(&g.time_ns))
@@ -1244,15 +1244,7 @@ fn a_ship_begun_deep_in_a_set_times_records_as_decode_of_the_whole_set() {
     let status = wait(&mut child, 120, "ship --once");
     let err = stderr_of(&mut child);
     assert!(status.success(), "ship failed: {err}");
-    let decoded: std::collections::HashMap<String, u64> = decoded(&base)
-        .iter()
-        .map(|v| {
-            (
-                v["msg"].as_str().unwrap().to_owned(),
-                v["ts_ns"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let decoded = decoded_times(&base);
     assert_eq!(decoded.len(), 40_000);
     let got = c.records();
     assert!(got.len() > 5_000, "{} records shipped: {err}", got.len());

@@ -267,13 +267,16 @@ struct State {
     strings: crate::intern::Interner,
     /// The SPAN entries `out` needs, one entry for the write.
     spans_out: dict::SpanBatch,
-    /// Batches written once the rings are drained go into the file as one
-    /// compressed BLOCK entry (`Builder::compress`).
+    /// Batches go into the file as one compressed BLOCK entry while the
+    /// flusher has the time (`Builder::compress`).
     compress: bool,
-    /// The write about to be made is one the flusher has time to compress:
-    /// it works less than [`DUTY_COMPRESS`] of its time (or the logger is
-    /// stopping).
-    caught_up: bool,
+    /// The share of its time the flusher works, in 1/1024ths, averaged over
+    /// about its last [`DUTY_SPAN`] (each pass's share: from its start to
+    /// its nap, against from its start to the next pass's start). Below
+    /// [`DUTY_COMPRESS`] it compresses; busier, its time goes to the rings
+    /// (the compressing counts in its work, so it turns itself off before it
+    /// could make a producer wait).
+    duty: u64,
     /// A batch's entries in one piece, and the BLOCK entry made of them
     /// (kept for their memory).
     raw: Vec<u8>,
@@ -284,8 +287,8 @@ struct State {
 /// save a few bytes at most).
 const MIN_BLOCK: usize = 256;
 /// A batch larger than this is written as it is: a flusher that finds this
-/// much at once is busy, and compressing it (about 0.2 ms for 128 KiB) would
-/// be time the rings wait for.
+/// much at once is busy, and compressing it (0.16 ms for 128 KiB of
+/// extents here) would be time the rings wait for.
 const MAX_BLOCK: usize = 128 << 10;
 /// Batches are compressed while the flusher works less than this share of
 /// its time (in 1/1024ths): half.
@@ -365,7 +368,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         strings: crate::intern::Interner::new(),
         spans_out: dict::SpanBatch::default(),
         compress: config.compress,
-        caught_up: false,
+        duty: 0,
         raw: Vec::new(),
         block: Vec::new(),
     };
@@ -376,10 +379,9 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     f.st.clock_pair();
     let mut idle = 0u32;
     let (mut flushed, mut synced) = (0u64, 0u64);
-    // The share of its time the flusher works, in 1/1024ths, averaged over
-    // about its last DUTY_SPAN (each pass's share: from its start to its
-    // nap, against from its start to the next pass's start).
-    let (mut duty, mut last_start, mut last_work) = (0u64, 0u64, 0u64);
+    // The flusher's duty cycle (`State::duty`): the last pass's start, and
+    // how long it worked.
+    let (mut last_start, mut last_work) = (0u64, 0u64);
     let duty_span = ((DUTY_SPAN.as_secs_f64() * hz) as u64).max(1);
     let write_every = (WRITE_EVERY.as_secs_f64() * hz) as u64;
     loop {
@@ -404,7 +406,8 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             let cycle = pass_start.wrapping_sub(last_start).max(1);
             let sample = (last_work.min(cycle) * 1024 / cycle) as i64;
             let weight = (cycle.min(duty_span) * 1024 / duty_span) as i64;
-            duty = (duty as i64 + (sample - duty as i64) * weight / 1024) as u64;
+            let duty = f.st.duty as i64;
+            f.st.duty = (duty + (sample - duty) * weight / 1024) as u64;
         }
         last_start = pass_start;
         if crate::span::take_closed_flag() {
@@ -432,13 +435,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         let aged = !cfg!(loom) && now.wrapping_sub(f.st.last_write) > write_every;
         if n == 0 || urgent || aged {
             f.st.last_write = now;
-            // A batch may be compressed while the flusher works less than
-            // half its time; busier, its time goes to the rings. (The
-            // compression counts in its work: it turns itself off before
-            // it could make a producer wait.)
-            f.st.caught_up = !cfg!(loom) && duty < DUTY_COMPRESS;
             f.st.write_out();
-            f.st.caught_up = false;
         }
         if sync_ticket > synced {
             f.st.sync();
@@ -452,7 +449,6 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             let st = &mut f.st;
             st.writer.close_entries(&mut st.out, st.out_records);
             st.closing = true;
-            st.caught_up = true;
             st.write_out();
             st.sync();
             // Only the tickets this last pass covered (loaded before it
@@ -628,8 +624,10 @@ impl State {
         }
         self.strings.put_pending(&mut head);
         self.spans_out.put_entry(&mut head);
+        // (Not under loom: the duty cycle is measured by the clock.)
         let packed = self.compress
-            && self.caught_up
+            && !cfg!(loom)
+            && self.duty < DUTY_COMPRESS
             && (MIN_BLOCK..=MAX_BLOCK).contains(&(head.len() + self.out.len()))
             && {
                 self.raw.clear();

@@ -235,7 +235,7 @@ pub(crate) fn records_through_last(base: &Path) -> u64 {
 /// its SET entry counts those before it. Damage ends the walk: the records
 /// after it are not counted.
 fn records_through(file: &[u8]) -> Option<u64> {
-    use wire::frame::{frame_at, Frame};
+    use wire::frame::Entries;
     use wire::{dict, tag};
     let header = Header::decode(file).ok()?;
     let strings = if header.version >= 3 {
@@ -267,10 +267,8 @@ fn records_through(file: &[u8]) -> Option<u64> {
             _ => {}
         }
     };
-    let mut pos = wire::HEADER_LEN;
     let mut raw = Vec::new();
-    while let Frame::Ok { tag: t, body } = frame_at(file, pos) {
-        pos += wire::FRAME_LEN + body.len();
+    for (_, t, body) in Entries::new(file, wire::HEADER_LEN) {
         if t != tag::BLOCK || header.version < 4 {
             entry(t, body);
             continue;
@@ -280,12 +278,9 @@ fn records_through(file: &[u8]) -> Option<u64> {
         if wire::block::get_block(body, &mut raw).is_err() {
             break;
         }
-        let mut at = 0;
-        while let Frame::Ok { tag: t, body } = frame_at(&raw, at) {
-            at += wire::FRAME_LEN + body.len();
-            entry(t, body);
-        }
-        if at < raw.len() {
+        let mut inner = Entries::new(&raw, 0);
+        inner.by_ref().for_each(|(_, t, body)| entry(t, body));
+        if inner.pos < raw.len() {
             break;
         }
     }

@@ -10,9 +10,10 @@ use super::map::{load, load_open, Data};
 use super::time::TimeMap;
 use super::warning::Warning;
 use crate::text::render;
+use crate::wire::block::INFLATED;
 use crate::wire::dict::SiteEntry;
 use crate::wire::format::ArgKind;
-use crate::wire::frame::{frame_at, Frame};
+use crate::wire::frame::{frame_at, Entries, Frame};
 use crate::wire::header::{Header, HeaderError};
 use crate::wire::record::{with_values, Strings};
 use crate::wire::{self, dict, tag};
@@ -92,8 +93,6 @@ impl Item {
         }
     }
 }
-
-use crate::wire::block::INFLATED;
 
 /// A context as indexed: a span entered inside its parent.
 #[derive(Debug, Clone)]
@@ -734,27 +733,19 @@ impl LogFile {
         self.blocks.push((base, start));
         self.block_bytes += wire::FRAME_LEN + (end - start);
         let (clock_end, warned) = (self.clock_end, self.warnings.len());
-        let mut pos = 0;
-        while pos < raw.len() {
-            match frame_at(raw, pos) {
-                Frame::Ok { tag: t, body } => {
-                    let body_start = pos + wire::FRAME_LEN;
-                    let body_end = body_start + body.len();
-                    self.entry(t, body, base + body_start, base + body_end, pairs);
-                    pos = body_end;
-                }
-                // Checksummed as a whole, yet not whole entries inside: the
-                // rest of the block is skipped.
-                Frame::Truncated | Frame::Bad => {
-                    self.warnings.push(Warning::SkippedCorrupt {
-                        path: self.path.clone(),
-                        offset: start,
-                        len: end - start,
-                        to_end: false,
-                    });
-                    break;
-                }
-            }
+        let mut entries = Entries::new(raw, 0);
+        for (at, t, body) in entries.by_ref() {
+            self.entry(t, body, base + at, base + at + body.len(), pairs);
+        }
+        if entries.pos < raw.len() {
+            // Checksummed as a whole, yet not whole entries inside: the
+            // rest of the block is skipped.
+            self.warnings.push(Warning::SkippedCorrupt {
+                path: self.path.clone(),
+                offset: start,
+                len: end - start,
+                to_end: false,
+            });
         }
         // Said of the block's place in the file.
         if self.clock_end != clock_end {

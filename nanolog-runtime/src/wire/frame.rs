@@ -70,3 +70,31 @@ pub(crate) fn frame_at(data: &[u8], pos: usize) -> Frame<'_> {
     }
     Frame::Ok { tag: t, body }
 }
+
+/// The whole entries of `data` from `pos` on, as (where the body starts,
+/// tag, body), up to the first that is not whole ([`Entries::pos`] says
+/// where that is: `data.len()` when every entry was whole).
+pub(crate) struct Entries<'a> {
+    data: &'a [u8],
+    /// Where the next entry starts.
+    pub(crate) pos: usize,
+}
+
+impl<'a> Entries<'a> {
+    pub(crate) fn new(data: &'a [u8], pos: usize) -> Entries<'a> {
+        Entries { data, pos }
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = (usize, u8, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let Frame::Ok { tag, body } = frame_at(self.data, self.pos) else {
+            return None;
+        };
+        let start = self.pos + FRAME_LEN;
+        self.pos = start + body.len();
+        Some((start, tag, body))
+    }
+}
