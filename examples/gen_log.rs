@@ -1,5 +1,6 @@
 //! Writes a benchmark log: `cargo run --release --example gen_log -- PATH THREADS TOTAL`
-//! (`NANOLOG_GEN_PACE_US=N`: paced, see below).
+//! (`NANOLOG_GEN_PACE_US=N`: paced, see below; `NANOLOG_GEN_COMPRESS=0`: no
+//! compressed batches, to compare the same log's two forms).
 //! Each thread logs TOTAL/THREADS records of the mix in `common/workload.rs`.
 
 #[path = "common/workload.rs"]
@@ -14,7 +15,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(10_000_000);
-    let logger = nanolog::Logger::builder().path(&path).start()?;
+    let compress = std::env::var("NANOLOG_GEN_COMPRESS").map_or(true, |v| v != "0");
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(compress)
+        .start()?;
     // NANOLOG_GEN_PACE_US=N: each thread pauses N µs after every 1,000
     // records, so the flusher keeps up and compresses its batches (a
     // service's pace); without it the threads log flat out.

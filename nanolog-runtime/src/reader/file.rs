@@ -6,11 +6,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
+use super::inflate;
 use super::map::{load, load_open, Data};
 use super::time::TimeMap;
 use super::warning::Warning;
 use crate::text::render;
-use crate::wire::block::INFLATED;
+use crate::wire::block::{BlockError, INFLATED};
 use crate::wire::dict::SiteEntry;
 use crate::wire::format::ArgKind;
 use crate::wire::frame::{frame_at, Entries, Frame};
@@ -208,6 +209,16 @@ pub struct ThreadInfo {
     pub name: String,
 }
 
+/// What the first pass of a scan finds at the top level of a file.
+enum Top {
+    /// A whole entry of tag `tag`, its body `[start, end)`.
+    Entry { tag: u8, start: usize, end: usize },
+    /// A whole BLOCK entry, its body `[start, end)`.
+    Block { start: usize, end: usize },
+    /// Damage skipped, or a torn tail.
+    Warn(Warning),
+}
+
 /// The most string ids a file may define (see STRINGS in FORMAT.md).
 const MAX_STRING_IDS: usize = 1 << 20;
 
@@ -253,8 +264,10 @@ pub struct LogFile {
     /// Per block: where its entries start (a position from [`INFLATED`] on)
     /// and where its body starts in the file, in file order.
     blocks: Vec<(usize, usize)>,
-    /// Bytes of the BLOCK entries read (frames included).
+    /// Bytes of the BLOCK entries read (frames included) ...
     block_bytes: usize,
+    /// ... and what they inflated to.
+    block_raw: usize,
     /// While indexing: the index (plus one) of each live context id ...
     span_ids: ContextIds,
     /// ... and each thread's current context.
@@ -403,6 +416,7 @@ impl LogFile {
     /// Whether the file shrank while it was being read (another program
     /// truncated it): bytes past its new end read as zeros, and records
     /// in them are reported as errors instead of being decoded.
+    #[inline]
     pub fn shrank(&self) -> bool {
         self.data.faulted()
     }
@@ -464,6 +478,7 @@ impl LogFile {
             inflated: Vec::new(),
             blocks: Vec::new(),
             block_bytes: 0,
+            block_raw: 0,
             span_ids: Default::default(),
             thread_ctx: Default::default(),
         };
@@ -512,26 +527,98 @@ impl LogFile {
             .collect();
     }
 
+    /// Indexes the file's entries from `from` on, in three passes: the
+    /// whole entries at its top level (resynchronising past damage), then
+    /// the inflation of all their BLOCKs at once (see `inflate`), then the
+    /// entries in file order, a block's in its place.
     fn scan(&mut self, from: usize, pairs: &mut Vec<(u64, i64)>) {
         // Moved out while indexing, so `entry` can update `self`.
         let owned = std::mem::replace(&mut self.data, Data::Owned(Vec::new()));
         let data = &owned[..];
+        let tops = self.frames(data, from);
+        let mut jobs = Vec::new();
+        // Per BLOCK, in file order: its job, or why it has none.
+        let mut blocks = Vec::new();
+        for top in &tops {
+            if let Top::Block { start, end } = *top {
+                blocks.push(
+                    wire::block::block_parts(&data[start..end]).map(|(raw, packed)| {
+                        jobs.push(inflate::Job { packed, raw });
+                        raw
+                    }),
+                );
+            }
+        }
+        let mut inflated = std::mem::take(&mut self.inflated);
+        let mut at = inflated.len();
+        let mut inflating = inflate::inflate_all(&jobs, &mut inflated).into_iter();
+        let mut blocks = blocks.into_iter();
+        for top in tops {
+            match top {
+                Top::Warn(w) => self.warnings.push(w),
+                Top::Entry { tag: t, start, end } => {
+                    self.entry(t, &data[start..end], start, end, pairs)
+                }
+                Top::Block { start, end } => {
+                    // Its entries say whether the file ended cleanly.
+                    self.clean_end = false;
+                    let inflated_ok = match blocks.next() {
+                        Some(Ok(raw)) => {
+                            let range = at..at + raw;
+                            at += raw;
+                            inflating
+                                .next()
+                                .unwrap_or(Err(BlockError::Damaged))
+                                .map(|()| range)
+                        }
+                        Some(Err(e)) => Err(e),
+                        None => Err(BlockError::Damaged),
+                    };
+                    match inflated_ok {
+                        Ok(range) => {
+                            self.block(&inflated[range.clone()], range.start, start, end, pairs)
+                        }
+                        Err(e) => self.warnings.push(Warning::BadBlock {
+                            path: self.path.clone(),
+                            offset: start,
+                            len: end - start,
+                            codec: match e {
+                                BlockError::Codec(c) => Some(c),
+                                BlockError::Damaged => None,
+                            },
+                        }),
+                    }
+                }
+            }
+        }
+        self.inflated = inflated;
+        self.data = owned;
+    }
+
+    /// The whole entries of `data` from `from` on at the top level of the
+    /// file, with the damage skipped between them; sets `valid_len`.
+    fn frames(&mut self, data: &[u8], from: usize) -> Vec<Top> {
+        let mut tops = Vec::new();
         let mut pos = from;
         let mut skipped_from: Option<usize> = None;
         while pos < data.len() {
             match frame_at(data, pos) {
                 Frame::Ok { tag: t, body } => {
                     if let Some(from) = skipped_from.take() {
-                        self.warnings.push(Warning::SkippedCorrupt {
+                        tops.push(Top::Warn(Warning::SkippedCorrupt {
                             path: self.path.clone(),
                             offset: from,
                             len: pos - from,
                             to_end: false,
-                        });
+                        }));
                     }
-                    let body_start = pos + wire::FRAME_LEN;
-                    let end = body_start + body.len();
-                    self.entry(t, body, body_start, end, pairs);
+                    let start = pos + wire::FRAME_LEN;
+                    let end = start + body.len();
+                    tops.push(if t == tag::BLOCK && self.header.version >= 4 {
+                        Top::Block { start, end }
+                    } else {
+                        Top::Entry { tag: t, start, end }
+                    });
                     pos = end;
                     self.valid_len = end;
                 }
@@ -545,11 +632,11 @@ impl LogFile {
                         pos += 1;
                         continue;
                     }
-                    self.warnings.push(Warning::TornTail {
+                    tops.push(Top::Warn(Warning::TornTail {
                         path: self.path.clone(),
                         offset: pos,
                         len: data.len() - pos,
-                    });
+                    }));
                     break;
                 }
                 Frame::Bad => {
@@ -561,14 +648,14 @@ impl LogFile {
             }
         }
         if let Some(from) = skipped_from {
-            self.warnings.push(Warning::SkippedCorrupt {
+            tops.push(Top::Warn(Warning::SkippedCorrupt {
                 path: self.path.clone(),
                 offset: from,
                 len: data.len() - from,
                 to_end: true,
-            });
+            }));
         }
-        self.data = owned;
+        tops
     }
 
     fn entry(&mut self, t: u8, body: &[u8], start: usize, end: usize, pairs: &mut Vec<(u64, i64)>) {
@@ -700,38 +787,25 @@ impl LogFile {
                     self.thread_ctx.insert(thread, ix);
                 }
             }
-            tag::BLOCK if self.header.version >= 4 && start < INFLATED => {
-                self.block(body, start, end, pairs);
-            }
             // An entry of a later minor revision: checksummed, so skip it.
             _ => {}
         }
     }
 
     /// Indexes the entries of the BLOCK whose body is `[start, end)` of
-    /// the file, from its inflated bytes.
-    fn block(&mut self, body: &[u8], start: usize, end: usize, pairs: &mut Vec<(u64, i64)>) {
-        // Inflated onto the end of the file's inflated bytes (taken out
-        // while its entries are indexed, which needs `self`).
-        let mut inflated = std::mem::take(&mut self.inflated);
-        let at = inflated.len();
-        if let Err(e) = wire::block::get_block(body, &mut inflated) {
-            self.inflated = inflated;
-            self.warnings.push(Warning::BadBlock {
-                path: self.path.clone(),
-                offset: start,
-                len: end - start,
-                codec: match e {
-                    wire::block::BlockError::Codec(c) => Some(c),
-                    wire::block::BlockError::Damaged => None,
-                },
-            });
-            return;
-        }
-        let raw = &inflated[at..];
+    /// the file, inflated to `raw`, at `at` of the file's inflated bytes.
+    fn block(
+        &mut self,
+        raw: &[u8],
+        at: usize,
+        start: usize,
+        end: usize,
+        pairs: &mut Vec<(u64, i64)>,
+    ) {
         let base = INFLATED + at;
         self.blocks.push((base, start));
         self.block_bytes += wire::FRAME_LEN + (end - start);
+        self.block_raw += raw.len();
         let (clock_end, warned) = (self.clock_end, self.warnings.len());
         let mut entries = Entries::new(raw, 0);
         for (at, t, body) in entries.by_ref() {
@@ -756,7 +830,6 @@ impl LogFile {
                 *offset = start;
             }
         }
-        self.inflated = inflated;
     }
 
     /// Where position `at` lies in the file: itself, or for a position in
@@ -1033,7 +1106,7 @@ impl LogFile {
     /// inflated size: what its entries take uncompressed (the size of the
     /// same file written with `Builder::compress(false)`, near enough).
     pub fn raw_len(&self) -> usize {
-        self.valid_len - self.block_bytes + self.inflated.len()
+        self.valid_len - self.block_bytes + self.block_raw
     }
 
     /// The earliest tick of the file's records and drop gaps from byte

@@ -31,6 +31,7 @@ pub(super) enum Data {
 
 impl Data {
     /// Whether some bytes read as zeros because the file shrank under us.
+    #[inline]
     pub(super) fn faulted(&self) -> bool {
         match self {
             Data::Map(m) => m.faulted(),
@@ -167,6 +168,7 @@ impl GuardedMap {
 
     /// Whether a read of this map faulted: the file shrank while we read it,
     /// and some bytes read as zeros instead of the file's.
+    #[inline]
     pub(crate) fn faulted(&self) -> bool {
         // Relaxed: the fault is counted by the handler on the thread that
         // made the faulting read, before that read completes, so a check by

@@ -19,6 +19,7 @@
 mod error;
 mod extent;
 mod file;
+mod inflate;
 mod map;
 mod merge;
 mod record;

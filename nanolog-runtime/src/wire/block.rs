@@ -55,27 +55,40 @@ pub enum BlockError {
     Damaged,
 }
 
-/// Inflates the BLOCK body `body` onto the end of `into` (its entries, as
-/// they would stand in the file); on an error `into` is left as it was.
-pub(crate) fn get_block(body: &[u8], into: &mut Vec<u8>) -> Result<(), BlockError> {
+/// The parts of the BLOCK body `body`: the raw size it says and its
+/// compressed bytes. A raw size over [`MAX_RAW`], or over what LZ4 can
+/// make of that many bytes (under 256 bytes a byte), is damage: refused
+/// before any memory is taken for it.
+pub(crate) fn block_parts(body: &[u8]) -> Result<(usize, &[u8]), BlockError> {
     let (&codec, _) = body.split_first().ok_or(BlockError::Damaged)?;
     if codec != LZ4 {
         return Err(BlockError::Codec(codec));
     }
     let mut pos = 1;
+    let packed = body.len() - pos;
     let raw = get_varint(body, &mut pos)
         .and_then(|n| usize::try_from(n).ok())
-        .filter(|&n| n <= MAX_RAW)
+        .filter(|&n| n <= MAX_RAW && n <= packed.saturating_mul(256))
         .ok_or(BlockError::Damaged)?;
+    Ok((raw, &body[pos..]))
+}
+
+/// Inflates a block's compressed bytes into `out`, which is as long as the
+/// raw size the block says: an error unless they fill it exactly.
+pub(crate) fn inflate(packed: &[u8], out: &mut [u8]) -> Result<(), BlockError> {
+    match lz4_flex::block::decompress_into(packed, out) {
+        Ok(n) if n == out.len() => Ok(()),
+        _ => Err(BlockError::Damaged),
+    }
+}
+
+/// Inflates the BLOCK body `body` onto the end of `into` (its entries, as
+/// they would stand in the file); on an error `into` is left as it was.
+pub(crate) fn get_block(body: &[u8], into: &mut Vec<u8>) -> Result<(), BlockError> {
+    let (raw, packed) = block_parts(body)?;
     let at = into.len();
     into.resize(at + raw, 0);
-    match lz4_flex::block::decompress_into(&body[pos..], &mut into[at..]) {
-        Ok(n) if n == raw => Ok(()),
-        _ => {
-            into.truncate(at);
-            Err(BlockError::Damaged)
-        }
-    }
+    inflate(packed, &mut into[at..]).inspect_err(|_| into.truncate(at))
 }
 
 #[cfg(test)]
