@@ -12,6 +12,7 @@ mod info;
 mod output;
 #[cfg(feature = "parquet")]
 mod parquet_out;
+mod percentile;
 #[cfg(feature = "ship")]
 mod ship;
 mod stats;
