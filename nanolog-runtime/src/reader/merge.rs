@@ -343,7 +343,11 @@ impl<'a> Merge<'a> {
         // that ran alone for a while), no heap operation is needed.
         let key = self.current?;
         let c = key.5;
-        let ev = self.pending[c].take()?;
+        // Copied out, not taken: `take` wrote a `None` over the 72-byte slot
+        // and read it back at once, a store-forwarding stall that was half
+        // the merge's own time. The slot is overwritten below, or cleared
+        // when the cursor ends.
+        let ev = self.pending[c]?;
         match self.advance(c) {
             Some(next) => {
                 let k = self.key(c, &next);
@@ -356,7 +360,10 @@ impl<'a> Merge<'a> {
                     _ => self.current = Some(k),
                 }
             }
-            None => self.current = self.heap.pop().map(|Reverse(k)| k),
+            None => {
+                self.pending[c] = None;
+                self.current = self.heap.pop().map(|Reverse(k)| k);
+            }
         }
         Some(ev)
     }
