@@ -256,6 +256,71 @@ fn a_truncated_live_file_begins_again_and_keeps_what_follows() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `copytruncate` while spans are open: the records after the truncation
+/// still show the spans they are in. The new file holds its own definitions
+/// of them (as a roll's does), though they were written to the old one
+/// before it was cut, and of the spans made after it at call sites the old
+/// file had defined.
+#[test]
+fn a_truncated_live_file_keeps_the_spans_of_its_records() {
+    let _s = serial();
+    let d = dir("truncate-spans");
+    let base = d.join("app.nlog");
+    let logger = Logger::builder().path(&base).start().unwrap();
+    let outer = nanolog::span!("request", id = 7u64);
+    let inner = nanolog::span!("db", table = "users");
+    // Records in a span per 100, from one call site.
+    let chunks = |range: std::ops::Range<u64>| {
+        for first in range.step_by(100) {
+            let _c = nanolog::span!("chunk", first);
+            for i in first..first + 100 {
+                nanolog::info!("writer {} record {}", 0u64, i);
+            }
+            nanolog::flush().unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    chunks(0..300);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&base)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    chunks(300..600);
+    drop(inner);
+    nanolog::info!("writer {} record {}", 0u64, 600u64);
+    drop(outer);
+    nanolog::info!("writer {} record {}", 0u64, 601u64);
+    drop(logger);
+    let f = LogFile::open(&base).unwrap();
+    assert!(f.warnings().is_empty(), "{:?}", f.warnings());
+    let mut seen = 0;
+    for rec in f.records() {
+        let rec = rec.unwrap();
+        let Some(Value::Uint(i)) = rec.arg(1) else {
+            panic!("unexpected record {}", rec.message())
+        };
+        let mut spans = String::new();
+        for sp in rec.spans() {
+            sp.render(&mut spans);
+            spans.push(';');
+        }
+        let want = match i {
+            600 => "request{id=7};".to_owned(),
+            601 => String::new(),
+            _ => format!(
+                "request{{id=7}};db{{table=\"users\"}};chunk{{first={}}};",
+                i / 100 * 100
+            ),
+        };
+        assert_eq!(spans, want, "record {i}");
+        seen += 1;
+    }
+    assert!(seen >= 300, "{seen} records after the truncation");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// `rm` of the live file: within about a second the writer starts a fresh
 /// file at the path; what it wrote into the deleted file in between is
 /// counted lost, in `Stats` and in the new file, and the last record

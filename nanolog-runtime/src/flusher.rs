@@ -147,14 +147,25 @@ struct Known {
     tracing: bool,
     /// Its field values from each version's tick on, the first from 0.
     versions: Vec<KnownVersion>,
-    /// Its SPAN entries in the current file: (generation, version tick,
-    /// parent context, context).
-    entries: Vec<(u64, u64, u32, u32)>,
+    /// Its SPAN entries in the current file.
+    entries: Vec<Written>,
     /// Spans in the book whose parent it is: a `nanolog::span!` exited
     /// before its children is kept until they are forgotten.
     children: u32,
     /// A `nanolog::span!` exited (and past the pass after its exit).
     exited: bool,
+}
+
+/// A SPAN entry of a span, in the file of generation `generation`: the
+/// version of tick `vtick`, under context `parent`, as context `ctx`, said
+/// to begin at `from`.
+#[derive(Debug, Clone, Copy)]
+struct Written {
+    generation: u64,
+    vtick: u64,
+    parent: u32,
+    ctx: u32,
+    from: u64,
 }
 
 impl Book {
@@ -571,7 +582,9 @@ impl State {
                     .fetch_add(header_len, Ordering::Relaxed);
                 self.add_lost(lost);
                 // The new file must read on its own: a clock pair and every
-                // dictionary entry `out` refers to, before `out`.
+                // dictionary entry `out` refers to, ahead of the batch's own
+                // (`defs`: sites new to the file, which SPAN entries may
+                // use as well as the sites written before).
                 let mut head = Vec::new();
                 let (tick, ns) = clock::pair();
                 dict::put_clock_entry(&mut head, tick, ns);
@@ -583,11 +596,55 @@ impl State {
                 for (&id, name) in &self.thread_names {
                     put_entry(&mut head, tag::THREAD, |b| dict::put_thread(b, id, name));
                 }
-                self.out.splice(0..0, head);
+                self.defs.splice(0..0, head);
                 // Strings defined in the file that was replaced: all again.
                 self.strings.rewrite_all();
+                self.respan();
             }
             Err(e) => self.file_error(e),
+        }
+    }
+
+    /// After the live file began again in place: every SPAN entry of this
+    /// file once more, with the contexts it had, in the order they were
+    /// made (a parent's before its children's). `out` and the records to
+    /// come refer to them by those contexts; the entries themselves went
+    /// with the file's old bytes.
+    fn respan(&mut self) {
+        self.spans_out.clear();
+        let generation = self.file_generation;
+        let mut all: Vec<(u64, Written)> = self
+            .book
+            .spans
+            .iter()
+            .flat_map(|(&k, sp)| {
+                sp.entries
+                    .iter()
+                    .filter(|e| e.generation == generation)
+                    .map(move |e| (k, *e))
+            })
+            .collect();
+        all.sort_unstable_by_key(|(_, e)| e.ctx);
+        for (k, e) in all {
+            let Some(v) = self
+                .book
+                .spans
+                .get(&k)
+                .and_then(|sp| sp.versions.iter().find(|v| v.tick == e.vtick))
+            else {
+                continue;
+            };
+            let (site, raw) = (v.site, Arc::clone(&v.raw));
+            let kinds = self.sites.get(site as usize).and_then(Option::as_deref);
+            let kinds = kinds.map_or(&[][..], |r| &r.kinds[..]);
+            let strings = &mut self.strings;
+            self.spans_out.push(e.ctx, e.parent, site, e.from, |b| {
+                let at = b.len();
+                if record::compact_with(kinds, &raw, b, strings).is_none() {
+                    // (Checked when the version was taken, and written so.)
+                    b.truncate(at);
+                }
+            });
         }
     }
 
@@ -1079,8 +1136,8 @@ impl State {
             let found = sp
                 .entries
                 .iter()
-                .find(|e| e.0 == generation && e.1 == vtick && e.2 == ctx)
-                .map(|e| e.3);
+                .find(|e| e.generation == generation && e.vtick == vtick && e.parent == ctx)
+                .map(|e| e.ctx);
             let c = match found {
                 Some(c) => c,
                 None => {
@@ -1110,8 +1167,14 @@ impl State {
                             b.truncate(at);
                         }
                     });
-                    sp.entries.retain(|e| e.0 == generation);
-                    sp.entries.push((generation, vtick, ctx, c));
+                    sp.entries.retain(|e| e.generation == generation);
+                    sp.entries.push(Written {
+                        generation,
+                        vtick,
+                        parent: ctx,
+                        ctx: c,
+                        from,
+                    });
                     c
                 }
             };
