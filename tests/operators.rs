@@ -228,6 +228,16 @@ fn log_slowly(range: std::ops::Range<u64>, about: Duration) {
     nanolog::flush().unwrap();
 }
 
+/// What `copytruncate` does after its copy: cuts the file to nothing in place.
+fn truncate(path: &Path) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+}
+
 /// `copytruncate`: the live file is cut to nothing under the writer. The
 /// writer begins it again (header, clock, dictionary), and every record
 /// logged after the truncation decodes from the path.
@@ -240,12 +250,7 @@ fn a_truncated_live_file_begins_again_and_keeps_what_follows() {
     log_slowly(0..5_000, Duration::from_millis(200));
     // What logrotate does: copy, then truncate in place.
     std::fs::copy(&base, d.join("app.nlog.1")).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&base)
-        .unwrap()
-        .set_len(0)
-        .unwrap();
+    truncate(&base);
     log_slowly(5_000..10_000, Duration::from_millis(200));
     let stats = logger.stats();
     drop(logger);
@@ -281,12 +286,7 @@ fn a_truncated_live_file_keeps_the_spans_of_its_records() {
         }
     };
     chunks(0..300);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&base)
-        .unwrap()
-        .set_len(0)
-        .unwrap();
+    truncate(&base);
     chunks(300..600);
     drop(inner);
     nanolog::info!("writer {} record {}", 0u64, 600u64);
