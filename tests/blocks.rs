@@ -154,6 +154,26 @@ fn batches_of_a_compressed_file_take_every_record_once() {
     remove_with_kept(&path);
 }
 
+/// Changes the body of the file's `nth` BLOCK entry (from 1) with `change`,
+/// and makes its checksum good again: damage a checksum cannot see.
+fn change_block(file: &mut [u8], nth: usize, change: impl FnOnce(&mut [u8])) {
+    let mut at = 48;
+    let mut seen = 0;
+    loop {
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+        if file[at] == 12 {
+            seen += 1;
+            if seen == nth {
+                change(&mut file[at + 9..at + 9 + len]);
+                let crc = nanolog_runtime::wire::entry_crc(12, &file[at + 9..at + 9 + len]);
+                file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
+                return;
+            }
+        }
+        at += 9 + len;
+    }
+}
+
 /// A block of a codec this reader does not know (a later writer's) is
 /// skipped with a warning that says so; the file's other blocks read.
 #[test]
@@ -162,22 +182,7 @@ fn a_block_of_an_unknown_codec_is_reported_and_skipped() {
     let path = temp("blocks-codec");
     let n = write_log(&path, true);
     let mut file = std::fs::read(&path).unwrap();
-    // The third block's codec byte, its checksum made good again.
-    let mut at = 48;
-    let mut seen = 0;
-    loop {
-        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
-        if file[at] == 12 {
-            seen += 1;
-            if seen == 3 {
-                file[at + 9] = 9;
-                let crc = nanolog_runtime::wire::entry_crc(12, &file[at + 9..at + 9 + len]);
-                file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
-                break;
-            }
-        }
-        at += 9 + len;
-    }
+    change_block(&mut file, 3, |body| body[0] = 9);
     let log = LogFile::from_bytes("codec.nlog", file).unwrap();
     let said: Vec<String> = log.warnings().iter().map(ToString::to_string).collect();
     assert_eq!(said.len(), 1, "{said:?}");
@@ -187,5 +192,39 @@ fn a_block_of_an_unknown_codec_is_reported_and_skipped() {
     );
     let read = log.records().filter(|r| r.is_ok()).count() as u64;
     assert!(read < n && read > n / 2, "{read} of {n}");
+    remove_with_kept(&path);
+}
+
+/// A block whose raw size is a lie (one more or one less than its bytes
+/// inflate to) is reported and skipped; every other record reads as it was
+/// written, those of the blocks after it too (their bytes close up behind
+/// it in the reader's memory).
+#[test]
+fn a_block_that_lies_about_its_size_is_reported_and_the_rest_read() {
+    let _s = serial();
+    let path = temp("blocks-size");
+    let n = write_log(&path, true);
+    let whole = LogFile::open(&path).unwrap();
+    let all = messages(&whole);
+    // (Not the first blocks: they define the sites and strings all the
+    // others' records use, and losing them loses those records too.)
+    for nth in [3, 6, 9] {
+        let mut file = std::fs::read(&path).unwrap();
+        // The size's first varint byte, its continuation bit kept.
+        change_block(&mut file, nth, |body| body[1] ^= 1);
+        let log = LogFile::from_bytes("size.nlog", file).unwrap();
+        let said: Vec<String> = log.warnings().iter().map(ToString::to_string).collect();
+        assert_eq!(said.len(), 1, "{said:?}");
+        let got = messages(&log);
+        assert!(
+            got.len() < all.len() && got.len() as u64 > n / 2,
+            "{} of {n}",
+            got.len()
+        );
+        // Each record left is one of the file's as it was written (tick,
+        // message and spans).
+        let all_set: std::collections::HashSet<&String> = all.iter().collect();
+        assert!(got.iter().all(|m| all_set.contains(m)), "block {nth}");
+    }
     remove_with_kept(&path);
 }

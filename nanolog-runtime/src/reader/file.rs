@@ -544,13 +544,11 @@ impl LogFile {
                 blocks.push(
                     wire::block::block_parts(&data[start..end]).map(|(raw, packed)| {
                         jobs.push(inflate::Job { packed, raw });
-                        raw
                     }),
                 );
             }
         }
         let mut inflated = std::mem::take(&mut self.inflated);
-        let mut at = inflated.len();
         let mut inflating = inflate::inflate_all(&jobs, &mut inflated).into_iter();
         let mut blocks = blocks.into_iter();
         for top in tops {
@@ -563,14 +561,7 @@ impl LogFile {
                     // Its entries say whether the file ended cleanly.
                     self.clean_end = false;
                     let inflated_ok = match blocks.next() {
-                        Some(Ok(raw)) => {
-                            let range = at..at + raw;
-                            at += raw;
-                            inflating
-                                .next()
-                                .unwrap_or(Err(BlockError::Damaged))
-                                .map(|()| range)
-                        }
+                        Some(Ok(())) => inflating.next().unwrap_or(Err(BlockError::Damaged)),
                         Some(Err(e)) => Err(e),
                         None => Err(BlockError::Damaged),
                     };

@@ -1,6 +1,6 @@
 //! Inflating a file's BLOCK entries while it is indexed: every block of a
-//! scan at once, into one buffer sized for them all, on as many cores as
-//! the bytes pay for.
+//! scan at once (past 256 MiB, a wave at a time), into one buffer sized for
+//! them all, on as many cores as the bytes pay for.
 //!
 //! A reader that inflated block by block into a growing buffer spent as
 //! long again on the buffer (regrowth copies, and the page faults of
@@ -9,6 +9,8 @@
 //! is taken once, zeroed by the kernel as its pages are first touched, and
 //! split into one disjoint slice per block, so threads fill their own
 //! slices with no locks and no ordering between them.
+
+use std::ops::Range;
 
 use crate::wire::block::{inflate, BlockError};
 
@@ -19,18 +21,48 @@ pub(super) struct Job<'a> {
 }
 
 /// Raw bytes a thread takes on before another one pays for its start
-/// (LZ4 inflates about 4 GB/s here: 2 MiB is half a millisecond, several
-/// times a thread's start and join).
+/// (LZ4 inflates about 2 GB/s a thread here, page faults aside: 2 MiB is
+/// about a millisecond, many times a thread's start and join).
 const PER_THREAD: usize = 2 << 20;
 
 /// The most threads a scan uses.
 const MAX_THREADS: usize = 8;
 
-/// Inflates `jobs` onto the end of `into`, one after another, each at the
-/// offset its predecessors' raw sizes put it; per job, whether it
-/// inflated. A block that did not leaves its slice as LZ4 left it: the
-/// caller indexes only the blocks that inflated.
-pub(super) fn inflate_all(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<(), BlockError>> {
+/// Raw bytes the blocks of one wave may say they hold. A file whose blocks
+/// say more (a large log, or a damaged one whose sizes lie) is inflated a
+/// wave at a time, each wave's memory taken when it starts; the blocks of a
+/// wave that did not inflate give theirs back before the next.
+const WAVE: usize = 256 << 20;
+
+/// Inflates `jobs` onto the end of `into`, one after another; per job,
+/// where its bytes are in `into`, or why it did not inflate. The blocks
+/// that inflated stand in `into` in their order with nothing between them.
+pub(super) fn inflate_all(
+    jobs: &[Job<'_>],
+    into: &mut Vec<u8>,
+) -> Vec<Result<Range<usize>, BlockError>> {
+    let mut out = Vec::with_capacity(jobs.len());
+    let mut left = jobs;
+    while !left.is_empty() {
+        let mut bytes = 0;
+        let n = left
+            .iter()
+            .take_while(|j| {
+                bytes += j.raw;
+                bytes <= WAVE
+            })
+            .count()
+            .max(1);
+        let (wave, after) = left.split_at(n);
+        out.extend(inflate_wave(wave, into));
+        left = after;
+    }
+    out
+}
+
+/// [`inflate_all`] of jobs whose raw sizes together are at most about
+/// [`WAVE`] (or one job).
+fn inflate_wave(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>, BlockError>> {
     let total: usize = jobs.iter().map(|j| j.raw).sum();
     let at = into.len();
     if at == 0 {
@@ -40,8 +72,32 @@ pub(super) fn inflate_all(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<()
     } else {
         into.resize(at + total, 0);
     }
+    let results = inflate_slices(jobs, &mut into[at..], total);
+    // Close the gaps the blocks that failed left.
+    let (mut read, mut write) = (at, at);
+    let mut ranges = Vec::with_capacity(jobs.len());
+    for (j, r) in jobs.iter().zip(results) {
+        ranges.push(r.map(|()| {
+            if read != write {
+                into.copy_within(read..read + j.raw, write);
+            }
+            write += j.raw;
+            write - j.raw..write
+        }));
+        read += j.raw;
+    }
+    if write < read {
+        into.truncate(write);
+        into.shrink_to(write);
+    }
+    ranges
+}
+
+/// Inflates each job into its slice of `buf` (`total` bytes, the jobs'
+/// raw sizes one after another), on as many threads as pay.
+fn inflate_slices(jobs: &[Job<'_>], buf: &mut [u8], total: usize) -> Vec<Result<(), BlockError>> {
     let mut work: Vec<(&[u8], &mut [u8])> = Vec::with_capacity(jobs.len());
-    let mut rest = &mut into[at..];
+    let mut rest = buf;
     for j in jobs {
         let (out, after) = std::mem::take(&mut rest).split_at_mut(j.raw);
         work.push((j.packed, out));
@@ -145,11 +201,15 @@ mod tests {
         assert!(threads_for(want.len()) == 1 || want.len() > 2 * PER_THREAD);
         let mut into = Vec::new();
         let results = inflate_all(&jobs, &mut into);
-        assert!(results.iter().all(Result::is_ok));
         assert!(into == want, "the blocks' bytes, in their order");
+        let mut at = 0;
+        for ((_, raw), r) in blocks.iter().zip(results) {
+            assert_eq!(r, Ok(at..at + raw.len()));
+            at += raw.len();
+        }
         // Appended after what was there, one job on its own.
         let results = inflate_all(&jobs[3..4], &mut into);
-        assert_eq!(results, [Ok(())]);
+        assert_eq!(results, [Ok(want.len()..want.len() + blocks[3].1.len())]);
         assert!(into[want.len()..] == blocks[3].1[..]);
     }
 
@@ -173,14 +233,45 @@ mod tests {
         let mut into = Vec::new();
         let results = inflate_all(&jobs, &mut into);
         let mut at = 0;
-        for (i, ((_, raw), r)) in blocks.iter().zip(&results).enumerate() {
+        for (i, ((_, raw), r)) in blocks.iter().zip(results).enumerate() {
             if i == 17 {
-                assert_eq!(*r, Err(BlockError::Damaged));
+                assert_eq!(r, Err(BlockError::Damaged));
             } else {
-                assert_eq!(*r, Ok(()), "block {i}");
+                // The ones after it close up behind it.
+                assert_eq!(r, Ok(at..at + raw.len()), "block {i}");
                 assert!(into[at..at + raw.len()] == raw[..], "block {i}");
+                at += raw.len();
             }
-            at += raw.len();
         }
+        assert_eq!(into.len(), at);
+    }
+
+    #[test]
+    fn blocks_that_lie_about_their_size_take_memory_a_wave_at_a_time_and_give_it_back() {
+        // 80 blocks that say 8 MiB each (640 MiB: three waves) but hold
+        // bytes that do not inflate, among good ones.
+        let good: Vec<_> = (0..4u8).map(|i| block(i, 3_000)).collect();
+        let junk = vec![0xF0u8; 64];
+        let mut jobs = Vec::new();
+        for i in 0..80 {
+            jobs.push(Job {
+                packed: &junk,
+                raw: 8 << 20,
+            });
+            if i % 20 == 0 {
+                let (e, raw) = &good[i / 20];
+                jobs.push(Job {
+                    packed: block_parts(body(e)).unwrap().1,
+                    raw: raw.len(),
+                });
+            }
+        }
+        let mut into = Vec::new();
+        let results = inflate_all(&jobs, &mut into);
+        let ok: Vec<_> = results.iter().filter_map(|r| r.clone().ok()).collect();
+        assert_eq!(ok.len(), 4);
+        let want: Vec<u8> = good.iter().flat_map(|(_, r)| r.clone()).collect();
+        assert!(into == want, "only the good blocks' bytes, in their order");
+        assert!(into.capacity() < WAVE, "{} bytes kept", into.capacity());
     }
 }
