@@ -228,3 +228,52 @@ fn a_block_that_lies_about_its_size_is_reported_and_the_rest_read() {
     }
     remove_with_kept(&path);
 }
+
+/// A reader following a live compressed log (`LogFile::open_live`, then
+/// `refresh` after each of the writer's batches) indexes the blocks each
+/// refresh finds after those it already holds: at the end it has what a
+/// reader opening the finished file has, record for record.
+#[test]
+fn a_live_compressed_log_refreshed_batch_by_batch_reads_as_the_whole_file() {
+    let _s = serial();
+    let path = temp("blocks-live");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(true)
+        .start()
+        .unwrap();
+    let batch = |from: u64| {
+        for i in from..from + 100 {
+            let route = ROUTES[(i % 4) as usize];
+            let _s = nanolog::span!("request", route = route, user = "ann");
+            nanolog::info!("served {} in {} us status={}", route, 100 + i % 37, 200);
+        }
+        logger.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    batch(0);
+    let mut live = LogFile::open_live(&path).unwrap();
+    let mut grew = 0;
+    for b in 1..40 {
+        batch(b * 100);
+        if live.refresh().unwrap() == nanolog::reader::Refresh::Grew {
+            grew += 1;
+        }
+    }
+    drop(logger);
+    live.refresh().unwrap();
+    assert!(grew > 20, "{grew} refreshes found more");
+    let blocks = tags(&std::fs::read(&path).unwrap())
+        .iter()
+        .filter(|&&t| t == 12)
+        .count();
+    assert!(blocks > 10, "{blocks} blocks");
+    assert!(live.warnings().is_empty(), "{:?}", live.warnings());
+    let whole = LogFile::open(&path).unwrap();
+    assert_eq!(live.raw_len(), whole.raw_len());
+    let got = messages(&live);
+    assert_eq!(got.len(), 4_000);
+    assert_eq!(got, messages(&whole));
+    remove_with_kept(&path);
+}
