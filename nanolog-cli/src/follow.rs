@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use nanolog_runtime::reader::{next_in_set, Header, LogFile, Refresh, SetKey, SetListing, Warning};
+use nanolog_runtime::reader::{next_in_set, Header, LogFile, Refresh, SetListing, Warning};
 
 /// What a follower does with the entries it finds.
 pub(crate) trait Sink {
@@ -506,18 +506,13 @@ fn find_in_set(
     seq: Option<u64>,
 ) -> Option<(LogFile, PathBuf)> {
     let mut set = SetListing::new(base);
-    let finished = set.refresh();
+    set.refresh();
     // The file its number names first: a set of thousands of files is
     // not opened file by file to find one.
-    let numbered = seq.and_then(|s| {
-        let i = finished
-            .binary_search_by(|(k, _)| k.cmp(&SetKey::Seq(s)))
-            .ok()?;
-        Some(finished[i].1.clone())
-    });
+    let numbered = seq.and_then(|s| set.numbered(s)).map(Path::to_path_buf);
     let candidates = numbered
         .into_iter()
-        .chain(finished.iter().map(|(_, p)| p.clone()))
+        .chain(set.files().iter().map(|(_, p)| p.clone()))
         .chain([base.to_path_buf()]);
     for p in candidates {
         if let Ok(l) = LogFile::open_live(&p) {

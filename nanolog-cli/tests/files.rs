@@ -16,11 +16,7 @@ mod common;
 use common::{ok as decode, p, serial, BIN};
 
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("nanolog-files-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("files", name)
 }
 
 fn finished(base: &Path) -> Vec<PathBuf> {

@@ -9,7 +9,7 @@
 //! keys; and a record over the collector's 20 MiB limit arrives cut and
 //! marked, with the record after it.
 
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 
 mod common;
 
-use common::{p, serial, succeed, BIN};
+use common::{p, serial, shipped, succeed};
 
 /// The collector's binary, which a run of these tests must be given.
 fn otelcol() -> PathBuf {
@@ -30,11 +30,7 @@ fn otelcol() -> PathBuf {
 }
 
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("nanolog-otelcol-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("otelcol", name)
 }
 
 /// A running collector, stopped (SIGTERM, so its file exporter writes what
@@ -174,30 +170,6 @@ fn attrs(list: &Json) -> Vec<(String, Json)> {
         .unwrap_or_default()
 }
 
-fn ship(args: &[&str]) -> (std::process::ExitStatus, String) {
-    let mut child = Command::new(BIN)
-        .arg("ship")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("ship did not finish in 180 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut err = String::new();
-    let _ = child.stderr.take().unwrap().read_to_string(&mut err);
-    (status, err)
-}
-
 /// A rolled set of 30,000 records from two threads, with typed fields and
 /// a field named like one of nanolog's own keys: what the collector wrote
 /// is what `decode` of the set prints, each record once, to the nanosecond,
@@ -238,14 +210,18 @@ fn a_rolled_set_arrives_in_a_real_collector_as_decode_prints_it() {
     set.push(base.clone());
 
     let mut c = Otelcol::start(&d);
-    let (status, err) = ship(&[
-        "--endpoint",
-        &c.endpoint(),
-        "--service",
-        "checkout",
-        "--once",
-        p(&base),
-    ]);
+    let (status, err) = shipped(
+        &[
+            "--endpoint",
+            &c.endpoint(),
+            "--service",
+            "checkout",
+            "--once",
+            p(&base),
+        ],
+        180,
+        "ship",
+    );
     assert!(status.success(), "{err}\ncollector: {}", c.said());
     let got = c.stop();
 
@@ -326,16 +302,20 @@ fn a_record_over_the_collectors_limit_arrives_cut_and_nothing_is_stuck() {
     drop(logger);
 
     let mut c = Otelcol::start(&d);
-    let (status, err) = ship(&[
-        "--endpoint",
-        &c.endpoint(),
-        "--once",
-        "--max-body-kib",
-        "65536",
-        "--max-backoff",
-        "100ms",
-        p(&base),
-    ]);
+    let (status, err) = shipped(
+        &[
+            "--endpoint",
+            &c.endpoint(),
+            "--once",
+            "--max-body-kib",
+            "65536",
+            "--max-backoff",
+            "100ms",
+            p(&base),
+        ],
+        180,
+        "ship",
+    );
     assert!(status.success(), "{err}\ncollector: {}", c.said());
     assert!(err.contains("too large"), "the collector's refusal: {err}");
     let got = c.stop();

@@ -4,10 +4,9 @@
 //! (200, 429, 503, or a dropped connection). What it accepted is compared
 //! with `nanolog decode` of the same files.
 
-use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
@@ -20,14 +19,10 @@ mod collector;
 
 use collector::{attrs, Answer, Collector};
 
-use common::{p, serial, succeed, BIN};
+use common::{p, serial, ship, shipped, stderr_of, succeed, wait, BIN};
 
 fn dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("nanolog-ship-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("ship", name)
 }
 
 /// A set at `d/app.nlog` rolled every `rotate` bytes, `rec 0` to
@@ -98,37 +93,6 @@ fn string(v: &Option<V>) -> &str {
     }
 }
 
-/// Waits for `child` at most `secs`, then kills it and fails.
-fn wait(child: &mut Child, secs: u64, what: &str) -> std::process::ExitStatus {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{what} did not finish in {secs} s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn ship(args: &[&str]) -> Child {
-    Command::new(BIN)
-        .arg("ship")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn stderr_of(child: &mut Child) -> String {
-    let mut s = String::new();
-    let _ = child.stderr.take().unwrap().read_to_string(&mut s);
-    s
-}
-
 /// Every record of a rolled set arrives once, in the mapping of §13: the
 /// resource, severity, body, the code and thread attributes, every named
 /// field with its type, the spans, and the time to the nanosecond.
@@ -168,16 +132,18 @@ fn every_record_of_a_rolled_set_arrives_once_typed_and_timed_to_the_nanosecond()
     assert!(set.len() > 3, "the writer rolled only {} times", set.len());
 
     let c = Collector::start();
-    let mut child = ship(&[
-        "--endpoint",
-        &c.endpoint(),
-        "--service",
-        "checkout",
-        "--once",
-        p(&base),
-    ]);
-    let status = wait(&mut child, 120, "ship --once");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &[
+            "--endpoint",
+            &c.endpoint(),
+            "--service",
+            "checkout",
+            "--once",
+            p(&base),
+        ],
+        120,
+        "ship --once",
+    );
     assert!(status.success(), "ship failed: {err}");
     assert!(err.contains("shipped 20020 records"), "{err}");
 
@@ -420,9 +386,11 @@ fn a_collector_down_then_refusing_for_a_while_loses_nothing() {
     // 400: a permanent error, named.
     let c = Collector::start();
     c.script(&[Answer::Status(400)]);
-    let mut child = ship(&["--endpoint", &c.endpoint(), "--once", p(&base)]);
-    let status = wait(&mut child, 60, "ship against a 400");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &["--endpoint", &c.endpoint(), "--once", p(&base)],
+        60,
+        "ship against a 400",
+    );
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("refused a batch: 400"), "{err}");
     assert_eq!(c.count(), 0);
@@ -631,17 +599,19 @@ fn several_logs_each_with_its_cursor() {
     assert_eq!(bodies, want);
     assert!(ca.exists() && cb.exists());
 
-    let mut child = ship(&[
-        "--endpoint",
-        &endpoint,
-        "--once",
-        "--cursor",
-        p(&ca),
-        p(&a),
-        p(&b),
-    ]);
-    let status = wait(&mut child, 60, "ship with one cursor for two logs");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &[
+            "--endpoint",
+            &endpoint,
+            "--once",
+            "--cursor",
+            p(&ca),
+            p(&a),
+            p(&b),
+        ],
+        60,
+        "ship with one cursor for two logs",
+    );
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("one --cursor per log"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
@@ -751,9 +721,11 @@ fn the_collectors_reason_is_shown_and_credentials_are_not() {
     let c = Collector::start();
     c.script(&[Answer::StatusWith(400, "http: request body too large")]);
     let endpoint = format!("http://ann:s3cret@127.0.0.1:{}/?tenant=blue", c.port);
-    let mut child = ship(&["--endpoint", &endpoint, "--once", p(&base)]);
-    let status = wait(&mut child, 60, "ship against a refusing collector");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &["--endpoint", &endpoint, "--once", p(&base)],
+        60,
+        "ship against a refusing collector",
+    );
     assert!(!status.success());
     assert!(err.contains("http: request body too large"), "{err}");
     assert!(!err.contains("s3cret"), "{err}");
@@ -796,18 +768,20 @@ fn once_is_bounded_and_endpoints_are_checked_at_start() {
         .unwrap()
         .port();
     let t = Instant::now();
-    let mut child = ship(&[
-        "--endpoint",
-        &format!("http://127.0.0.1:{port}"),
-        "--once",
-        "--give-up-after",
-        "1s",
-        "--max-backoff",
-        "200ms",
-        p(&base),
-    ]);
-    let status = wait(&mut child, 30, "ship against no collector");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &[
+            "--endpoint",
+            &format!("http://127.0.0.1:{port}"),
+            "--once",
+            "--give-up-after",
+            "1s",
+            "--max-backoff",
+            "200ms",
+            p(&base),
+        ],
+        30,
+        "ship against no collector",
+    );
     assert!(!status.success(), "{err}");
     assert!(err.contains("giving up"), "{err}");
     assert!(t.elapsed() < Duration::from_secs(20));
@@ -928,18 +902,20 @@ fn one_log_that_fails_ends_a_ship_of_several() {
     .unwrap();
     let c = Collector::start();
     let endpoint = c.endpoint();
-    let mut child = ship(&[
-        "--endpoint",
-        &endpoint,
-        "--cursor",
-        p(&ca),
-        "--cursor",
-        p(&cb),
-        p(&a),
-        p(&b),
-    ]);
-    let status = wait(&mut child, 30, "ship of two logs, one failing");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &[
+            "--endpoint",
+            &endpoint,
+            "--cursor",
+            p(&ca),
+            "--cursor",
+            p(&cb),
+            p(&a),
+            p(&b),
+        ],
+        30,
+        "ship of two logs, one failing",
+    );
     assert!(!status.success(), "{err}");
     assert!(err.contains("shipping") && err.contains("b.nlog"), "{err}");
     assert!(err.contains("is of the log"), "{err}");
@@ -976,18 +952,20 @@ fn bodies_over_the_collectors_limit_are_split_and_cut_never_stuck() {
             st.close_over = close;
         }
         let endpoint = c.endpoint();
-        let mut child = ship(&[
-            "--endpoint",
-            &endpoint,
-            "--once",
-            "--batch-kib",
-            "256",
-            "--max-backoff",
-            "100ms",
-            p(&base),
-        ]);
-        let status = wait(&mut child, 120, "ship into a collector with a body limit");
-        let err = stderr_of(&mut child);
+        let (status, err) = shipped(
+            &[
+                "--endpoint",
+                &endpoint,
+                "--once",
+                "--batch-kib",
+                "256",
+                "--max-backoff",
+                "100ms",
+                p(&base),
+            ],
+            120,
+            "ship into a collector with a body limit",
+        );
         assert!(status.success(), "{err}");
         let got = c.records();
         let recs: Vec<&str> = got.iter().map(|g| g.body.as_str()).collect();
@@ -1091,9 +1069,11 @@ fn corrupt_bytes_are_warned_and_told_to_the_collector() {
 
     let c = Collector::start();
     let endpoint = c.endpoint();
-    let mut child = ship(&["--endpoint", &endpoint, "--once", p(&base)]);
-    let status = wait(&mut child, 60, "ship --once of a damaged set");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &["--endpoint", &endpoint, "--once", p(&base)],
+        60,
+        "ship --once of a damaged set",
+    );
     assert!(status.success(), "{err}");
     assert!(
         err.contains("skipped"),
@@ -1233,16 +1213,18 @@ fn a_ship_begun_deep_in_a_set_times_records_as_decode_of_the_whole_set() {
     assert!(early > 0, "no shipped file holds records older than itself");
 
     let c = Collector::start();
-    let mut child = ship(&[
-        "--endpoint",
-        &c.endpoint(),
-        "--once",
-        "--cursor",
-        p(&cursor),
-        p(&base),
-    ]);
-    let status = wait(&mut child, 120, "ship --once");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &[
+            "--endpoint",
+            &c.endpoint(),
+            "--once",
+            "--cursor",
+            p(&cursor),
+            p(&base),
+        ],
+        120,
+        "ship --once",
+    );
     assert!(status.success(), "ship failed: {err}");
     let decoded = decoded_times(&base);
     assert_eq!(decoded.len(), 40_000);
@@ -1291,9 +1273,11 @@ fn a_set_of_thousands_of_files_ships_each_record_once() {
     };
 
     let c = Collector::start();
-    let mut child = ship(&["--endpoint", &c.endpoint(), "--once", p(&base)]);
-    let status = wait(&mut child, 300, "ship --once of the whole set");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &["--endpoint", &c.endpoint(), "--once", p(&base)],
+        300,
+        "ship --once of the whole set",
+    );
     assert!(status.success(), "{err}");
     assert_eq!(numbers(&c.records()), (0..N).collect::<Vec<_>>(), "{err}");
 
@@ -1309,16 +1293,18 @@ fn a_set_of_thousands_of_files_ships_each_record_once() {
         .unwrap();
     let cursor = cursor_at_start_of(&d, &log);
     let c = Collector::start();
-    let mut child = ship(&[
-        "--endpoint",
-        &c.endpoint(),
-        "--once",
-        "--cursor",
-        p(&cursor),
-        p(&base),
-    ]);
-    let status = wait(&mut child, 120, "ship --once of the last 100 files");
-    let err = stderr_of(&mut child);
+    let (status, err) = shipped(
+        &[
+            "--endpoint",
+            &c.endpoint(),
+            "--once",
+            "--cursor",
+            p(&cursor),
+            p(&base),
+        ],
+        120,
+        "ship --once of the last 100 files",
+    );
     assert!(status.success(), "{err}");
     // One writer thread: its records are in the files in order.
     assert_eq!(

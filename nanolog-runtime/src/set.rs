@@ -371,7 +371,7 @@ impl SetListing {
 
     /// The finished file numbered `seq` in the listing, if the listing has
     /// it and it is still there.
-    fn numbered(&self, seq: u64) -> Option<&Path> {
+    pub fn numbered(&self, seq: u64) -> Option<&Path> {
         let i = self
             .files
             .binary_search_by(|(k, _)| k.cmp(&SetKey::Seq(seq)))
@@ -388,16 +388,6 @@ impl SetListing {
         if let Some(p) = self.numbered(seq + 1) {
             return (Some(p.to_path_buf()), 0);
         }
-        let base = self.base.clone();
-        self.next_after_seq_listing(&base, seq, done)
-    }
-
-    fn next_after_seq_listing(
-        &mut self,
-        base: &Path,
-        seq: u64,
-        done: &Header,
-    ) -> (Option<PathBuf>, u64) {
         for attempt in 0..3 {
             let later: Vec<(u64, PathBuf)> = self
                 .refresh()
@@ -409,6 +399,7 @@ impl SetListing {
                     return (Some(p.clone()), 0);
                 }
             }
+            let base = self.base.as_path();
             let live = read_start(base);
             match live {
                 Some((_, Some(ls))) if ls == seq + 1 => return (Some(base.to_path_buf()), 0),

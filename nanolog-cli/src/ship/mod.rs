@@ -478,30 +478,9 @@ impl Shipper {
             if need < own_first {
                 let at = self.position(log);
                 for (_, path) in self.listing.files()[..at].iter().rev() {
-                    let peer = match self.peers.get(path) {
-                        Some(p) => p.clone(),
-                        None => match LogFile::open(path) {
-                            Ok(l) => {
-                                let p = Some(std::sync::Arc::new(Peer::of(&l)));
-                                // Kept once it has ended: a file just
-                                // rolled away may not have its last entries
-                                // yet.
-                                if l.is_complete() {
-                                    self.peers.insert(path.clone(), p.clone());
-                                }
-                                p
-                            }
-                            // Deleted (retention): so are the ones before.
-                            Err(nanolog_runtime::reader::ReadError::Io { source, .. })
-                                if source.kind() == io::ErrorKind::NotFound =>
-                            {
-                                break
-                            }
-                            Err(_) => {
-                                self.peers.insert(path.clone(), None);
-                                None
-                            }
-                        },
+                    // Deleted (retention): so are the ones before.
+                    let Some(peer) = peer_of(&mut self.peers, path) else {
+                        break;
                     };
                     window.insert(path.clone());
                     let Some(q) = peer else { continue };
@@ -537,6 +516,37 @@ impl Shipper {
             self.listed_for = Some(this);
         }
         placed(&self.listing).unwrap_or(self.listing.files().len())
+    }
+}
+
+/// The clock of the finished file at `path`, from `peers` or read from the
+/// file (and kept there once the file has ended: one just rolled away may
+/// not have its last entries yet); `Some(None)` for a file that is not a
+/// log, `None` for one that is gone.
+fn peer_of(
+    peers: &mut HashMap<PathBuf, Option<std::sync::Arc<Peer>>>,
+    path: &Path,
+) -> Option<Option<std::sync::Arc<Peer>>> {
+    if let Some(p) = peers.get(path) {
+        return Some(p.clone());
+    }
+    match LogFile::open(path) {
+        Ok(l) => {
+            let p = Some(std::sync::Arc::new(Peer::of(&l)));
+            if l.is_complete() {
+                peers.insert(path.to_path_buf(), p.clone());
+            }
+            Some(p)
+        }
+        Err(nanolog_runtime::reader::ReadError::Io { source, .. })
+            if source.kind() == io::ErrorKind::NotFound =>
+        {
+            None
+        }
+        Err(_) => {
+            peers.insert(path.to_path_buf(), None);
+            Some(None)
+        }
     }
 }
 

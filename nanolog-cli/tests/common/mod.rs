@@ -2,9 +2,11 @@
 //! (each uses some of these).
 #![allow(dead_code)]
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 /// One logger per process: the tests of a binary that log take turns.
 pub fn serial() -> MutexGuard<'static, ()> {
@@ -17,7 +19,58 @@ pub fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
 }
 
+/// A fresh, empty directory for one test: `nanolog-{kind}-{name}-{pid}`
+/// under the target's temporary directory.
+pub fn fresh_dir(kind: &str, name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("nanolog-{kind}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
+
+/// `nanolog ship ARGS...`, started, its standard error piped.
+pub fn ship(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .arg("ship")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child` at most `secs`, then kills it and fails.
+pub fn wait(child: &mut Child, secs: u64, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not finish in {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What `child` wrote to its piped standard error.
+pub fn stderr_of(child: &mut Child) -> String {
+    let mut s = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut s);
+    s
+}
+
+/// `nanolog ship ARGS...` run to its end (at most `secs`): its exit status
+/// and its standard error.
+pub fn shipped(args: &[&str], secs: u64, what: &str) -> (ExitStatus, String) {
+    let mut child = ship(args);
+    let status = wait(&mut child, secs, what);
+    (status, stderr_of(&mut child))
+}
 
 /// `nanolog ARGS...`, whatever its exit status.
 pub fn run(args: &[&str]) -> Output {

@@ -108,6 +108,9 @@ pub(crate) struct Extent<'a> {
     pos: usize,
     tick: u64,
     failed: bool,
+    /// Its bytes are the file's mapped pages (not a block's inflated
+    /// bytes, which no truncation of the file can take away).
+    mapped: bool,
     rec_start: usize,
     /// How its records are stamped when iterated.
     clock: Clock,
@@ -145,6 +148,7 @@ impl<'a> Extent<'a> {
             pos: base.map_or(body.len(), |(_, pos)| pos),
             tick: base.map_or(0, |(tick, _)| tick),
             failed: base.is_none(),
+            mapped: start < crate::wire::block::INFLATED,
             rec_start: 0,
             clock,
             strings: file.strings(),
@@ -216,8 +220,10 @@ impl<'a> Extent<'a> {
         // Skipping reads lengths, not every value byte: read a byte of each
         // page the record spans, so a page the file no longer covers faults
         // now, on this thread, and is counted before the check below.
-        touch_pages(&self.body[self.rec_start..self.pos.min(self.body.len())]);
-        if self.file.shrank() {
+        if self.mapped {
+            touch_pages(&self.body[self.rec_start..self.pos.min(self.body.len())]);
+        }
+        if self.mapped && self.file.shrank() {
             return Err(
                 self.fail("the file shrank while being read (truncated by another program)")
             );

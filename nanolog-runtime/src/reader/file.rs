@@ -536,21 +536,13 @@ impl LogFile {
         let owned = std::mem::replace(&mut self.data, Data::Owned(Vec::new()));
         let data = &owned[..];
         let tops = self.frames(data, from);
-        let mut jobs = Vec::new();
-        // Per BLOCK, in file order: its job, or why it has none.
-        let mut blocks = Vec::new();
-        for top in &tops {
-            if let Top::Block { start, end } = *top {
-                blocks.push(
-                    wire::block::block_parts(&data[start..end]).map(|(raw, packed)| {
-                        jobs.push(inflate::Job { packed, raw });
-                    }),
-                );
-            }
-        }
         let mut inflated = std::mem::take(&mut self.inflated);
-        let mut inflating = inflate::inflate_all(&jobs, &mut inflated).into_iter();
-        let mut blocks = blocks.into_iter();
+        let bodies = tops.iter().filter_map(|t| match *t {
+            Top::Block { start, end } => Some(&data[start..end]),
+            _ => None,
+        });
+        // Per BLOCK, in file order: where its entries are, or why not.
+        let mut blocks = inflate::inflate_blocks(bodies, &mut inflated).into_iter();
         for top in tops {
             match top {
                 Top::Warn(w) => self.warnings.push(w),
@@ -560,12 +552,7 @@ impl LogFile {
                 Top::Block { start, end } => {
                     // Its entries say whether the file ended cleanly.
                     self.clean_end = false;
-                    let inflated_ok = match blocks.next() {
-                        Some(Ok(())) => inflating.next().unwrap_or(Err(BlockError::Damaged)),
-                        Some(Err(e)) => Err(e),
-                        None => Err(BlockError::Damaged),
-                    };
-                    match inflated_ok {
+                    match blocks.next().unwrap_or(Err(BlockError::Damaged)) {
                         Ok(range) => {
                             self.block(&inflated[range.clone()], range.start, start, end, pairs)
                         }

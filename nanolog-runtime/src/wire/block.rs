@@ -50,8 +50,8 @@ pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) -> bool {
 pub enum BlockError {
     /// A codec this reader does not know.
     Codec(u8),
-    /// The body is cut, or says a raw size over [`MAX_RAW`], or its bytes
-    /// do not inflate to the size it says.
+    /// The body is cut, or says a raw size over [`MAX_RAW`] or over what
+    /// its bytes can hold, or its bytes do not inflate to the size it says.
     Damaged,
 }
 
