@@ -4,6 +4,10 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+#[path = "common/reaped.rs"]
+mod reaped;
+use reaped::SpawnReaped;
+
 /// Run by `console_logs_to_stderr_and_writes_no_file` in a child process.
 #[test]
 #[ignore = "run in a child process by another test"]
@@ -33,8 +37,7 @@ fn console_logs_to_stderr_and_writes_no_file() {
         .current_dir(&dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "the child did not end");

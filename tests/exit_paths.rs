@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 use nanolog::reader::{Event, Filter, LogFile, Merge};
 use nanolog::Logger;
 
+#[path = "common/reaped.rs"]
+mod reaped;
+use reaped::{Reaped, SpawnReaped};
+
 /// Records the main thread logs just before it leaves.
 const N: u32 = 200_000;
 
@@ -313,15 +317,14 @@ fn is_prefix(set: &BTreeSet<u64>) -> bool {
     set.iter().enumerate().all(|(i, &v)| v == i as u64)
 }
 
-fn run_child(mode: &str, path: &Path) -> std::process::Child {
+fn run_child(mode: &str, path: &Path) -> Reaped {
     let _ = std::fs::remove_file(path);
     Command::new(std::env::current_exe().unwrap())
         .env("NANOLOG_EXIT_CHILD", mode)
         .env("NANOLOG_EXIT_PATH", path)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn child")
+        .spawn_reaped()
 }
 
 fn wait_bounded(child: &mut std::process::Child, limit: Duration) -> Option<ExitStatus> {
@@ -466,8 +469,7 @@ fn check_abort_build(dir: &Path) -> Result<String, String> {
         .arg(N.to_string())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
+        .spawn_reaped();
     let status = wait_bounded(&mut child, Duration::from_secs(60)).ok_or("hung")?;
     if status_of(status) != Status::Signal(libc::SIGABRT) {
         return Err(format!("exit {:?}, expected SIGABRT", status_of(status)));

@@ -4,6 +4,7 @@
 //! One logger runs per process, so these tests take turns.
 
 mod common;
+use common::SpawnReaped;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -231,8 +232,7 @@ fn rust_log_is_used_and_its_invalid_directives_skipped() {
         )
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     // A hung child fails the test in two minutes rather than hanging it.
     let deadline = Instant::now() + Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() {
@@ -297,8 +297,7 @@ fn rust_log_with_no_valid_directive_keeps_the_builders_filter() {
         .env("RUST_LOG", "app=loud,x/y")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let deadline = Instant::now() + Duration::from_secs(120);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {

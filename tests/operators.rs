@@ -4,6 +4,7 @@
 //! lost without being counted, in `Stats` and in the file.
 
 mod common;
+use common::SpawnReaped;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -134,8 +135,7 @@ fn simultaneous_starts_at_one_path_let_one_writer_in() {
                 .env("NANOLOG_OPS_AT", at.as_nanos().to_string())
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+                .spawn_reaped()
         })
         .collect();
     let mut winners = Vec::new();
@@ -201,8 +201,7 @@ fn a_crashed_lock_holder_does_not_block_the_next_start() {
         .env("NANOLOG_OPS_CRASH_LOG", &base)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let status = wait(&mut c, Duration::from_secs(60));
     assert!(!status.success(), "the child was to crash: {status}");
     assert!(d.join("app.nlog.lock").exists());

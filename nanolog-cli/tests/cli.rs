@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value as Json;
 
 mod common;
+use common::SpawnReaped;
 
 use common::{ok, on_main_thread, p, run, stdout, BIN};
 
@@ -682,8 +683,7 @@ fn closed_pipe_ends_quietly_with_success() {
         .args(["decode", p(&f.drops)])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let mut out = child.stdout.take().unwrap();
     let mut buf = [0u8; 100];
     out.read_exact(&mut buf).unwrap();
@@ -748,8 +748,7 @@ fn follow_picks_up_appended_records_and_rotation() {
         .args(["decode", "-f", p(&live)])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let rx = line_reader(&mut child);
     let got = collect(&rx, n_prefix);
     assert!(got[0].ends_with("rotated record 0 padding padding padding"));
@@ -806,8 +805,7 @@ fn follow_starts_over_when_a_new_run_replaces_the_file() {
         .args(["decode", "-f", p(&live)])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let rx = line_reader(&mut child);
     assert_eq!(collect(&rx, first.len()), first);
     // The new run truncates the file and writes its own header and records.

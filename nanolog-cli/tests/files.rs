@@ -12,6 +12,7 @@ use nanolog::reader::{finished_files, Event, Filter, LogFile, Merge, Value};
 use nanolog::{Logger, Rotation};
 
 mod common;
+use common::SpawnReaped;
 
 use common::{ok as decode, p, serial, BIN};
 
@@ -411,8 +412,7 @@ fn follow_keeps_printing_across_rolls() {
         .args(["decode", "-f", p(&base)])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let out = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -498,8 +498,7 @@ fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
         .args(["decode", "-f", p(&base)])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let out = follower.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -518,8 +517,7 @@ fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
             .env("NANOLOG_FOLLOW_CHILD_LOG", &base)
             .env("NANOLOG_FOLLOW_CHILD_RUN", run.to_string())
             .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
+            .spawn_reaped();
         let deadline = Instant::now() + Duration::from_secs(60);
         let status = loop {
             if let Some(s) = child.try_wait().unwrap() {
@@ -715,13 +713,12 @@ fn stats_aggregates_a_named_argument() {
 fn spawn_follower(
     base: &Path,
     cursor: &Path,
-) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+) -> (common::Reaped, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(BIN)
         .args(["decode", "-f", "--cursor", p(cursor), p(base)])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let out = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
+use common::SpawnReaped;
 
 /// Run by `info_tells_ended_cut_off_and_live_apart` in a child process:
 /// logs, then ends as `NANOLOG_INFO_END` says.
@@ -50,8 +51,7 @@ fn run_child(path: &Path, how: &str) {
         .args(["--exact", "child_that_ends", "--ignored"])
         .env("NANOLOG_INFO_LOG", path)
         .env("NANOLOG_INFO_END", how)
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let deadline = Instant::now() + Duration::from_secs(60);
     while c.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "child {how} did not end");

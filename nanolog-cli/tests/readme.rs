@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use nanolog::{Level, Logger};
 
 mod common;
+use common::SpawnReaped;
 
 /// The lines of the README's block under "The `nanolog` command".
 fn readme_lines() -> Vec<String> {
@@ -98,8 +99,7 @@ fn every_readme_command_line_runs() {
             .env("PATH", &path)
             .stdout(std::fs::File::create(&out_path).unwrap())
             .stderr(std::fs::File::create(&err_path).unwrap())
-            .spawn()
-            .unwrap();
+            .spawn_reaped();
         // `-f` follows until interrupted: it must print the log, then keep
         // running; every other line ends by itself.
         let limit = Duration::from_secs(if follow { 2 } else { 60 });

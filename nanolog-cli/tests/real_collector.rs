@@ -11,12 +11,13 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
 mod common;
+use common::SpawnReaped;
 
 use common::{p, serial, shipped, succeed};
 
@@ -36,7 +37,7 @@ fn dir(name: &str) -> PathBuf {
 /// A running collector, stopped (SIGTERM, so its file exporter writes what
 /// it holds) when dropped or by [`Otelcol::stop`].
 struct Otelcol {
-    child: Child,
+    child: common::Reaped,
     port: u16,
     out: PathBuf,
     log: PathBuf,
@@ -84,8 +85,7 @@ service:
             .arg(&config)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+            .spawn_reaped();
         let c = Otelcol {
             child,
             port,

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use nanolog::reader::{finished_files_keyed, Event, Filter, LogFile, Merge, Refresh, SetKey};
 
 mod common;
+use common::SpawnReaped;
 
 use common::{p, run, serial, BIN};
 
@@ -30,7 +31,7 @@ fn dir(name: &str) -> PathBuf {
 /// A `decode -f` of `base`, its lines read on a thread of their own, and
 /// its standard error kept.
 struct Follower {
-    child: std::process::Child,
+    child: common::Reaped,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
@@ -40,8 +41,7 @@ impl Follower {
             .args(["decode", "-f", p(base)])
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(stderr).unwrap())
-            .spawn()
-            .unwrap();
+            .spawn_reaped();
         let out = child.stdout.take().unwrap();
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -111,13 +111,12 @@ impl Drop for Load {
 }
 
 /// A `decode -f --cursor` of `base`, once it has saved its cursor (or 30 s).
-fn follow_with_cursor(base: &Path, cursor: &Path) -> std::process::Child {
+fn follow_with_cursor(base: &Path, cursor: &Path) -> common::Reaped {
     let child = Command::new(BIN)
         .args(["decode", "-f", "--cursor", p(cursor), p(base)])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !cursor.exists() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -362,8 +361,7 @@ fn files_that_are_not_logs_among_the_inputs_are_skipped_with_a_warning() {
             .args(&cmd)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .spawn_reaped();
         let deadline = Instant::now() + Duration::from_secs(30);
         while child.try_wait().unwrap().is_none() {
             assert!(Instant::now() < deadline, "{cmd:?} hangs");
@@ -564,8 +562,7 @@ fn a_cursor_held_by_a_follower_is_refused_to_another() {
         .args(["decode", "-f", "--cursor", p(&cursor), p(&base)])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn_reaped();
     std::thread::sleep(Duration::from_millis(500));
     assert!(
         second.try_wait().unwrap().is_none(),

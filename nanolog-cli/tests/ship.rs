@@ -13,6 +13,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
 use serde_json::Value as Json;
 
 mod common;
+use common::SpawnReaped;
 
 #[path = "common/collector.rs"]
 mod collector;
@@ -448,8 +449,7 @@ fn ship_follows_a_writer_that_rolls_and_restarts() {
             .env("NANOLOG_SHIP_CHILD_LOG", &base)
             .env("NANOLOG_SHIP_CHILD_RUN", run.to_string())
             .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
+            .spawn_reaped();
         let status = wait(&mut child, 60, "a writer run");
         assert!(status.success());
         std::thread::sleep(Duration::from_millis(300));
@@ -523,8 +523,7 @@ fn the_readme_shipping_lines_run_as_written() {
             .current_dir(&d)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .spawn_reaped();
         if line.contains("--once") {
             let status = wait(&mut child, 60, line);
             let err = stderr_of(&mut child);

@@ -1,10 +1,13 @@
 //! Helpers shared by the integration tests.
 
 // Each test binary compiles this module and uses only some of it.
-#![allow(dead_code, unused_macros)]
+#![allow(dead_code, unused_macros, unused_imports)]
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+mod reaped;
+pub use reaped::{Reaped, SpawnReaped};
 
 /// One logger per process: the tests of a binary take turns.
 pub fn serial() -> MutexGuard<'static, ()> {

@@ -8,6 +8,10 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+#[path = "../../../tests/common/reaped.rs"]
+mod reaped;
+pub use reaped::{Reaped, SpawnReaped};
+
 /// One logger per process: the tests of a binary that log take turns.
 pub fn serial() -> MutexGuard<'static, ()> {
     static M: Mutex<()> = Mutex::new(());
@@ -32,14 +36,13 @@ pub fn fresh_dir(kind: &str, name: &str) -> PathBuf {
 pub const BIN: &str = env!("CARGO_BIN_EXE_nanolog");
 
 /// `nanolog ship ARGS...`, started, its standard error piped.
-pub fn ship(args: &[&str]) -> Child {
+pub fn ship(args: &[&str]) -> Reaped {
     Command::new(BIN)
         .arg("ship")
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .spawn_reaped()
 }
 
 /// Waits for `child` at most `secs`, then kills it and fails.
