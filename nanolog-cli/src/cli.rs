@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Decode, filter, aggregate and export nanolog binary logs.
+/// Decode, filter, aggregate, export and ship nanolog binary logs.
 #[derive(Debug, Parser)]
 #[command(name = "nanolog", version, about)]
 pub struct Cli {
@@ -115,11 +115,13 @@ pub struct ExportArgs {
     /// Log files (a rolled set, or logs of several processes).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// Output format.
+    /// Output format. Default: from the output's extension (`.parquet`,
+    /// `.jsonl`/`.json`/`.ndjson`), Parquet with --partition-by.
     #[arg(long, value_enum)]
-    pub format: ExportFormat,
-    /// The file to write (replaced if it exists); with --partition-by, the
-    /// directory of the partitions.
+    pub format: Option<ExportFormat>,
+    /// The file to write (replaced if it exists; missing parent
+    /// directories are made); with --partition-by, the directory of the
+    /// partitions.
     #[arg(long, short)]
     pub output: PathBuf,
     /// Parquet only: Hive-style partitions by the records' UTC day

@@ -113,6 +113,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
     }
     let files = crate::open_all(&a.files, true)?;
+    crate::warn_unknown_threads(&a.filters.thread, &files);
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut printed = 0;

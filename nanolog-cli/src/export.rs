@@ -16,10 +16,9 @@ use crate::cli::{ExportArgs, ExportFormat, Format};
 use crate::decode::{print, DecodePlan};
 
 pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
+    let format = output_format(a)?;
     let files = crate::open_all(&a.files, true)?;
-    if a.partition_by.is_some() && a.format != ExportFormat::Parquet {
-        anyhow::bail!("--partition-by writes Parquet partitions: use --format parquet");
-    }
+    crate::warn_unknown_threads(&a.filters.thread, &files);
     #[cfg(feature = "parquet")]
     if let Some(by) = a.partition_by {
         let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
@@ -32,9 +31,15 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write under {}", a.output.display()))?;
         return report(a, &summary.into());
     }
+    // `-o exports/host1.parquet` as the logger and --partition-by do: a
+    // missing directory is made, as `mkdir -p` would.
+    if let Some(dir) = a.output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the directory {}", dir.display()))?;
+    }
     let out =
         File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
-    let summary = match a.format {
+    let summary = match format {
         ExportFormat::Jsonl => {
             let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
             let mut w = BufWriter::with_capacity(1 << 16, out);
@@ -79,24 +84,54 @@ impl From<crate::parquet_out::Written> for Summary {
     }
 }
 
+/// The format asked for, else the one the output's extension names.
+fn output_format(a: &ExportArgs) -> anyhow::Result<ExportFormat> {
+    if a.partition_by.is_some() {
+        return match a.format {
+            None | Some(ExportFormat::Parquet) => Ok(ExportFormat::Parquet),
+            Some(ExportFormat::Jsonl) => {
+                anyhow::bail!("--partition-by writes Parquet partitions: use --format parquet")
+            }
+        };
+    }
+    if let Some(f) = a.format {
+        return Ok(f);
+    }
+    let ext = a
+        .output
+        .extension()
+        .map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("parquet" | "pq") => Ok(ExportFormat::Parquet),
+        Some("jsonl" | "json" | "ndjson") => Ok(ExportFormat::Jsonl),
+        _ => anyhow::bail!(
+            "cannot tell the format from {}: give --format parquet or --format jsonl (or name it .parquet or .jsonl)",
+            a.output.display()
+        ),
+    }
+}
+
 /// The summary lines on stderr.
 fn report(a: &ExportArgs, summary: &Summary) -> anyhow::Result<()> {
     if summary.dropped > 0 {
         let _ = writeln!(
             io::stderr(),
-            "nanolog: {} records were dropped by the logger (gaps are not rows)",
-            summary.dropped
+            "nanolog: {} dropped by the logger (gaps are not rows)",
+            crate::count(summary.dropped, "record was", "records were")
         );
     }
     let parts = if summary.partitions > 0 {
-        format!(" in {} partitions", summary.partitions)
+        format!(
+            " in {}",
+            crate::count(summary.partitions, "partition", "partitions")
+        )
     } else {
         String::new()
     };
     let _ = writeln!(
         io::stderr(),
-        "nanolog: exported {} records to {}{parts}",
-        summary.rows,
+        "nanolog: exported {} to {}{parts}",
+        crate::count(summary.rows, "record", "records"),
         a.output.display()
     );
     Ok(())

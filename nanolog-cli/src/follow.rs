@@ -209,6 +209,8 @@ pub(crate) fn follow(
     // The set's files as last listed: a backlog of many files is listed
     // again only when the next file is not in it.
     let mut listing = SetListing::new(base);
+    // Said once: a follower started before its log exists waits for it.
+    let mut said_waiting = false;
     loop {
         let Some((log, path, offset)) = cur.as_mut() else {
             let next = match after {
@@ -220,6 +222,14 @@ pub(crate) fn follow(
                 }
                 None => Some(base.to_path_buf()),
             };
+            if !said_waiting && done.is_none() && std::fs::symlink_metadata(base).is_err() {
+                said_waiting = true;
+                let _ = writeln!(
+                    io::stderr(),
+                    "nanolog: {} does not exist yet: waiting for it to be created (Ctrl-C to stop)",
+                    base.display()
+                );
+            }
             let Some(next) = next else {
                 // The next file is not there yet.
                 if !sink.idle()? {
@@ -246,11 +256,16 @@ pub(crate) fn follow(
                             .and_then(|(t, b)| b.checked_sub(t));
                         sink.missed(files, records, base)?;
                     }
-                    if done.is_some_and(|d| d.pid != l.header().pid) {
+                    if let Some(d) = done.filter(|d| d.pid != l.header().pid) {
+                        let h = l.header();
                         let _ = writeln!(
                             io::stderr(),
-                            "nanolog: warning: {} holds another run from {}; following it",
+                            "nanolog: {}: the program was started again (the run of pid {} begun {} is followed by the run of pid {} begun {}, in {}); going on with the new run",
                             base.display(),
+                            d.pid,
+                            nanolog_runtime::text::utc::rfc3339(d.base_unix_ns),
+                            h.pid,
+                            nanolog_runtime::text::utc::rfc3339(h.base_unix_ns),
                             next.display()
                         );
                     }

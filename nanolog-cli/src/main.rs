@@ -69,6 +69,11 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// `n` and the noun, singular for one: "1 record", "2 records".
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The paths given, with each one that does not exist and holds `*`, `?`
 /// or `[` expanded as the shell would (the shell passes a pattern that
 /// matched nothing as it is: `app.*Z.nlog` before the first roll). A
@@ -125,6 +130,43 @@ pub(crate) fn thread_ids(
     ids.sort_unstable();
     ids.dedup();
     Some(ids)
+}
+
+/// Says on stderr which `--thread` values name no thread of `files` (a
+/// typo, or a thread of another log): the output would be empty without a
+/// word otherwise.
+pub(crate) fn warn_unknown_threads(args: &[String], files: &[nanolog_runtime::reader::LogFile]) {
+    for a in args {
+        let known = files
+            .iter()
+            .flat_map(|f| f.threads())
+            .any(|t| match a.parse::<u32>() {
+                Ok(id) => t.id == id,
+                Err(_) => t.name == *a,
+            });
+        if !known {
+            let mut names: Vec<String> = files
+                .iter()
+                .flat_map(|f| f.threads())
+                .map(|t| {
+                    if t.name.is_empty() {
+                        t.id.to_string()
+                    } else {
+                        format!("{}:{}", t.name, t.id)
+                    }
+                })
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            let _ =
+                writeln!(
+                io::stderr(),
+                "nanolog: warning: --thread {a}: no thread of the input has that {} (threads: {})",
+                if a.parse::<u32>().is_ok() { "id" } else { "name" },
+                if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+            );
+        }
+    }
 }
 
 /// Opens every file (patterns expanded, see [`expand`]), printing each

@@ -617,6 +617,11 @@ fn write_arg_summary(
             let _ = writeln!(out, "count: {count}");
             for (name, v) in fields {
                 match v {
+                    // The mean is no value of the log: to 6 significant
+                    // digits (JSON keeps it whole).
+                    Some(v) if name == "mean" => {
+                        let _ = writeln!(out, "{name:<6} {}", significant(v, 6));
+                    }
                     Some(v) => {
                         let _ = writeln!(out, "{name:<6} {}", number(v));
                     }
@@ -683,6 +688,21 @@ fn number(v: f64) -> String {
         format!("{}", v as i64)
     } else {
         format!("{v:?}")
+    }
+}
+
+/// `v` to `digits` significant digits, without trailing zeros
+/// (46.80936454849498 -> 46.8094); integral values as [`number`] gives them.
+fn significant(v: f64, digits: i32) -> String {
+    if !v.is_finite() || v == 0.0 || (v.fract() == 0.0 && v.abs() < 9.0e15) {
+        return number(v);
+    }
+    let decimals = (digits - 1 - v.abs().log10().floor() as i32).clamp(0, 17) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
     }
 }
 
@@ -783,5 +803,20 @@ fn draw_histogram(buckets: &[Bucket], out: &mut String) {
             b.count as f64 * 100.0 / total as f64,
             "#".repeat(if b.count > 0 { cells.max(1) } else { 0 })
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::significant;
+
+    #[test]
+    fn a_mean_is_shown_to_six_significant_digits() {
+        assert_eq!(significant(46.80936454849498, 6), "46.8094");
+        assert_eq!(significant(0.000123456789, 6), "0.000123457");
+        assert_eq!(significant(1234567.891, 6), "1234568");
+        assert_eq!(significant(2.5, 6), "2.5");
+        assert_eq!(significant(-3.0, 6), "-3");
+        assert_eq!(significant(f64::NAN, 6), "NaN");
     }
 }

@@ -42,6 +42,14 @@ fn closed_on_us(e: &ureq::Error) -> bool {
     }
 }
 
+/// Whether `e` is a connection refused: nothing listens at the endpoint.
+fn refused(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Io(io) => io.kind() == io::ErrorKind::ConnectionRefused,
+        other => other.to_string().to_ascii_lowercase().contains("refused"),
+    }
+}
+
 /// The collector's endpoint and how to reach it.
 pub(crate) struct Client {
     agent: ureq::Agent,
@@ -188,6 +196,20 @@ impl Client {
                         ))
                         .into());
                     }
+                    if failures == 0 && refused(&e) {
+                        let _ = writeln!(
+                            io::stderr(),
+                            "nanolog: nothing is listening at {} (connection refused): is the collector running? Trying again with backoff{}",
+                            self.shown,
+                            match self.give_up {
+                                Some(l) => format!(
+                                    ", giving up after {:.0} s without an accepted batch (--give-up-after)",
+                                    l.as_secs_f64()
+                                ),
+                                None => " until it answers (--give-up-after sets a limit)".to_owned(),
+                            }
+                        );
+                    }
                     (e.to_string(), None)
                 }
             };
@@ -200,9 +222,13 @@ impl Client {
                 );
             }
             self.retries += 1;
-            let wait = retry_after
+            let mut wait = retry_after
                 .unwrap_or_else(|| self.jittered(backoff))
                 .min(self.max_backoff);
+            // The last wait ends at the limit, not a backoff past it.
+            if let Some(limit) = self.give_up {
+                wait = wait.min(limit.saturating_sub(first_try.elapsed()));
+            }
             let _ = writeln!(
                 io::stderr(),
                 "nanolog: warning: the collector at {}: {why}; trying again in {:.1} s",

@@ -666,13 +666,13 @@ impl Progress {
         };
         let _ = writeln!(
             io::stderr(),
-            "nanolog ship: {}: {} records in {} batches sent, {} retries; behind the live file by {records_behind} ({behind} bytes); {} file(s) ({} records) deleted before they were shipped",
+            "nanolog ship: {}: {} in {} sent, {}; behind the live file by {records_behind} ({behind} bytes); {} ({}) deleted before they were shipped",
             self.base.display(),
-            self.records,
-            self.batches,
-            self.client.retries,
-            self.files_missed,
-            self.records_missed,
+            crate::count(self.records, "record", "records"),
+            crate::count(self.batches, "batch", "batches"),
+            crate::count(self.client.retries, "retry", "retries"),
+            crate::count(self.files_missed, "file", "files"),
+            crate::count(self.records_missed, "record", "records"),
         );
     }
 
@@ -700,11 +700,11 @@ impl Progress {
     fn summary(&self) {
         let _ = writeln!(
             io::stderr(),
-            "nanolog: shipped {} records in {} batches to {} ({} retries)",
-            self.records,
-            self.batches,
+            "nanolog: shipped {} in {} to {} ({})",
+            crate::count(self.records, "record", "records"),
+            crate::count(self.batches, "batch", "batches"),
             self.client.shown_url(),
-            self.client.retries
+            crate::count(self.client.retries, "retry", "retries")
         );
     }
 }
