@@ -546,6 +546,7 @@ impl Builder {
 /// The running logger. Dropping it flushes everything logged, stops the
 /// flusher thread and closes the file.
 #[derive(Debug)]
+#[must_use = "dropping the Logger stops logging at once: keep it alive (`let logger = ...start()?;`) for as long as the program logs"]
 pub struct Logger {
     shared: Arc<Shared>,
     handle: Option<JoinHandle<()>>,
