@@ -89,12 +89,18 @@ pub fn log_span<const N: usize>(
 }
 
 /// Writes one bookkeeping record of the registered site `id` (a switch of
-/// the thread's span context): see [`log_bookkeeping`]. A thread without
-/// a ring of the running logger writes none: the ring its next record
-/// attaches restates its context (see `ThreadProducer::attach`).
+/// the thread's span context): see [`log_bookkeeping`]. Unless `attach`, a
+/// thread without a ring of the running logger writes none: the ring its
+/// next record attaches restates its context (see
+/// `ThreadProducer::attach`).
 #[inline]
-pub(crate) fn log_context(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWriter<'a>)) {
-    log_bookkeeping(id, args_len, enc, false);
+pub(crate) fn log_context(
+    id: u32,
+    args_len: usize,
+    attach: bool,
+    enc: impl for<'a> FnOnce(SlotWriter<'a>),
+) {
+    log_bookkeeping(id, args_len, enc, attach);
 }
 
 /// Writes a bookkeeping record (a span's entry, a switch): as [`log_id`],

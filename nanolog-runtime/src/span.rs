@@ -44,18 +44,42 @@ thread_local! {
     /// without a destructor, so reading it is one thread-local access.
     static CURRENT: Cell<u64> = const { Cell::new(0) };
     /// The spans entered on this thread and not exited, innermost last, as
-    /// tracing's registry keeps its stack: (`tracing` span id, or [`NATIVE`]
-    /// or [`LOST`] for a `nanolog::span!`; key). A span entered twice is in
-    /// it twice; an exit takes out the innermost entry of its span,
-    /// wherever it is.
-    static STACK: std::cell::RefCell<Vec<(u64, u64)>> =
+    /// tracing's registry keeps its stack (one stack for every dispatcher,
+    /// each entry tagged with its owner). A span entered twice is in it
+    /// twice, the second entry a duplicate that does not change the current
+    /// span; an exit takes out the innermost entry of its span, wherever it
+    /// is.
+    static STACK: std::cell::RefCell<Vec<Entry>> =
         const { std::cell::RefCell::new(Vec::new()) };
     /// This thread's block of span keys: (next, end).
     static KEYS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
-/// A `nanolog::span!` in the thread's stack.
-const NATIVE: u64 = 0;
+/// One span entered on this thread.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Whose span: [`NATIVE`] for a `nanolog::span!`, else the nanolog
+    /// layer (one per subscriber: see `tracing_enter`) that saw it entered.
+    owner: u64,
+    /// The `tracing` span id in its owner's registry (ids of two registries
+    /// may be equal); [`LOST`] for a `nanolog::span!` whose entry the log
+    /// does not have.
+    id: u64,
+    key: u64,
+    /// Entered again while already in the stack (tracing's duplicate
+    /// entry): current only as its first entry is.
+    duplicate: bool,
+}
+
+impl Entry {
+    /// Whether records made while it is innermost are in it.
+    fn shown(&self) -> bool {
+        self.id != LOST && !self.duplicate
+    }
+}
+
+/// The owner of a `nanolog::span!` in the thread's stack.
+pub(crate) const NATIVE: u64 = 0;
 /// A `nanolog::span!` whose entry the log does not have (its ring was full,
 /// or no logger ran): not current, records inside it are in its parent's
 /// scope. (tracing's span ids are `NonZeroU64`s from its slab, far below.)
@@ -104,20 +128,36 @@ pub(crate) fn current() -> u64 {
     CURRENT.try_with(Cell::get).unwrap_or(0)
 }
 
+/// The key of the span current on this thread for the `tracing` layer
+/// `owner`: the innermost span of its subscriber or a `nanolog::span!`,
+/// never one of another subscriber (a scoped dispatcher's spans are not
+/// the global one's). Equal to [`current`] but where two subscribers' spans
+/// are entered on one thread.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+pub(crate) fn current_for(owner: u64) -> u64 {
+    STACK
+        .try_with(|s| {
+            let Ok(s) = s.try_borrow() else {
+                return current();
+            };
+            s.iter()
+                .rev()
+                .find(|e| e.shown() && (e.owner == owner || e.owner == NATIVE))
+                .map_or(0, |e| e.key)
+        })
+        .unwrap_or(0)
+}
+
 /// Changes this thread's stack of spans with `f`, then makes its top
 /// current; returns (whether the current span changed, the current key).
-fn with_stack(f: impl FnOnce(&mut Vec<(u64, u64)>)) -> (bool, u64) {
+fn with_stack(f: impl FnOnce(&mut Vec<Entry>)) -> (bool, u64) {
     STACK
         .try_with(|s| {
             let Ok(mut s) = s.try_borrow_mut() else {
                 return (false, current());
             };
             f(&mut s);
-            let top = s
-                .iter()
-                .rev()
-                .find(|&&(id, _)| id != LOST)
-                .map_or(0, |&(_, k)| k);
+            let top = s.iter().rev().find(|e| e.shown()).map_or(0, |e| e.key);
             let old = CURRENT.try_with(|c| c.replace(top)).unwrap_or(top);
             (old != top, top)
         })
@@ -130,7 +170,19 @@ fn with_stack(f: impl FnOnce(&mut Vec<(u64, u64)>)) -> (bool, u64) {
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 #[inline]
 pub(crate) fn switch(key: u64) {
-    producer::log_context(switch_id(), key.ring_len(), |c| {
+    producer::log_context(switch_id(), key.ring_len(), false, |c| {
+        key.write(c);
+    });
+}
+
+/// Writes a switch to `key` for the record about to be made, whose scope is
+/// not the thread's (an event with an explicit parent, or of another
+/// subscriber): as [`switch`], but a thread without a ring yet takes one
+/// first, so the switch precedes its first record too.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+#[inline]
+pub(crate) fn switch_for_record(key: u64) {
+    producer::log_context(switch_id(), key.ring_len(), true, |c| {
         key.write(c);
     });
 }
@@ -146,24 +198,34 @@ pub(crate) fn exit_id() -> u32 {
     EXIT.id_dyn(&[ArgKind::U64, ArgKind::U64])
 }
 
-/// A `tracing` span (`id`, our `key`) entered on this thread: on top of its
-/// stack, current here.
+/// A `tracing` span (`id` in the registry of the layer `owner`, our
+/// `key`) entered on this thread: on top of its stack, current here unless
+/// it is in the stack already (as tracing's registry has it, entering an
+/// entered span again leaves the current span as it was).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn tracing_enter(id: u64, key: u64) {
-    let (changed, top) = with_stack(|s| s.push((id, key)));
+pub(crate) fn tracing_enter(owner: u64, id: u64, key: u64) {
+    let (changed, top) = with_stack(|s| {
+        let duplicate = s.iter().any(|e| e.owner == owner && e.id == id);
+        s.push(Entry {
+            owner,
+            id,
+            key,
+            duplicate,
+        });
+    });
     if changed {
         switch(top);
     }
 }
 
 /// A `tracing` span exited on this thread: as its registry does, the
-/// innermost entry of `id` leaves the stack (none: it was entered on
-/// another thread, and nothing changes here); the span current is the
-/// stack's top after it.
+/// innermost entry of `id` (of the layer `owner`) leaves the stack (none:
+/// it was entered on another thread, and nothing changes here); the span
+/// current is the stack's top after it.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn tracing_exit(id: u64) {
+pub(crate) fn tracing_exit(owner: u64, id: u64) {
     let (changed, top) = with_stack(|s| {
-        if let Some(i) = s.iter().rposition(|&(i, _)| i == id) {
+        if let Some(i) = s.iter().rposition(|e| e.owner == owner && e.id == id) {
             s.remove(i);
         }
     });
@@ -193,7 +255,14 @@ impl SpanGuard {
     #[inline(always)]
     pub fn entered(key: u64) -> SpanGuard {
         let lost = ENTRY_LOST.try_with(|l| l.replace(false)).unwrap_or(true);
-        with_stack(|s| s.push((if lost { LOST } else { NATIVE }, key)));
+        with_stack(|s| {
+            s.push(Entry {
+                owner: NATIVE,
+                id: if lost { LOST } else { NATIVE },
+                key,
+                duplicate: false,
+            })
+        });
         SpanGuard {
             key,
             _thread: PhantomData,
@@ -208,14 +277,11 @@ impl Drop for SpanGuard {
     fn drop(&mut self) {
         let key = self.key;
         let (_, top) = with_stack(|s| {
-            if let Some(i) = s
-                .iter()
-                .rposition(|&(id, k)| k == key && (id == NATIVE || id == LOST))
-            {
+            if let Some(i) = s.iter().rposition(|e| e.key == key && e.owner == NATIVE) {
                 s.remove(i);
             }
         });
-        producer::log_context(exit_id(), key.ring_len() + top.ring_len(), |c| {
+        producer::log_context(exit_id(), key.ring_len() + top.ring_len(), false, |c| {
             top.write(key.write(c));
         });
     }

@@ -31,6 +31,8 @@ use crate::wire::format::ArgKind;
 /// makes (a span entered and exited costs two fewer registry lookups).
 pub struct NanologLayer<S> {
     events: Filtered<EventLayer, NanologFilter, S>,
+    /// This layer's own tag in the threads' span stacks (see `owner`).
+    owner: u64,
 }
 
 impl<S> fmt::Debug for NanologLayer<S> {
@@ -40,8 +42,20 @@ impl<S> fmt::Debug for NanologLayer<S> {
 }
 
 /// The events' side of [`NanologLayer`], behind its per-layer filter.
-#[derive(Debug, Clone, Copy, Default)]
-struct EventLayer;
+#[derive(Debug, Clone, Copy)]
+struct EventLayer {
+    owner: u64,
+}
+
+/// A new layer's tag for the spans it sees entered: one per layer, so per
+/// subscriber. Spans of a scoped dispatcher (`with_default`) and of the
+/// global one share each thread's stack, and their ids may be equal (each
+/// registry numbers its own from 1): the tag keeps them apart.
+fn owner() -> u64 {
+    // Relaxed: a unique number is all it hands out.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 /// nanolog's directives as a per-layer filter (tracing-subscriber's
 /// `Filter`): an event callsite they disable is `never` for this layer
@@ -65,8 +79,10 @@ where
     // tracing caches each callsite's interest (from `register_callsite`):
     // a change of nanolog's filter asks it again.
     crate::filter::after_change(tracing_core::callsite::rebuild_interest_cache);
+    let owner = owner();
     NanologLayer {
-        events: EventLayer.with_filter(NanologFilter::default()),
+        events: EventLayer { owner }.with_filter(NanologFilter::default()),
+        owner,
     }
 }
 
@@ -765,21 +781,23 @@ fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(ctx: &Context<'_, S>, id: &Id)
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
     /// An event in its scope: a contextual event in the span current on
-    /// this thread (tracing's current span, or a `nanolog::span!` entered
-    /// inside it), which is where the thread's ring already is; an event
-    /// with an explicit parent (or `parent: None`) in that span's scope,
-    /// written between two switches.
+    /// this thread for its subscriber (tracing's current span, or a
+    /// `nanolog::span!` entered inside it), which is where the thread's
+    /// ring already is unless another subscriber's span was entered since;
+    /// an event with an explicit parent (or `parent: None`) in that span's
+    /// scope. An event whose scope is not the thread's is written between
+    /// two switches (the first one also on a thread with no ring yet).
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        // (leaf, current) when the event's scope is not the thread's.
-        let elsewhere = if event.is_contextual() {
-            None
+        let current = crate::span::current();
+        let leaf = if event.is_contextual() {
+            crate::span::current_for(self.owner)
         } else {
-            let current = crate::span::current();
-            let leaf = event.parent().map_or(0, |p| key_of(&ctx, p));
-            (leaf != current).then_some((leaf, current))
+            event.parent().map_or(0, |p| key_of(&ctx, p))
         };
+        // (leaf, current) when the event's scope is not the thread's.
+        let elsewhere = (leaf != current).then_some((leaf, current));
         if let Some((leaf, _)) = elsewhere {
-            crate::span::switch(leaf);
+            crate::span::switch_for_record(leaf);
         }
         if !take_typed(event) {
             self.format_event(event);
@@ -847,7 +865,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         let Some(span) = ctx.span(id) else { return };
         let parent = match attrs.parent() {
             Some(p) => key_of(&ctx, p),
-            None if attrs.is_contextual() => crate::span::current(),
+            None if attrs.is_contextual() => crate::span::current_for(self.owner),
             None => 0,
         };
         let mut data = SpanData {
@@ -886,11 +904,11 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     /// Entered on this thread: current here (one switch in the ring).
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         let key = key_of(&ctx, id);
-        crate::span::tracing_enter(id.into_u64(), key);
+        crate::span::tracing_enter(self.owner, id.into_u64(), key);
     }
 
     fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
-        crate::span::tracing_exit(id.into_u64());
+        crate::span::tracing_exit(self.owner, id.into_u64());
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {

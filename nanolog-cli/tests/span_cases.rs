@@ -1,0 +1,224 @@
+//! The span cases where nanolog once differed from tracing (issue #45),
+//! checked against tracing-subscriber's own text formatter in the same
+//! registry (it prints an event's scope as `Context::event_scope` gives
+//! it: the explicit parent, else the registry's current span). Each event
+//! has a unique `seq` field; nanolog's decoded text line and fmt's line of
+//! the same event must be equal from the spans on:
+//! `outer{a=1}:inner{b="x"}: message seq=7`.
+//!
+//! - An event with an explicit parent (or `parent: None`) as its thread's
+//!   first record, on several threads, inside a span of the thread or not.
+//! - A span entered again while entered (A, then B, then A): B stays
+//!   current, and a span made there is B's child; sync, and a future
+//!   `.instrument(a.clone())` awaited inside B.
+//! - A scoped dispatcher (`with_default`, `set_default`) beside the global
+//!   one, both with nanolog's layer, spans of both entered on one thread
+//!   (their ids collide: each registry numbers from 1): each subscriber's
+//!   events show its own spans only.
+//!
+//! Its own test binary: it sets the process's global default.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tracing::Instrument;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+mod common;
+use common::{ok, p, Captured};
+
+static SEQ: AtomicU64 = AtomicU64::new(1);
+
+fn seq() -> u64 {
+    SEQ.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A registry with nanolog's layer and fmt's text layer into `w`.
+fn subscriber(w: Captured) -> impl tracing::Subscriber + Send + Sync {
+    tracing_subscriber::registry()
+        .with(nanolog::tracing_layer())
+        .with(
+            tracing_subscriber::fmt::layer()
+                .without_time()
+                .with_ansi(false)
+                .with_target(false)
+                .with_writer(move || w.clone()),
+        )
+}
+
+/// Explicit parents as each thread's first record.
+fn explicit_first(threads: u64) {
+    let p = tracing::info_span!("p", n = 1u64);
+    let q = tracing::info_span!(parent: &p, "q", m = 2u64);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (p, q) = (p.clone(), q.clone());
+            std::thread::Builder::new()
+                .name(format!("first-{t}"))
+                .spawn_scoped(s, move || match t % 4 {
+                    0 => {
+                        tracing::info!(parent: &p, seq = seq(), "explicit first");
+                        tracing::info!(seq = seq(), "contextual after");
+                    }
+                    1 => {
+                        let cur = tracing::info_span!("cur", t);
+                        let _in = cur.enter();
+                        tracing::info!(parent: &p, seq = seq(), "explicit first in cur");
+                        tracing::info!(seq = seq(), "contextual after");
+                    }
+                    2 => {
+                        let cur = tracing::info_span!("cur", t);
+                        let _in = cur.enter();
+                        tracing::info!(parent: None, seq = seq(), "no parent first in cur");
+                        tracing::info!(seq = seq(), "contextual after");
+                    }
+                    _ => {
+                        tracing::info!(parent: &q, seq = seq(), "explicit first, two deep");
+                        let cur = tracing::info_span!("cur", t);
+                        let _in = cur.enter();
+                        tracing::info!(parent: &p, seq = seq(), "explicit again in cur");
+                        tracing::info!(seq = seq(), "contextual after");
+                    }
+                })
+                .unwrap();
+        }
+    });
+}
+
+/// A, then B inside it, then A again: B stays current.
+fn reentered() {
+    let a = tracing::info_span!("a", x = 1u64);
+    let b = tracing::info_span!("b", y = 2u64);
+    let _a = a.enter();
+    let _b = b.enter();
+    {
+        let _a2 = a.enter();
+        tracing::info!(seq = seq(), "a entered again inside b");
+        let c = tracing::info_span!("c");
+        c.in_scope(|| tracing::info!(seq = seq(), "in a span made there"));
+    }
+    tracing::info!(seq = seq(), "after the second entry of a");
+    drop(_b);
+    tracing::info!(seq = seq(), "after b");
+}
+
+/// A request's future instrumented with a clone of its span, awaited inside
+/// a `db` span of the same request.
+async fn instrumented_inside() {
+    let req = tracing::info_span!("req", id = 7u64);
+    async {
+        let db = tracing::info_span!("db", table = "users");
+        let _g = db.enter();
+        async {
+            tracing::info!(seq = seq(), "instrumented with req inside db");
+            let made = tracing::info_span!("made");
+            made.in_scope(|| tracing::info!(seq = seq(), "in a span made there"));
+        }
+        .instrument(req.clone())
+        .await;
+        tracing::info!(seq = seq(), "back in db");
+    }
+    .instrument(req.clone())
+    .await;
+}
+
+/// Spans of the global and of a scoped subscriber on one thread.
+fn scoped(scoped: &tracing::Dispatch) {
+    let g = tracing::info_span!("global_span", g = 1u64);
+    let _g = g.enter();
+    tracing::info!(seq = seq(), "global before");
+    tracing::dispatcher::with_default(scoped, || {
+        tracing::info!(seq = seq(), "scoped, no span of its own");
+        let s = tracing::info_span!("scoped_span", s = 1u64);
+        let _s = s.enter();
+        tracing::info!(seq = seq(), "scoped in its span");
+    });
+    tracing::info!(seq = seq(), "global after with_default");
+    // A scoped span still entered after its guard is dropped.
+    let guard = tracing::dispatcher::set_default(scoped);
+    let s2 = tracing::info_span!("scoped_two", s = 2u64).entered();
+    tracing::info!(seq = seq(), "scoped in scoped_two");
+    drop(guard);
+    tracing::info!(seq = seq(), "global while scoped_two is entered");
+    let g2 = tracing::info_span!("global_two", g = 2u64);
+    g2.in_scope(|| tracing::info!(seq = seq(), "global in global_two"));
+    drop(s2);
+    tracing::info!(seq = seq(), "global at the end");
+}
+
+/// `seq` -> the line from the spans on, as fmt printed it (`INFO` and the
+/// padding before it taken off).
+fn fmt_lines(text: &str) -> HashMap<u64, String> {
+    text.lines()
+        .filter_map(|l| {
+            let (_, s) = l.rsplit_once("seq=")?;
+            let rest = l.trim_start().split_once(' ')?.1;
+            Some((s.trim().parse().ok()?, rest.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn span_cases_match_tracing_subscriber() {
+    let path = common::fresh_dir("span-cases", "all").join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .staging_capacity(1 << 20)
+        .start()
+        .unwrap();
+    let global = Captured::default();
+    subscriber(global.clone()).init();
+    let scoped_out = Captured::default();
+    let scoped_dispatch = tracing::Dispatch::new(subscriber(scoped_out.clone()));
+
+    explicit_first(16);
+    std::thread::Builder::new()
+        .name("reentered".into())
+        .spawn(reentered)
+        .unwrap()
+        .join()
+        .unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(instrumented_inside());
+    std::thread::Builder::new()
+        .name("scoped".into())
+        .spawn(move || scoped(&scoped_dispatch))
+        .unwrap()
+        .join()
+        .unwrap();
+
+    logger.flush().unwrap();
+    drop(logger);
+    let mut want = fmt_lines(&global.text());
+    let scoped_lines = fmt_lines(&scoped_out.text());
+    let n_scoped = scoped_lines.len();
+    want.extend(scoped_lines);
+    assert!(n_scoped >= 3, "the scoped subscriber printed its events");
+    let events = SEQ.load(Ordering::Relaxed) - 1;
+    assert_eq!(want.len() as u64, events, "fmt printed every event once");
+
+    let text = ok(&["decode", p(&path)]);
+    let mut compared = 0;
+    let mut differ = Vec::new();
+    for line in text.lines() {
+        let Some((_, s)) = line.rsplit_once("seq=") else {
+            continue;
+        };
+        let s: u64 = s.trim().parse().unwrap();
+        let ours = line.split_once("]: ").unwrap().1;
+        if ours != want[&s] {
+            differ.push(format!("nanolog: {ours}\n    fmt: {}", want[&s]));
+        }
+        compared += 1;
+    }
+    assert!(
+        differ.is_empty(),
+        "{} of {events} events differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+    assert_eq!(compared, events, "nanolog wrote every event once");
+}
