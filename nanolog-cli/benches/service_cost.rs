@@ -1,0 +1,387 @@
+//! What logging costs a whole tokio service (issue #45): the same workload
+//! under five subscribers, alternated round by round in one process, and
+//! each one's cost added over the bare registry.
+//!
+//! The workload: REQUESTS `#[instrument]`ed requests on a 4-worker
+//! multi-thread runtime, 64 in flight, each with a database span per
+//! query, a cache span, a child task (`in_current_span`), `spawn_blocking`
+//! work in the request's span (`in_scope`), a value recorded into the
+//! request span later, a yield at every step (so instrumented futures are
+//! entered and exited at every poll), and 26 `tracing` events at INFO and
+//! DEBUG with typed fields.
+//!
+//! The subscribers, each set as the default of the runtime's threads (and
+//! the blocking pool's) for its round:
+//!
+//! - none: no subscriber;
+//! - registry: `tracing_subscriber::registry()` alone;
+//! - nanolog: the registry and `nanolog::tracing_layer()` (a running
+//!   logger, DEBUG); its time includes `Logger::flush`;
+//! - fmt JSON: the registry and tracing-subscriber's JSON layer (current
+//!   span and span list) into a `BufWriter` of a file, flushed at the end;
+//! - fmt JSON non-blocking: the same into `tracing_appender::non_blocking`
+//!   of a file, its worker's guard dropped (flushed) at the end.
+//!
+//! ```text
+//! cargo bench -p nanolog-cli --bench service_cost [-- REQUESTS ROUNDS]
+//! ```
+//!
+//! Prints each subscriber's median time, its added cost over the registry,
+//! and nanolog's added cost as a share of fmt JSON's (BENCHMARKS.md).
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tracing::{Dispatch, Instrument};
+use tracing_subscriber::layer::SubscriberExt;
+
+const IN_FLIGHT: usize = 64;
+const TABLES: [&str; 5] = ["orders", "accounts", "positions", "fills", "quotes"];
+const ROUTES: [&str; 4] = [
+    "/api/v1/orders",
+    "/api/v1/accounts",
+    "/api/v1/quotes",
+    "/healthz",
+];
+
+/// Events the workload makes (counted, to check nanolog wrote them all).
+static EVENTS: AtomicU64 = AtomicU64::new(0);
+
+fn event() {
+    EVENTS.fetch_add(1, Ordering::Relaxed);
+}
+
+#[tracing::instrument(
+    level = "info",
+    skip_all,
+    fields(method = "GET", path = ROUTES[(i % 4) as usize], request_id = i, status = tracing::field::Empty)
+)]
+async fn request(i: u64) {
+    tracing::info!(bytes_in = 120 + i % 900, "request received");
+    event();
+    for q in 0..4u64 {
+        query(i, q).await;
+    }
+    let key = i % 1000;
+    {
+        let cache = tracing::debug_span!("cache", key);
+        let _in = cache.enter();
+        tracing::debug!(hit = !i.is_multiple_of(3), "cache lookup");
+        event();
+    }
+    // Fan out: a child task in the request's span.
+    let child = tokio::spawn(
+        async move {
+            tracing::info!(target: "audit", action = "read", "audit begins");
+            event();
+            tokio::task::yield_now().await;
+            tracing::info!(target: "audit", action = "read", "audited");
+            event();
+        }
+        .in_current_span(),
+    );
+    // Blocking work in the request's span.
+    let span = tracing::Span::current();
+    let digest = tokio::task::spawn_blocking(move || {
+        span.in_scope(|| {
+            tracing::debug!(bytes = 4096u64, "hashing body");
+            event();
+            let d = (0..64u64).fold(i, |a, b| a.rotate_left(5) ^ b);
+            tracing::debug!(digest = d, "hashed");
+            event();
+            d
+        })
+    })
+    .await
+    .unwrap_or(0);
+    for step in 0..6u64 {
+        tracing::debug!(step, digest, "handler step");
+        event();
+        tokio::task::yield_now().await;
+    }
+    if i.is_multiple_of(10) {
+        tracing::warn!(status = 429u64, retry_after_ms = 250u64, "rate limited");
+        event();
+    }
+    let _ = child.await;
+    tracing::Span::current().record("status", 200u64);
+    tracing::info!(elapsed_us = 900 + i % 40_000, "request done");
+    event();
+}
+
+async fn query(i: u64, q: u64) {
+    let table = TABLES[((i + q) % 5) as usize];
+    async move {
+        tracing::debug!(conn = (i + q) % 16, "pool checkout");
+        event();
+        tokio::task::yield_now().await;
+        tracing::debug!(
+            rows = (i * 7 + q) % 50,
+            elapsed_us = 180 + i % 9000,
+            "query done"
+        );
+        event();
+    }
+    .instrument(tracing::debug_span!("db", table, op = "select"))
+    .await
+}
+
+/// One subscriber's service: a 4-worker runtime whose threads (and the
+/// blocking pool's) have the subscriber as their default for their whole
+/// life, kept for every round as a service keeps its threads, and what
+/// makes its output complete at the end of a round.
+struct Service {
+    rt: tokio::runtime::Runtime,
+    dispatch: Option<Dispatch>,
+    /// Called with the round's events: returns once they are all written.
+    finish: Box<dyn Fn(u64)>,
+}
+
+impl Service {
+    fn new(dispatch: Option<Dispatch>, finish: Box<dyn Fn(u64)>) -> Service {
+        let d = dispatch.clone();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_time()
+            .on_thread_start(move || {
+                if let Some(d) = &d {
+                    // The thread's default for its whole life.
+                    std::mem::forget(tracing::dispatcher::set_default(d));
+                }
+            })
+            .build()
+            .expect("a runtime");
+        Service {
+            rt,
+            dispatch,
+            finish,
+        }
+    }
+
+    /// The workload, then `finish`: the time from the first request to the
+    /// last one's end, its output written.
+    fn round(&self, requests: u64) -> Duration {
+        let work = || {
+            self.rt.block_on(async {
+                let mut next = 0u64;
+                let mut set = tokio::task::JoinSet::new();
+                while next < requests || !set.is_empty() {
+                    while next < requests && set.len() < IN_FLIGHT {
+                        set.spawn(request(next));
+                        next += 1;
+                    }
+                    if let Some(r) = set.join_next().await {
+                        r.expect("a request task");
+                    }
+                }
+            })
+        };
+        let before = EVENTS.load(Ordering::Relaxed);
+        let start = Instant::now();
+        match &self.dispatch {
+            Some(d) => tracing::dispatcher::with_default(d, work),
+            None => work(),
+        }
+        (self.finish)(EVENTS.load(Ordering::Relaxed) - before);
+        start.elapsed()
+    }
+}
+
+const KINDS: [&str; 5] = [
+    "none",
+    "registry",
+    "nanolog",
+    "fmt JSON (BufWriter)",
+    "fmt JSON (non_blocking)",
+];
+
+/// The service of subscriber `kind`.
+fn service(kind: usize, dir: &Path, logger: &std::sync::Arc<nanolog::Logger>) -> Service {
+    match kind {
+        0 => Service::new(None, Box::new(|_| {})),
+        1 => Service::new(
+            Some(Dispatch::new(tracing_subscriber::registry())),
+            Box::new(|_| {}),
+        ),
+        2 => {
+            let logger = std::sync::Arc::clone(logger);
+            Service::new(
+                Some(Dispatch::new(
+                    tracing_subscriber::registry().with(nanolog::tracing_layer()),
+                )),
+                Box::new(move |_| logger.flush().expect("flush")),
+            )
+        }
+        3 => {
+            let file = std::fs::File::create(dir.join("fmt.json")).expect("a file");
+            let w = std::sync::Arc::new(std::sync::Mutex::new(std::io::BufWriter::with_capacity(
+                1 << 16,
+                file,
+            )));
+            let ww = std::sync::Arc::clone(&w);
+            let layer = tracing_subscriber::fmt::layer()
+                .json()
+                .with_writer(move || Locked(std::sync::Arc::clone(&ww)));
+            Service::new(
+                Some(Dispatch::new(tracing_subscriber::registry().with(layer))),
+                Box::new(move |_| {
+                    let _ = w.lock().unwrap_or_else(|e| e.into_inner()).flush();
+                }),
+            )
+        }
+        _ => {
+            let file = std::fs::File::create(dir.join("fmt-nb.json")).expect("a file");
+            let lines = std::sync::Arc::new(AtomicU64::new(0));
+            let (nb, guard) = tracing_appender::non_blocking(Lines {
+                file,
+                lines: std::sync::Arc::clone(&lines),
+            });
+            let layer = tracing_subscriber::fmt::layer().json().with_writer(nb);
+            // The lines every round of this kind wrote: one an event.
+            let want = AtomicU64::new(0);
+            Service::new(
+                Some(Dispatch::new(tracing_subscriber::registry().with(layer))),
+                Box::new(move |events| {
+                    let _worker = &guard;
+                    let want = want.fetch_add(events, Ordering::Relaxed) + events;
+                    while lines.load(Ordering::Acquire) < want {
+                        std::thread::yield_now();
+                    }
+                }),
+            )
+        }
+    }
+}
+
+/// A file that counts the lines written to it (the non-blocking writer's
+/// worker writes whole lines).
+struct Lines {
+    file: std::fs::File,
+    lines: std::sync::Arc<AtomicU64>,
+}
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        let nl = buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        self.lines.fetch_add(nl, Ordering::Release);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// A `BufWriter` shared by the threads, as `with_writer` takes it.
+struct Locked(std::sync::Arc<std::sync::Mutex<std::io::BufWriter<std::fs::File>>>);
+
+impl Write for Locked {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `only NAME`: that subscriber's rounds alone (for a profiler).
+    let only = std::env::args()
+        .skip_while(|a| a != "only")
+        .nth(1)
+        .and_then(|n| KINDS.iter().position(|k| k.starts_with(&n)));
+    let mut nums = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse::<u64>().ok());
+    let requests = nums.next().unwrap_or(5_000);
+    let rounds = nums.next().unwrap_or(7) as usize;
+    let dir = std::env::temp_dir().join(format!("nanolog-service-cost-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let logger = std::sync::Arc::new(
+        nanolog::Logger::builder()
+            .path(dir.join("service.nlog"))
+            .filter("debug")
+            .start()
+            .expect("the logger starts"),
+    );
+
+    if let Some(k) = only {
+        let svc = service(k, &dir, &logger);
+        for _ in 0..rounds {
+            let t = svc.round(requests);
+            println!("{}: {:.3} s", KINDS[k], t.as_secs_f64());
+        }
+        drop(logger);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    // A warm-up of each, then the rounds, each in a rotated order.
+    let services: Vec<Service> = (0..KINDS.len())
+        .map(|k| service(k, &dir, &logger))
+        .collect();
+    for s in &services {
+        s.round(requests / 10);
+    }
+    let logged_before = logger.stats().logged;
+    let mut nanolog_events = 0;
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); KINDS.len()];
+    for r in 0..rounds {
+        for j in 0..KINDS.len() {
+            let k = (r + j) % KINDS.len();
+            let before = EVENTS.load(Ordering::Relaxed);
+            let t = services[k].round(requests);
+            if k == 2 {
+                nanolog_events += EVENTS.load(Ordering::Relaxed) - before;
+            }
+            times[k].push(t.as_secs_f64());
+        }
+    }
+    let stats = logger.stats();
+    drop(services);
+    drop(logger);
+    let logged = stats.logged - logged_before;
+    let per_round = EVENTS.load(Ordering::Relaxed) / (rounds as u64 * KINDS.len() as u64 + 1);
+    println!(
+        "{requests} requests, ~{per_round} events a round, {rounds} rounds; nanolog: {logged} logged of {nanolog_events} events, {} dropped",
+        stats.dropped
+    );
+    let med: Vec<f64> = times.iter().map(|v| median(&mut v.clone())).collect();
+    let registry = med[1];
+    println!("| subscriber | median time | added over the registry | all rounds (s) |");
+    println!("|---|---|---|---|");
+    for (k, name) in KINDS.iter().enumerate() {
+        let added = if k >= 2 {
+            format!("{:.3} s", med[k] - registry)
+        } else {
+            String::new()
+        };
+        let all: Vec<String> = times[k].iter().map(|t| format!("{t:.3}")).collect();
+        println!("| {name} | {:.3} s | {added} | {} |", med[k], all.join(" "));
+    }
+    let nano = med[2] - registry;
+    println!(
+        "nanolog's added cost / fmt JSON (BufWriter)'s: {:.3}; / fmt JSON (non_blocking)'s: {:.3}",
+        nano / (med[3] - registry),
+        nano / (med[4] - registry)
+    );
+    // Per round, side by side: the ratio of the added costs in each round.
+    let ratios: Vec<String> = (0..rounds)
+        .map(|r| {
+            let reg = times[1][r];
+            format!("{:.3}", (times[2][r] - reg) / (times[3][r] - reg))
+        })
+        .collect();
+    println!(
+        "per round (nanolog added / fmt JSON BufWriter added): {}",
+        ratios.join(" ")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
