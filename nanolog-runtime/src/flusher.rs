@@ -90,12 +90,21 @@ struct Context {
     /// `name{k=v ..}` of each span of the chain, outermost first, as the
     /// text mirror prints them (empty without a mirror).
     texts: Vec<String>,
+    /// The thread's latest whole resolutions, by the key they resolve: a
+    /// worker that polls the tasks of a few requests in turn switches
+    /// among a few chains, each resolved once while it holds.
+    recent: [(u64, Resolved); RECENT],
+    /// The slot of `recent` the next resolution takes.
+    next_recent: usize,
 }
+
+/// Resolutions a thread keeps (see `Context::recent`).
+const RECENT: usize = 32;
 
 /// A thread's context in a file: valid for its records up to `until` (a
 /// tick at which a span of its chain takes new values), while no span has
 /// changed since `epoch`.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 struct Resolved {
     generation: u64,
     ctx: u32,
@@ -123,7 +132,7 @@ impl Default for Resolved {
 /// `tracing` spans copied from the process's table as they are needed.
 #[derive(Default)]
 struct Book {
-    spans: std::collections::HashMap<u64, Known>,
+    spans: crate::span::KeyMap<Known>,
     /// The table's epoch when the copies were last brought up to date.
     epoch: u64,
     /// `tracing` spans closed, taken at the start of this pass: forgotten
@@ -237,6 +246,12 @@ struct Flusher {
 struct State {
     shared: Arc<Shared>,
     writer: Writer,
+    /// The chain of spans being resolved, a span's versions copied from
+    /// the table, a record's arguments being checked (each kept for its
+    /// allocation).
+    chain: Vec<u64>,
+    copied: Vec<crate::span::Version>,
+    args: Vec<u8>,
     /// Bumped whenever the dictionary must be written again (a new file, or a
     /// failed write that may have lost it).
     file_generation: u64,
@@ -354,6 +369,9 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     // From the first batch on: a file's size limit may be below OUT_MAX.
     let out_limit = out_limit(&writer);
     let st = State {
+        chain: Vec::new(),
+        copied: Vec::new(),
+        args: Vec::new(),
         shared,
         writer,
         file_generation: 0,
@@ -421,8 +439,10 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             f.st.duty = (duty + (sample - duty) * weight / 1024) as u64;
         }
         last_start = pass_start;
-        if crate::span::take_closed_flag() {
-            f.st.book.closed = crate::span::table(|t| std::mem::take(&mut t.closed));
+        let closed_in = crate::span::CLOSED_IN.swap(0, Ordering::Acquire);
+        if closed_in != 0 {
+            let closed = &mut f.st.book.closed;
+            crate::span::tables_in(closed_in, |_, t| closed.append(&mut t.closed));
         }
         f.adopt_new_rings();
         let mut n = 0;
@@ -471,7 +491,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
                 m.finish();
             }
             // Spans closed while this logger ran need no more records.
-            crate::span::table(|t| {
+            crate::span::tables(|t| {
                 for k in t.closed.drain(..) {
                     t.spans.remove(&k);
                 }
@@ -1102,17 +1122,39 @@ impl State {
     fn resolve(&mut self, r: &mut Context, tick: u64, partial_ok: bool) -> Option<u32> {
         let generation = self.file_generation;
         let epoch = crate::span::EPOCH.load(Ordering::Acquire);
+        // A chain this thread resolved lately, still whole in this file at
+        // this tick, no span's values changed since (the mirror wants the
+        // chain's texts: it resolves each time).
+        if self.mirror.is_none() && r.key != 0 {
+            let hit = r.recent.iter().find(|(k, res)| {
+                *k == r.key
+                    && res.generation == generation
+                    && res.epoch == epoch
+                    && tick < res.until
+            });
+            if let Some(&(_, res)) = hit {
+                r.changed = false;
+                r.resolved = res;
+                return Some(res.ctx);
+            }
+        }
         if epoch != self.book.epoch {
             self.refresh_tracing();
             self.book.epoch = epoch;
         }
-        let mut chain = Vec::new();
+        let mut chain = std::mem::take(&mut self.chain);
+        chain.clear();
         let mut k = r.key;
+        // The chain reaches its root, or the depth limit: the resolution
+        // can be kept (a chain cut at a span not known yet cannot).
+        let mut whole = true;
         while k != 0 && chain.len() < MAX_DEPTH && !chain.contains(&k) {
             let Some(parent) = self.known(k) else {
                 if !partial_ok {
+                    self.chain = chain;
                     return None;
                 }
+                whole = false;
                 break;
             };
             chain.push(k);
@@ -1194,6 +1236,11 @@ impl State {
             until,
             epoch,
         };
+        self.chain = chain;
+        if whole && r.key != 0 {
+            r.recent[r.next_recent] = (r.key, r.resolved);
+            r.next_recent = (r.next_recent + 1) % RECENT;
+        }
         Some(ctx)
     }
 
@@ -1204,25 +1251,38 @@ impl State {
         if let Some(sp) = self.book.spans.get(&key) {
             return Some(sp.parent);
         }
-        let def = crate::span::table(|t| t.spans.get(&key).cloned())?;
+        // Its versions copied out under the shard's lock into a buffer
+        // kept for it (a clone of the definition allocated for each span).
+        let mut copied = std::mem::take(&mut self.copied);
+        copied.clear();
+        let parent = crate::span::table(key, |t| {
+            let d = t.spans.get(&key)?;
+            copied.extend(d.versions.iter().cloned());
+            Some(d.parent)
+        });
+        let Some(parent) = parent else {
+            self.copied = copied;
+            return None;
+        };
         let mut known = Known {
-            parent: def.parent,
+            parent,
             tracing: true,
-            versions: Vec::with_capacity(def.versions.len()),
+            versions: Vec::with_capacity(copied.len()),
             entries: Vec::new(),
             children: 0,
             exited: false,
         };
-        self.copy_versions(&mut known, &def);
+        self.copy_versions(&mut known, &copied);
+        self.copied = copied;
         self.book.insert(key, known);
-        Some(def.parent)
+        Some(parent)
     }
 
     /// The table's versions of a `tracing` span, compacted (a version
     /// already copied is kept as it is).
-    fn copy_versions(&mut self, known: &mut Known, def: &crate::span::Def) {
+    fn copy_versions(&mut self, known: &mut Known, versions: &[crate::span::Version]) {
         let mut old = std::mem::take(&mut known.versions);
-        for v in &def.versions {
+        for v in versions {
             if let Some(i) = old
                 .iter()
                 .position(|o| o.tick == v.tick && o.site == v.site)
@@ -1237,8 +1297,8 @@ impl State {
                 continue;
             };
             // Kept if its fields match its site (each file compacts them).
-            let mut args = Vec::new();
-            if record::compact(&reg.kinds, &v.raw, &mut args).is_some() {
+            self.args.clear();
+            if record::compact(&reg.kinds, &v.raw, &mut self.args).is_some() {
                 known.versions.push(KnownVersion {
                     tick: v.tick,
                     site: v.site,
@@ -1250,7 +1310,7 @@ impl State {
             // (A version that did not compact: the span shows no fields.)
             known.versions.push(KnownVersion {
                 tick: 0,
-                site: def.versions.first().map_or(0, |v| v.site),
+                site: versions.first().map_or(0, |v| v.site),
                 raw: Arc::from(&[][..]),
             });
         }
@@ -1260,25 +1320,32 @@ impl State {
     /// table (values were recorded into some spans).
     fn refresh_tracing(&mut self) {
         let book = &self.book.spans;
-        let defs: Vec<(u64, crate::span::Def)> = crate::span::table(|t| {
+        let mut defs: Vec<(u64, crate::span::Def)> = Vec::new();
+        let changed_in = crate::span::CHANGED_IN.swap(0, Ordering::Acquire);
+        crate::span::tables_in(changed_in, |_, t| {
             let changed = t.changed.replace(Vec::new());
-            let keys: Vec<u64> = match changed {
-                Some(c) => c.into_iter().filter(|k| book.contains_key(k)).collect(),
+            let mut copy = |k: u64| {
+                if let Some(d) = t.spans.get(&k) {
+                    defs.push((k, d.clone()));
+                }
+            };
+            match changed {
+                Some(c) => c
+                    .into_iter()
+                    .filter(|k| book.contains_key(k))
+                    .for_each(&mut copy),
+                // Too many to list: every span of the book this shard holds.
                 None => book
                     .iter()
                     .filter(|(_, sp)| sp.tracing)
-                    .map(|(&k, _)| k)
-                    .collect(),
-            };
-            keys.into_iter()
-                .filter_map(|k| t.spans.get(&k).map(|d| (k, d.clone())))
-                .collect()
+                    .for_each(|(&k, _)| copy(k)),
+            }
         });
         for (k, def) in defs {
             let Some(mut known) = self.book.spans.remove(&k) else {
                 continue;
             };
-            self.copy_versions(&mut known, &def);
+            self.copy_versions(&mut known, &def.versions);
             self.book.spans.insert(k, known);
         }
     }
@@ -1307,13 +1374,21 @@ impl State {
         let epoch = crate::span::EPOCH.load(Ordering::Acquire);
         if epoch != b.pruned_epoch || b.versioned || !closed.is_empty() {
             b.pruned_epoch = epoch;
-            b.versioned = crate::span::table(|t| {
-                for k in closed {
-                    t.spans.remove(&k);
-                }
+            for &k in &closed {
+                crate::span::table(k, |t| t.spans.remove(&k));
+            }
+            let mut versioned = false;
+            let versioned_in = crate::span::VERSIONED_IN.load(Ordering::Acquire);
+            crate::span::tables_in(versioned_in, |bit, t| {
                 t.prune(horizon);
-                !t.versioned.is_empty()
+                if t.versioned.is_empty() {
+                    // Under the lock: a new version sets it again under it.
+                    crate::span::VERSIONED_IN.fetch_and(!bit, Ordering::Relaxed);
+                } else {
+                    versioned = true;
+                }
             });
+            b.versioned = versioned;
         }
     }
 

@@ -22,7 +22,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::encode::Encode;
@@ -317,10 +317,37 @@ pub(crate) const MAX_VERSIONS: usize = 1024;
 /// older than the flusher's pass are forgotten.
 pub(crate) const VERSION_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// A hasher for span keys: unique integers handed out in blocks, so one
+/// multiplication spreads them (SipHash, the default, cost the flusher and
+/// the calling threads a few percent of a service's time).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map by span key.
+pub(crate) type KeyMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<KeyHasher>>;
+
 /// The `tracing` spans alive in the process, by key (`nanolog::span!`'s
-/// are defined through their thread's ring instead).
+/// are defined through their thread's ring instead): one shard of them
+/// (see [`table`]).
+#[derive(Default)]
 pub(crate) struct Table {
-    pub(crate) spans: HashMap<u64, Def>,
+    pub(crate) spans: KeyMap<Def>,
     /// Spans closed since the flusher last looked: it forgets them once
     /// every record logged before the close has been written.
     pub(crate) closed: Vec<u64>,
@@ -328,11 +355,11 @@ pub(crate) struct Table {
     /// too many to list, look at every span).
     pub(crate) changed: Option<Vec<u64>>,
     /// Spans with more than one version.
-    pub(crate) versioned: std::collections::HashSet<u64>,
+    pub(crate) versioned: std::collections::HashSet<u64, std::hash::BuildHasherDefault<KeyHasher>>,
 }
 
-/// The longest list of changed spans kept for the flusher.
-const MAX_CHANGED: usize = 4096;
+/// The longest list of changed spans kept for the flusher, per shard.
+const MAX_CHANGED: usize = 1024;
 
 impl Table {
     /// Forgets the versions of spans that no record can need any more:
@@ -356,27 +383,74 @@ impl Table {
     }
 }
 
-static TABLE: Mutex<Option<Table>> = Mutex::new(None);
+/// Shards of the table, each under its own lock: the threads that make,
+/// record into and close spans (every worker of a service, at every
+/// request) and the flusher that reads their definitions take the lock of
+/// one key's shard, so they seldom meet (one lock for all of them was the
+/// most contended lock of a tokio service's logging).
+const SHARDS: usize = 64;
 
-/// Bumped whenever a span gets a new version (Release, after the table's
-/// lock is released; the flusher's Acquire load then finds it there).
-pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
+static TABLE: [Mutex<Option<Table>>; SHARDS] = [const { Mutex::new(None) }; SHARDS];
 
-/// Runs `f` on the table of spans, under its lock.
-pub(crate) fn table<R>(f: impl FnOnce(&mut Table) -> R) -> R {
-    let mut t = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
+/// The shard of span `key`.
+#[inline]
+fn shard_of(key: u64) -> usize {
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SHARDS.trailing_zeros())) as usize
+}
+
+/// Runs `f` on the shard of the table that holds span `key`, under its lock.
+pub(crate) fn table<R>(key: u64, f: impl FnOnce(&mut Table) -> R) -> R {
+    let mut t = TABLE[shard_of(key)]
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     f(t.get_or_insert_with(|| Table {
-        spans: HashMap::new(),
-        closed: Vec::new(),
         changed: Some(Vec::new()),
-        versioned: Default::default(),
+        ..Table::default()
     }))
 }
+
+/// Runs `f` on every shard of the table, one after another, each under its
+/// lock.
+pub(crate) fn tables(mut f: impl FnMut(&mut Table)) {
+    tables_in(u64::MAX, |_, t| f(t));
+}
+
+/// Runs `f` on the shards whose bits are set in `bits`, each under its lock
+/// (with its bit).
+pub(crate) fn tables_in(mut bits: u64, mut f: impl FnMut(u64, &mut Table)) {
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        let mut t = TABLE[i].lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = t.as_mut() {
+            f(1 << i, t);
+        }
+    }
+}
+
+/// Shards (one bit each) with spans closed, with new versions listed in
+/// `changed`, and with spans of several versions, since the flusher last
+/// took them: the flusher locks only those. Set under the shard's lock
+/// (Release); taken with Acquire, which pairs with it, before the shard's
+/// lock is taken. A bit set again after it was taken only costs the
+/// flusher a look at a shard with nothing new.
+pub(crate) static CLOSED_IN: AtomicU64 = AtomicU64::new(0);
+pub(crate) static CHANGED_IN: AtomicU64 = AtomicU64::new(0);
+pub(crate) static VERSIONED_IN: AtomicU64 = AtomicU64::new(0);
+
+/// The bit of span `key`'s shard.
+fn shard_bit(key: u64) -> u64 {
+    1 << shard_of(key)
+}
+
+/// Bumped whenever a span gets a new version (Release, after the shard's
+/// lock is released; the flusher's Acquire load then finds it there).
+pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
 
 /// A new `tracing` span `key` inside `parent` (0: a root).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
-    table(|t| {
+    table(key, |t| {
         t.spans.insert(
             key,
             Def {
@@ -391,7 +465,7 @@ pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
     let tick = crate::clock::now();
-    let known = table(|t| {
+    let known = table(key, |t| {
         let Some(d) = t.spans.get_mut(&key) else {
             return false;
         };
@@ -404,6 +478,8 @@ pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
             Some(c) if c.len() < MAX_CHANGED => c.push(key),
             c => *c = None,
         }
+        CHANGED_IN.fetch_or(shard_bit(key), Ordering::Release);
+        VERSIONED_IN.fetch_or(shard_bit(key), Ordering::Release);
         true
     });
     if known {
@@ -411,31 +487,17 @@ pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
     }
 }
 
-/// Set (Release, after the key is in `Table::closed`) when a span closed:
-/// the flusher takes the table's lock for the list only then, not at every
-/// pass.
-static CLOSED: AtomicBool = AtomicBool::new(false);
-
-/// Whether spans closed since the flusher last looked (and clears it).
-/// Acquire: pairs with the Release in [`close`], so the keys pushed before
-/// it are in the list the flusher then takes (under the lock).
-pub(crate) fn take_closed_flag() -> bool {
-    CLOSED.swap(false, Ordering::Acquire)
-}
-
 /// Span `key` was closed: forgotten by the flusher once the records logged
 /// before now are written, or at once when no logger runs.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn close(key: u64) {
     let running = crate::channel::running().is_some();
-    table(|t| {
+    table(key, |t| {
         if running {
             t.closed.push(key);
+            CLOSED_IN.fetch_or(shard_bit(key), Ordering::Release);
         } else {
             t.spans.remove(&key);
         }
     });
-    if running {
-        CLOSED.store(true, Ordering::Release);
-    }
 }

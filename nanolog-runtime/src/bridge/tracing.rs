@@ -234,10 +234,33 @@ impl SpanData {
             v.encode_to(&mut self.encoded);
         }
         self.encoded.extend_from_slice(&self.key.to_le_bytes());
+        let callsite = meta as *const _ as usize;
+        let fields = &self.fields;
+        let same = |c: &CachedSite| {
+            c.callsite == callsite
+                && c.fields.len() == fields.len()
+                && c.fields
+                    .iter()
+                    .zip(fields)
+                    .all(|(a, (n, v, d))| a.0 == *n && a.1 == v.kind() && a.2 == *d)
+        };
+        // This thread's recent sites first: the process's map of them is
+        // under one lock, which every worker would take at every span.
+        let slot = site_slot(callsite, fields);
+        let cached = SITES
+            .try_with(|c| {
+                let c = c.try_borrow().ok()?;
+                c[slot].as_ref().filter(|c| same(c)).map(|c| c.site)
+            })
+            .ok()
+            .flatten();
+        if let Some(site) = cached {
+            self.site = site;
+            return;
+        }
         let key = super::SpanKey {
-            callsite: meta as *const _ as usize,
-            fields: self
-                .fields
+            callsite,
+            fields: fields
                 .iter()
                 .map(|(n, v, debug)| (*n, v.kind(), *debug))
                 .collect(),
@@ -250,7 +273,43 @@ impl SpanData {
             meta.line().unwrap_or(0),
             meta.module_path().unwrap_or(""),
         );
+        let site = self.site;
+        let _ = SITES.try_with(|c| {
+            if let Ok(mut c) = c.try_borrow_mut() {
+                c[slot] = Some(CachedSite {
+                    callsite,
+                    fields: key.fields.into_boxed_slice(),
+                    site,
+                });
+            }
+        });
     }
+}
+
+/// A span site this thread interned lately: its callsite, its fields'
+/// names and kinds, and the site (`None`: past the cap).
+struct CachedSite {
+    callsite: usize,
+    fields: Box<[(&'static str, ArgKind, bool)]>,
+    site: Option<u32>,
+}
+
+const SITE_SLOTS: usize = 64;
+
+thread_local! {
+    /// Recent span sites, by a hash of their callsite and fields.
+    static SITES: std::cell::RefCell<[Option<CachedSite>; SITE_SLOTS]> =
+        const { std::cell::RefCell::new([const { None }; SITE_SLOTS]) };
+}
+
+/// The slot of `SITES` for a span of `callsite` with `fields`.
+fn site_slot(callsite: usize, fields: &[(&'static str, Arg<String>, bool)]) -> usize {
+    let mut h = callsite as u64;
+    for (n, v, d) in fields {
+        h = (h ^ n.as_ptr() as u64 ^ (v.kind() as u64) << 1 ^ u64::from(*d))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    (h >> 58) as usize % SITE_SLOTS
 }
 
 /// Sets a span's field (a value recorded later replaces the first): typed
