@@ -1,7 +1,7 @@
 //! The calling thread's side of logging: its ring, and the fallback ring for
 //! calls that cannot use their own.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
@@ -18,6 +18,42 @@ use crate::wire::format::ArgKind;
 thread_local! {
     static PRODUCER: RefCell<Option<ThreadProducer>> = const { RefCell::new(None) };
     static THREAD_NAME: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The key of the span current on this thread (0: none), as the
+    /// thread's stack of spans (`span.rs`) last set it: what a ring new to
+    /// the thread, or a lost switch, restates. One word without a
+    /// destructor, so reading it is one thread-local access.
+    static CURRENT: Cell<u64> = const { Cell::new(0) };
+    /// The entry of the `nanolog::span!` being entered was lost.
+    static ENTRY_LOST: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The site of every switch of a thread's span context: one `u64`
+/// argument, the key of the span now current on the thread (0: none).
+static SWITCH: Site = Site::span_exit();
+
+/// The registered id of the switch site.
+#[inline]
+pub(crate) fn switch_id() -> u32 {
+    SWITCH.id_dyn(&[ArgKind::U64])
+}
+
+/// The key of the span current on this thread (0: none).
+#[inline(always)]
+pub(crate) fn current() -> u64 {
+    CURRENT.try_with(Cell::get).unwrap_or(0)
+}
+
+/// Makes `key` the span current on this thread; returns the one before.
+#[inline]
+pub(crate) fn replace_current(key: u64) -> u64 {
+    CURRENT.try_with(|c| c.replace(key)).unwrap_or(key)
+}
+
+/// Whether the entry just written for a `nanolog::span!` was lost (and
+/// clears it); no thread-local left counts as lost.
+#[inline]
+pub(crate) fn take_entry_lost() -> bool {
+    ENTRY_LOST.try_with(|l| l.replace(false)).unwrap_or(true)
 }
 
 /// The ring of calls that cannot use their thread's own: a call from a
@@ -84,7 +120,7 @@ pub fn log_span<const N: usize>(
     enc: impl for<'a> FnOnce(SlotWriter<'a>),
 ) {
     if !log_bookkeeping(site.id(kinds), args_len, enc, true) {
-        crate::span::entry_lost();
+        let _ = ENTRY_LOST.try_with(|l| l.set(true));
     }
 }
 
@@ -329,7 +365,7 @@ impl ThreadProducer {
         shared.counters.threads.fetch_add(1, Ordering::Relaxed);
         // A thread inside spans (entered before this logger started, or
         // before its last ring was closed) says so before its first record.
-        let restate = crate::span::current() != 0;
+        let restate = current() != 0;
         Some(ThreadProducer {
             generation: shared.generation,
             shared,
@@ -448,8 +484,8 @@ impl ThreadProducer {
             return false;
         }
         if self.restate {
-            let key = crate::span::current();
-            let id = crate::span::switch_id();
+            let key = current();
+            let id = switch_id();
             let len = slot_len(key.ring_len());
             // Waiting (or not) as for the record being pushed; giving up
             // counts that record (a call, or bookkeeping), not the switch.

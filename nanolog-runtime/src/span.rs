@@ -26,23 +26,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::encode::Encode;
-use crate::producer;
+use crate::producer::{self, current, switch_id};
 use crate::site::Site;
 use crate::wire::format::ArgKind;
-
-/// The site of every switch: one `u64` argument, the key of the span now
-/// current on the thread (0: none).
-static SWITCH: Site = Site::span_exit();
 
 /// The site of every `nanolog::span!` exit: the span's key, then the key of
 /// the span current again (its guard's predecessor).
 static EXIT: Site = Site::span_exit();
 
 thread_local! {
-    /// The key of the span current on this thread: the top of [`STACK`]
-    /// (the innermost, `tracing` or `nanolog::span!`; 0: none). One word
-    /// without a destructor, so reading it is one thread-local access.
-    static CURRENT: Cell<u64> = const { Cell::new(0) };
     /// The spans entered on this thread and not exited, innermost last, as
     /// tracing's registry keeps its stack (one stack for every dispatcher,
     /// each entry tagged with its owner). A span entered twice is in it
@@ -85,17 +77,6 @@ pub(crate) const NATIVE: u64 = 0;
 /// scope. (tracing's span ids are `NonZeroU64`s from its slab, far below.)
 const LOST: u64 = u64::MAX;
 
-thread_local! {
-    /// The entry of the `nanolog::span!` being entered was lost.
-    static ENTRY_LOST: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The entry just written for a `nanolog::span!` did not reach the log.
-#[cold]
-pub(crate) fn entry_lost() {
-    let _ = ENTRY_LOST.try_with(|l| l.set(true));
-}
-
 /// Span keys are unique in the process (never reused, unlike `tracing`'s
 /// span ids): each thread takes a block of this many at a time.
 const KEY_BLOCK: u64 = 1024;
@@ -120,12 +101,6 @@ pub fn span_key() -> u64 {
         }
     })
     .unwrap_or_else(|_| NEXT_KEYS.fetch_add(1, Ordering::Relaxed))
-}
-
-/// The key of the span current on this thread (0: none).
-#[inline(always)]
-pub(crate) fn current() -> u64 {
-    CURRENT.try_with(Cell::get).unwrap_or(0)
 }
 
 /// The key of the span current on this thread for the `tracing` layer
@@ -158,7 +133,7 @@ fn with_stack(f: impl FnOnce(&mut Vec<Entry>)) -> (bool, u64) {
             };
             f(&mut s);
             let top = s.iter().rev().find(|e| e.shown()).map_or(0, |e| e.key);
-            let old = CURRENT.try_with(|c| c.replace(top)).unwrap_or(top);
+            let old = producer::replace_current(top);
             (old != top, top)
         })
         .unwrap_or((false, 0))
@@ -185,12 +160,6 @@ pub(crate) fn switch_for_record(key: u64) {
     producer::log_context(switch_id(), key.ring_len(), true, |c| {
         key.write(c);
     });
-}
-
-/// The registered id of the switch site.
-#[inline]
-pub(crate) fn switch_id() -> u32 {
-    SWITCH.id_dyn(&[ArgKind::U64])
 }
 
 /// The registered id of the `nanolog::span!` exit site.
@@ -254,7 +223,7 @@ impl SpanGuard {
     #[doc(hidden)]
     #[inline(always)]
     pub fn entered(key: u64) -> SpanGuard {
-        let lost = ENTRY_LOST.try_with(|l| l.replace(false)).unwrap_or(true);
+        let lost = producer::take_entry_lost();
         with_stack(|s| {
             s.push(Entry {
                 owner: NATIVE,

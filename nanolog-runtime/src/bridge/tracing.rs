@@ -847,7 +847,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
     /// scope. An event whose scope is not the thread's is written between
     /// two switches (the first one also on a thread with no ring yet).
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let current = crate::span::current();
+        let current = crate::producer::current();
         let leaf = if event.is_contextual() {
             crate::span::current_for(self.owner)
         } else {
