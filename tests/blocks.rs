@@ -277,3 +277,142 @@ fn a_live_compressed_log_refreshed_batch_by_batch_reads_as_the_whole_file() {
     assert_eq!(got, messages(&whole));
     remove_with_kept(&path);
 }
+
+/// The top-level entries of `file` as (start, end, tag), frames included.
+fn entries(file: &[u8]) -> Vec<(usize, usize, u8)> {
+    let mut v = Vec::new();
+    let mut at = 48;
+    while at + 9 <= file.len() {
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+        v.push((at, at + 9 + len, file[at]));
+        at += 9 + len;
+    }
+    v
+}
+
+/// A follower reads a compressed file as the writer writes it: at every
+/// cut point inside a block (the writer's write seen half done) the live
+/// reader waits for the rest of the block, and once it is there reads the
+/// file as a fresh reader of the whole file does, with no warning. (LZ4
+/// keeps some entries byte for byte, so a half-written block holds whole
+/// entries with good checksums: they must never be taken for the file's.)
+#[test]
+fn a_block_seen_half_written_is_waited_for_at_every_cut_point() {
+    let _s = serial();
+    let path = temp("blocks-cut");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(true)
+        .start()
+        .unwrap();
+    // Batches of records, each from a new thread with a name of its own:
+    // every block defines a thread (and the first the call sites), entries
+    // LZ4 keeps byte for byte.
+    for b in 0..6u64 {
+        std::thread::Builder::new()
+            .name(format!(
+                "worker-{b}-{:x}",
+                b.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            ))
+            .spawn(move || {
+                for i in b * 60..b * 60 + 60 {
+                    let route = ROUTES[(i % 4) as usize];
+                    let _s = nanolog::span!("request", route = route, user = "ann");
+                    nanolog::info!("served {} in {} us status={}", route, 100 + i % 37, 200);
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        logger.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    drop(logger);
+    let file = std::fs::read(&path).unwrap();
+    remove_with_kept(&path);
+    let whole = LogFile::from_bytes("whole.nlog", file.clone()).unwrap();
+    let want = messages(&whole);
+    assert_eq!(want.len(), 360);
+    // The first three blocks.
+    let blocks: Vec<_> = entries(&file)
+        .into_iter()
+        .filter(|e| e.2 == 12)
+        .take(3)
+        .collect();
+    assert_eq!(blocks.len(), 3, "the log has blocks");
+    let cut_path = temp("blocks-cut-live");
+    let mut cuts = 0;
+    for &(start, end, _) in &blocks {
+        for cut in (start + 1..end).step_by(1) {
+            std::fs::write(&cut_path, &file[..cut]).unwrap();
+            let mut live = LogFile::open_live(&cut_path).unwrap();
+            assert!(
+                live.warnings()
+                    .iter()
+                    .all(|w| w.to_string().contains("torn tail")),
+                "cut at {cut}: {:?}",
+                live.warnings()
+            );
+            assert!(
+                live.valid_len() <= start,
+                "cut at {cut}: read into the block"
+            );
+            // The rest arrives.
+            std::fs::write(&cut_path, &file).unwrap();
+            live.refresh().unwrap();
+            assert!(
+                live.warnings().is_empty(),
+                "cut at {cut}: {:?}",
+                live.warnings()
+            );
+            assert_eq!(messages(&live), want, "cut at {cut}");
+            cuts += 1;
+        }
+    }
+    assert!(cuts > 500, "{cuts} cut points");
+    let _ = std::fs::remove_file(&cut_path);
+}
+
+/// A length damaged in a file a follower reads live: the live reader waits
+/// behind it (it cannot tell it from a write half done), and once the
+/// follower is done with the file ([`LogFile::settle`]) the damage is
+/// skipped and every entry after it read, as a reader of the finished
+/// file reads it.
+#[test]
+fn a_damaged_length_in_a_live_file_is_skipped_once_the_file_is_settled() {
+    let _s = serial();
+    let path = temp("blocks-settle");
+    write_log(&path, true);
+    let mut file = std::fs::read(&path).unwrap();
+    remove_with_kept(&path);
+    // The third block says it is 16 MiB long.
+    let (start, _, _) = entries(&file)
+        .into_iter()
+        .filter(|e| e.2 == 12)
+        .nth(2)
+        .unwrap();
+    file[start + 1..start + 5].copy_from_slice(&(16u32 << 20).to_le_bytes());
+    let finished = LogFile::from_bytes("finished.nlog", file.clone()).unwrap();
+    assert!(
+        finished
+            .warnings()
+            .iter()
+            .any(|w| w.to_string().contains("skipped")),
+        "{:?}",
+        finished.warnings()
+    );
+    let damaged = temp("blocks-settle-live");
+    std::fs::write(&damaged, &file).unwrap();
+    let mut live = LogFile::open_live(&damaged).unwrap();
+    assert!(
+        live.valid_len() <= start,
+        "the live reader waits at the damage"
+    );
+    let before = messages(&live).len();
+    assert!(live.settle(), "settling reads past the damage");
+    assert!(!live.settle(), "once");
+    assert_eq!(messages(&live), messages(&finished));
+    assert!(messages(&live).len() > before);
+    let _ = std::fs::remove_file(&damaged);
+}

@@ -333,6 +333,15 @@ pub(crate) fn follow(
             Refresh::Replaced => !reopen(log, path, offset)?,
         };
         if ended {
+            // Done with it: read as a finished file, a length damaged in
+            // it (which a live reader waits behind) is skipped as damage
+            // and the entries after it taken.
+            if log.settle() {
+                report(log, &mut warned, false, sink)?;
+                if !sink.take(log, *offset, cursor)? {
+                    return Ok(());
+                }
+            }
             // A file that ended cut off (its writer killed mid-write) says so.
             report(log, &mut warned, true, sink)?;
             done = Some(*log.header());

@@ -276,6 +276,10 @@ pub struct LogFile {
     /// roll renames it away from its path, its last entries are read
     /// through this.
     handle: Option<std::fs::File>,
+    /// Read as a live file (see [`LogFile::open_live`]): an entry whose
+    /// stated length runs past the bytes there is not written yet, never
+    /// damage, until [`LogFile::settle`].
+    live: bool,
 }
 
 /// What [`LogFile::refresh`] found.
@@ -318,7 +322,7 @@ impl LogFile {
 
     fn open_keeping(path: &Path, keep_handle: bool) -> Result<LogFile, ReadError> {
         let loaded = load(path)?;
-        let mut f = Self::index(path.to_path_buf(), loaded.data)?;
+        let mut f = Self::index(path.to_path_buf(), loaded.data, keep_handle)?;
         f.identity = loaded.identity;
         f.handle = keep_handle.then_some(loaded.file);
         Ok(f)
@@ -405,6 +409,28 @@ impl LogFile {
         self.derive();
     }
 
+    /// Reads the file as a finished one from now on: a follower done with
+    /// it (the writer rolled to the next file, or a new run took the path)
+    /// calls this, so that an entry whose length was damaged, which a live
+    /// reader waits behind, is skipped as damage and the whole entries
+    /// after it are read. Whether that indexed anything more.
+    pub fn settle(&mut self) -> bool {
+        if !std::mem::replace(&mut self.live, false) {
+            return false;
+        }
+        let torn = self
+            .warnings
+            .iter()
+            .any(|w| matches!(w, Warning::TornTail { .. }));
+        if !torn {
+            return false;
+        }
+        let before = (self.valid_len, self.order.len());
+        let data = std::mem::replace(&mut self.data, Data::Owned(Vec::new()));
+        self.grow(data);
+        (self.valid_len, self.order.len()) != before
+    }
+
     fn warn_if_shrank(&mut self) {
         if self.shrank() {
             self.warnings.push(Warning::Shrank {
@@ -423,10 +449,10 @@ impl LogFile {
 
     /// Indexes a log held in memory.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<LogFile, ReadError> {
-        Self::index(name.into(), Data::Owned(bytes))
+        Self::index(name.into(), Data::Owned(bytes), false)
     }
 
-    fn index(path: PathBuf, data: Data) -> Result<LogFile, ReadError> {
+    fn index(path: PathBuf, data: Data, live: bool) -> Result<LogFile, ReadError> {
         if data.is_empty() {
             return Err(ReadError::Empty { path });
         }
@@ -471,6 +497,7 @@ impl LogFile {
             valid_len: wire::HEADER_LEN,
             identity: None,
             handle: None,
+            live,
             spans: Vec::new(),
             strs: Vec::new(),
             end_records: None,
@@ -601,6 +628,18 @@ impl LogFile {
                     self.valid_len = end;
                 }
                 Frame::Truncated if skipped_from.is_some() => pos += 1,
+                // A live file: the writer's entry seen half written. The
+                // bytes after its frame are its own (a block's compressed
+                // bytes can hold whole entries, kept byte for byte): wait
+                // for the rest, never search inside them.
+                Frame::Truncated if self.live => {
+                    tops.push(Top::Warn(Warning::TornTail {
+                        path: self.path.clone(),
+                        offset: pos,
+                        len: data.len() - pos,
+                    }));
+                    break;
+                }
                 Frame::Truncated => {
                     // Either a torn tail (the writer died mid-entry) or a
                     // damaged length: it is damage if a whole entry follows.
