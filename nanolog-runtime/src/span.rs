@@ -45,6 +45,10 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
     /// This thread's block of span keys: (next, end).
     static KEYS: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+    /// The owner of the span current on this thread ([`NATIVE`] when
+    /// none): while it is the layer asking, or a `nanolog::span!`, that
+    /// layer's current span is the thread's, read without the stack.
+    static CURRENT_OWNER: Cell<u64> = const { Cell::new(NATIVE) };
 }
 
 /// One span entered on this thread.
@@ -109,7 +113,20 @@ pub fn span_key() -> u64 {
 /// the global one's). Equal to [`current`] but where two subscribers' spans
 /// are entered on one thread.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+#[inline]
 pub(crate) fn current_for(owner: u64) -> u64 {
+    let top = CURRENT_OWNER.try_with(Cell::get).unwrap_or(NATIVE);
+    if top == owner || top == NATIVE {
+        // The innermost shown entry is this owner's or a native one: the
+        // one the search below would find first.
+        return current();
+    }
+    current_for_scan(owner)
+}
+
+#[cold]
+#[inline(never)]
+fn current_for_scan(owner: u64) -> u64 {
     STACK
         .try_with(|s| {
             let Ok(s) = s.try_borrow() else {
@@ -132,7 +149,12 @@ fn with_stack(f: impl FnOnce(&mut Vec<Entry>)) -> (bool, u64) {
                 return (false, current());
             };
             f(&mut s);
-            let top = s.iter().rev().find(|e| e.shown()).map_or(0, |e| e.key);
+            let (top, owner) = s
+                .iter()
+                .rev()
+                .find(|e| e.shown())
+                .map_or((0, NATIVE), |e| (e.key, e.owner));
+            let _ = CURRENT_OWNER.try_with(|o| o.set(owner));
             let old = producer::replace_current(top);
             (old != top, top)
         })
