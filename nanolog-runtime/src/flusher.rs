@@ -154,10 +154,11 @@ struct Known {
     parent: u64,
     /// A `tracing` span (a copy of the table's definition).
     tracing: bool,
-    /// Its field values from each version's tick on, the first from 0.
-    versions: Vec<KnownVersion>,
-    /// Its SPAN entries in the current file.
-    entries: Vec<Written>,
+    /// Its field values from each version's tick on, the first from 0
+    /// (most spans have one: inline).
+    versions: smallvec::SmallVec<[KnownVersion; 1]>,
+    /// Its SPAN entries in the current file (most have one: inline).
+    entries: smallvec::SmallVec<[Written; 1]>,
     /// Spans in the book whose parent it is: a `nanolog::span!` exited
     /// before its children is kept until they are forgotten.
     children: u32,
@@ -1084,12 +1085,12 @@ impl State {
             Known {
                 parent: r.key,
                 tracing: false,
-                versions: vec![KnownVersion {
+                versions: smallvec::smallvec![KnownVersion {
                     tick: 0,
                     site: cur.id,
                     raw: Arc::from(raw),
                 }],
-                entries: Vec::new(),
+                entries: smallvec::SmallVec::new(),
                 children: 0,
                 exited: false,
             },
@@ -1267,8 +1268,8 @@ impl State {
         let mut known = Known {
             parent,
             tracing: true,
-            versions: Vec::with_capacity(copied.len()),
-            entries: Vec::new(),
+            versions: smallvec::SmallVec::with_capacity(copied.len()),
+            entries: smallvec::SmallVec::new(),
             children: 0,
             exited: false,
         };

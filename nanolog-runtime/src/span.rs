@@ -283,7 +283,8 @@ impl Drop for SpanGuard {
 #[derive(Debug, Clone)]
 pub(crate) struct Def {
     pub(crate) parent: u64,
-    pub(crate) versions: Vec<Version>,
+    /// Most spans keep one: inline, no allocation.
+    pub(crate) versions: smallvec::SmallVec<[Version; 1]>,
 }
 
 /// One state of a span's fields, from `tick` on (the first's is 0).
@@ -446,7 +447,7 @@ pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
             key,
             Def {
                 parent,
-                versions: vec![Version { tick: 0, site, raw }],
+                versions: smallvec::smallvec![Version { tick: 0, site, raw }],
             },
         )
     });
