@@ -399,8 +399,10 @@ fn partitioned_export_writes_hive_directories_by_utc_hour() {
             p(&dir),
             p(&f.main),
         ]);
+        // "in 1 partition", "in 2 partitions": the count said, in words.
+        let err = String::from_utf8_lossy(&o.stderr);
         assert!(
-            String::from_utf8_lossy(&o.stderr).contains("partitions"),
+            err.contains(" in 1 partition\n") || err.contains(" partitions\n"),
             "{o:?}"
         );
     }

@@ -456,8 +456,8 @@ fn follow_keeps_printing_across_rolls() {
     for (i, l) in got.iter().enumerate() {
         assert!(l.ends_with(&format!(" follow {i}")), "line {i}: {l}");
     }
-    // A roll is not "another run".
-    assert!(!err.contains("another run"), "{err}");
+    // A roll is not a new run of the program.
+    assert!(!err.contains("started again"), "{err}");
 }
 
 /// Run by `follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts`
@@ -555,6 +555,19 @@ fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
         finished(&base).len() > 10,
         "the writer rolled only {} times",
         finished(&base).len()
+    );
+    // Started before the log existed, it said it waits; each new run of
+    // the program is said once, in words.
+    assert_eq!(
+        err.matches("does not exist yet: waiting").count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("the program was started again (the run of pid ")
+            .count(),
+        2,
+        "{err}"
     );
     let mut per_run = [0u64; 3];
     for l in &got {

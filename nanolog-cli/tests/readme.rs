@@ -173,3 +173,72 @@ fn a_pattern_that_matches_nothing_is_skipped_with_a_warning() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("only 1"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's export loop under "Querying logs at scale", run by bash as
+/// pasted, over one host whose log rolled and one whose log has not: a
+/// Parquet file per host in `exports/` (made by `-o`), every record in
+/// it, and not a warning.
+#[test]
+fn the_readme_export_loop_runs_as_pasted() {
+    let readme = include_str!("../../README.md");
+    let at = readme
+        .find("## Querying logs at scale")
+        .expect("the README's section");
+    let block = &readme[at..];
+    let start = block.find("```sh\n").expect("its sh block") + 6;
+    let end = start + block[start..].find("```").expect("the block's end");
+    let script = &block[start..end];
+    assert!(script.contains("for f in logs/*/app.nlog"), "{script}");
+
+    let dir = common::fresh_dir("readme", "export-loop");
+    {
+        let _s = common::serial();
+        for (host, roll) in [("host1", true), ("host2", false)] {
+            let mut b = Logger::builder()
+                .path(dir.join("logs").join(host).join("app.nlog"))
+                .level(Level::Info);
+            if roll {
+                b = b.rotate_bytes(8 << 10);
+            }
+            let logger = b.start().unwrap();
+            for i in 0..2_000u64 {
+                nanolog::info!("took {} ms", i);
+            }
+            drop(logger);
+        }
+    }
+    assert!(
+        !nanolog::reader::finished_files(&dir.join("logs/host1/app.nlog"))
+            .unwrap()
+            .is_empty(),
+        "host1's log rolled"
+    );
+    let bin_dir = Path::new(common::BIN).parent().unwrap();
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&dir)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    for host in ["host1", "host2"] {
+        let p = dir.join("exports").join(format!("{host}.parquet"));
+        let bytes = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(bytes.starts_with(b"PAR1"), "{}", p.display());
+        assert!(
+            stderr.contains(&format!("exported 2000 records to exports/{host}.parquet")),
+            "{stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
