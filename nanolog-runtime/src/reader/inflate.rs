@@ -32,8 +32,11 @@ const MAX_THREADS: usize = 8;
 /// Raw bytes the blocks of one wave may say they hold. A file whose blocks
 /// say more (a large log, or a damaged one whose sizes lie) is inflated a
 /// wave at a time, each wave's memory taken when it starts; the blocks of a
-/// wave that did not inflate give theirs back before the next.
-const WAVE: usize = 256 << 20;
+/// wave that did not inflate, or whose bytes are not whole entries, give
+/// theirs back before the next. (64 MiB, the largest block the format
+/// allows: a wave of the writer's 128 KiB blocks is 512 of them, plenty for
+/// every core; blocks that lie cost at most a wave of memory.)
+const WAVE: usize = 64 << 20;
 
 /// Inflates the BLOCK bodies `bodies` onto the end of `into`, one after
 /// another; per body, where its entries are in `into`, or why it has none
@@ -90,7 +93,18 @@ fn inflate_wave(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>
     } else {
         into.resize(at + total, 0);
     }
-    let results = inflate_slices(jobs, &mut into[at..], total);
+    let mut results = inflate_slices(jobs, &mut into[at..], total);
+    // A block whose bytes are not whole entries one after another (a block
+    // whose LZ4 is valid but whose content was damaged before it was
+    // compressed, or made up: 64 MiB of zeros from 260 KB) is damage too,
+    // dropped now rather than held while the file is open.
+    let mut from = at;
+    for (j, r) in jobs.iter().zip(results.iter_mut()) {
+        if r.is_ok() && !whole_entries(&into[from..from + j.raw]) {
+            *r = Err(BlockError::Damaged);
+        }
+        from += j.raw;
+    }
     // Close the gaps the blocks that failed left.
     let (mut read, mut write) = (at, at);
     let mut ranges = Vec::with_capacity(jobs.len());
@@ -109,6 +123,14 @@ fn inflate_wave(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>
         into.shrink_to(write);
     }
     ranges
+}
+
+/// Whether `raw` is entries with their frames and matching checksums, one
+/// after another to its last byte, as a block holds them.
+fn whole_entries(raw: &[u8]) -> bool {
+    let mut entries = crate::wire::frame::Entries::new(raw, 0);
+    entries.by_ref().for_each(drop);
+    entries.pos == raw.len()
 }
 
 /// Inflates each job into its slice of `buf` (`total` bytes, the jobs'
