@@ -15,6 +15,13 @@ const ROUTES: [&str; 4] = [
     "/api/v1/quotes",
 ];
 
+/// Request `i`'s record, inside its span.
+fn request(i: u64) {
+    let route = ROUTES[(i % 4) as usize];
+    let _s = nanolog::span!("request", route = route, user = "ann");
+    nanolog::info!("served {} in {} us status={}", route, 100 + i % 37, 200);
+}
+
 /// Logs a service-like workload into `path`, flushed every 100 records
 /// with a pause after (so the file holds many batches, and the flusher has
 /// the time to compress them); returns the records logged.
@@ -27,9 +34,7 @@ fn write_log(path: &std::path::Path, compress: bool) -> u64 {
         .unwrap();
     const N: u64 = 5_000;
     for i in 0..N {
-        let route = ROUTES[(i % 4) as usize];
-        let _s = nanolog::span!("request", route = route, user = "ann");
-        nanolog::info!("served {} in {} us status={}", route, 100 + i % 37, 200);
+        request(i);
         if i % 100 == 99 {
             logger.flush().unwrap();
             std::thread::sleep(std::time::Duration::from_millis(1));
@@ -41,14 +46,7 @@ fn write_log(path: &std::path::Path, compress: bool) -> u64 {
 
 /// The tags of the entries at the top level of `file` (blocks not opened).
 fn tags(file: &[u8]) -> Vec<u8> {
-    let mut v = Vec::new();
-    let mut at = 48;
-    while at + 9 <= file.len() {
-        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
-        v.push(file[at]);
-        at += 9 + len;
-    }
-    v
+    entries(file).into_iter().map(|e| e.2).collect()
 }
 
 fn messages(log: &LogFile) -> Vec<String> {
@@ -245,9 +243,7 @@ fn a_live_compressed_log_refreshed_batch_by_batch_reads_as_the_whole_file() {
         .unwrap();
     let batch = |from: u64| {
         for i in from..from + 100 {
-            let route = ROUTES[(i % 4) as usize];
-            let _s = nanolog::span!("request", route = route, user = "ann");
-            nanolog::info!("served {} in {} us status={}", route, 100 + i % 37, 200);
+            request(i);
         }
         logger.flush().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(2));
@@ -317,9 +313,7 @@ fn a_block_seen_half_written_is_waited_for_at_every_cut_point() {
             ))
             .spawn(move || {
                 for i in b * 60..b * 60 + 60 {
-                    let route = ROUTES[(i % 4) as usize];
-                    let _s = nanolog::span!("request", route = route, user = "ann");
-                    nanolog::info!("served {} in {} us status={}", route, 100 + i % 37, 200);
+                    request(i);
                 }
             })
             .unwrap()

@@ -13,6 +13,17 @@ use nanolog::{Level, Logger};
 mod common;
 use common::SpawnReaped;
 
+/// `PATH` with the directory of the `nanolog` binary under test first, as
+/// a user who installed it has it.
+fn path_with_nanolog() -> String {
+    let bin_dir = Path::new(common::BIN).parent().unwrap();
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// The lines of the README's block under "The `nanolog` command".
 fn readme_lines() -> Vec<String> {
     let readme = include_str!("../../README.md");
@@ -79,12 +90,7 @@ fn every_readme_command_line_runs() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     make_logs(&dir);
-    let bin_dir = Path::new(common::BIN).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = path_with_nanolog();
     let lines = readme_lines();
     assert!(lines.len() >= 10, "{lines:?}");
     let (out_path, err_path) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
@@ -149,19 +155,11 @@ fn a_pattern_that_matches_nothing_is_skipped_with_a_warning() {
         nanolog::info!("only {}", 1);
         drop(logger);
     }
-    let bin_dir = Path::new(common::BIN).parent().unwrap();
     let out = Command::new("sh")
         .arg("-c")
         .arg("nanolog decode app.nlog app.*Z.nlog")
         .current_dir(&dir)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin_dir.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
+        .env("PATH", path_with_nanolog())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -213,19 +211,11 @@ fn the_readme_export_loop_runs_as_pasted() {
             .is_empty(),
         "host1's log rolled"
     );
-    let bin_dir = Path::new(common::BIN).parent().unwrap();
     let out = Command::new("bash")
         .arg("-c")
         .arg(script)
         .current_dir(&dir)
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin_dir.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
+        .env("PATH", path_with_nanolog())
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
