@@ -97,3 +97,55 @@ fn blocks_that_inflate_to_gigabytes_of_junk_cost_a_wave_of_memory() {
     drop(child);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `nanolog ARGS` to its end, at most `secs` (a hang fails the test in
+/// bounded time); its exit status, stdout and stderr.
+fn run_bounded(args: &[&str], secs: u64) -> (std::process::ExitStatus, String, String) {
+    let dir = std::env::temp_dir();
+    let tag = format!("{}-{}", std::process::id(), args.len());
+    let (out, err) = (
+        dir.join(format!("nanolog-bounded-{tag}.out")),
+        dir.join(format!("nanolog-bounded-{tag}.err")),
+    );
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn_reaped();
+    let status = common::wait(&mut child, secs, &format!("nanolog {args:?}"));
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let got = (status, read(&out), read(&err));
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&err);
+    got
+}
+
+/// 20 MB of `0x01` bytes, every offset of which reads as a frame header of
+/// tag 1 stating a 16.8 MB body, between a real log's header and its
+/// entries: the search for the next whole entry checksums a bounded amount
+/// a byte (it was every stated length at every offset: minutes), and
+/// every record after the damage is read.
+#[test]
+fn twenty_megabytes_of_entry_like_bytes_are_searched_in_linear_time() {
+    let dir = fresh_dir("damage", "resync");
+    let log = dir.join("real.nlog");
+    real_log(&log, 2_000);
+    let real = std::fs::read(&log).unwrap();
+    let mut file = real[..HEADER_LEN].to_vec();
+    file.extend(std::iter::repeat_n(0x01u8, 20 << 20));
+    file.extend_from_slice(&real[HEADER_LEN..]);
+    let crafted = dir.join("ones.nlog");
+    std::fs::write(&crafted, &file).unwrap();
+    for args in [vec!["info", p(&crafted)], vec!["decode", p(&crafted)]] {
+        let (status, out, err) = run_bounded(&args, 120);
+        assert!(status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("skipped"),
+            "{args:?}: the damage is reported: {err}"
+        );
+        if args[0] == "decode" {
+            assert_eq!(out.lines().count(), 2_000, "every record after the damage");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,7 +14,7 @@ use crate::text::render;
 use crate::wire::block::{BlockError, INFLATED};
 use crate::wire::dict::SiteEntry;
 use crate::wire::format::ArgKind;
-use crate::wire::frame::{frame_at, Entries, Frame};
+use crate::wire::frame::{frame_at, frame_within, Entries, Frame};
 use crate::wire::header::{Header, HeaderError};
 use crate::wire::record::{with_values, Strings};
 use crate::wire::{self, dict, tag};
@@ -280,6 +280,51 @@ pub struct LogFile {
     /// stated length runs past the bytes there is not written yet, never
     /// damage, until [`LogFile::settle`].
     live: bool,
+}
+
+/// What a search for whole entries among damaged bytes may checksum: 8
+/// bytes for each byte searched, and 4 MiB to begin with. An entry found
+/// there is checksummed whole, so without a bound every offset stating a
+/// length of megabytes cost megabytes (17 MB of `0x01` bytes took minutes);
+/// with it, the search is linear. An entry longer than the bound right
+/// after damage (the writer's are at most 128 KiB, a record's extent at
+/// most its 32 MiB) is skipped with the damage.
+#[derive(Default)]
+struct Budget {
+    /// Bytes checksummed so far.
+    spent: usize,
+}
+
+impl Budget {
+    const START: usize = 4 << 20;
+    const PER_BYTE: usize = 8;
+
+    /// The entry at `pos`, searched for from `from` on.
+    fn frame<'d>(&mut self, data: &'d [u8], from: usize, pos: usize) -> Frame<'d> {
+        let allowed = (pos - from)
+            .saturating_mul(Self::PER_BYTE)
+            .saturating_add(Self::START)
+            .saturating_sub(self.spent);
+        let f = frame_within(data, pos, allowed);
+        if let Frame::Ok { body, .. } = f {
+            self.spent += body.len();
+        } else if let Some(len) = stated_len(data, pos).filter(|&l| l <= allowed) {
+            // A checksum that did not match (or a cut frame: not counted).
+            if pos + wire::FRAME_LEN + len <= data.len() {
+                self.spent += len;
+            }
+        }
+        f
+    }
+}
+
+/// The body length the frame at `pos` states, if a frame header with a
+/// tag that is ever written is there.
+fn stated_len(data: &[u8], pos: usize) -> Option<usize> {
+    let f = data.get(pos..pos + wire::FRAME_LEN)?;
+    (1..=32)
+        .contains(&f[0])
+        .then(|| u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize)
 }
 
 /// What [`LogFile::refresh`] found.
@@ -606,9 +651,18 @@ impl LogFile {
         let mut tops = Vec::new();
         let mut pos = from;
         let mut skipped_from: Option<usize> = None;
+        // Among damaged bytes, every offset may state a length to
+        // checksum: what the search may checksum is bounded by the bytes
+        // searched (see `Budget`), so it costs O(bytes) whatever they state.
+        let mut budget = Budget::default();
         while pos < data.len() {
-            match frame_at(data, pos) {
+            let frame = match skipped_from {
+                None => frame_at(data, pos),
+                Some(from) => budget.frame(data, from, pos),
+            };
+            match frame {
                 Frame::Ok { tag: t, body } => {
+                    budget = Budget::default();
                     if let Some(from) = skipped_from.take() {
                         tops.push(Top::Warn(Warning::SkippedCorrupt {
                             path: self.path.clone(),
@@ -643,7 +697,9 @@ impl LogFile {
                 Frame::Truncated => {
                     // Either a torn tail (the writer died mid-entry) or a
                     // damaged length: it is damage if a whole entry follows.
-                    if (pos + 1..data.len()).any(|p| matches!(frame_at(data, p), Frame::Ok { .. }))
+                    let mut ahead = Budget::default();
+                    if (pos + 1..data.len())
+                        .any(|p| matches!(ahead.frame(data, pos, p), Frame::Ok { .. }))
                     {
                         skipped_from = Some(pos);
                         pos += 1;

@@ -49,6 +49,13 @@ pub(crate) enum Frame<'a> {
 
 /// The entry at `pos` of `data`.
 pub(crate) fn frame_at(data: &[u8], pos: usize) -> Frame<'_> {
+    frame_within(data, pos, MAX_BODY)
+}
+
+/// [`frame_at`] for a reader looking for entries among damaged bytes: a
+/// body stated longer than `max_body` is [`Frame::Bad`] without being
+/// checksummed (so the search costs at most what its caller allows).
+pub(crate) fn frame_within(data: &[u8], pos: usize, max_body: usize) -> Frame<'_> {
     let Some(f) = data.get(pos..pos + FRAME_LEN) else {
         return Frame::Truncated;
     };
@@ -58,7 +65,7 @@ pub(crate) fn frame_at(data: &[u8], pos: usize) -> Frame<'_> {
     }
     let len = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
     let crc = u32::from_le_bytes([f[5], f[6], f[7], f[8]]);
-    if len > MAX_BODY {
+    if len > MAX_BODY.min(max_body) {
         return Frame::Bad;
     }
     let start = pos + FRAME_LEN;
