@@ -364,6 +364,7 @@ fn a_block_seen_half_written_is_waited_for_at_every_cut_point() {
             cuts += 1;
         }
     }
+    eprintln!("{cuts} cut points inside {} blocks", blocks.len());
     assert!(cuts > 500, "{cuts} cut points");
     let _ = std::fs::remove_file(&cut_path);
 }
