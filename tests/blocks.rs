@@ -15,6 +15,16 @@ const ROUTES: [&str; 4] = [
     "/api/v1/quotes",
 ];
 
+/// A logger that compresses its batches, on a fresh log at `path`.
+fn start_compressed(path: &std::path::Path) -> nanolog::Logger {
+    remove_with_kept(path);
+    nanolog::Logger::builder()
+        .path(path)
+        .compress(true)
+        .start()
+        .unwrap()
+}
+
 /// Request `i`'s record, inside its span.
 fn request(i: u64) {
     let route = ROUTES[(i % 4) as usize];
@@ -235,12 +245,7 @@ fn a_block_that_lies_about_its_size_is_reported_and_the_rest_read() {
 fn a_live_compressed_log_refreshed_batch_by_batch_reads_as_the_whole_file() {
     let _s = serial();
     let path = temp("blocks-live");
-    remove_with_kept(&path);
-    let logger = nanolog::Logger::builder()
-        .path(&path)
-        .compress(true)
-        .start()
-        .unwrap();
+    let logger = start_compressed(&path);
     let batch = |from: u64| {
         for i in from..from + 100 {
             request(i);
@@ -296,12 +301,7 @@ fn entries(file: &[u8]) -> Vec<(usize, usize, u8)> {
 fn a_block_seen_half_written_is_waited_for_at_every_cut_point() {
     let _s = serial();
     let path = temp("blocks-cut");
-    remove_with_kept(&path);
-    let logger = nanolog::Logger::builder()
-        .path(&path)
-        .compress(true)
-        .start()
-        .unwrap();
+    let logger = start_compressed(&path);
     // Batches of records, each from a new thread with a name of its own:
     // every block defines a thread (and the first the call sites), entries
     // LZ4 keeps byte for byte.

@@ -24,16 +24,19 @@ fn path_with_nanolog() -> String {
     )
 }
 
-/// The lines of the README's block under "The `nanolog` command".
-fn readme_lines() -> Vec<String> {
+/// The first `sh` block of the README after `heading`.
+fn sh_block_after(heading: &str) -> &'static str {
     let readme = include_str!("../../README.md");
-    let at = readme
-        .find("## The `nanolog` command")
-        .expect("the README's section");
+    let at = readme.find(heading).expect("the README's section");
     let block = &readme[at..];
     let start = block.find("```sh\n").expect("its sh block") + 6;
     let end = start + block[start..].find("```").expect("the block's end");
-    block[start..end]
+    &block[start..end]
+}
+
+/// The lines of the README's block under "The `nanolog` command".
+fn readme_lines() -> Vec<String> {
+    sh_block_after("## The `nanolog` command")
         .lines()
         .map(|l| l.split(" # ").next().unwrap_or("").trim().to_owned())
         .filter(|l| l.starts_with("nanolog "))
@@ -178,14 +181,7 @@ fn a_pattern_that_matches_nothing_is_skipped_with_a_warning() {
 /// it, and not a warning.
 #[test]
 fn the_readme_export_loop_runs_as_pasted() {
-    let readme = include_str!("../../README.md");
-    let at = readme
-        .find("## Querying logs at scale")
-        .expect("the README's section");
-    let block = &readme[at..];
-    let start = block.find("```sh\n").expect("its sh block") + 6;
-    let end = start + block[start..].find("```").expect("the block's end");
-    let script = &block[start..end];
+    let script = sh_block_after("## Querying logs at scale");
     assert!(script.contains("for f in logs/*/app.nlog"), "{script}");
 
     let dir = common::fresh_dir("readme", "export-loop");

@@ -116,7 +116,7 @@ impl fmt::Display for Warning {
             } => write!(
                 f,
                 "{}: skipped {len} corrupt bytes at offset {offset}: a compressed block that \
-                 does not inflate",
+                 does not inflate to whole entries",
                 path.display()
             ),
         }
