@@ -21,7 +21,7 @@ pub enum LevelSpec {
 /// fields and key, and the guard that exits it.
 pub fn expand_span(name: &str, resolved: &Resolved) -> TokenStream {
     let p = quote!(::nanolog::__private);
-    let (statics, body) = statics_and_body(resolved, quote!(#p::log_span));
+    let (statics, body) = statics_and_body(resolved, quote!(#p::log_span), quote!(__nl_key,));
     quote! {{
         let __nl_key: u64 = #p::span_key();
         #statics
@@ -47,7 +47,7 @@ pub fn expand(
         None => quote!(::core::module_path!()),
     };
     let fmt_str = lit.value();
-    let (statics, body) = statics_and_body(resolved, quote!(#p::log));
+    let (statics, body) = statics_and_body(resolved, quote!(#p::log), quote!());
     match level {
         LevelSpec::Static(name) => {
             let lvl = syn::Ident::new(name, Span::call_site());
@@ -88,8 +88,13 @@ pub fn expand(
 /// The call's static pieces and names, and the code that logs its record
 /// at `__NL_SITE`.
 /// The statics of a call's site and the body that writes its record through
-/// `entry` (`log`, or `log_span` for a span's entry).
-fn statics_and_body(resolved: &Resolved, entry: TokenStream) -> (TokenStream, TokenStream) {
+/// `entry` (`log`, or `log_span` for a span's entry, whose first argument,
+/// `lead`, is the span's key).
+fn statics_and_body(
+    resolved: &Resolved,
+    entry: TokenStream,
+    lead: TokenStream,
+) -> (TokenStream, TokenStream) {
     let p = quote!(::nanolog::__private);
     // Each argument's name, for the log's named fields ("" if positional).
     let names = resolved.args.iter().map(|a| match &a.origin {
@@ -161,6 +166,7 @@ fn statics_and_body(resolved: &Resolved, entry: TokenStream) -> (TokenStream, To
             (#(#arg_idents,)*) => {
                 #(#preps)*
                 #entry(
+                    #lead
                     __NL_SITE,
                     0 #(+ #p::encoded_len(&#prep_idents))*,
                     || (

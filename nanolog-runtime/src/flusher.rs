@@ -90,26 +90,30 @@ struct Context {
     /// `name{k=v ..}` of each span of the chain, outermost first, as the
     /// text mirror prints them (empty without a mirror).
     texts: Vec<String>,
-    /// The thread's latest whole resolutions, by the key they resolve: a
-    /// worker that polls the tasks of a few requests in turn switches
-    /// among a few chains, each resolved once while it holds.
-    recent: [(u64, Resolved); RECENT],
-    /// The slot of `recent` the next resolution takes.
-    next_recent: usize,
 }
 
-/// Resolutions a thread keeps (see `Context::recent`).
-const RECENT: usize = 32;
-
-/// A thread's context in a file: valid for its records up to `until` (a
-/// tick at which a span of its chain takes new values), while no span has
-/// changed since `epoch`.
+/// A span's context in a file: valid for records from `from` up to
+/// `until` (ticks at which a span of its chain took or takes new values),
+/// while no span has changed since `epoch`.
 #[derive(Clone, Copy, PartialEq)]
 struct Resolved {
     generation: u64,
     ctx: u32,
+    from: u64,
     until: u64,
     epoch: u64,
+}
+
+impl Resolved {
+    /// Whether it holds for a record at `tick` in file `generation`, the
+    /// spans at `epoch`.
+    #[inline]
+    fn holds(&self, generation: u64, epoch: u64, tick: u64) -> bool {
+        self.generation == generation
+            && self.epoch == epoch
+            && self.from <= tick
+            && tick < self.until
+    }
 }
 
 impl Default for Resolved {
@@ -122,6 +126,7 @@ impl Default for Resolved {
         Resolved {
             generation: 0,
             ctx: 0,
+            from: 0,
             until: u64::MAX,
             epoch: 0,
         }
@@ -164,6 +169,10 @@ struct Known {
     children: u32,
     /// A `nanolog::span!` exited (and past the pass after its exit).
     exited: bool,
+    /// Its chain's context as last resolved whole: every thread whose
+    /// records are in it (workers that poll a request's tasks in turn)
+    /// takes it while it holds.
+    resolved: Option<Resolved>,
 }
 
 /// A SPAN entry of a span, in the file of generation `generation`: the
@@ -247,12 +256,10 @@ struct Flusher {
 struct State {
     shared: Arc<Shared>,
     writer: Writer,
-    /// The chain of spans being resolved, a span's versions copied from
-    /// the table, a record's arguments being checked (each kept for its
-    /// allocation).
+    /// The chain of spans being resolved, and a span's versions copied
+    /// from the table (each kept for its allocation).
     chain: Vec<u64>,
     copied: Vec<crate::span::Version>,
-    args: Vec<u8>,
     /// Bumped whenever the dictionary must be written again (a new file, or a
     /// failed write that may have lost it).
     file_generation: u64,
@@ -372,7 +379,6 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     let st = State {
         chain: Vec::new(),
         copied: Vec::new(),
-        args: Vec::new(),
         shared,
         writer,
         file_generation: 0,
@@ -1045,17 +1051,23 @@ impl State {
                 .map(u64::from_le_bytes)
         };
         if cur.role != Role::Span {
-            r.changed = true;
-            match (word(0), word(1)) {
+            let now = match (word(0), word(1)) {
                 // A `nanolog::span!`'s exit: (its key, the span current again).
                 (Some(exited), Some(now)) => {
                     self.book.exited_now.push(exited);
-                    r.key = now;
+                    now
                 }
                 // A switch: the span current now.
-                (Some(now), None) => r.key = now,
-                _ => debug_assert!(false, "span bookkeeping record without its key"),
-            }
+                (Some(now), None) => now,
+                _ => {
+                    debug_assert!(false, "span bookkeeping record without its key");
+                    return;
+                }
+            };
+            // (A switch back to the span resolved last needs no new
+            // resolution: it still holds.)
+            r.changed |= now != r.key;
+            r.key = now;
             return;
         }
         let Some(reg) = self.sites[cur.id as usize].as_deref() else {
@@ -1093,6 +1105,7 @@ impl State {
                 entries: smallvec::SmallVec::new(),
                 children: 0,
                 exited: false,
+                resolved: None,
             },
         );
         r.key = key;
@@ -1123,17 +1136,16 @@ impl State {
     fn resolve(&mut self, r: &mut Context, tick: u64, partial_ok: bool) -> Option<u32> {
         let generation = self.file_generation;
         let epoch = crate::span::EPOCH.load(Ordering::Acquire);
-        // A chain this thread resolved lately, still whole in this file at
-        // this tick, no span's values changed since (the mirror wants the
-        // chain's texts: it resolves each time).
+        // The span's chain as resolved last, by any thread, if it still
+        // holds (the mirror wants the chain's texts: it resolves each time).
         if self.mirror.is_none() && r.key != 0 {
-            let hit = r.recent.iter().find(|(k, res)| {
-                *k == r.key
-                    && res.generation == generation
-                    && res.epoch == epoch
-                    && tick < res.until
-            });
-            if let Some(&(_, res)) = hit {
+            let hit = self
+                .book
+                .spans
+                .get(&r.key)
+                .and_then(|sp| sp.resolved)
+                .filter(|res| res.holds(generation, epoch, tick));
+            if let Some(res) = hit {
                 r.changed = false;
                 r.resolved = res;
                 return Some(res.ctx);
@@ -1163,7 +1175,7 @@ impl State {
         }
         r.changed = false;
         r.texts.clear();
-        let (mut ctx, mut until) = (0u32, u64::MAX);
+        let (mut ctx, mut from, mut until) = (0u32, 0u64, u64::MAX);
         for &k in chain.iter().rev() {
             let Some(sp) = self.book.spans.get(&k) else {
                 break;
@@ -1176,6 +1188,7 @@ impl State {
                 until = until.min(next.tick);
             }
             let (vtick, site) = (sp.versions[vi].tick, sp.versions[vi].site);
+            from = from.max(vtick);
             let found = sp
                 .entries
                 .iter()
@@ -1234,13 +1247,15 @@ impl State {
         r.resolved = Resolved {
             generation,
             ctx,
+            from,
             until,
             epoch,
         };
         self.chain = chain;
-        if whole && r.key != 0 {
-            r.recent[r.next_recent] = (r.key, r.resolved);
-            r.next_recent = (r.next_recent + 1) % RECENT;
+        if whole {
+            if let Some(sp) = self.book.spans.get_mut(&r.key) {
+                sp.resolved = Some(r.resolved);
+            }
         }
         Some(ctx)
     }
@@ -1272,6 +1287,7 @@ impl State {
             entries: smallvec::SmallVec::new(),
             children: 0,
             exited: false,
+            resolved: None,
         };
         self.copy_versions(&mut known, &copied);
         self.copied = copied;
@@ -1291,15 +1307,10 @@ impl State {
                 known.versions.push(old.swap_remove(i));
                 continue;
             }
-            let Some(ix) = self.site(v.site) else {
-                continue;
-            };
-            let Some(reg) = self.sites[ix].as_deref() else {
-                continue;
-            };
-            // Kept if its fields match its site (each file compacts them).
-            self.args.clear();
-            if record::compact(&reg.kinds, &v.raw, &mut self.args).is_some() {
+            // A version of a site the flusher has (its fields were
+            // encoded for that site's kinds by the layer; each file
+            // compacts them, see `resolve`).
+            if self.site(v.site).is_some() {
                 known.versions.push(KnownVersion {
                     tick: v.tick,
                     site: v.site,

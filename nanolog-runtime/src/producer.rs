@@ -107,36 +107,57 @@ pub(crate) fn log_id(id: u32, args_len: usize, enc: impl for<'a> FnOnce(SlotWrit
     }
 }
 
-/// Writes the entry of a `nanolog::span!` (its fields and key): as [`log`],
-/// but bookkeeping, not a logging call. An entry the ring cannot take (or
-/// made with no logger running) is counted in `Stats::context_lost`, and
-/// the span is marked lost in the thread's stack: records inside it are
-/// shown in its parent's scope, never in a scope the file does not hold.
+/// Writes the entry of the `nanolog::span!` `key` (its fields and key): as
+/// [`log`], but bookkeeping, not a logging call. An entry the ring cannot
+/// take (or made with no logger running) is counted in
+/// `Stats::context_lost`, and the span is marked lost in the thread's
+/// stack: records inside it are shown in its parent's scope, never in a
+/// scope the file does not hold.
 #[inline(always)]
 pub fn log_span<const N: usize>(
+    key: u64,
     site: &'static Site,
     args_len: usize,
     kinds: impl FnOnce() -> ([ArgKind; N], CompactFn),
     enc: impl for<'a> FnOnce(SlotWriter<'a>),
 ) {
-    if !log_bookkeeping(site.id(kinds), args_len, enc, true) {
+    // The flusher takes the span entered as the thread's context.
+    if !log_bookkeeping(site.id(kinds), args_len, enc, true, key) {
         let _ = ENTRY_LOST.try_with(|l| l.set(true));
     }
 }
 
 /// Writes one bookkeeping record of the registered site `id` (a switch of
-/// the thread's span context): see [`log_bookkeeping`]. Unless `attach`, a
-/// thread without a ring of the running logger writes none: the ring its
-/// next record attaches restates its context (see
-/// `ThreadProducer::attach`).
+/// the thread's span context, or a `nanolog::span!`'s exit) after which
+/// the flusher holds `states` as the thread's context: see
+/// [`log_bookkeeping`]. Unless `attach`, a thread without a ring of the
+/// running logger writes none: the ring its next record attaches restates
+/// its context (see `ThreadProducer::attach`). Whether it was written.
 #[inline]
 pub(crate) fn log_context(
     id: u32,
     args_len: usize,
     attach: bool,
+    states: u64,
     enc: impl for<'a> FnOnce(SlotWriter<'a>),
-) {
-    log_bookkeeping(id, args_len, enc, attach);
+) -> bool {
+    log_bookkeeping(id, args_len, enc, attach, states)
+}
+
+/// The span current on this thread changed (a span entered or exited):
+/// its ring states it before the thread's next record, if it differs then
+/// from what the ring last stated. Entering and exiting spans between two
+/// records (a task polled and put back, a span with no record inside)
+/// writes nothing.
+#[inline]
+pub(crate) fn context_changed() {
+    let _ = PRODUCER.try_with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            if let Some(p) = slot.as_mut() {
+                p.ask_restate();
+            }
+        }
+    });
 }
 
 /// Writes a bookkeeping record (a span's entry, a switch): as [`log_id`],
@@ -144,15 +165,17 @@ pub(crate) fn log_context(
 /// logging calls (`Stats::context_lost`) and the thread's next record
 /// restates its context first, so no record is left in the wrong spans.
 /// `attach`: give the thread a ring of the running logger if it has none.
-/// Whether the record was written. (A thread re-entered, or past its
-/// ring's destructor, writes none: its records through the fallback ring
-/// restate their context each.)
+/// `states`: the thread's context, as the flusher holds it after the
+/// record. Whether the record was written. (A thread re-entered, or past
+/// its ring's destructor, writes none: its records through the fallback
+/// ring restate their context each.)
 #[inline]
 fn log_bookkeeping(
     id: u32,
     args_len: usize,
     enc: impl for<'a> FnOnce(SlotWriter<'a>),
     attach: bool,
+    states: u64,
 ) -> bool {
     let len = slot_len(args_len);
     PRODUCER
@@ -171,7 +194,11 @@ fn log_bookkeeping(
             p.bookkeeping = true;
             p.push(id, len, enc);
             p.bookkeeping = false;
-            p.context_lost == lost
+            let written = p.context_lost == lost;
+            if written {
+                p.stated = states;
+            }
+            written
         })
         .unwrap_or(false)
 }
@@ -314,9 +341,13 @@ pub(crate) struct ThreadProducer {
     pending_drops: u64,
     first_drop: u64,
     last_drop: u64,
-    /// The thread's span context must be written again before its next
-    /// record (a switch was lost, or the ring is new).
+    /// The thread's span context must be written before its next record
+    /// unless the ring states it already (it changed, a switch was lost,
+    /// or the ring is new).
     restate: bool,
+    /// The span context the flusher holds for this ring, as its records
+    /// so far state it (0: none, as a new ring begins).
+    stated: u64,
     /// `pending_drops > 0 || restate`: the one test the fast path makes.
     pending: bool,
     /// The record being pushed is bookkeeping (a context switch), not a
@@ -374,6 +405,7 @@ impl ThreadProducer {
             first_drop: 0,
             last_drop: 0,
             restate,
+            stated: 0,
             pending: restate,
             bookkeeping: false,
             context_lost: 0,
@@ -468,7 +500,8 @@ impl ThreadProducer {
         }
     }
 
-    /// The thread's context is written again before its next record.
+    /// The thread's context is stated before its next record, unless the
+    /// ring states it already.
     fn ask_restate(&mut self) {
         self.restate = true;
         self.pending = true;
@@ -482,6 +515,9 @@ impl ThreadProducer {
     fn write_pending(&mut self, tick: u64) -> bool {
         if self.pending_drops > 0 && !self.try_write_drops() && !self.drops_after_wait(tick) {
             return false;
+        }
+        if self.restate && current() == self.stated {
+            self.restate = false;
         }
         if self.restate {
             let key = current();
@@ -498,6 +534,7 @@ impl ThreadProducer {
                     key.write(c);
                 });
                 self.restate = false;
+                self.stated = key;
             }
         }
         self.pending = self.pending_drops > 0 || self.restate;

@@ -4,8 +4,11 @@
 //! chain to the root is followed.
 //!
 //! The calling thread keeps which span is current on it (a key) and tells
-//! its ring only when that changes (a *switch*, one `u64`); a record itself
-//! carries nothing, so a record inside spans costs what one outside costs.
+//! its ring only when a record is made in another span than the ring's
+//! last (a *switch*, one `u64`, ahead of the record): a record itself
+//! carries nothing, so a record inside spans costs what one outside costs,
+//! and spans entered and exited between two records (a task polled with
+//! nothing to log) cost the ring nothing.
 //! A span's definition (site, fields, parent) is given once:
 //!
 //! - a `nanolog::span!` writes its fields to its own thread's ring when it
@@ -161,25 +164,15 @@ fn with_stack(f: impl FnOnce(&mut Vec<Entry>)) -> (bool, u64) {
         .unwrap_or((false, 0))
 }
 
-/// Writes a switch of this thread's context to `key` (0: no span), as
-/// bookkeeping: a switch the ring cannot take is counted apart from the
-/// logging calls, and the thread's next record restates its context.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-#[inline]
-pub(crate) fn switch(key: u64) {
-    producer::log_context(switch_id(), key.ring_len(), false, |c| {
-        key.write(c);
-    });
-}
-
 /// Writes a switch to `key` for the record about to be made, whose scope is
 /// not the thread's (an event with an explicit parent, or of another
-/// subscriber): as [`switch`], but a thread without a ring yet takes one
-/// first, so the switch precedes its first record too.
+/// subscriber): a thread without a ring yet takes one first, so the switch
+/// precedes its first record too. The thread's own context is stated again
+/// before its next record ([`producer::context_changed`]).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 #[inline]
 pub(crate) fn switch_for_record(key: u64) {
-    producer::log_context(switch_id(), key.ring_len(), true, |c| {
+    producer::log_context(switch_id(), key.ring_len(), true, key, |c| {
         key.write(c);
     });
 }
@@ -195,7 +188,7 @@ pub(crate) fn exit_id() -> u32 {
 /// entered span again leaves the current span as it was).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn tracing_enter(owner: u64, id: u64, key: u64) {
-    let (changed, top) = with_stack(|s| {
+    let (changed, _) = with_stack(|s| {
         let duplicate = s.iter().any(|e| e.owner == owner && e.id == id);
         s.push(Entry {
             owner,
@@ -205,7 +198,7 @@ pub(crate) fn tracing_enter(owner: u64, id: u64, key: u64) {
         });
     });
     if changed {
-        switch(top);
+        producer::context_changed();
     }
 }
 
@@ -215,13 +208,13 @@ pub(crate) fn tracing_enter(owner: u64, id: u64, key: u64) {
 /// current is the stack's top after it.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn tracing_exit(owner: u64, id: u64) {
-    let (changed, top) = with_stack(|s| {
+    let (changed, _) = with_stack(|s| {
         if let Some(i) = s.iter().rposition(|e| e.owner == owner && e.id == id) {
             s.remove(i);
         }
     });
     if changed {
-        switch(top);
+        producer::context_changed();
     }
 }
 
@@ -272,9 +265,12 @@ impl Drop for SpanGuard {
                 s.remove(i);
             }
         });
-        producer::log_context(exit_id(), key.ring_len() + top.ring_len(), false, |c| {
+        let len = key.ring_len() + top.ring_len();
+        if !producer::log_context(exit_id(), len, false, top, |c| {
             top.write(key.write(c));
-        });
+        }) {
+            producer::context_changed();
+        }
     }
 }
 

@@ -853,16 +853,15 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
         } else {
             event.parent().map_or(0, |p| key_of(&ctx, p))
         };
-        // (leaf, current) when the event's scope is not the thread's.
-        let elsewhere = (leaf != current).then_some((leaf, current));
-        if let Some((leaf, _)) = elsewhere {
+        let elsewhere = leaf != current;
+        if elsewhere {
             crate::span::switch_for_record(leaf);
         }
         if !take_typed(event) {
             self.format_event(event);
         }
-        if let Some((_, current)) = elsewhere {
-            crate::span::switch(current);
+        if elsewhere {
+            crate::producer::context_changed();
         }
     }
 }
