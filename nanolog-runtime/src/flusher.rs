@@ -11,10 +11,10 @@ use crate::compact::CompactFn;
 use crate::mirror::Mirror;
 use crate::ring::{self, Consumer};
 use crate::site::{self, Registration};
+use crate::span::book::{Book, Context, SpanFile};
 use crate::wire::extent;
 use crate::wire::format::Role;
 use crate::wire::frame::{begin_entry, end_entry, put_entry};
-use crate::wire::record::Value;
 use crate::wire::{dict, put_varint, record, tag};
 use crate::writer::{FileState, Lost, Writer};
 
@@ -76,160 +76,6 @@ struct RingState {
     deferred_at: Option<u64>,
 }
 
-/// A thread's span context, as the flusher follows it.
-#[derive(Default)]
-struct Context {
-    /// The key of the span current on the thread (0: none), as its
-    /// switches say.
-    key: u64,
-    /// The key changed since the thread's last record: its next record
-    /// resolves its context again.
-    changed: bool,
-    /// The context its records are in, as last resolved.
-    resolved: Resolved,
-    /// `name{k=v ..}` of each span of the chain, outermost first, as the
-    /// text mirror prints them (empty without a mirror).
-    texts: Vec<String>,
-}
-
-/// A span's context in a file: valid for records from `from` up to
-/// `until` (ticks at which a span of its chain took or takes new values),
-/// while no span has changed since `epoch`.
-#[derive(Clone, Copy, PartialEq)]
-struct Resolved {
-    generation: u64,
-    ctx: u32,
-    from: u64,
-    until: u64,
-    epoch: u64,
-}
-
-impl Resolved {
-    /// Whether it holds for a record at `tick` in file `generation`, the
-    /// spans at `epoch`.
-    #[inline]
-    fn holds(&self, generation: u64, epoch: u64, tick: u64) -> bool {
-        self.generation == generation
-            && self.epoch == epoch
-            && self.from <= tick
-            && tick < self.until
-    }
-}
-
-impl Default for Resolved {
-    /// Outside spans in the first file, with nothing due to change: a
-    /// thread that never enters a span is never resolved, and its runs of
-    /// a macro site's records keep the site's own compaction (an `until`
-    /// of 0 here sent every record through the interpreted path: 100 ->
-    /// 60 M records/s, found by alternating with the old build).
-    fn default() -> Self {
-        Resolved {
-            generation: 0,
-            ctx: 0,
-            from: 0,
-            until: u64::MAX,
-            epoch: 0,
-        }
-    }
-}
-
-/// The spans the flusher knows of: `nanolog::span!`s from the rings,
-/// `tracing` spans copied from the process's table as they are needed.
-#[derive(Default)]
-struct Book {
-    spans: crate::span::KeyMap<Known>,
-    /// The table's epoch when the copies were last brought up to date.
-    epoch: u64,
-    /// `tracing` spans closed, taken at the start of this pass: forgotten
-    /// at its end (every record logged before the close is drained by then).
-    closed: Vec<u64>,
-    /// `nanolog::span!`s exited in the last pass and in this one: forgotten
-    /// at the end of the pass after their exit's (other rings, drained
-    /// before it in a pass, may hold records of their `tracing` children).
-    exited_last: Vec<u64>,
-    exited_now: Vec<u64>,
-    /// The epoch at the last prune of versions.
-    pruned_epoch: u64,
-    /// Spans had versions to prune after the last prune.
-    versioned: bool,
-}
-
-/// A span the flusher knows.
-struct Known {
-    parent: u64,
-    /// A `tracing` span (a copy of the table's definition).
-    tracing: bool,
-    /// Its field values from each version's tick on, the first from 0
-    /// (most spans have one: inline).
-    versions: smallvec::SmallVec<[KnownVersion; 1]>,
-    /// Its SPAN entries in the current file (most have one: inline).
-    entries: smallvec::SmallVec<[Written; 1]>,
-    /// Spans in the book whose parent it is: a `nanolog::span!` exited
-    /// before its children is kept until they are forgotten.
-    children: u32,
-    /// A `nanolog::span!` exited (and past the pass after its exit).
-    exited: bool,
-    /// Its chain's context as last resolved whole: every thread whose
-    /// records are in it (workers that poll a request's tasks in turn)
-    /// takes it while it holds.
-    resolved: Option<Resolved>,
-}
-
-/// A SPAN entry of a span, in the file of generation `generation`: the
-/// version of tick `vtick`, under context `parent`, as context `ctx`, said
-/// to begin at `from`.
-#[derive(Debug, Clone, Copy)]
-struct Written {
-    generation: u64,
-    vtick: u64,
-    parent: u32,
-    ctx: u32,
-    from: u64,
-}
-
-impl Book {
-    /// Puts span `key` in the book, counted as its parent's child.
-    fn insert(&mut self, key: u64, known: Known) {
-        if let Some(p) = self.spans.get_mut(&known.parent) {
-            p.children += 1;
-        }
-        if let Some(old) = self.spans.insert(key, known) {
-            self.orphan(old.parent);
-        }
-    }
-
-    /// Forgets span `key`, and then its parent if that was kept only for it.
-    fn forget(&mut self, key: u64) {
-        if let Some(old) = self.spans.remove(&key) {
-            self.orphan(old.parent);
-        }
-    }
-
-    /// A child of `parent` was forgotten.
-    fn orphan(&mut self, mut parent: u64) {
-        while let Some(p) = self.spans.get_mut(&parent) {
-            p.children = p.children.saturating_sub(1);
-            if !(p.exited && p.children == 0) {
-                return;
-            }
-            let next = p.parent;
-            self.spans.remove(&parent);
-            parent = next;
-        }
-    }
-}
-
-struct KnownVersion {
-    tick: u64,
-    site: u32,
-    /// Its arguments as its ring record (or the table) held them: each
-    /// file compacts them against its own strings.
-    raw: Arc<[u8]>,
-}
-
-/// The longest chain of spans followed (a deeper one is cut at its root end).
-const MAX_DEPTH: usize = 256;
-
 /// A site met in the current drain: its id (also its index in
 /// `State::sites`) and its own compaction of a run of records, if any.
 #[derive(Clone, Copy)]
@@ -256,10 +102,6 @@ struct Flusher {
 struct State {
     shared: Arc<Shared>,
     writer: Writer,
-    /// The chain of spans being resolved, and a span's versions copied
-    /// from the table (each kept for its allocation).
-    chain: Vec<u64>,
-    copied: Vec<crate::span::Version>,
     /// Bumped whenever the dictionary must be written again (a new file, or a
     /// failed write that may have lost it).
     file_generation: u64,
@@ -289,9 +131,7 @@ struct State {
     last_path_check: u64,
     /// An END was written since the process began to exit.
     ended_at_exit: bool,
-    /// The last context id given (unique within a file while live).
-    last_ctx: u32,
-    /// The spans the flusher knows of.
+    /// The spans the flusher knows of, and the threads' contexts.
     book: Book,
     /// The SITE entries `out` needs that the file lacks: written ahead of
     /// `out`, with the strings and spans below, so every dictionary entry
@@ -377,8 +217,6 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     // From the first batch on: a file's size limit may be below OUT_MAX.
     let out_limit = out_limit(&writer);
     let st = State {
-        chain: Vec::new(),
-        copied: Vec::new(),
         shared,
         writer,
         file_generation: 0,
@@ -397,7 +235,6 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         pending_lost: None,
         last_path_check: 0,
         ended_at_exit: false,
-        last_ctx: 0,
         book: Book::default(),
         defs: Vec::new(),
         // (A text mirror decodes what is compacted against the table too.)
@@ -446,17 +283,13 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             f.st.duty = (duty + (sample - duty) * weight / 1024) as u64;
         }
         last_start = pass_start;
-        let closed_in = crate::span::CLOSED_IN.swap(0, Ordering::Acquire);
-        if closed_in != 0 {
-            let closed = &mut f.st.book.closed;
-            crate::span::tables_in(closed_in, |_, t| closed.append(&mut t.closed));
-        }
+        f.st.book.take_closed();
         f.adopt_new_rings();
         let mut n = 0;
         for r in f.rings.iter_mut() {
             n += f.st.drain(r);
         }
-        f.st.forget_spans(pass_start);
+        f.st.book.forget_spans(pass_start);
         f.rings.retain(|r| !r.c.ring.is_finished(r.c.head()));
         let now = clock::now();
         if now.wrapping_sub(f.st.last_clock) > f.st.clock_every {
@@ -498,11 +331,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
                 m.finish();
             }
             // Spans closed while this logger ran need no more records.
-            crate::span::tables(|t| {
-                for k in t.closed.drain(..) {
-                    t.spans.remove(&k);
-                }
-            });
+            crate::span::book::forget_all_closed();
             return;
         }
         last_work = clock::now().wrapping_sub(pass_start);
@@ -639,40 +468,8 @@ impl State {
     /// with the file's old bytes.
     fn respan(&mut self) {
         self.spans_out.clear();
-        let generation = self.file_generation;
-        let mut all: Vec<(u64, Written)> = self
-            .book
-            .spans
-            .iter()
-            .flat_map(|(&k, sp)| {
-                sp.entries
-                    .iter()
-                    .filter(|e| e.generation == generation)
-                    .map(move |e| (k, *e))
-            })
-            .collect();
-        all.sort_unstable_by_key(|(_, e)| e.ctx);
-        for (k, e) in all {
-            let Some(v) = self
-                .book
-                .spans
-                .get(&k)
-                .and_then(|sp| sp.versions.iter().find(|v| v.tick == e.vtick))
-            else {
-                continue;
-            };
-            let (site, raw) = (v.site, Arc::clone(&v.raw));
-            let kinds = self.sites.get(site as usize).and_then(Option::as_deref);
-            let kinds = kinds.map_or(&[][..], |r| &r.kinds[..]);
-            let strings = &mut self.strings;
-            self.spans_out.push(e.ctx, e.parent, site, e.from, |b| {
-                let at = b.len();
-                if record::compact_with(kinds, &raw, b, strings).is_none() {
-                    // (Checked when the version was taken, and written so.)
-                    b.truncate(at);
-                }
-            });
-        }
+        let (book, mut file) = self.split();
+        book.respan(&mut file);
     }
 
     /// Counts `lost` records (already counted as logged) as lost, to be
@@ -807,16 +604,24 @@ impl State {
     }
 
     fn site(&mut self, id: u32) -> Option<usize> {
-        let ix = id as usize;
-        if self.sites.get(ix).is_none_or(Option::is_none) {
-            let info = site::lookup(id)?;
-            if self.sites.len() <= ix {
-                self.sites.resize(ix + 1, None);
-                self.site_emitted.resize(ix + 1, false);
-            }
-            self.sites[ix] = Some(info);
-        }
-        Some(ix)
+        site_ix(&mut self.sites, &mut self.site_emitted, id)
+    }
+
+    /// The spans the flusher knows, and the file being written as their
+    /// resolution needs it.
+    fn split(&mut self) -> (&mut Book, FileSide<'_>) {
+        (
+            &mut self.book,
+            FileSide {
+                generation: self.file_generation,
+                sites: &mut self.sites,
+                site_emitted: &mut self.site_emitted,
+                defs: &mut self.defs,
+                strings: &mut self.strings,
+                spans_out: &mut self.spans_out,
+                mirror: self.mirror.is_some(),
+            },
+        )
     }
 
     /// The site `id` of the record being drained, with its dictionary entry
@@ -904,7 +709,10 @@ impl State {
                 if cur.role != Role::Record {
                     // The extent stays open: the thread's next record says
                     // where it is now (see below).
-                    self.span_record(&mut r.ctx, cur, rec.args);
+                    let reg = self.sites[cur.id as usize].as_deref();
+                    let kinds = reg.map_or(&[][..], |s| &s.kinds[..]);
+                    self.book
+                        .span_record(&mut r.ctx, cur.role, cur.id, kinds, rec.args);
                     r.c.advance(len);
                     continue;
                 }
@@ -913,14 +721,15 @@ impl State {
                 // its chain took new values, or when any span did: a switch
                 // inside the open extent (the SPAN entries of spans new to
                 // the file go ahead of the write's extents).
-                if !self.fresh(&r.ctx, tick) {
+                if !self.book.fresh(&r.ctx, tick, self.file_generation) {
                     // A span of the chain not known yet: its entry is in
                     // another thread's ring, not drained this far (a thread
                     // using the fallback ring, a `tracing` span made inside
                     // a `nanolog::span!` and entered elsewhere). This ring
                     // waits for the next pass, once at this record.
                     let partial_ok = r.deferred_at == Some(head);
-                    let Some(c) = self.resolve(&mut r.ctx, tick, partial_ok) else {
+                    let (book, mut file) = self.split();
+                    let Some(c) = book.resolve(&mut r.ctx, tick, partial_ok, &mut file) else {
                         r.deferred_at = Some(head);
                         deferred = true;
                         break;
@@ -1038,372 +847,6 @@ impl State {
 }
 
 impl State {
-    /// A switch, or a `nanolog::span!` entered or exited, on the ring's
-    /// thread: the span current on it changes; the file learns of it before
-    /// the thread's next record ([`State::resolve`]), so spans without
-    /// records inside cost the file nothing.
-    fn span_record(&mut self, r: &mut Context, cur: Current, raw: &[u8]) {
-        // A switch, or an exit: one or two `u64`s as the ring holds them
-        // (8 bytes little-endian each), read in place.
-        let word = |i: usize| {
-            raw.get(i * 8..i * 8 + 8)
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_le_bytes)
-        };
-        if cur.role != Role::Span {
-            let now = match (word(0), word(1)) {
-                // A `nanolog::span!`'s exit: (its key, the span current again).
-                (Some(exited), Some(now)) => {
-                    self.book.exited_now.push(exited);
-                    now
-                }
-                // A switch: the span current now.
-                (Some(now), None) => now,
-                _ => {
-                    debug_assert!(false, "span bookkeeping record without its key");
-                    return;
-                }
-            };
-            // (A switch back to the span resolved last needs no new
-            // resolution: it still holds.)
-            r.changed |= now != r.key;
-            r.key = now;
-            return;
-        }
-        let Some(reg) = self.sites[cur.id as usize].as_deref() else {
-            return;
-        };
-        let kinds = &reg.kinds[..];
-        let mut args = Vec::new();
-        if record::compact(kinds, raw, &mut args).is_none() {
-            debug_assert!(false, "span record does not match its site");
-            return;
-        }
-        let key = match kinds
-            .len()
-            .checked_sub(1)
-            .and_then(|i| record::nth_arg(kinds, &args, 0, i, record::Strings::TAGGED))
-        {
-            Some(Value::Uint(v)) => v as u64,
-            _ => {
-                debug_assert!(false, "span record without its key");
-                return;
-            }
-        };
-        r.changed = true;
-        // A `nanolog::span!`, entered inside the thread's current span.
-        self.book.insert(
-            key,
-            Known {
-                parent: r.key,
-                tracing: false,
-                versions: smallvec::smallvec![KnownVersion {
-                    tick: 0,
-                    site: cur.id,
-                    raw: Arc::from(raw),
-                }],
-                entries: smallvec::SmallVec::new(),
-                children: 0,
-                exited: false,
-                resolved: None,
-            },
-        );
-        r.key = key;
-    }
-
-    /// Whether the thread's resolved context still holds for its record at
-    /// `tick` in the current file.
-    #[inline(always)]
-    fn fresh(&self, r: &Context, tick: u64) -> bool {
-        let res = &r.resolved;
-        !r.changed
-            && res.generation == self.file_generation
-            && (r.key == 0
-                || tick < res.until
-                // Acquire: pairs with the Release bump after a span's new
-                // version is in the table, which `resolve` then reads.
-                && res.epoch == crate::span::EPOCH.load(Ordering::Acquire))
-    }
-
-    /// The thread's context for its record at `tick`: the chain of spans
-    /// from its current one to the root, each with the values it had at
-    /// `tick`; the SPAN entries (and sites) the file lacks for it are put
-    /// in `self.defs`.
-    ///
-    /// `None` (nothing written, nothing changed) when a span of the chain
-    /// is not known and `partial_ok` is false: the caller waits a pass for
-    /// its entry; with `partial_ok` the chain is cut there.
-    fn resolve(&mut self, r: &mut Context, tick: u64, partial_ok: bool) -> Option<u32> {
-        let generation = self.file_generation;
-        let epoch = crate::span::EPOCH.load(Ordering::Acquire);
-        // The span's chain as resolved last, by any thread, if it still
-        // holds (the mirror wants the chain's texts: it resolves each time).
-        if self.mirror.is_none() && r.key != 0 {
-            let hit = self
-                .book
-                .spans
-                .get(&r.key)
-                .and_then(|sp| sp.resolved)
-                .filter(|res| res.holds(generation, epoch, tick));
-            if let Some(res) = hit {
-                r.changed = false;
-                r.resolved = res;
-                return Some(res.ctx);
-            }
-        }
-        if epoch != self.book.epoch {
-            self.refresh_tracing();
-            self.book.epoch = epoch;
-        }
-        let mut chain = std::mem::take(&mut self.chain);
-        chain.clear();
-        let mut k = r.key;
-        // The chain reaches its root, or the depth limit: the resolution
-        // can be kept (a chain cut at a span not known yet cannot).
-        let mut whole = true;
-        while k != 0 && chain.len() < MAX_DEPTH && !chain.contains(&k) {
-            let Some(parent) = self.known(k) else {
-                if !partial_ok {
-                    self.chain = chain;
-                    return None;
-                }
-                whole = false;
-                break;
-            };
-            chain.push(k);
-            k = parent;
-        }
-        r.changed = false;
-        r.texts.clear();
-        let (mut ctx, mut from, mut until) = (0u32, 0u64, u64::MAX);
-        for &k in chain.iter().rev() {
-            let Some(sp) = self.book.spans.get(&k) else {
-                break;
-            };
-            let vi = sp
-                .versions
-                .partition_point(|v| v.tick <= tick)
-                .saturating_sub(1);
-            if let Some(next) = sp.versions.get(vi + 1) {
-                until = until.min(next.tick);
-            }
-            let (vtick, site) = (sp.versions[vi].tick, sp.versions[vi].site);
-            from = from.max(vtick);
-            let found = sp
-                .entries
-                .iter()
-                .find(|e| e.generation == generation && e.vtick == vtick && e.parent == ctx)
-                .map(|e| e.ctx);
-            let c = match found {
-                Some(c) => c,
-                None => {
-                    if let Some(ix) = self.site(site) {
-                        if !self.site_emitted[ix] {
-                            emit_site(&mut self.defs, &self.sites, ix);
-                            self.site_emitted[ix] = true;
-                        }
-                    }
-                    self.last_ctx = self.last_ctx.checked_add(1).unwrap_or(1);
-                    let c = self.last_ctx;
-                    let Some(sp) = self.book.spans.get_mut(&k) else {
-                        break;
-                    };
-                    let raw = &sp.versions[vi].raw;
-                    let kinds = self.sites.get(site as usize).and_then(Option::as_deref);
-                    let kinds = kinds.map_or(&[][..], |r| &r.kinds[..]);
-                    let strings = &mut self.strings;
-                    // A `nanolog::span!` (no version tick) from the record
-                    // that first needs it.
-                    let from = if vtick == 0 { tick } else { vtick.min(tick) };
-                    self.spans_out.push(c, ctx, site, from, |b| {
-                        let at = b.len();
-                        if record::compact_with(kinds, raw, b, strings).is_none() {
-                            // (Checked when the version was taken.)
-                            debug_assert!(false, "span fields do not match their site");
-                            b.truncate(at);
-                        }
-                    });
-                    sp.entries.retain(|e| e.generation == generation);
-                    sp.entries.push(Written {
-                        generation,
-                        vtick,
-                        parent: ctx,
-                        ctx: c,
-                        from,
-                    });
-                    c
-                }
-            };
-            if self.mirror.is_some() {
-                if let (Some(sp), Some(Some(reg))) = (
-                    self.book.spans.get(&k),
-                    self.sites.get(site as usize).map(Option::as_deref),
-                ) {
-                    r.texts.push(Mirror::span_text(reg, &sp.versions[vi].raw));
-                }
-            }
-            ctx = c;
-        }
-        r.resolved = Resolved {
-            generation,
-            ctx,
-            from,
-            until,
-            epoch,
-        };
-        self.chain = chain;
-        if whole {
-            if let Some(sp) = self.book.spans.get_mut(&r.key) {
-                sp.resolved = Some(r.resolved);
-            }
-        }
-        Some(ctx)
-    }
-
-    /// Span `key`'s parent, with the span in the book (a `tracing` span
-    /// copied from the process's table); `None` for a span not known (its
-    /// definition lost: the chain is cut there).
-    fn known(&mut self, key: u64) -> Option<u64> {
-        if let Some(sp) = self.book.spans.get(&key) {
-            return Some(sp.parent);
-        }
-        // Its versions copied out under the shard's lock into a buffer
-        // kept for it (a clone of the definition allocated for each span).
-        let mut copied = std::mem::take(&mut self.copied);
-        copied.clear();
-        let parent = crate::span::table(key, |t| {
-            let d = t.spans.get(&key)?;
-            copied.extend(d.versions.iter().cloned());
-            Some(d.parent)
-        });
-        let Some(parent) = parent else {
-            self.copied = copied;
-            return None;
-        };
-        let mut known = Known {
-            parent,
-            tracing: true,
-            versions: smallvec::SmallVec::with_capacity(copied.len()),
-            entries: smallvec::SmallVec::new(),
-            children: 0,
-            exited: false,
-            resolved: None,
-        };
-        self.copy_versions(&mut known, &copied);
-        self.copied = copied;
-        self.book.insert(key, known);
-        Some(parent)
-    }
-
-    /// The table's versions of a `tracing` span, compacted (a version
-    /// already copied is kept as it is).
-    fn copy_versions(&mut self, known: &mut Known, versions: &[crate::span::Version]) {
-        let mut old = std::mem::take(&mut known.versions);
-        for v in versions {
-            if let Some(i) = old
-                .iter()
-                .position(|o| o.tick == v.tick && o.site == v.site)
-            {
-                known.versions.push(old.swap_remove(i));
-                continue;
-            }
-            // A version of a site the flusher has (its fields were
-            // encoded for that site's kinds by the layer; each file
-            // compacts them, see `resolve`).
-            if self.site(v.site).is_some() {
-                known.versions.push(KnownVersion {
-                    tick: v.tick,
-                    site: v.site,
-                    raw: v.raw.clone(),
-                });
-            }
-        }
-        if known.versions.is_empty() {
-            // (A version that did not compact: the span shows no fields.)
-            known.versions.push(KnownVersion {
-                tick: 0,
-                site: versions.first().map_or(0, |v| v.site),
-                raw: Arc::from(&[][..]),
-            });
-        }
-    }
-
-    /// Brings the book's copies of `tracing` spans up to date with the
-    /// table (values were recorded into some spans).
-    fn refresh_tracing(&mut self) {
-        let book = &self.book.spans;
-        let mut defs: Vec<(u64, crate::span::Def)> = Vec::new();
-        let changed_in = crate::span::CHANGED_IN.swap(0, Ordering::Acquire);
-        crate::span::tables_in(changed_in, |_, t| {
-            let changed = t.changed.replace(Vec::new());
-            let mut copy = |k: u64| {
-                if let Some(d) = t.spans.get(&k) {
-                    defs.push((k, d.clone()));
-                }
-            };
-            match changed {
-                Some(c) => c
-                    .into_iter()
-                    .filter(|k| book.contains_key(k))
-                    .for_each(&mut copy),
-                // Too many to list: every span of the book this shard holds.
-                None => book
-                    .iter()
-                    .filter(|(_, sp)| sp.tracing)
-                    .for_each(|(&k, _)| copy(k)),
-            }
-        });
-        for (k, def) in defs {
-            let Some(mut known) = self.book.spans.remove(&k) else {
-                continue;
-            };
-            self.copy_versions(&mut known, &def.versions);
-            self.book.spans.insert(k, known);
-        }
-    }
-
-    /// At the end of a pass: spans no record can need any more are
-    /// forgotten (see [`Book`]).
-    fn forget_spans(&mut self, pass_start: u64) {
-        // Versions no record can need any more: followed by one older than
-        // this pass's start, less a grace for producers that waited.
-        let grace = (crate::span::VERSION_GRACE.as_secs_f64() * clock::ticks_per_second()) as u64;
-        let horizon = pass_start.saturating_sub(grace);
-        let b = &mut self.book;
-        for k in std::mem::take(&mut b.exited_last) {
-            if let Some(sp) = b.spans.get_mut(&k) {
-                sp.exited = true;
-                if sp.children == 0 {
-                    b.forget(k);
-                }
-            }
-        }
-        std::mem::swap(&mut b.exited_last, &mut b.exited_now);
-        let closed = std::mem::take(&mut b.closed);
-        for &k in &closed {
-            b.forget(k);
-        }
-        let epoch = crate::span::EPOCH.load(Ordering::Acquire);
-        if epoch != b.pruned_epoch || b.versioned || !closed.is_empty() {
-            b.pruned_epoch = epoch;
-            for &k in &closed {
-                crate::span::table(k, |t| t.spans.remove(&k));
-            }
-            let mut versioned = false;
-            let versioned_in = crate::span::VERSIONED_IN.load(Ordering::Acquire);
-            crate::span::tables_in(versioned_in, |bit, t| {
-                t.prune(horizon);
-                if t.versioned.is_empty() {
-                    // Under the lock: a new version sets it again under it.
-                    crate::span::VERSIONED_IN.fetch_and(!bit, Ordering::Relaxed);
-                } else {
-                    versioned = true;
-                }
-            });
-            b.versioned = versioned;
-        }
-    }
-
     /// A record the flusher cannot compact (its bytes do not match its
     /// site): never silently lost, it is counted as dropped and written as a
     /// one-record gap, which `decode` shows.
@@ -1414,6 +857,79 @@ impl State {
         put_entry(&mut self.out, tag::DROP, |b| {
             dict::put_drop(b, thread, 1, tick, tick)
         });
+    }
+}
+
+/// The index of site `id` in the flusher's sites, registered there on its
+/// first sight; `None` for an id no site has.
+fn site_ix(
+    sites: &mut Vec<Option<Arc<Registration>>>,
+    site_emitted: &mut Vec<bool>,
+    id: u32,
+) -> Option<usize> {
+    let ix = id as usize;
+    if sites.get(ix).is_none_or(Option::is_none) {
+        let info = site::lookup(id)?;
+        if sites.len() <= ix {
+            sites.resize(ix + 1, None);
+            site_emitted.resize(ix + 1, false);
+        }
+        sites[ix] = Some(info);
+    }
+    Some(ix)
+}
+
+/// The file being written, as the resolution of a span context needs it:
+/// its sites, its strings and its batch of SPAN entries.
+struct FileSide<'a> {
+    generation: u64,
+    sites: &'a mut Vec<Option<Arc<Registration>>>,
+    site_emitted: &'a mut Vec<bool>,
+    defs: &'a mut Vec<u8>,
+    strings: &'a mut crate::intern::Interner,
+    spans_out: &'a mut dict::SpanBatch,
+    mirror: bool,
+}
+
+impl SpanFile for FileSide<'_> {
+    fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn knows_site(&mut self, site: u32) -> bool {
+        site_ix(self.sites, self.site_emitted, site).is_some()
+    }
+
+    fn put_span(&mut self, ctx: u32, parent: u32, site: u32, from: u64, raw: &[u8]) {
+        if let Some(ix) = site_ix(self.sites, self.site_emitted, site) {
+            if !self.site_emitted[ix] {
+                emit_site(self.defs, self.sites, ix);
+                self.site_emitted[ix] = true;
+            }
+        }
+        let reg = self.sites.get(site as usize).and_then(Option::as_deref);
+        let kinds = reg.map_or(&[][..], |r| &r.kinds[..]);
+        let strings = &mut *self.strings;
+        self.spans_out.push(ctx, parent, site, from, |b| {
+            let at = b.len();
+            if record::compact_with(kinds, raw, b, strings).is_none() {
+                // The layer encodes a span's fields for its site's kinds.
+                debug_assert!(false, "span fields do not match their site");
+                b.truncate(at);
+            }
+        });
+    }
+
+    fn span_text(&mut self, site: u32, raw: &[u8]) -> Option<String> {
+        if !self.mirror {
+            return None;
+        }
+        let reg = self.sites.get(site as usize).and_then(Option::as_deref)?;
+        Some(Mirror::span_text(reg, raw))
+    }
+
+    fn mirrored(&self) -> bool {
+        self.mirror
     }
 }
 

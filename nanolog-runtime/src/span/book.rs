@@ -1,0 +1,610 @@
+//! The flusher's side of spans: the spans it knows (`nanolog::span!`s from
+//! the rings, `tracing` spans copied from the process's [`table`] as records
+//! need them), each thread's context as its switches say, and the
+//! resolution of a record's context: the chain of spans from its leaf to
+//! the root, each with the values it had at the record's tick, as the
+//! file's SPAN entries (written before their first use, once per file).
+//!
+//! It writes through [`SpanFile`], the file being written as the flusher
+//! keeps it: this room knows no writer, buffer or mirror.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::table::{self, KeyMap, Version};
+use crate::wire::format::{ArgKind, Role};
+use crate::wire::record::{self, Value};
+
+/// What resolving a context needs of the file being written.
+pub(crate) trait SpanFile {
+    /// The file's generation: contexts and SPAN entries are per file (a
+    /// new file, or a write that may have lost the last, begins again).
+    fn generation(&self) -> u64;
+    /// Whether span site `site` is known to the flusher (a version of a
+    /// site it cannot find is not kept).
+    fn knows_site(&mut self, site: u32) -> bool;
+    /// Puts the SPAN entry of context `ctx`, inside context `parent`, from
+    /// tick `from`: span site `site`'s fields `raw` as the ring holds them
+    /// (the file compacts them against its strings; the site's own entry
+    /// goes ahead if the file lacks it).
+    fn put_span(&mut self, ctx: u32, parent: u32, site: u32, from: u64, raw: &[u8]);
+    /// `name{k=v ..}` of a span for the text mirror; `None` without one
+    /// (and the mirror, which wants each record's chain, resolves each
+    /// record's context whole).
+    fn span_text(&mut self, site: u32, raw: &[u8]) -> Option<String>;
+    /// Whether a text mirror wants the chains' texts.
+    fn mirrored(&self) -> bool;
+}
+
+/// A thread's span context, as the flusher follows it.
+#[derive(Default)]
+pub(crate) struct Context {
+    /// The key of the span current on the thread (0: none), as its
+    /// switches say.
+    key: u64,
+    /// The key changed since the thread's last record: its next record
+    /// resolves its context again.
+    changed: bool,
+    /// The context its records are in, as last resolved.
+    pub(crate) resolved: Resolved,
+    /// `name{k=v ..}` of each span of the chain, outermost first, as the
+    /// text mirror prints them (empty without a mirror).
+    pub(crate) texts: Vec<String>,
+}
+
+/// A span's context in a file: valid for records from `from` up to
+/// `until` (ticks at which a span of its chain took or takes new values),
+/// while no span has changed since `epoch`.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) struct Resolved {
+    generation: u64,
+    /// The context (file id) of the chain: 0, no span.
+    pub(crate) ctx: u32,
+    from: u64,
+    /// Records from this tick on need another resolution.
+    pub(crate) until: u64,
+    epoch: u64,
+}
+
+impl Resolved {
+    /// Whether it holds for a record at `tick` in file `generation`, the
+    /// spans at `epoch`.
+    #[inline]
+    fn holds(&self, generation: u64, epoch: u64, tick: u64) -> bool {
+        self.generation == generation
+            && self.epoch == epoch
+            && self.from <= tick
+            && tick < self.until
+    }
+}
+
+impl Default for Resolved {
+    /// Outside spans in the first file, with nothing due to change: a
+    /// thread that never enters a span is never resolved, and its runs of
+    /// a macro site's records keep the site's own compaction (an `until`
+    /// of 0 here sent every record through the interpreted path: 100 ->
+    /// 60 M records/s, found by alternating with the old build).
+    fn default() -> Self {
+        Resolved {
+            generation: 0,
+            ctx: 0,
+            from: 0,
+            until: u64::MAX,
+            epoch: 0,
+        }
+    }
+}
+
+/// The spans the flusher knows of: `nanolog::span!`s from the rings,
+/// `tracing` spans copied from the process's table as they are needed.
+#[derive(Default)]
+pub(crate) struct Book {
+    spans: KeyMap<Known>,
+    /// The table's epoch when the copies were last brought up to date.
+    epoch: u64,
+    /// `tracing` spans closed, taken at the start of this pass: forgotten
+    /// at its end (every record logged before the close is drained by then).
+    closed: Vec<u64>,
+    /// `nanolog::span!`s exited in the last pass and in this one: forgotten
+    /// at the end of the pass after their exit's (other rings, drained
+    /// before it in a pass, may hold records of their `tracing` children).
+    exited_last: Vec<u64>,
+    exited_now: Vec<u64>,
+    /// The epoch at the last prune of versions.
+    pruned_epoch: u64,
+    /// Spans had versions to prune after the last prune.
+    versioned: bool,
+    /// The last context id given (unique within a file while live).
+    last_ctx: u32,
+    /// The chain of spans being resolved, and a span's versions copied
+    /// from the table (each kept for its allocation).
+    chain: Vec<u64>,
+    copied: Vec<Version>,
+}
+
+/// A span the flusher knows.
+struct Known {
+    parent: u64,
+    /// A `tracing` span (a copy of the table's definition).
+    tracing: bool,
+    /// Its field values from each version's tick on, the first from 0
+    /// (most spans have one: inline).
+    versions: smallvec::SmallVec<[KnownVersion; 1]>,
+    /// Its SPAN entries in the current file (most have one: inline).
+    entries: smallvec::SmallVec<[Written; 1]>,
+    /// Spans in the book whose parent it is: a `nanolog::span!` exited
+    /// before its children is kept until they are forgotten.
+    children: u32,
+    /// A `nanolog::span!` exited (and past the pass after its exit).
+    exited: bool,
+    /// Its chain's context as last resolved whole: every thread whose
+    /// records are in it (workers that poll a request's tasks in turn)
+    /// takes it while it holds.
+    resolved: Option<Resolved>,
+}
+
+/// A SPAN entry of a span, in the file of generation `generation`: the
+/// version of tick `vtick`, under context `parent`, as context `ctx`, said
+/// to begin at `from`.
+#[derive(Debug, Clone, Copy)]
+struct Written {
+    generation: u64,
+    vtick: u64,
+    parent: u32,
+    ctx: u32,
+    from: u64,
+}
+
+impl Book {
+    /// Puts span `key` in the book, counted as its parent's child.
+    fn insert(&mut self, key: u64, known: Known) {
+        if let Some(p) = self.spans.get_mut(&known.parent) {
+            p.children += 1;
+        }
+        if let Some(old) = self.spans.insert(key, known) {
+            self.orphan(old.parent);
+        }
+    }
+
+    /// Forgets span `key`, and then its parent if that was kept only for it.
+    fn forget(&mut self, key: u64) {
+        if let Some(old) = self.spans.remove(&key) {
+            self.orphan(old.parent);
+        }
+    }
+
+    /// A child of `parent` was forgotten.
+    fn orphan(&mut self, mut parent: u64) {
+        while let Some(p) = self.spans.get_mut(&parent) {
+            p.children = p.children.saturating_sub(1);
+            if !(p.exited && p.children == 0) {
+                return;
+            }
+            let next = p.parent;
+            self.spans.remove(&parent);
+            parent = next;
+        }
+    }
+}
+
+struct KnownVersion {
+    tick: u64,
+    site: u32,
+    /// Its arguments as its ring record (or the table) held them: each
+    /// file compacts them against its own strings.
+    raw: Arc<[u8]>,
+}
+
+/// The longest chain of spans followed (a deeper one is cut at its root end).
+const MAX_DEPTH: usize = 256;
+
+impl Book {
+    /// A switch, or a `nanolog::span!` entered or exited, on the ring's
+    /// thread (a record of site `site`, of role `role` and argument kinds
+    /// `kinds`): the span current on it changes; the file learns of it
+    /// before the thread's next record ([`Book::resolve`]), so spans
+    /// without records inside cost the file nothing.
+    pub(crate) fn span_record(
+        &mut self,
+        r: &mut Context,
+        role: Role,
+        site: u32,
+        kinds: &[ArgKind],
+        raw: &[u8],
+    ) {
+        // A switch, or an exit: one or two `u64`s as the ring holds them
+        // (8 bytes little-endian each), read in place.
+        let word = |i: usize| {
+            raw.get(i * 8..i * 8 + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+        };
+        if role != Role::Span {
+            let now = match (word(0), word(1)) {
+                // A `nanolog::span!`'s exit: (its key, the span current again).
+                (Some(exited), Some(now)) => {
+                    self.exited_now.push(exited);
+                    now
+                }
+                // A switch: the span current now.
+                (Some(now), None) => now,
+                _ => {
+                    debug_assert!(false, "span bookkeeping record without its key");
+                    return;
+                }
+            };
+            // (A switch back to the span resolved last needs no new
+            // resolution: it still holds.)
+            r.changed |= now != r.key;
+            r.key = now;
+            return;
+        }
+        let mut args = Vec::new();
+        if record::compact(kinds, raw, &mut args).is_none() {
+            debug_assert!(false, "span record does not match its site");
+            return;
+        }
+        let key = match kinds
+            .len()
+            .checked_sub(1)
+            .and_then(|i| record::nth_arg(kinds, &args, 0, i, record::Strings::TAGGED))
+        {
+            Some(Value::Uint(v)) => v as u64,
+            _ => {
+                debug_assert!(false, "span record without its key");
+                return;
+            }
+        };
+        r.changed = true;
+        // A `nanolog::span!`, entered inside the thread's current span.
+        self.insert(
+            key,
+            Known {
+                parent: r.key,
+                tracing: false,
+                versions: smallvec::smallvec![KnownVersion {
+                    tick: 0,
+                    site,
+                    raw: Arc::from(raw),
+                }],
+                entries: smallvec::SmallVec::new(),
+                children: 0,
+                exited: false,
+                resolved: None,
+            },
+        );
+        r.key = key;
+    }
+
+    /// Whether the thread's resolved context still holds for its record at
+    /// `tick` in the current file.
+    #[inline(always)]
+    pub(crate) fn fresh(&self, r: &Context, tick: u64, generation: u64) -> bool {
+        let res = &r.resolved;
+        !r.changed
+            && res.generation == generation
+            && (r.key == 0
+                || tick < res.until
+                // Acquire: pairs with the Release bump after a span's new
+                // version is in the table, which `resolve` then reads.
+                && res.epoch == table::EPOCH.load(Ordering::Acquire))
+    }
+
+    /// The thread's context for its record at `tick`: the chain of spans
+    /// from its current one to the root, each with the values it had at
+    /// `tick`; the SPAN entries (and sites) the file lacks for it are put
+    /// through `file`.
+    ///
+    /// `None` (nothing written, nothing changed) when a span of the chain
+    /// is not known and `partial_ok` is false: the caller waits a pass for
+    /// its entry; with `partial_ok` the chain is cut there.
+    pub(crate) fn resolve(
+        &mut self,
+        r: &mut Context,
+        tick: u64,
+        partial_ok: bool,
+        file: &mut impl SpanFile,
+    ) -> Option<u32> {
+        let generation = file.generation();
+        let mirrored = file.mirrored();
+        let epoch = table::EPOCH.load(Ordering::Acquire);
+        // The span's chain as resolved last, by any thread, if it still
+        // holds (the mirror wants the chain's texts: it resolves each time).
+        if !mirrored && r.key != 0 {
+            let hit = self
+                .spans
+                .get(&r.key)
+                .and_then(|sp| sp.resolved)
+                .filter(|res| res.holds(generation, epoch, tick));
+            if let Some(res) = hit {
+                r.changed = false;
+                r.resolved = res;
+                return Some(res.ctx);
+            }
+        }
+        if epoch != self.epoch {
+            self.refresh_tracing(file);
+            self.epoch = epoch;
+        }
+        let mut chain = std::mem::take(&mut self.chain);
+        chain.clear();
+        let mut k = r.key;
+        // The chain reaches its root, or the depth limit: the resolution
+        // can be kept (a chain cut at a span not known yet cannot).
+        let mut whole = true;
+        while k != 0 && chain.len() < MAX_DEPTH && !chain.contains(&k) {
+            let Some(parent) = self.known(k, file) else {
+                if !partial_ok {
+                    self.chain = chain;
+                    return None;
+                }
+                whole = false;
+                break;
+            };
+            chain.push(k);
+            k = parent;
+        }
+        r.changed = false;
+        r.texts.clear();
+        let (mut ctx, mut from, mut until) = (0u32, 0u64, u64::MAX);
+        for &k in chain.iter().rev() {
+            let Some(sp) = self.spans.get(&k) else {
+                break;
+            };
+            let vi = sp
+                .versions
+                .partition_point(|v| v.tick <= tick)
+                .saturating_sub(1);
+            if let Some(next) = sp.versions.get(vi + 1) {
+                until = until.min(next.tick);
+            }
+            let (vtick, site) = (sp.versions[vi].tick, sp.versions[vi].site);
+            from = from.max(vtick);
+            let found = sp
+                .entries
+                .iter()
+                .find(|e| e.generation == generation && e.vtick == vtick && e.parent == ctx)
+                .map(|e| e.ctx);
+            let c = match found {
+                Some(c) => c,
+                None => {
+                    self.last_ctx = self.last_ctx.checked_add(1).unwrap_or(1);
+                    let c = self.last_ctx;
+                    let Some(sp) = self.spans.get_mut(&k) else {
+                        break;
+                    };
+                    // A `nanolog::span!` (no version tick) from the record
+                    // that first needs it.
+                    let from = if vtick == 0 { tick } else { vtick.min(tick) };
+                    file.put_span(c, ctx, site, from, &sp.versions[vi].raw);
+                    sp.entries.retain(|e| e.generation == generation);
+                    sp.entries.push(Written {
+                        generation,
+                        vtick,
+                        parent: ctx,
+                        ctx: c,
+                        from,
+                    });
+                    c
+                }
+            };
+            if mirrored {
+                if let Some(sp) = self.spans.get(&k) {
+                    if let Some(text) = file.span_text(site, &sp.versions[vi].raw) {
+                        r.texts.push(text);
+                    }
+                }
+            }
+            ctx = c;
+        }
+        r.resolved = Resolved {
+            generation,
+            ctx,
+            from,
+            until,
+            epoch,
+        };
+        self.chain = chain;
+        if whole {
+            if let Some(sp) = self.spans.get_mut(&r.key) {
+                sp.resolved = Some(r.resolved);
+            }
+        }
+        Some(ctx)
+    }
+
+    /// Span `key`'s parent, with the span in the book (a `tracing` span
+    /// copied from the process's table); `None` for a span not known (its
+    /// definition lost: the chain is cut there).
+    fn known(&mut self, key: u64, file: &mut impl SpanFile) -> Option<u64> {
+        if let Some(sp) = self.spans.get(&key) {
+            return Some(sp.parent);
+        }
+        // Its versions copied out under the shard's lock into a buffer
+        // kept for it (a clone of the definition allocated for each span).
+        let mut copied = std::mem::take(&mut self.copied);
+        copied.clear();
+        let parent = table::table(key, |t| {
+            let d = t.spans.get(&key)?;
+            copied.extend(d.versions.iter().cloned());
+            Some(d.parent)
+        });
+        let Some(parent) = parent else {
+            self.copied = copied;
+            return None;
+        };
+        let mut known = Known {
+            parent,
+            tracing: true,
+            versions: smallvec::SmallVec::with_capacity(copied.len()),
+            entries: smallvec::SmallVec::new(),
+            children: 0,
+            exited: false,
+            resolved: None,
+        };
+        copy_versions(&mut known, &copied, file);
+        self.copied = copied;
+        self.insert(key, known);
+        Some(parent)
+    }
+
+    /// Brings the book's copies of `tracing` spans up to date with the
+    /// table (values were recorded into some spans).
+    fn refresh_tracing(&mut self, file: &mut impl SpanFile) {
+        let book = &self.spans;
+        let mut defs: Vec<(u64, table::Def)> = Vec::new();
+        let changed_in = table::CHANGED_IN.swap(0, Ordering::Acquire);
+        table::tables_in(changed_in, |_, t| {
+            let changed = t.changed.replace(Vec::new());
+            let mut copy = |k: u64| {
+                if let Some(d) = t.spans.get(&k) {
+                    defs.push((k, d.clone()));
+                }
+            };
+            match changed {
+                Some(c) => c
+                    .into_iter()
+                    .filter(|k| book.contains_key(k))
+                    .for_each(&mut copy),
+                // Too many to list: every span of the book this shard holds.
+                None => book
+                    .iter()
+                    .filter(|(_, sp)| sp.tracing)
+                    .for_each(|(&k, _)| copy(k)),
+            }
+        });
+        for (k, def) in defs {
+            let Some(mut known) = self.spans.remove(&k) else {
+                continue;
+            };
+            copy_versions(&mut known, &def.versions, file);
+            self.spans.insert(k, known);
+        }
+    }
+
+    /// At the end of a pass: spans no record can need any more are
+    /// forgotten (see [`Book`]).
+    pub(crate) fn forget_spans(&mut self, pass_start: u64) {
+        // Versions no record can need any more: followed by one older than
+        // this pass's start, less a grace for producers that waited.
+        let grace = (table::VERSION_GRACE.as_secs_f64() * crate::clock::ticks_per_second()) as u64;
+        let horizon = pass_start.saturating_sub(grace);
+        let b = self;
+        for k in std::mem::take(&mut b.exited_last) {
+            if let Some(sp) = b.spans.get_mut(&k) {
+                sp.exited = true;
+                if sp.children == 0 {
+                    b.forget(k);
+                }
+            }
+        }
+        std::mem::swap(&mut b.exited_last, &mut b.exited_now);
+        let closed = std::mem::take(&mut b.closed);
+        for &k in &closed {
+            b.forget(k);
+        }
+        let epoch = table::EPOCH.load(Ordering::Acquire);
+        if epoch != b.pruned_epoch || b.versioned || !closed.is_empty() {
+            b.pruned_epoch = epoch;
+            for &k in &closed {
+                table::table(k, |t| t.spans.remove(&k));
+            }
+            let mut versioned = false;
+            let versioned_in = table::VERSIONED_IN.load(Ordering::Acquire);
+            table::tables_in(versioned_in, |bit, t| {
+                t.prune(horizon);
+                if t.versioned.is_empty() {
+                    // Under the lock: a new version sets it again under it.
+                    table::VERSIONED_IN.fetch_and(!bit, Ordering::Relaxed);
+                } else {
+                    versioned = true;
+                }
+            });
+            b.versioned = versioned;
+        }
+    }
+
+    /// Spans closed since the last pass, taken before the rings' tails are
+    /// read: forgotten at the end of the pass (`forget_spans`), once every
+    /// record logged before their close is drained.
+    pub(crate) fn take_closed(&mut self) {
+        let closed_in = table::CLOSED_IN.swap(0, Ordering::Acquire);
+        if closed_in != 0 {
+            let closed = &mut self.closed;
+            table::tables_in(closed_in, |_, t| closed.append(&mut t.closed));
+        }
+    }
+
+    /// After the live file began again in place: every SPAN entry of this
+    /// file once more, with the contexts it had, in the order they were
+    /// made (a parent's before its children's). The records to come refer
+    /// to them by those contexts; the entries themselves went with the
+    /// file's old bytes.
+    pub(crate) fn respan(&self, file: &mut impl SpanFile) {
+        let generation = file.generation();
+        let mut all: Vec<(u64, Written)> = self
+            .spans
+            .iter()
+            .flat_map(|(&k, sp)| {
+                sp.entries
+                    .iter()
+                    .filter(|e| e.generation == generation)
+                    .map(move |e| (k, *e))
+            })
+            .collect();
+        all.sort_unstable_by_key(|(_, e)| e.ctx);
+        for (k, e) in all {
+            let Some(v) = self
+                .spans
+                .get(&k)
+                .and_then(|sp| sp.versions.iter().find(|v| v.tick == e.vtick))
+            else {
+                continue;
+            };
+            file.put_span(e.ctx, e.parent, v.site, e.from, &v.raw);
+        }
+    }
+}
+
+/// Spans closed while a logger ran need no more records once it stopped:
+/// out of the table.
+pub(crate) fn forget_all_closed() {
+    table::tables(|t| {
+        for k in t.closed.drain(..) {
+            t.spans.remove(&k);
+        }
+    });
+}
+
+/// The table's `versions` of a `tracing` span into `known` (a version
+/// already copied is kept as it is).
+fn copy_versions(known: &mut Known, versions: &[Version], file: &mut impl SpanFile) {
+    let mut old = std::mem::take(&mut known.versions);
+    for v in versions {
+        if let Some(i) = old
+            .iter()
+            .position(|o| o.tick == v.tick && o.site == v.site)
+        {
+            known.versions.push(old.swap_remove(i));
+            continue;
+        }
+        // A version of a site the flusher has (its fields were encoded for
+        // that site's kinds by the layer; each file compacts them, see
+        // `Book::resolve`).
+        if file.knows_site(v.site) {
+            known.versions.push(KnownVersion {
+                tick: v.tick,
+                site: v.site,
+                raw: v.raw.clone(),
+            });
+        }
+    }
+    if known.versions.is_empty() {
+        // (A version of a site not found: the span shows no fields.)
+        known.versions.push(KnownVersion {
+            tick: 0,
+            site: versions.first().map_or(0, |v| v.site),
+            raw: Arc::from(&[][..]),
+        });
+    }
+}

@@ -1,0 +1,33 @@
+//! Spans as context, with tracing's meaning: every span has a parent (the
+//! explicit one, else the span current on the thread where it was made),
+//! and a record is in the scope of one span, its leaf, from which the
+//! chain to the root is followed.
+//!
+//! The calling thread keeps which span is current on it (a key) and tells
+//! its ring only when a record is made in another span than the ring's
+//! last (a *switch*, one `u64`, ahead of the record): a record itself
+//! carries nothing, so a record inside spans costs what one outside costs,
+//! and spans entered and exited between two records (a task polled with
+//! nothing to log) cost the ring nothing.
+//! A span's definition (site, fields, parent) is given once:
+//!
+//! - a `nanolog::span!` writes its fields to its own thread's ring when it
+//!   is entered (its parent is the thread's current span then), and its
+//!   exit names the span it restores;
+//! - a `tracing` span's definition goes into the process's [`table`] when
+//!   it is made, with a new version (and its tick) whenever a value is
+//!   recorded into it, so that every thread's records see it from then on.
+//!
+//! The flusher follows each thread's switches, resolves the chain of its
+//! leaf at the tick of each record, and writes the SPAN entries a file
+//! needs before their first use (see [`book`]).
+
+pub(crate) mod book;
+mod stack;
+pub(crate) mod table;
+
+#[cfg_attr(not(feature = "tracing"), allow(unused_imports))]
+pub(crate) use stack::{current_for, switch_for_record, tracing_enter, tracing_exit};
+pub use stack::{span_key, SpanGuard};
+#[cfg_attr(not(feature = "tracing"), allow(unused_imports))]
+pub(crate) use table::{close, define, redefine};
