@@ -32,7 +32,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tracing::{Dispatch, Instrument};
 use tracing_subscriber::layer::SubscriberExt;
@@ -162,7 +162,7 @@ impl Service {
 
     /// The workload, then `finish`: the time from the first request to the
     /// last one's end, its output written.
-    fn round(&self, requests: u64) -> Duration {
+    fn round(&self, requests: u64) -> Round {
         let work = || {
             self.rt.block_on(async {
                 let mut next = 0u64;
@@ -179,14 +179,45 @@ impl Service {
             })
         };
         let before = EVENTS.load(Ordering::Relaxed);
+        let cpu = cpu_time();
         let start = Instant::now();
         match &self.dispatch {
             Some(d) => tracing::dispatcher::with_default(d, work),
             None => work(),
         }
+        let worked = start.elapsed();
         (self.finish)(EVENTS.load(Ordering::Relaxed) - before);
-        start.elapsed()
+        let total = start.elapsed();
+        Round {
+            total: total.as_secs_f64(),
+            finish: (total - worked).as_secs_f64(),
+            cpu: cpu_time() - cpu,
+        }
     }
+}
+
+/// One round's figures, in seconds: the time, the part of it spent making
+/// the output complete after the last request, and the CPU time the whole
+/// process used (every thread: workers, the blocking pool, a flusher or a
+/// writer thread).
+#[derive(Clone, Copy)]
+struct Round {
+    total: f64,
+    finish: f64,
+    cpu: f64,
+}
+
+/// The CPU time the process has used (user and system, all threads).
+fn cpu_time() -> f64 {
+    // SAFETY: `getrusage` writes the struct it is given, which is a valid,
+    // zeroed `rusage` owned by this frame.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
 const KINDS: [&str; 5] = [
@@ -317,7 +348,10 @@ fn main() {
         let svc = service(k, &dir, &logger);
         for _ in 0..rounds {
             let t = svc.round(requests);
-            println!("{}: {:.3} s", KINDS[k], t.as_secs_f64());
+            println!(
+                "{}: {:.3} s (finishing {:.3} s), CPU {:.3} s",
+                KINDS[k], t.total, t.finish, t.cpu
+            );
         }
         drop(logger);
         let _ = std::fs::remove_dir_all(&dir);
@@ -332,7 +366,7 @@ fn main() {
     }
     let logged_before = logger.stats().logged;
     let mut nanolog_events = 0;
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); KINDS.len()];
+    let mut rounds_of: Vec<Vec<Round>> = vec![Vec::new(); KINDS.len()];
     for r in 0..rounds {
         for j in 0..KINDS.len() {
             let k = (r + j) % KINDS.len();
@@ -341,7 +375,7 @@ fn main() {
             if k == 2 {
                 nanolog_events += EVENTS.load(Ordering::Relaxed) - before;
             }
-            times[k].push(t.as_secs_f64());
+            rounds_of[k].push(t);
         }
     }
     let stats = logger.stats();
@@ -353,24 +387,50 @@ fn main() {
         "{requests} requests, ~{per_round} events a round, {rounds} rounds; nanolog: {logged} logged of {nanolog_events} events, {} dropped",
         stats.dropped
     );
-    let med: Vec<f64> = times.iter().map(|v| median(&mut v.clone())).collect();
+    let times: Vec<Vec<f64>> = rounds_of
+        .iter()
+        .map(|v| v.iter().map(|r| r.total).collect())
+        .collect();
+    let of = |f: fn(&Round) -> f64| -> Vec<f64> {
+        rounds_of
+            .iter()
+            .map(|v| median(&mut v.iter().map(f).collect::<Vec<_>>()))
+            .collect()
+    };
+    let (med, finish, cpu) = (of(|r| r.total), of(|r| r.finish), of(|r| r.cpu));
     let registry = med[1];
-    println!("| subscriber | median time | added over the registry | all rounds (s) |");
-    println!("|---|---|---|---|");
+    println!(
+        "| subscriber | median time | added over the registry | of it, finishing | CPU time | CPU added | all rounds (s) |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for (k, name) in KINDS.iter().enumerate() {
-        let added = if k >= 2 {
-            format!("{:.3} s", med[k] - registry)
+        let (added, cpu_added) = if k >= 2 {
+            (
+                format!("{:.3} s", med[k] - registry),
+                format!("{:.3} s", cpu[k] - cpu[1]),
+            )
         } else {
-            String::new()
+            (String::new(), String::new())
         };
         let all: Vec<String> = times[k].iter().map(|t| format!("{t:.3}")).collect();
-        println!("| {name} | {:.3} s | {added} | {} |", med[k], all.join(" "));
+        println!(
+            "| {name} | {:.3} s | {added} | {:.3} s | {:.3} s | {cpu_added} | {} |",
+            med[k],
+            finish[k],
+            cpu[k],
+            all.join(" ")
+        );
     }
     let nano = med[2] - registry;
     println!(
         "nanolog's added cost / fmt JSON (BufWriter)'s: {:.3}; / fmt JSON (non_blocking)'s: {:.3}",
         nano / (med[3] - registry),
         nano / (med[4] - registry)
+    );
+    println!(
+        "in CPU time: {:.3}; / non_blocking's: {:.3}",
+        (cpu[2] - cpu[1]) / (cpu[3] - cpu[1]),
+        (cpu[2] - cpu[1]) / (cpu[4] - cpu[1])
     );
     // Per round, side by side: the ratio of the added costs in each round.
     let ratios: Vec<String> = (0..rounds)

@@ -11,6 +11,13 @@
 //! - A span entered again while entered (A, then B, then A): B stays
 //!   current, and a span made there is B's child; sync, and a future
 //!   `.instrument(a.clone())` awaited inside B.
+//! - Span fields of every kind (`%display`, `?debug`, strings, numbers,
+//!   bools) and a value recorded later into an `Empty` one: the layer keeps
+//!   a span's fields encoded only, and decodes them again for a recorded
+//!   value. (A field recorded again is not compared: fmt appends the new
+//!   value after the old one, `port=5432 .. port="x"`, where nanolog shows
+//!   the field's value, as tracing's `Span::record` means it; those events
+//!   carry `own=N` and are checked against the lines below.)
 //! - A scoped dispatcher (`with_default`, `set_default`) beside the global
 //!   one, both with nanolog's layer, spans of both entered on one thread
 //!   (their ids collide: each registry numbers from 1): each subscriber's
@@ -123,6 +130,43 @@ async fn instrumented_inside() {
     .await;
 }
 
+/// Fields of every kind, and values recorded into them later.
+fn fields_and_records() {
+    #[derive(Debug)]
+    struct Peer {
+        #[allow(dead_code)] // read by its Debug only
+        port: u16,
+    }
+    let host = "db-1";
+    let s = tracing::info_span!(
+        "conn",
+        host,
+        port = 5432u64,
+        ratio = 0.5f64,
+        delta = -3i64,
+        tls = true,
+        peer = ?Peer { port: 9 },
+        shown = %format_args!("{}:{}", host, 7),
+        rows = tracing::field::Empty,
+        "quoted \"name\"" = "a \"b\"",
+    );
+    s.in_scope(|| tracing::info!(seq = seq(), "made"));
+    s.record("rows", 3u64);
+    s.in_scope(|| tracing::info!(seq = seq(), "rows recorded"));
+    s.record("port", "now a string");
+    s.record("tls", false);
+    s.in_scope(|| tracing::info!(own = 1u64, "kinds changed"));
+    let child = tracing::info_span!(parent: &s, "query", sql = %"select 1");
+    child.record("sql", tracing::field::display("select 2"));
+    child.in_scope(|| tracing::info!(own = 2u64, "in the child"));
+}
+
+/// nanolog's lines of the `own=N` events of [`fields_and_records`].
+const OWN: [&str; 2] = [
+    r#"conn{host="db-1" port="now a string" ratio=0.5 delta=-3 tls=false peer=Peer { port: 9 } shown=db-1:7 quoted "name"="a \"b\"" rows=3}: kinds changed own=1"#,
+    r#"conn{host="db-1" port="now a string" ratio=0.5 delta=-3 tls=false peer=Peer { port: 9 } shown=db-1:7 quoted "name"="a \"b\"" rows=3}:query{sql=select 2}: in the child own=2"#,
+];
+
 /// Spans of the global and of a scoped subscriber on one thread.
 fn scoped(scoped: &tracing::Dispatch) {
     let g = tracing::info_span!("global_span", g = 1u64);
@@ -173,6 +217,7 @@ fn span_cases_match_tracing_subscriber() {
     let scoped_dispatch = tracing::Dispatch::new(subscriber(scoped_out.clone()));
 
     explicit_first(16);
+    fields_and_records();
     std::thread::Builder::new()
         .name("reentered".into())
         .spawn(reentered)
@@ -203,7 +248,11 @@ fn span_cases_match_tracing_subscriber() {
     let text = ok(&["decode", p(&path)]);
     let mut compared = 0;
     let mut differ = Vec::new();
+    let mut own = Vec::new();
     for line in text.lines() {
+        if line.contains(" own=") {
+            own.push(line.split_once("]: ").unwrap().1);
+        }
         let Some((_, s)) = line.rsplit_once("seq=") else {
             continue;
         };
@@ -221,4 +270,5 @@ fn span_cases_match_tracing_subscriber() {
         differ.join("\n")
     );
     assert_eq!(compared, events, "nanolog wrote every event once");
+    assert_eq!(own, OWN, "a field recorded again shows its new value, once");
 }

@@ -278,6 +278,41 @@ fn spans_entered_again_cost_a_few_bytes_a_record() {
     remove_with_kept(&path);
 }
 
+/// A span field whose `Debug` panics: the span shows `<Debug panicked>` for
+/// it and its other fields as they are, and a value recorded into it later
+/// keeps them (the layer decodes a span's fields from their encoding).
+#[test]
+fn a_span_field_whose_debug_panics_shows_so() {
+    struct Bad;
+    impl std::fmt::Debug for Bad {
+        fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            panic!("a Debug that panics")
+        }
+    }
+    let _g = serial();
+    let path = temp("debug-panics");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::with_default(subscriber, || {
+        let s = tracing::info_span!("req", id = 4u64, bad = ?Bad, rows = tracing::field::Empty);
+        s.in_scope(|| nanolog::info!("inside"));
+        s.record("rows", 2u64);
+        s.in_scope(|| nanolog::info!("recorded"));
+    });
+    logger.flush().unwrap();
+    drop(logger);
+    let lines = decode_json(&path);
+    let spans: Vec<&Json> = lines.iter().map(|l| &l["spans"]).collect();
+    let first = json!({"id": 4, "bad": "<Debug panicked>"});
+    let then = json!({"id": 4, "bad": "<Debug panicked>", "rows": 2});
+    assert_eq!(
+        spans,
+        [&json!([span("req", first)]), &json!([span("req", then)])]
+    );
+    remove_with_kept(&path);
+}
+
 /// A new span per request, two records in each: every record carries its
 /// request, and a span costs its SPAN entry and a context switch in the
 /// thread's extent, not also a CONTEXT entry and a new extent (about 65

@@ -448,8 +448,14 @@ pub(crate) struct SpanKey {
     pub(crate) fields: Vec<(&'static str, ArgKind, bool)>,
 }
 
-/// The site of a bridge span, interned on first sight; `None` past the cap
-/// (the span is then not recorded: its records still are).
+/// A span site's fields: name, kind, and whether it shows by `Debug` (see
+/// [`SpanKey`]), made once per site and kept for the process.
+#[cfg(feature = "tracing")]
+pub(crate) type Shape = &'static [(&'static str, ArgKind, bool)];
+
+/// The site of a bridge span, interned on first sight, and its fields'
+/// shape; `None` past the cap (the span is then not recorded: its records
+/// still are).
 #[cfg(feature = "tracing")]
 pub(crate) fn span_site(
     key: &SpanKey,
@@ -458,12 +464,13 @@ pub(crate) fn span_site(
     file: &'static str,
     line: u32,
     module: &'static str,
-) -> Option<u32> {
-    static SPANS: std::sync::Mutex<Option<HashMap<SpanKey, u32>>> = std::sync::Mutex::new(None);
+) -> Option<(u32, Shape)> {
+    type Spans = HashMap<SpanKey, (u32, Shape)>;
+    static SPANS: std::sync::Mutex<Option<Spans>> = std::sync::Mutex::new(None);
     let mut map = SPANS.lock().unwrap_or_else(PoisonError::into_inner);
     let map = map.get_or_insert_with(HashMap::new);
-    if let Some(&id) = map.get(key) {
-        return Some(id);
+    if let Some(&found) = map.get(key) {
+        return Some(found);
     }
     // Counted against the bridge sites' cap (Relaxed: under the lock).
     if INTERNED.load(Ordering::Relaxed) >= MAX_SITES {
@@ -502,8 +509,9 @@ pub(crate) fn span_site(
     );
     let site: &'static Site = Box::leak(Box::new(site));
     let id = site.id_dyn(&kinds);
-    map.insert(key.clone(), id);
-    Some(id)
+    let shape: Shape = Vec::leak(key.fields.clone());
+    map.insert(key.clone(), (id, shape));
+    Some((id, shape))
 }
 
 #[cfg(test)]

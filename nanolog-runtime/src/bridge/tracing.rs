@@ -12,9 +12,10 @@ use tracing_subscriber::registry::LookupSpan;
 
 use std::sync::PoisonError;
 
-use super::{Arg, Key};
+use super::{Arg, Key, Shape};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
+use std::sync::Arc;
 
 /// The `tracing_subscriber::Layer` that records `tracing` events as nanolog
 /// records: level, target, file, line, its message and its fields (shown
@@ -212,78 +213,191 @@ impl<F: FnMut(&Field, Arg<String>, bool)> Visit for Owned<F> {
     }
 }
 
-/// A span's fields as the layer keeps them (in the span's extensions), and
-/// its nanolog site for those fields' kinds.
+/// A span as the layer keeps it (in the span's extensions): its key, and
+/// its fields encoded once, as the ring and the table hold them, with the
+/// site of their kinds. Nothing else is kept: the values are not held
+/// apart as owned text (a span of two `&str` fields cost four allocations
+/// that way, and their frees at its close); a value recorded later decodes
+/// the others from these bytes ([`SpanData::fields`]).
 struct SpanData {
     /// Its key, unique in the process (tracing reuses span ids).
     key: u64,
-    fields: Vec<(&'static str, Arg<String>, bool)>,
-    site: Option<u32>,
-    /// The fields' values as the ring holds them, encoded once when they
-    /// are set: entering the span copies them (encoding them at every
-    /// entry cost about 130 instructions of an entry's 420, callgrind).
-    encoded: Vec<u8>,
+    /// Its site, and its fields' shape; `None` past the sites' cap.
+    site: Option<(u32, Shape)>,
+    /// The fields' values, then the key, as the ring holds them (shared
+    /// with the table: one allocation a span).
+    raw: Arc<[u8]>,
 }
 
 impl SpanData {
-    /// After its fields are set: its site for their kinds, and their
-    /// encoding (then the key's, as the span site's last argument).
-    fn intern(&mut self, meta: &'static tracing_core::Metadata<'static>) {
-        self.encoded.clear();
-        for (_, v, _) in &self.fields {
-            v.encode_to(&mut self.encoded);
+    /// A span of `meta`'s callsite with fields of `shape` whose values are
+    /// encoded in `values`: its site, and its bytes with the key after them.
+    fn new(
+        key: u64,
+        meta: &'static tracing_core::Metadata<'static>,
+        shape: &[(&'static str, ArgKind, bool)],
+        values: &[u8],
+    ) -> SpanData {
+        let site = span_site_of(meta, shape);
+        let mut raw = Vec::with_capacity(values.len() + 8);
+        raw.extend_from_slice(values);
+        raw.extend_from_slice(&key.to_le_bytes());
+        SpanData {
+            key,
+            site,
+            raw: raw.into(),
         }
-        self.encoded.extend_from_slice(&self.key.to_le_bytes());
-        let callsite = meta as *const _ as usize;
-        let fields = &self.fields;
-        let same = |c: &CachedSite| {
-            c.callsite == callsite
-                && c.fields.len() == fields.len()
-                && c.fields
-                    .iter()
-                    .zip(fields)
-                    .all(|(a, (n, v, d))| a.0 == *n && a.1 == v.kind() && a.2 == *d)
-        };
-        // This thread's recent sites first: the process's map of them is
-        // under one lock, which every worker would take at every span.
-        let slot = site_slot(callsite, fields);
-        let cached = SITES
-            .try_with(|c| {
-                let c = c.try_borrow().ok()?;
-                c[slot].as_ref().filter(|c| same(c)).map(|c| c.site)
-            })
-            .ok()
-            .flatten();
-        if let Some(site) = cached {
-            self.site = site;
-            return;
-        }
-        let key = super::SpanKey {
-            callsite,
-            fields: fields
-                .iter()
-                .map(|(n, v, debug)| (*n, v.kind(), *debug))
-                .collect(),
-        };
-        self.site = super::span_site(
-            &key,
-            meta.name(),
-            meta.target(),
-            meta.file().unwrap_or("<unknown>"),
-            meta.line().unwrap_or(0),
-            meta.module_path().unwrap_or(""),
-        );
-        let site = self.site;
-        let _ = SITES.try_with(|c| {
-            if let Ok(mut c) = c.try_borrow_mut() {
-                c[slot] = Some(CachedSite {
-                    callsite,
-                    fields: key.fields.into_boxed_slice(),
-                    site,
-                });
-            }
-        });
     }
+
+    /// Its fields as owned values, decoded from its bytes (for a value
+    /// recorded into it).
+    fn fields(&self) -> Vec<(&'static str, Arg<String>, bool)> {
+        let Some((_, shape)) = self.site else {
+            return Vec::new();
+        };
+        let mut rest = &self.raw[..];
+        let mut out = Vec::with_capacity(shape.len());
+        for &(name, kind, debug) in shape {
+            let Some(v) = decode_arg(kind, &mut rest) else {
+                break;
+            };
+            out.push((name, v, debug));
+        }
+        out
+    }
+}
+
+/// One value as [`Arg::encode_with`] wrote it, taken off the front of
+/// `bytes`.
+fn decode_arg(kind: ArgKind, bytes: &mut &[u8]) -> Option<Arg<String>> {
+    fn take<const N: usize>(bytes: &mut &[u8]) -> Option<[u8; N]> {
+        let (head, rest) = bytes.split_first_chunk::<N>()?;
+        *bytes = rest;
+        Some(*head)
+    }
+    Some(match kind {
+        ArgKind::I64 => Arg::I64(i64::from_le_bytes(take(bytes)?)),
+        ArgKind::U64 => Arg::U64(u64::from_le_bytes(take(bytes)?)),
+        ArgKind::I128 => Arg::I128(i128::from_le_bytes(take(bytes)?)),
+        ArgKind::U128 => Arg::U128(u128::from_le_bytes(take(bytes)?)),
+        ArgKind::F64 => Arg::F64(f64::from_le_bytes(take(bytes)?)),
+        ArgKind::Bool => Arg::Bool(take::<1>(bytes)?[0] != 0),
+        ArgKind::Str => {
+            let len = u32::from_le_bytes(take(bytes)?) as usize;
+            let (text, rest) = bytes.split_at_checked(len)?;
+            *bytes = rest;
+            Arg::Str(String::from_utf8_lossy(text).into_owned())
+        }
+        _ => return None,
+    })
+}
+
+/// A span's fields visited straight into their encoding (no value kept
+/// apart), and their shape.
+#[derive(Default)]
+struct Encoded {
+    values: Vec<u8>,
+    shape: Vec<(&'static str, ArgKind, bool)>,
+}
+
+impl Encoded {
+    fn push(&mut self, field: &Field, v: Arg<&str>, debug: bool) {
+        v.encode_with(|b| self.values.extend_from_slice(b));
+        self.shape.push((field.name(), v.kind(), debug));
+    }
+}
+
+impl Visit for Encoded {
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.push(field, Arg::I64(value), true);
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.push(field, Arg::U64(value), true);
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.push(field, Arg::I128(value), true);
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        self.push(field, Arg::U128(value), true);
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.push(field, Arg::F64(value), true);
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.push(field, Arg::Bool(value), true);
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.push(field, Arg::Str(value), true);
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        // The text straight into the encoding: its length, then its bytes.
+        struct Append<'a>(&'a mut Vec<u8>);
+        impl fmt::Write for Append<'_> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0.extend_from_slice(s.as_bytes());
+                Ok(())
+            }
+        }
+        let at = self.values.len();
+        self.values.extend_from_slice(&[0; 4]);
+        let ok = catch_unwind(AssertUnwindSafe(|| {
+            write!(Append(&mut self.values), "{value:?}")
+        }))
+        .is_ok_and(|r| r.is_ok());
+        if !ok {
+            self.values.truncate(at + 4);
+            self.values.extend_from_slice(b"<Debug panicked>");
+        }
+        let len = (self.values.len() - at - 4) as u32;
+        self.values[at..at + 4].copy_from_slice(&len.to_le_bytes());
+        self.shape.push((field.name(), ArgKind::Str, false));
+    }
+}
+
+/// The site of a span of `meta`'s callsite with fields of `shape`: from
+/// this thread's recent ones, else the process's (under its lock, which
+/// every worker would otherwise take at every span).
+fn span_site_of(
+    meta: &'static tracing_core::Metadata<'static>,
+    shape: &[(&'static str, ArgKind, bool)],
+) -> Option<(u32, Shape)> {
+    let callsite = meta as *const _ as usize;
+    let slot = site_slot(callsite, shape);
+    let cached = SITES
+        .try_with(|c| {
+            let c = c.try_borrow().ok()?;
+            c[slot]
+                .as_ref()
+                .filter(|c| c.callsite == callsite && &*c.fields == shape)
+                .map(|c| c.site)
+        })
+        .ok()
+        .flatten();
+    if let Some(site) = cached {
+        return site;
+    }
+    let key = super::SpanKey {
+        callsite,
+        fields: shape.to_vec(),
+    };
+    let site = super::span_site(
+        &key,
+        meta.name(),
+        meta.target(),
+        meta.file().unwrap_or("<unknown>"),
+        meta.line().unwrap_or(0),
+        meta.module_path().unwrap_or(""),
+    );
+    let _ = SITES.try_with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            c[slot] = Some(CachedSite {
+                callsite,
+                fields: key.fields.into_boxed_slice(),
+                site,
+            });
+        }
+    });
+    site
 }
 
 /// A span site this thread interned lately: its callsite, its fields'
@@ -291,7 +405,7 @@ impl SpanData {
 struct CachedSite {
     callsite: usize,
     fields: Box<[(&'static str, ArgKind, bool)]>,
-    site: Option<u32>,
+    site: Option<(u32, Shape)>,
 }
 
 const SITE_SLOTS: usize = 64;
@@ -300,13 +414,16 @@ thread_local! {
     /// Recent span sites, by a hash of their callsite and fields.
     static SITES: std::cell::RefCell<[Option<CachedSite>; SITE_SLOTS]> =
         const { std::cell::RefCell::new([const { None }; SITE_SLOTS]) };
+    /// The encoding of the span being made (kept for its allocation).
+    static ENCODED: std::cell::RefCell<Encoded> =
+        const { std::cell::RefCell::new(Encoded { values: Vec::new(), shape: Vec::new() }) };
 }
 
-/// The slot of `SITES` for a span of `callsite` with `fields`.
-fn site_slot(callsite: usize, fields: &[(&'static str, Arg<String>, bool)]) -> usize {
+/// The slot of `SITES` for a span of `callsite` with fields of `shape`.
+fn site_slot(callsite: usize, shape: &[(&'static str, ArgKind, bool)]) -> usize {
     let mut h = callsite as u64;
-    for (n, v, d) in fields {
-        h = (h ^ n.as_ptr() as u64 ^ (v.kind() as u64) << 1 ^ u64::from(*d))
+    for (n, k, d) in shape {
+        h = (h ^ n.as_ptr() as u64 ^ (*k as u64) << 1 ^ u64::from(*d))
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
     (h >> 58) as usize % SITE_SLOTS
@@ -926,18 +1043,26 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
             None if attrs.is_contextual() => crate::span::current_for(self.owner),
             None => 0,
         };
-        let mut data = SpanData {
-            key: crate::span::span_key(),
-            fields: Vec::new(),
-            site: None,
-            encoded: Vec::new(),
-        };
-        attrs.record(&mut Owned(|f: &Field, v, debug| {
-            set_span_field(&mut data.fields, f, v, debug)
-        }));
-        data.intern(attrs.metadata());
-        if let Some(site) = data.site {
-            crate::span::define(data.key, parent, site, data.encoded.as_slice().into());
+        let key = crate::span::span_key();
+        let meta = attrs.metadata();
+        let data = ENCODED
+            .try_with(|e| {
+                let mut e = e.try_borrow_mut().ok()?;
+                e.values.clear();
+                e.shape.clear();
+                attrs.record(&mut *e);
+                Some(SpanData::new(key, meta, &e.shape, &e.values))
+            })
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| {
+                // (Made inside a `Debug` of a span being made: its own.)
+                let mut e = Encoded::default();
+                attrs.record(&mut e);
+                SpanData::new(key, meta, &e.shape, &e.values)
+            });
+        if let Some((site, _)) = data.site {
+            crate::span::define(data.key, parent, site, Arc::clone(&data.raw));
         }
         span.extensions_mut().insert(data);
     }
@@ -949,12 +1074,18 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         let meta = span.metadata();
         let mut ext = span.extensions_mut();
         if let Some(data) = ext.get_mut::<SpanData>() {
+            let mut fields = data.fields();
             values.record(&mut Owned(|f: &Field, v, debug| {
-                set_span_field(&mut data.fields, f, v, debug)
+                set_span_field(&mut fields, f, v, debug)
             }));
-            data.intern(meta);
-            if let Some(site) = data.site {
-                crate::span::redefine(data.key, site, data.encoded.as_slice().into());
+            let mut e = Encoded::default();
+            for (name, v, debug) in &fields {
+                v.encode_to(&mut e.values);
+                e.shape.push((name, v.kind(), *debug));
+            }
+            *data = SpanData::new(data.key, meta, &e.shape, &e.values);
+            if let Some((site, _)) = data.site {
+                crate::span::redefine(data.key, site, Arc::clone(&data.raw));
             }
         }
     }

@@ -141,6 +141,9 @@ struct Known {
     /// records are in it (workers that poll a request's tasks in turn)
     /// takes it while it holds.
     resolved: Option<Resolved>,
+    /// The table's epoch when its versions last changed (0: as first
+    /// known): a resolution made at a later epoch still holds for it.
+    stamp: u64,
 }
 
 /// A SPAN entry of a span, in the file of generation `generation`: the
@@ -271,6 +274,7 @@ impl Book {
                 children: 0,
                 exited: false,
                 resolved: None,
+                stamp: 0,
             },
         );
         r.key = key;
@@ -315,15 +319,32 @@ impl Book {
                 .spans
                 .get(&r.key)
                 .and_then(|sp| sp.resolved)
-                .filter(|res| res.holds(generation, epoch, tick));
-            if let Some(res) = hit {
-                r.changed = false;
-                r.resolved = res;
-                return Some(res.ctx);
+                .filter(|res| res.holds(generation, res.epoch, tick));
+            if let Some(mut res) = hit {
+                // Values recorded into spans since: it still holds if none
+                // of them is in its chain (most records are in chains of
+                // other requests than the one that changed).
+                if res.epoch != epoch {
+                    if epoch != self.epoch {
+                        self.refresh_tracing(epoch, file);
+                        self.epoch = epoch;
+                    }
+                    if self.unchanged_since(r.key, res.epoch) {
+                        res.epoch = epoch;
+                        if let Some(sp) = self.spans.get_mut(&r.key) {
+                            sp.resolved = Some(res);
+                        }
+                    }
+                }
+                if res.epoch == epoch {
+                    r.changed = false;
+                    r.resolved = res;
+                    return Some(res.ctx);
+                }
             }
         }
         if epoch != self.epoch {
-            self.refresh_tracing(file);
+            self.refresh_tracing(epoch, file);
             self.epoch = epoch;
         }
         let mut chain = std::mem::take(&mut self.chain);
@@ -413,6 +434,21 @@ impl Book {
         Some(ctx)
     }
 
+    /// Whether no span of `key`'s chain took new values after `epoch`
+    /// (every span of it is in the book: a resolution of it was whole).
+    fn unchanged_since(&self, mut key: u64, epoch: u64) -> bool {
+        for _ in 0..MAX_DEPTH {
+            if key == 0 {
+                return true;
+            }
+            match self.spans.get(&key) {
+                Some(sp) if sp.stamp <= epoch => key = sp.parent,
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// Span `key`'s parent, with the span in the book (a `tracing` span
     /// copied from the process's table); `None` for a span not known (its
     /// definition lost: the chain is cut there).
@@ -441,6 +477,7 @@ impl Book {
             children: 0,
             exited: false,
             resolved: None,
+            stamp: 0,
         };
         copy_versions(&mut known, &copied, file);
         self.copied = copied;
@@ -450,7 +487,7 @@ impl Book {
 
     /// Brings the book's copies of `tracing` spans up to date with the
     /// table (values were recorded into some spans).
-    fn refresh_tracing(&mut self, file: &mut impl SpanFile) {
+    fn refresh_tracing(&mut self, epoch: u64, file: &mut impl SpanFile) {
         let book = &self.spans;
         let mut defs: Vec<(u64, table::Def)> = Vec::new();
         let changed_in = table::CHANGED_IN.swap(0, Ordering::Acquire);
@@ -478,6 +515,7 @@ impl Book {
                 continue;
             };
             copy_versions(&mut known, &def.versions, file);
+            known.stamp = epoch;
             self.spans.insert(k, known);
         }
     }
