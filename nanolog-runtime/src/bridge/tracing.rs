@@ -15,6 +15,7 @@ use std::sync::PoisonError;
 use super::{Arg, Key, Shape};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The `tracing_subscriber::Layer` that records `tracing` events as nanolog
@@ -955,6 +956,62 @@ fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(ctx: &Context<'_, S>, id: &Id)
         .unwrap_or(0)
 }
 
+/// Counts of closes of span ids, by a hash of the id: a span's close bumps
+/// its slot (Release) before the registry frees its id for another span,
+/// so a key a thread learnt for an id while that count stood still belongs
+/// to the span that now has the id (a thread that enters a span holds it
+/// open: it cannot close in between).
+static CLOSES: [AtomicU64; CLOSE_SLOTS] = [const { AtomicU64::new(0) }; CLOSE_SLOTS];
+const CLOSE_SLOTS: usize = 1024;
+
+/// One key a thread learnt: (owner, id, key, its slot's close count then).
+type Learnt = std::cell::Cell<(u64, u64, u64, u64)>;
+const LEARNT_SLOTS: usize = 64;
+
+thread_local! {
+    /// Keys of spans this thread entered lately: a task's span is entered
+    /// at every poll, and the registry's lookup of its extensions (about
+    /// 200 instructions) is then paid once.
+    static LEARNT: [Learnt; LEARNT_SLOTS] =
+        const { [const { std::cell::Cell::new((0, 0, 0, 0)) }; LEARNT_SLOTS] };
+}
+
+/// The slot of `CLOSES` for span `id`.
+fn close_slot(id: u64) -> usize {
+    (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % CLOSE_SLOTS
+}
+
+/// [`key_of`], from the keys this thread learnt while they still hold.
+#[inline]
+fn key_of_entered<S: Subscriber + for<'a> LookupSpan<'a>>(
+    ctx: &Context<'_, S>,
+    owner: u64,
+    id: &Id,
+) -> u64 {
+    let raw = id.into_u64();
+    // Acquire: pairs with the Release bump of a close, so a key learnt
+    // before it is seen as stale.
+    let closes = CLOSES[close_slot(raw)].load(Ordering::Acquire);
+    let at = (raw as usize ^ (raw >> 16) as usize) % LEARNT_SLOTS;
+    let hit = LEARNT
+        .try_with(|l| {
+            let (o, i, key, c) = l[at].get();
+            (o == owner && i == raw && c == closes).then_some(key)
+        })
+        .ok()
+        .flatten();
+    if let Some(key) = hit {
+        return key;
+    }
+    let key = key_of(ctx, id);
+    // Only spans of this layer: a span it never saw (filtered out by a
+    // wrapper) may close unseen, and its id come back as one of ours.
+    if key != 0 {
+        let _ = LEARNT.try_with(|l| l[at].set((owner, raw, key, closes)));
+    }
+    key
+}
+
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
     /// An event in its scope: a contextual event in the span current on
     /// this thread for its subscriber (tracing's current span, or a
@@ -1090,9 +1147,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         }
     }
 
-    /// Entered on this thread: current here (one switch in the ring).
+    /// Entered on this thread: current here (stated in its ring before
+    /// its next record).
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let key = key_of(&ctx, id);
+        let key = key_of_entered(&ctx, self.owner, id);
         crate::span::tracing_enter(self.owner, id.into_u64(), key);
     }
 
@@ -1105,5 +1163,8 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         if key != 0 {
             crate::span::close(key);
         }
+        // Before the registry frees the id (it does once every layer has
+        // seen the close): threads that learnt its key learn it again.
+        CLOSES[close_slot(id.into_u64())].fetch_add(1, Ordering::Release);
     }
 }

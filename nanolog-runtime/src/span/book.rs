@@ -537,16 +537,14 @@ impl Book {
             }
         }
         std::mem::swap(&mut b.exited_last, &mut b.exited_now);
-        let closed = std::mem::take(&mut b.closed);
+        let mut closed = std::mem::take(&mut b.closed);
         for &k in &closed {
             b.forget(k);
         }
         let epoch = table::EPOCH.load(Ordering::Acquire);
         if epoch != b.pruned_epoch || b.versioned || !closed.is_empty() {
             b.pruned_epoch = epoch;
-            for &k in &closed {
-                table::table(k, |t| t.spans.remove(&k));
-            }
+            table::remove(&mut closed);
             let mut versioned = false;
             let versioned_in = table::VERSIONED_IN.load(Ordering::Acquire);
             table::tables_in(versioned_in, |bit, t| {
@@ -560,6 +558,9 @@ impl Book {
             });
             b.versioned = versioned;
         }
+        // (Kept for its allocation: the next pass takes its closes into it.)
+        closed.clear();
+        b.closed = closed;
     }
 
     /// Spans closed since the last pass, taken before the rings' tails are

@@ -148,6 +148,23 @@ pub(crate) fn tables_in(mut bits: u64, mut f: impl FnMut(u64, &mut Table)) {
     }
 }
 
+/// Takes spans `keys` out of the table, each shard locked once (their
+/// definitions are dropped after its lock is released).
+pub(crate) fn remove(keys: &mut [u64]) {
+    keys.sort_unstable_by_key(|&k| shard_of(k));
+    let mut gone = Vec::new();
+    for group in keys.chunk_by(|a, b| shard_of(*a) == shard_of(*b)) {
+        let mut t = TABLE[shard_of(group[0])]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = t.as_mut() {
+            gone.extend(group.iter().filter_map(|k| t.spans.remove(k)));
+        }
+        drop(t);
+        gone.clear();
+    }
+}
+
 /// Shards (one bit each) with spans closed, with new versions listed in
 /// `changed`, and with spans of several versions, since the flusher last
 /// took them: the flusher locks only those. Set under the shard's lock
