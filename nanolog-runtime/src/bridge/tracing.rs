@@ -355,6 +355,21 @@ impl Visit for Encoded {
     }
 }
 
+/// Runs `f` on this thread's (emptied) encoding buffers, or on new ones if
+/// they are in use (a span made inside a `Debug` of a span being made).
+fn with_encoded<R>(f: impl Fn(&mut Encoded) -> R) -> R {
+    let done = ENCODED.try_with(|e| {
+        let mut e = e.try_borrow_mut().ok()?;
+        e.values.clear();
+        e.shape.clear();
+        Some(f(&mut e))
+    });
+    match done {
+        Ok(Some(r)) => r,
+        _ => f(&mut Encoded::default()),
+    }
+}
+
 /// The site of a span of `meta`'s callsite with fields of `shape`: from
 /// this thread's recent ones, else the process's (under its lock, which
 /// every worker would otherwise take at every span).
@@ -1102,22 +1117,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         };
         let key = crate::span::span_key();
         let meta = attrs.metadata();
-        let data = ENCODED
-            .try_with(|e| {
-                let mut e = e.try_borrow_mut().ok()?;
-                e.values.clear();
-                e.shape.clear();
-                attrs.record(&mut *e);
-                Some(SpanData::new(key, meta, &e.shape, &e.values))
-            })
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| {
-                // (Made inside a `Debug` of a span being made: its own.)
-                let mut e = Encoded::default();
-                attrs.record(&mut e);
-                SpanData::new(key, meta, &e.shape, &e.values)
-            });
+        let data = with_encoded(|e| {
+            attrs.record(e);
+            SpanData::new(key, meta, &e.shape, &e.values)
+        });
         if let Some((site, _)) = data.site {
             crate::span::define(data.key, parent, site, Arc::clone(&data.raw));
         }
@@ -1135,12 +1138,14 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
             values.record(&mut Owned(|f: &Field, v, debug| {
                 set_span_field(&mut fields, f, v, debug)
             }));
-            let mut e = Encoded::default();
-            for (name, v, debug) in &fields {
-                v.encode_to(&mut e.values);
-                e.shape.push((name, v.kind(), *debug));
-            }
-            *data = SpanData::new(data.key, meta, &e.shape, &e.values);
+            let key = data.key;
+            *data = with_encoded(|e| {
+                for (name, v, debug) in &fields {
+                    v.encode_to(&mut e.values);
+                    e.shape.push((name, v.kind(), *debug));
+                }
+                SpanData::new(key, meta, &e.shape, &e.values)
+            });
             if let Some((site, _)) = data.site {
                 crate::span::redefine(data.key, site, Arc::clone(&data.raw));
             }
