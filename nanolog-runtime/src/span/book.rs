@@ -112,6 +112,8 @@ pub(crate) struct Book {
     exited_now: Vec<u64>,
     /// The epoch at the last prune of versions.
     pruned_epoch: u64,
+    /// When versions were last pruned (ticks).
+    pruned_at: u64,
     /// Spans had versions to prune after the last prune.
     versioned: bool,
     /// The last context id given (unique within a file while live).
@@ -541,10 +543,16 @@ impl Book {
         for &k in &closed {
             b.forget(k);
         }
-        let epoch = table::EPOCH.load(Ordering::Acquire);
-        if epoch != b.pruned_epoch || b.versioned || !closed.is_empty() {
-            b.pruned_epoch = epoch;
+        if !closed.is_empty() {
             table::remove(&mut closed);
+        }
+        // Versions are pruned a tenth of their grace apart at most: every
+        // pass (thousands a second) locked each shard holding versions.
+        let epoch = table::EPOCH.load(Ordering::Acquire);
+        let due = pass_start.saturating_sub(b.pruned_at) >= grace / 10;
+        if (epoch != b.pruned_epoch || b.versioned) && due {
+            b.pruned_epoch = epoch;
+            b.pruned_at = pass_start;
             let mut versioned = false;
             let versioned_in = table::VERSIONED_IN.load(Ordering::Acquire);
             table::tables_in(versioned_in, |bit, t| {
