@@ -7,6 +7,7 @@ mod common;
 
 use common::{remove_with_kept, serial, temp};
 use nanolog::reader::{Event, Filter, LogFile, Merge};
+use nanolog_runtime::wire::tag;
 
 const ROUTES: [&str; 4] = [
     "/api/v1/orders",
@@ -235,6 +236,53 @@ fn a_block_that_lies_about_its_size_is_reported_and_the_rest_read() {
         assert!(got.iter().all(|m| all_set.contains(m)), "block {nth}");
     }
     remove_with_kept(&path);
+}
+
+/// One bad byte in the first write, which defines the sites, strings and
+/// thread names every later record uses, costs the records of that write
+/// and no others: each write's sites, strings and thread names are written
+/// again at the head of the next. In a compressed file the first write is
+/// a block (its checksum fails: the whole block is skipped); in a plain
+/// file, the first SITE, STRINGS and THREAD entries. Every record left
+/// reads as it was written, spans and strings included. (SPAN entries are
+/// not restated: see `State::restate`.)
+#[test]
+fn a_bad_byte_in_the_first_write_costs_only_its_records() {
+    let _s = serial();
+    for (compress, hit) in [
+        (true, &[tag::BLOCK][..]),
+        (false, &[tag::SITE][..]),
+        (false, &[tag::STRINGS][..]),
+        (false, &[tag::SITE, tag::STRINGS, tag::THREAD][..]),
+    ] {
+        let path = temp("blocks-first");
+        let n = write_log(&path, compress);
+        let whole = LogFile::open(&path).unwrap();
+        let all = messages(&whole);
+        assert_eq!(all.len() as u64, n);
+        let mut file = std::fs::read(&path).unwrap();
+        for &t in hit {
+            // A bit flipped in the middle of the first entry of that kind
+            // (its checksum left as it was).
+            let (start, end, _) = entries(&file).into_iter().find(|e| e.2 == t).unwrap();
+            file[(start + 9 + end) / 2] ^= 0x10;
+        }
+        let log = LogFile::from_bytes("first.nlog", file).unwrap();
+        assert!(!log.warnings().is_empty(), "the damage is reported");
+        let got = messages(&log);
+        // The first write holds 100 records at most (the writer flushes
+        // every 100); a lost SITE, STRINGS or THREAD entry costs none, its
+        // copy in the second write standing in for it.
+        let least = if compress { n - 100 } else { n };
+        assert!(
+            got.len() as u64 >= least,
+            "compress {compress}, {hit:?} hit: {} of {n} records read",
+            got.len()
+        );
+        let all_set: std::collections::HashSet<&String> = all.iter().collect();
+        let wrong: Vec<&String> = got.iter().filter(|m| !all_set.contains(m)).collect();
+        assert!(wrong.is_empty(), "records not as written: {wrong:?}");
+    }
 }
 
 /// A reader following a live compressed log (`LogFile::open_live`, then

@@ -268,6 +268,10 @@ pub struct LogFile {
     block_bytes: usize,
     /// ... and what they inflated to.
     block_raw: usize,
+    /// SPAN entries read before a site of theirs, with where they are (see
+    /// `span_batch`): a SITE entry lost to damage is restated by the next
+    /// write, after them.
+    pending_spans: Vec<(usize, Vec<u8>)>,
     /// While indexing: the index (plus one) of each live context id ...
     span_ids: ContextIds,
     /// ... and each thread's current context.
@@ -551,6 +555,7 @@ impl LogFile {
             blocks: Vec::new(),
             block_bytes: 0,
             block_raw: 0,
+            pending_spans: Vec::new(),
             span_ids: Default::default(),
             thread_ctx: Default::default(),
         };
@@ -643,6 +648,10 @@ impl LogFile {
         }
         self.inflated = inflated;
         self.data = owned;
+        // (A live file's next write may yet bring the site.)
+        if !self.live {
+            self.warn_pending_spans();
+        }
     }
 
     /// The whole entries of `data` from `from` on at the top level of the
@@ -751,6 +760,9 @@ impl LogFile {
                         self.sites.resize(id + 1, None);
                     }
                     self.sites[id] = Some(s);
+                    if !self.pending_spans.is_empty() {
+                        self.retry_spans();
+                    }
                 }
                 None => self.warnings.push(Warning::MalformedSite {
                     path: self.path.clone(),
@@ -795,34 +807,7 @@ impl LogFile {
                     self.set = Some(e);
                 }
             }
-            tag::SPAN if self.header.version >= 3 => {
-                let sites = &self.sites;
-                let kinds_of = |site: u32| {
-                    sites
-                        .get(site as usize)
-                        .and_then(Option::as_ref)
-                        .map(|s| &s.kinds[..])
-                };
-                let mut whole = true;
-                let mut defs = Vec::new();
-                let all = dict::get_spans(body, kinds_of, |e| defs.push(e));
-                for e in defs {
-                    if e.ctx == 0 {
-                        whole = false;
-                        continue;
-                    }
-                    self.add_span(
-                        &e,
-                        start + (e.args.as_ptr() as usize - body.as_ptr() as usize),
-                    );
-                }
-                if all.is_none() || !whole {
-                    self.warnings.push(Warning::MalformedSite {
-                        path: self.path.clone(),
-                        offset: start,
-                    });
-                }
-            }
+            tag::SPAN if self.header.version >= 3 => self.span_entry(body, start),
             tag::SPAN => match dict::get_span(body) {
                 Some(e) if e.ctx != 0 => self.add_span(&e, end - e.args.len()),
                 _ => self.warnings.push(Warning::MalformedSite {
@@ -922,6 +907,75 @@ impl LogFile {
     }
 
     /// Indexes a context: `args_at` is where its arguments start in the file.
+    /// A SPAN entry (version 3 on): its spans, or, when a span of it is of
+    /// a site whose first SITE entry was lost, kept until the writer's next
+    /// write restates the site.
+    fn span_entry(&mut self, body: &[u8], start: usize) {
+        if !self.span_batch(body, start) {
+            self.pending_spans.push((start, body.to_vec()));
+        }
+    }
+
+    /// Adds the spans of a SPAN entry (version 3 on) whose body, at `start`
+    /// of the file, is `body`; false (nothing added) when a span of it is
+    /// of a site not known yet.
+    fn span_batch(&mut self, body: &[u8], start: usize) -> bool {
+        let sites = &self.sites;
+        let unknown = std::cell::Cell::new(false);
+        let kinds_of = |site: u32| {
+            let kinds = sites
+                .get(site as usize)
+                .and_then(Option::as_ref)
+                .map(|s| &s.kinds[..]);
+            unknown.set(unknown.get() || kinds.is_none());
+            kinds
+        };
+        let mut whole = true;
+        let mut defs = Vec::new();
+        let all = dict::get_spans(body, kinds_of, |e| defs.push(e));
+        if all.is_none() && unknown.get() {
+            return false;
+        }
+        for e in defs {
+            if e.ctx == 0 {
+                whole = false;
+                continue;
+            }
+            self.add_span(
+                &e,
+                start + (e.args.as_ptr() as usize - body.as_ptr() as usize),
+            );
+        }
+        if all.is_none() || !whole {
+            self.warnings.push(Warning::MalformedSite {
+                path: self.path.clone(),
+                offset: start,
+            });
+        }
+        true
+    }
+
+    /// The SPAN entries waiting for a site, read again now that another
+    /// site is known.
+    fn retry_spans(&mut self) {
+        for (start, body) in std::mem::take(&mut self.pending_spans) {
+            if !self.span_batch(&body, start) {
+                self.pending_spans.push((start, body));
+            }
+        }
+    }
+
+    /// SPAN entries still waiting for a site once the file is read whole:
+    /// damage (their site is nowhere in the file).
+    fn warn_pending_spans(&mut self) {
+        for (start, _) in std::mem::take(&mut self.pending_spans) {
+            self.warnings.push(Warning::MalformedSite {
+                path: self.path.clone(),
+                offset: start,
+            });
+        }
+    }
+
     fn add_span(&mut self, e: &dict::SpanEntry<'_>, args_at: usize) {
         let parent = self.span_ids.get(e.parent).unwrap_or(0);
         self.spans.push(SpanDef {
