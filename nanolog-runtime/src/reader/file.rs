@@ -830,7 +830,13 @@ impl LogFile {
                     if self.strs.len() <= i {
                         self.strs.resize(i + 1, (0, usize::MAX));
                     }
-                    self.strs[i] = (start + at, len);
+                    // The first copy stands: the writer gives a string again
+                    // (the next write restates each write's strings) with
+                    // the same bytes, and the first is nearer the records
+                    // that use it (a file cut back keeps it).
+                    if self.strs[i].1 == usize::MAX {
+                        self.strs[i] = (start + at, len);
+                    }
                 });
                 if ok.is_none() {
                     self.warnings.push(Warning::MalformedSite {
