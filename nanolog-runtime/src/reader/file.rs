@@ -722,6 +722,31 @@ impl LogFile {
                     break;
                 }
                 Frame::Bad => {
+                    // An entry whose body is damaged but whose length is
+                    // not: the length leads to the next whole entry (or to
+                    // the end of a finished file). Only that entry is
+                    // skipped; a search inside it could take for the
+                    // file's an entry a BLOCK holds byte for byte.
+                    let next = stated_len(data, pos)
+                        .filter(|_| skipped_from.is_none())
+                        .map(|len| pos + wire::FRAME_LEN + len)
+                        .filter(|&next| {
+                            if next == data.len() {
+                                !self.live
+                            } else {
+                                matches!(frame_at(data, next), Frame::Ok { .. })
+                            }
+                        });
+                    if let Some(next) = next {
+                        tops.push(Top::Warn(Warning::SkippedCorrupt {
+                            path: self.path.clone(),
+                            offset: pos,
+                            len: next - pos,
+                            to_end: false,
+                        }));
+                        pos = next;
+                        continue;
+                    }
                     // Resynchronise: look for the next position where a whole
                     // entry with a matching checksum starts.
                     skipped_from.get_or_insert(pos);
