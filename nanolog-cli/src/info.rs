@@ -57,10 +57,13 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
     // back under it), apart from those dropped by a full ring.
     let mut lost = 0u64;
     let mut records = 0u64;
+    // Records some of whose spans were lost to damage.
+    let mut spans_lost = 0u64;
     for ev in Merge::unsorted(&files, Filter::default()) {
         match ev {
             Event::Record(r) => {
                 records += 1;
+                spans_lost += u64::from(r.spans_lost());
                 *per_thread.entry(r.thread()).or_default() += 1;
                 *per_site.entry(r.site().id).or_default() += 1;
                 let ns = r.unix_ns();
@@ -100,6 +103,12 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             let _ = writeln!(s, "records:         {records}");
             let _ = writeln!(s, "dropped:         {dropped}");
             let _ = writeln!(s, "lost by writer:  {lost}");
+            if spans_lost > 0 {
+                let _ = writeln!(
+                    s,
+                    "spans lost:      {spans_lost} records (their SPAN entries damaged)"
+                );
+            }
             if let Some(seq) = log.seq() {
                 let _ = writeln!(s, "number in set:   {seq}");
             }
@@ -155,7 +164,7 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
         Format::Json => {
             let _ = write!(
                 s,
-                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"lost\":{lost},\"seq\":{},\"host\":{},\"complete\":{},\"state\":\"{}\",\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
+                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"lost\":{lost},\"spans_lost\":{spans_lost},\"seq\":{},\"host\":{},\"complete\":{},\"state\":\"{}\",\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
                 json(&log.path().to_string_lossy()),
                 h.version,
                 h.pid,

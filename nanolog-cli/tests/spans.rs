@@ -313,6 +313,76 @@ fn a_span_field_whose_debug_panics_shows_so() {
     remove_with_kept(&path);
 }
 
+/// A SPAN entry lost to damage (a bit flipped in a plain log's first one):
+/// every record is still read, and those whose spans it defined say so:
+/// `"spans_lost": true` in JSON (their `spans` empty, not another span's),
+/// `<spans lost>` where the spans stand in text, and `info` counts them.
+/// Records of spans defined by later writes are as they were.
+#[test]
+fn records_whose_spans_were_lost_say_so() {
+    let _g = serial();
+    let path = temp("spans-lost");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(false)
+        .start()
+        .unwrap();
+    for i in 0..300u64 {
+        let _s = nanolog::span!("request", id = i);
+        nanolog::info!("served {}", i);
+        if i % 100 == 99 {
+            logger.flush().unwrap();
+        }
+    }
+    drop(logger);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut at = 48;
+    loop {
+        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+        if bytes[at] == 8 {
+            bytes[at + 9 + len / 2] ^= 0x10;
+            break;
+        }
+        at += 9 + len;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+
+    let lines = decode_json(&path);
+    assert_eq!(lines.len(), 300, "every record is read");
+    let mut lost = 0;
+    for l in &lines {
+        let i: u64 = l["msg"].as_str().unwrap()["served ".len()..]
+            .parse()
+            .unwrap();
+        if l["spans_lost"] == json!(true) {
+            lost += 1;
+            assert_eq!(l["spans"], json!([]), "record {i}");
+        } else {
+            assert!(l.get("spans_lost").is_none(), "record {i}: {l}");
+            assert_eq!(
+                l["spans"],
+                json!([span("request", json!({"id": i}))]),
+                "record {i}"
+            );
+        }
+    }
+    // The first write's records (the first 100 at most) lost their span.
+    assert!((1..=100).contains(&lost), "{lost} records marked");
+    let text = String::from_utf8(succeed(&["decode", path.to_str().unwrap()]).stdout).unwrap();
+    let marked = text
+        .lines()
+        .filter(|l| l.contains("<spans lost>: served "))
+        .count();
+    assert_eq!(marked, lost, "{text}");
+    let info = String::from_utf8(succeed(&["info", path.to_str().unwrap()]).stdout).unwrap();
+    assert!(
+        info.contains(&format!("spans lost:      {lost} records")),
+        "{info}"
+    );
+    remove_with_kept(&path);
+}
+
 /// A new span per request, two records in each: every record carries its
 /// request, and a span costs its SPAN entry and a context switch in the
 /// thread's extent, not also a CONTEXT entry and a new extent (about 65

@@ -104,6 +104,10 @@ fn json_head(j: &mut Json, rec: &Record<'_>, out: &mut String) {
 fn json_spans_key(rec: &Record<'_>, out: &mut String) {
     out.push_str(",\"spans\":");
     json_spans(rec, out);
+    if rec.spans_lost() {
+        // Some of its spans were lost to damage: `spans` holds the rest.
+        out.push_str(",\"spans_lost\":true");
+    }
 }
 
 /// The JSON array of the spans a record was made in, outermost first:

@@ -91,6 +91,11 @@ fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
 fn push_spans(rec: &Record<'_>, out: &mut String, scratch: &mut String) {
     scratch.clear();
     let mut first = true;
+    if rec.spans_lost() {
+        // Spans of it the file lost to damage: said where they stood.
+        scratch.push_str("<spans lost>");
+        first = false;
+    }
     rec.for_each_span(|s| {
         if !first {
             scratch.push(':');

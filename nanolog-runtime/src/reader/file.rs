@@ -286,6 +286,11 @@ pub struct LogFile {
     live: bool,
 }
 
+/// The context of records whose spans the file does not hold whole (a
+/// SPAN entry lost to damage): they show the spans that are known, and say
+/// that some are lost.
+pub(crate) const LOST_CONTEXT: u32 = u32::MAX;
+
 /// What a search for whole entries among damaged bytes may checksum: 8
 /// bytes for each byte searched, and 4 MiB to begin with. An entry found
 /// there is checksummed whole, so without a bound every offset stating a
@@ -1008,7 +1013,12 @@ impl LogFile {
     }
 
     fn add_span(&mut self, e: &dict::SpanEntry<'_>, args_at: usize) {
-        let parent = self.span_ids.get(e.parent).unwrap_or(0);
+        // A parent whose entry was lost: the chain is cut there, and its
+        // records say so (`Record::spans_lost`).
+        let parent = match e.parent {
+            0 => 0,
+            p => self.span_ids.get(p).unwrap_or(LOST_CONTEXT),
+        };
         self.spans.push(SpanDef {
             parent,
             site: e.site,
@@ -1202,7 +1212,28 @@ impl LogFile {
         if ctx == 0 {
             return 0;
         }
-        self.span_ids.get(ctx).unwrap_or(0)
+        self.span_ids.get(ctx).unwrap_or(LOST_CONTEXT)
+    }
+
+    /// Whether the spans of context `ctx` (as an extent holds it) are not
+    /// all known: its SPAN entry, or one of its parents', was lost to
+    /// damage (the spans that are known are the inner ones).
+    pub(crate) fn context_lost(&self, mut ctx: u32) -> bool {
+        while ctx != 0 {
+            if ctx == LOST_CONTEXT {
+                return true;
+            }
+            let Some(d) = ctx.checked_sub(1).and_then(|i| self.spans.get(i as usize)) else {
+                return true;
+            };
+            // (Parents come first in the file: the chain only goes down.)
+            ctx = if d.parent < ctx || d.parent == LOST_CONTEXT {
+                d.parent
+            } else {
+                0
+            };
+        }
+        false
     }
 
     /// What the DROP entry `ix` (of an `Item::Drop`) holds.

@@ -115,6 +115,13 @@ impl<'a> Record<'a> {
         self.ctx != 0
     }
 
+    /// Whether some of its spans are not in the file (their SPAN entry was
+    /// lost to damage): [`Record::spans`] holds those that are, the inner
+    /// ones, and `decode` marks the record.
+    pub fn spans_lost(&self) -> bool {
+        self.ctx != 0 && self.file.context_lost(self.ctx)
+    }
+
     /// Its call site: level, file, line, format string, argument kinds.
     pub fn site(&self) -> &'a SiteEntry {
         self.site
