@@ -465,9 +465,8 @@ fn a_damaged_length_in_a_live_file_is_skipped_once_the_file_is_settled() {
 /// in batches of 1,000) leaves at least 199,000 records, each as written.
 /// A flip in the block's body skips that block alone, by its length (one
 /// warning, nothing searched inside it: a block's compressed bytes can hold
-/// entries byte for byte). (Not covered: a flip in the block's *length*.
-/// The search past it can take such an entry for the file's, and records
-/// of an extent found so show without the spans the block defined: #46.)
+/// entries byte for byte); a flip in its length too, the block's end found
+/// from its own body (its raw length and LZ4 sequences).
 #[test]
 fn one_bit_flipped_in_the_first_block_of_200k_records_loses_one_block() {
     const N: u64 = 200_000;
@@ -491,7 +490,13 @@ fn one_bit_flipped_in_the_first_block_of_200k_records_loses_one_block() {
         .into_iter()
         .find(|e| e.2 == tag::BLOCK)
         .unwrap();
-    for at in [(start + 9 + end) / 2, start + 9, end - 1] {
+    for at in [
+        (start + 9 + end) / 2,
+        start + 9,
+        end - 1,
+        start + 2,
+        start + 3,
+    ] {
         let mut file = bytes.clone();
         file[at] ^= 0x10;
         let log = LogFile::from_bytes("flipped.nlog", file).unwrap();

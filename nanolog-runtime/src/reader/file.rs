@@ -669,14 +669,35 @@ impl LogFile {
         // checksum: what the search may checksum is bounded by the bytes
         // searched (see `Budget`), so it costs O(bytes) whatever they state.
         let mut budget = Budget::default();
+        // The damage being searched past began at a BLOCK's frame (its
+        // length damaged): its compressed bytes may hold entries byte for
+        // byte, so an entry found there counts only if another whole entry
+        // (or the end of a finished file) follows it, as one after the
+        // block does and one inside it, among compressed bytes, seldom does.
+        let mut in_block = false;
         while pos < data.len() {
             let frame = match skipped_from {
                 None => frame_at(data, pos),
                 Some(from) => budget.frame(data, from, pos),
             };
             match frame {
+                Frame::Ok { body, .. }
+                    if in_block && skipped_from.is_some() && {
+                        let next = pos + wire::FRAME_LEN + body.len();
+                        let follows = if next == data.len() {
+                            !self.live
+                        } else {
+                            matches!(frame_at(data, next), Frame::Ok { .. })
+                                || self.live && matches!(frame_at(data, next), Frame::Truncated)
+                        };
+                        !follows
+                    } =>
+                {
+                    pos += 1;
+                }
                 Frame::Ok { tag: t, body } => {
                     budget = Budget::default();
+                    in_block = false;
                     if let Some(from) = skipped_from.take() {
                         tops.push(Top::Warn(Warning::SkippedCorrupt {
                             path: self.path.clone(),
@@ -732,16 +753,27 @@ impl LogFile {
                     // the end of a finished file). Only that entry is
                     // skipped; a search inside it could take for the
                     // file's an entry a BLOCK holds byte for byte.
-                    let next = stated_len(data, pos)
+                    // (A BLOCK whose length is what was damaged: its body's
+                    // own structure says where it ends.)
+                    let block_body = || {
+                        let body = data.get(pos + wire::FRAME_LEN..)?;
+                        (self.header.version >= 4 && data[pos] == tag::BLOCK)
+                            .then(|| wire::block::body_len(body))
+                            .flatten()
+                    };
+                    let lands = |next: usize| {
+                        if next == data.len() {
+                            !self.live
+                        } else {
+                            matches!(frame_at(data, next), Frame::Ok { .. })
+                        }
+                    };
+                    let next = [stated_len(data, pos), block_body()]
+                        .into_iter()
+                        .flatten()
                         .filter(|_| skipped_from.is_none())
                         .map(|len| pos + wire::FRAME_LEN + len)
-                        .filter(|&next| {
-                            if next == data.len() {
-                                !self.live
-                            } else {
-                                matches!(frame_at(data, next), Frame::Ok { .. })
-                            }
-                        });
+                        .find(|&next| lands(next));
                     if let Some(next) = next {
                         tops.push(Top::Warn(Warning::SkippedCorrupt {
                             path: self.path.clone(),
@@ -754,6 +786,9 @@ impl LogFile {
                     }
                     // Resynchronise: look for the next position where a whole
                     // entry with a matching checksum starts.
+                    if skipped_from.is_none() {
+                        in_block = self.header.version >= 4 && data[pos] == tag::BLOCK;
+                    }
                     skipped_from.get_or_insert(pos);
                     pos += 1;
                 }

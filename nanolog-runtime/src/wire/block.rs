@@ -75,6 +75,56 @@ pub(crate) fn block_parts(body: &[u8]) -> Result<(usize, &[u8]), BlockError> {
 
 /// Inflates a block's compressed bytes into `out`, which is as long as the
 /// raw size the block says: an error unless they fill it exactly.
+/// Where a BLOCK body that starts `bytes` ends, found from its own
+/// contents: its codec byte, its raw length, and the LZ4 sequences that
+/// make exactly that many bytes (each a token, literals, then a 2-byte
+/// offset and a match; the last literals only). For a block whose frame's
+/// length was damaged: the body's own structure says where the entry after
+/// it begins. `None` when `bytes` do not parse as a whole body.
+pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
+    let (&codec, _) = bytes.split_first()?;
+    if codec != LZ4 {
+        return None;
+    }
+    let mut i = 1;
+    let raw = usize::try_from(get_varint(bytes, &mut i)?).ok()?;
+    if raw == 0 || raw > MAX_RAW {
+        return None;
+    }
+    // A length of 15 goes on in bytes of 255 and a last one below it.
+    let more = |i: &mut usize, mut n: usize| -> Option<usize> {
+        if n == 15 {
+            loop {
+                let b = *bytes.get(*i)?;
+                *i += 1;
+                n += usize::from(b);
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Some(n)
+    };
+    let mut made = 0usize;
+    loop {
+        let token = *bytes.get(i)?;
+        i += 1;
+        let literals = more(&mut i, usize::from(token >> 4))?;
+        i = i.checked_add(literals).filter(|&e| e <= bytes.len())?;
+        made = made.checked_add(literals)?;
+        if made == raw {
+            return Some(i);
+        }
+        // A match: its offset, then its length (4 at least).
+        i = i.checked_add(2).filter(|&e| e <= bytes.len())?;
+        made = made.checked_add(more(&mut i, usize::from(token & 15))? + 4)?;
+        if made >= raw {
+            // The last sequence is literals only.
+            return None;
+        }
+    }
+}
+
 pub(crate) fn inflate(packed: &[u8], out: &mut [u8]) -> Result<(), BlockError> {
     match lz4_flex::block::decompress_into(packed, out) {
         Ok(n) if n == out.len() => Ok(()),
@@ -93,6 +143,18 @@ pub(crate) fn get_block(body: &[u8], into: &mut Vec<u8>) -> Result<(), BlockErro
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_body_says_where_it_ends() {
+        let raw: Vec<u8> = (0..5000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+        let mut out = Vec::new();
+        assert!(put_block(&mut out, &raw));
+        let body = &out[super::super::FRAME_LEN..];
+        let mut longer = body.to_vec();
+        longer.extend_from_slice(&[7; 40]);
+        assert_eq!(body_len(&longer), Some(body.len()));
+        assert_eq!(body_len(&body[..body.len() - 1]), None);
+    }
+
     use super::*;
     use crate::wire::frame::{frame_at, put_entry, Frame};
 
