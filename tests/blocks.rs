@@ -37,22 +37,39 @@ fn request(i: u64) {
 /// with a pause after (so the file holds many batches, and the flusher has
 /// the time to compress them); returns the records logged.
 fn write_log(path: &std::path::Path, compress: bool) -> u64 {
+    write_batches(
+        path,
+        compress,
+        5_000,
+        100,
+        std::time::Duration::from_millis(1),
+    )
+}
+
+/// `n` requests into a fresh log at `path`, flushed every `batch` of them,
+/// each flush followed by `pause`; returns `n`.
+fn write_batches(
+    path: &std::path::Path,
+    compress: bool,
+    n: u64,
+    batch: u64,
+    pause: std::time::Duration,
+) -> u64 {
     remove_with_kept(path);
     let logger = nanolog::Logger::builder()
         .path(path)
         .compress(compress)
         .start()
         .unwrap();
-    const N: u64 = 5_000;
-    for i in 0..N {
+    for i in 0..n {
         request(i);
-        if i % 100 == 99 {
+        if i % batch == batch - 1 {
             logger.flush().unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(1));
+            std::thread::sleep(pause);
         }
     }
     drop(logger);
-    N
+    n
 }
 
 /// The tags of the entries at the top level of `file` (blocks not opened).
@@ -472,15 +489,7 @@ fn one_bit_flipped_in_the_first_block_of_200k_records_loses_one_block() {
     const N: u64 = 200_000;
     let _s = serial();
     let path = temp("blocks-200k");
-    let logger = start_compressed(&path);
-    for i in 0..N {
-        request(i);
-        if i % 1000 == 999 {
-            logger.flush().unwrap();
-            std::thread::sleep(std::time::Duration::from_micros(500));
-        }
-    }
-    drop(logger);
+    write_batches(&path, true, N, 1000, std::time::Duration::from_micros(500));
     let bytes = std::fs::read(&path).unwrap();
     let all: std::collections::HashSet<String> = messages(&LogFile::open(&path).unwrap())
         .into_iter()
