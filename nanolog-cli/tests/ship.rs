@@ -18,7 +18,7 @@ use common::SpawnReaped;
 #[path = "common/collector.rs"]
 mod collector;
 
-use collector::{attrs, Answer, Collector};
+use collector::{attrs, Answer, Collector, Got};
 
 use common::{p, serial, ship, shipped, stderr_of, succeed, wait, BIN};
 
@@ -239,6 +239,71 @@ impl Rng {
 /// the set, and a record arrives twice only in a batch the collector
 /// accepted but the killed ship had not seen accepted (one batch per kill
 /// at most; the same batch sent again whole).
+/// Records whose spans were lost to damage (a bit flipped in a plain log's
+/// first SPAN entry) arrive with `spans_lost = true`, as many as `decode`
+/// marks; the others with their span and without the attribute.
+#[test]
+fn records_whose_spans_were_lost_arrive_marked() {
+    let _s = serial();
+    let d = dir("spans-lost");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .compress(false)
+        .start()
+        .unwrap();
+    for i in 0..300u64 {
+        let _s = nanolog::span!("request", id = i);
+        nanolog::info!("served {}", i);
+        if i % 100 == 99 {
+            logger.flush().unwrap();
+        }
+    }
+    drop(logger);
+    let mut bytes = std::fs::read(&base).unwrap();
+    let mut at = 48;
+    loop {
+        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+        if bytes[at] == 8 {
+            bytes[at + 9 + len / 2] ^= 0x10;
+            break;
+        }
+        at += 9 + len;
+    }
+    std::fs::write(&base, &bytes).unwrap();
+    let marked = decoded(&base)
+        .iter()
+        .filter(|l| l["spans_lost"] == serde_json::json!(true))
+        .count();
+    assert!((1..=100).contains(&marked), "{marked} records marked");
+
+    let c = Collector::start();
+    let (status, err) = shipped(
+        &["--endpoint", &c.endpoint(), "--once", p(&base)],
+        60,
+        "ship",
+    );
+    assert!(status.success(), "ship failed: {err}");
+    // (The damage arrives as a record of its own: `nanolog.corrupt_bytes`.)
+    let got: Vec<Got> = c
+        .records()
+        .into_iter()
+        .filter(|r| r.body.starts_with("served "))
+        .collect();
+    assert_eq!(got.len(), 300);
+    let lost: Vec<&Got> = got
+        .iter()
+        .filter(|r| r.attrs.get("spans_lost") == Some(&Some(V::BoolValue(true))))
+        .collect();
+    assert_eq!(lost.len(), marked);
+    for r in &got {
+        let has_span =
+            matches!(r.attrs.get("spans"), Some(Some(V::ArrayValue(a))) if !a.values.is_empty());
+        assert_eq!(has_span, !lost.iter().any(|l| std::ptr::eq(*l, r)), "{r:?}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn ship_killed_at_random_points_resumes_from_its_cursor_and_loses_nothing() {
     let _s = serial();

@@ -22,13 +22,14 @@ use prost::Message;
 
 /// The attribute keys nanolog gives every record (and `spans`): a record's
 /// field of one of these names is sent as `field.NAME`.
-pub(crate) const RESERVED: [&str; 6] = [
+pub(crate) const RESERVED: [&str; 7] = [
     "code.filepath",
     "code.lineno",
     "thread.id",
     "thread.name",
     "target",
     "spans",
+    "spans_lost",
 ];
 
 /// OTLP's severity number of a level (the first of its range).
@@ -210,6 +211,12 @@ impl Batch {
             }
             attrs.push(kv("spans", V::ArrayValue(ArrayValue { values: spans })));
             n += 1;
+            if rec.spans_lost() {
+                // Some of its spans were lost to damage: `spans` holds the rest.
+                attrs.truncate(n);
+                attrs.push(kv("spans_lost", V::BoolValue(true)));
+                n += 1;
+            }
         }
         attrs.truncate(n);
         lr.body = Some(AnyValue {
