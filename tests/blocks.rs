@@ -590,3 +590,52 @@ fn bit_flips_and_cuts_anywhere_cost_at_most_their_write() {
         remove_with_kept(&path);
     }
 }
+
+/// A span whose parent's SPAN entry was lost (in an earlier write) keeps
+/// what the file holds: its records show the inner span and say the chain
+/// above it is lost; the outer span's own records show none and say so.
+#[test]
+fn a_lost_parent_cuts_the_chain_and_its_records_say_so() {
+    let _s = serial();
+    let path = temp("blocks-cut-chain");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(false)
+        .start()
+        .unwrap();
+    {
+        let _outer = nanolog::span!("outer", n = 1u64);
+        nanolog::info!("in outer");
+        logger.flush().unwrap();
+        let _inner = nanolog::span!("inner", m = 2u64);
+        nanolog::info!("in inner");
+        logger.flush().unwrap();
+    }
+    nanolog::info!("outside");
+    drop(logger);
+    let mut file = std::fs::read(&path).unwrap();
+    let (start, end, _) = entries(&file)
+        .into_iter()
+        .find(|e| e.2 == tag::SPAN)
+        .unwrap();
+    file[(start + 9 + end) / 2] ^= 0x10;
+    let log = LogFile::from_bytes("cut.nlog", file).unwrap();
+    let got: Vec<(String, Vec<String>, bool)> = log
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            let spans = r.spans().iter().map(|s| s.name().to_owned()).collect();
+            (r.message(), spans, r.spans_lost())
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("in outer".to_owned(), vec![], true),
+            ("in inner".to_owned(), vec!["inner".to_owned()], true),
+            ("outside".to_owned(), vec![], false),
+        ]
+    );
+    remove_with_kept(&path);
+}

@@ -234,11 +234,6 @@ impl Rng {
     }
 }
 
-/// `ship` killed with SIGKILL at 20 random points and started again with
-/// its cursor: the union of what the collector accepted is every record of
-/// the set, and a record arrives twice only in a batch the collector
-/// accepted but the killed ship had not seen accepted (one batch per kill
-/// at most; the same batch sent again whole).
 /// Records whose spans were lost to damage (a bit flipped in a plain log's
 /// first SPAN entry) arrive with `spans_lost = true`, as many as `decode`
 /// marks; the others with their span and without the attribute.
@@ -247,30 +242,7 @@ fn records_whose_spans_were_lost_arrive_marked() {
     let _s = serial();
     let d = dir("spans-lost");
     let base = d.join("app.nlog");
-    let logger = nanolog::Logger::builder()
-        .path(&base)
-        .compress(false)
-        .start()
-        .unwrap();
-    for i in 0..300u64 {
-        let _s = nanolog::span!("request", id = i);
-        nanolog::info!("served {}", i);
-        if i % 100 == 99 {
-            logger.flush().unwrap();
-        }
-    }
-    drop(logger);
-    let mut bytes = std::fs::read(&base).unwrap();
-    let mut at = 48;
-    loop {
-        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
-        if bytes[at] == 8 {
-            bytes[at + 9 + len / 2] ^= 0x10;
-            break;
-        }
-        at += 9 + len;
-    }
-    std::fs::write(&base, &bytes).unwrap();
+    common::log_with_a_lost_span_entry(&base);
     let marked = decoded(&base)
         .iter()
         .filter(|l| l["spans_lost"] == serde_json::json!(true))
@@ -304,6 +276,11 @@ fn records_whose_spans_were_lost_arrive_marked() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `ship` killed with SIGKILL at 20 random points and started again with
+/// its cursor: the union of what the collector accepted is every record of
+/// the set, and a record arrives twice only in a batch the collector
+/// accepted but the killed ship had not seen accepted (one batch per kill
+/// at most; the same batch sent again whole).
 #[test]
 fn ship_killed_at_random_points_resumes_from_its_cursor_and_loses_nothing() {
     let _s = serial();

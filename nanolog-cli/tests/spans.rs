@@ -323,30 +323,7 @@ fn records_whose_spans_were_lost_say_so() {
     let _g = serial();
     let path = temp("spans-lost");
     remove_with_kept(&path);
-    let logger = nanolog::Logger::builder()
-        .path(&path)
-        .compress(false)
-        .start()
-        .unwrap();
-    for i in 0..300u64 {
-        let _s = nanolog::span!("request", id = i);
-        nanolog::info!("served {}", i);
-        if i % 100 == 99 {
-            logger.flush().unwrap();
-        }
-    }
-    drop(logger);
-    let mut bytes = std::fs::read(&path).unwrap();
-    let mut at = 48;
-    loop {
-        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
-        if bytes[at] == 8 {
-            bytes[at + 9 + len / 2] ^= 0x10;
-            break;
-        }
-        at += 9 + len;
-    }
-    std::fs::write(&path, &bytes).unwrap();
+    common::log_with_a_lost_span_entry(&path);
 
     let lines = decode_json(&path);
     assert_eq!(lines.len(), 300, "every record is read");

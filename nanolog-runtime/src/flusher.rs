@@ -744,8 +744,14 @@ impl State {
                 if cur.role != Role::Record {
                     // The extent stays open: the thread's next record says
                     // where it is now (see below).
-                    let reg = self.sites[cur.id as usize].as_deref();
-                    let kinds = reg.map_or(&[][..], |s| &s.kinds[..]);
+                    // (A switch or an exit is read by its words: only a
+                    // span's entry needs its site's kinds.)
+                    let kinds = match cur.role {
+                        Role::Span => self.sites[cur.id as usize]
+                            .as_deref()
+                            .map_or(&[][..], |s| &s.kinds[..]),
+                        _ => &[],
+                    };
                     self.book
                         .span_record(&mut r.ctx, cur.role, cur.id, kinds, rec.args);
                     r.c.advance(len);

@@ -140,3 +140,34 @@ impl Captured {
         String::from_utf8(b.clone()).expect("utf-8 output")
     }
 }
+
+/// A plain log at `path` of 300 requests, each record in its own
+/// `nanolog::span!` (`request{id}`, message `served {id}`), flushed every 100,
+/// with one bit flipped in its first SPAN entry: the spans of the first
+/// write are lost to damage, and its records must say so.
+pub fn log_with_a_lost_span_entry(path: &Path) {
+    let logger = nanolog::Logger::builder()
+        .path(path)
+        .compress(false)
+        .start()
+        .unwrap();
+    for i in 0..300u64 {
+        let _s = nanolog::span!("request", id = i);
+        nanolog::info!("served {}", i);
+        if i % 100 == 99 {
+            logger.flush().unwrap();
+        }
+    }
+    drop(logger);
+    let mut bytes = std::fs::read(path).unwrap();
+    let mut at = nanolog_runtime::wire::HEADER_LEN;
+    loop {
+        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+        if bytes[at] == nanolog_runtime::wire::tag::SPAN {
+            bytes[at + nanolog_runtime::wire::FRAME_LEN + len / 2] ^= 0x10;
+            break;
+        }
+        at += nanolog_runtime::wire::FRAME_LEN + len;
+    }
+    std::fs::write(path, &bytes).unwrap();
+}

@@ -98,8 +98,11 @@ impl Item {
 /// A context as indexed: a span entered inside its parent.
 #[derive(Debug, Clone)]
 pub(crate) struct SpanDef {
-    /// The parent's index in `LogFile::spans`, plus one (0: outermost).
+    /// The parent's index in `LogFile::spans`, plus one (0: outermost;
+    /// `LOST_CONTEXT`: its entry was lost).
     parent: u32,
+    /// Its chain is cut: its parent's entry, or an outer one's, was lost.
+    cut: bool,
     site: u32,
     tick: u64,
     /// Its arguments' bytes in the file.
@@ -1054,8 +1057,15 @@ impl LogFile {
             0 => 0,
             p => self.span_ids.get(p).unwrap_or(LOST_CONTEXT),
         };
+        // Known once, here: a record's spans are looked up for every record.
+        let cut = parent == LOST_CONTEXT
+            || parent
+                .checked_sub(1)
+                .and_then(|i| self.spans.get(i as usize))
+                .is_some_and(|p| p.cut);
         self.spans.push(SpanDef {
             parent,
+            cut,
             site: e.site,
             tick: e.tick,
             args: args_at..args_at + e.args.len(),
@@ -1253,22 +1263,12 @@ impl LogFile {
     /// Whether the spans of context `ctx` (as an extent holds it) are not
     /// all known: its SPAN entry, or one of its parents', was lost to
     /// damage (the spans that are known are the inner ones).
-    pub(crate) fn context_lost(&self, mut ctx: u32) -> bool {
-        while ctx != 0 {
-            if ctx == LOST_CONTEXT {
-                return true;
-            }
-            let Some(d) = ctx.checked_sub(1).and_then(|i| self.spans.get(i as usize)) else {
-                return true;
-            };
-            // (Parents come first in the file: the chain only goes down.)
-            ctx = if d.parent < ctx || d.parent == LOST_CONTEXT {
-                d.parent
-            } else {
-                0
-            };
-        }
-        false
+    pub(crate) fn context_lost(&self, ctx: u32) -> bool {
+        ctx != 0
+            && ctx
+                .checked_sub(1)
+                .and_then(|i| self.spans.get(i as usize))
+                .is_none_or(|d| d.cut)
     }
 
     /// What the DROP entry `ix` (of an `Item::Drop`) holds.

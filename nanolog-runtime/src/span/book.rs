@@ -67,14 +67,12 @@ pub(crate) struct Resolved {
 }
 
 impl Resolved {
-    /// Whether it holds for a record at `tick` in file `generation`, the
-    /// spans at `epoch`.
+    /// Whether it holds for a record at `tick` in file `generation`, as
+    /// far as the versions it knew say (the spans' later ones are checked
+    /// by epoch, see `Book::resolve`).
     #[inline]
-    fn holds(&self, generation: u64, epoch: u64, tick: u64) -> bool {
-        self.generation == generation
-            && self.epoch == epoch
-            && self.from <= tick
-            && tick < self.until
+    fn holds(&self, generation: u64, tick: u64) -> bool {
+        self.generation == generation && self.from <= tick && tick < self.until
     }
 }
 
@@ -321,7 +319,7 @@ impl Book {
                 .spans
                 .get(&r.key)
                 .and_then(|sp| sp.resolved)
-                .filter(|res| res.holds(generation, res.epoch, tick));
+                .filter(|res| res.holds(generation, tick));
             if let Some(mut res) = hit {
                 // Values recorded into spans since: it still holds if none
                 // of them is in its chain (most records are in chains of
