@@ -9,6 +9,7 @@ use regex::Regex;
 
 use crate::cli::{DecodeArgs, FilterArgs, Format};
 use crate::follow::{follow, Cursor, Sink, Start};
+use crate::live::LiveEdge;
 use crate::output;
 
 /// Options resolved from the command line.
@@ -108,6 +109,8 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
             plan: &plan,
             w: io::stdout().lock(),
             printed: 0,
+            live: LiveEdge::new(&a.files[0]),
+            taken: 0,
         };
         let cursor = Cursor::new(a.cursor.as_deref(), &a.files[0]);
         return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
@@ -189,11 +192,22 @@ pub(crate) fn print(
     printed: &mut u64,
 ) -> anyhow::Result<bool> {
     let filter = plan.filter(files, min_offset);
-    let mut merge = if plan.sorted {
+    let merge = if plan.sorted {
         Merge::new(files, filter)
     } else {
         Merge::unsorted(files, filter)
     };
+    print_merge(plan, merge, w, printed)
+}
+
+/// Prints the events `merge` yields; returns false once `--limit` is
+/// reached.
+fn print_merge(
+    plan: &DecodePlan,
+    mut merge: Merge<'_>,
+    w: &mut impl Write,
+    printed: &mut u64,
+) -> anyhow::Result<bool> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8)
@@ -382,21 +396,43 @@ fn print_parallel(
     })
 }
 
-/// `decode -f`: the follower prints what it finds.
+/// `decode -f`: the follower prints what it finds, up to the live edge
+/// (records after a running writer's last clock pair wait for the next
+/// one), each record with the time `decode` of the finished set prints.
 struct PrintSink<'p, W: Write> {
     plan: &'p DecodePlan,
     w: W,
     printed: u64,
+    live: LiveEdge,
+    /// How far the last `take` printed its file.
+    taken: usize,
 }
 
 impl<W: Write> Sink for PrintSink<'_, W> {
     fn take(&mut self, log: &LogFile, from: usize, cursor: &Cursor) -> anyhow::Result<bool> {
+        let end = self.live.edge(log);
+        self.taken = end.max(from);
+        if from >= end {
+            return Ok(true);
+        }
         let files = std::slice::from_ref(log);
-        let more = print(self.plan, files, from, &mut self.w, &mut self.printed)?;
+        let mut filter = self.plan.filter(files, from);
+        filter.max_offset = Some(end);
+        let mut merge = if self.plan.sorted {
+            Merge::new(files, filter)
+        } else {
+            Merge::unsorted(files, filter)
+        };
+        merge.set_clock(0, self.live.clock(log, from));
+        let more = print_merge(self.plan, merge, &mut self.w, &mut self.printed)?;
         self.w.flush()?;
         if more {
-            cursor.save(log, log.valid_len())?;
+            cursor.save(log, end)?;
         }
         Ok(more)
+    }
+
+    fn taken_to(&self, log: &LogFile) -> usize {
+        self.taken.min(log.valid_len())
     }
 }

@@ -9,6 +9,7 @@ mod decode;
 mod export;
 mod follow;
 mod info;
+mod live;
 mod output;
 #[cfg(feature = "parquet")]
 mod parquet_out;

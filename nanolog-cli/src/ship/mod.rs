@@ -12,17 +12,17 @@ mod http;
 mod otlp;
 mod stop;
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, SetListing, TimeMap};
+use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, TimeMap};
 
 use crate::cli::ShipArgs;
 use crate::follow::{follow, Cursor, Sink, Start};
+use crate::live::LiveEdge;
 use crate::output::gap_message;
 
 pub fn run(a: &ShipArgs) -> anyhow::Result<()> {
@@ -120,11 +120,8 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
             batch_bytes: a.batch_kib.max(1) << 10,
             once: a.once,
             abort: std::sync::Arc::clone(&abort),
-            listing: SetListing::new(&nanolog_runtime::reader::resolve_log_path(base)),
-            peers: HashMap::new(),
-            listed_for: None,
+            live: LiveEdge::new(base),
             taken: 0,
-            held_since: None,
             progress: Progress {
                 // A link at the path: the set is beside its target.
                 base: nanolog_runtime::reader::resolve_log_path(base),
@@ -210,15 +207,8 @@ struct Shipper {
     abort: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// How far the last `take` shipped its file.
     taken: usize,
-    /// Since when records at the live edge wait for a clock pair.
-    held_since: Option<Instant>,
-    /// The set's finished files as last listed.
-    listing: SetListing,
-    /// The clocks of the finished files the last file's clock took, by
-    /// path (None: not a log).
-    peers: HashMap<PathBuf, Option<std::sync::Arc<Peer>>>,
-    /// The file (path, start) the listing was last made again for.
-    listed_for: Option<(PathBuf, i64)>,
+    /// The live file's edge and the set's clocks.
+    live: LiveEdge,
     progress: Progress,
 }
 
@@ -277,10 +267,6 @@ struct Progress {
     max_body: usize,
 }
 
-/// The longest records at the live edge wait for the writer's next clock
-/// pair (it writes one at least every second while it runs).
-const HOLD: Duration = Duration::from_secs(2);
-
 /// The smallest request body ship halves down to.
 const MIN_BODY: usize = 16 << 10;
 
@@ -328,12 +314,12 @@ impl Sink for Shipper {
         if self.aborted() {
             return Ok(false);
         }
-        let end = self.edge(log);
+        let end = self.live.edge(log);
         self.taken = end.max(from);
         if from >= end {
             return Ok(true);
         }
-        let clock = self.set_clock(log, from);
+        let clock = self.live.clock(log, from);
         let first_end = log.batch_end(from, self.batch_bytes);
         if first_end >= end || self.workers.len() == 1 {
             // One batch (a live log's latest records): no threads.
@@ -405,7 +391,7 @@ impl Sink for Shipper {
         }
         // `--once` waits for the records held at the live edge (the
         // writer's next clock pair, within a second, or the hold's end).
-        if self.once && self.held_since.is_some() {
+        if self.once && self.live.holding() {
             return Ok(!self.aborted());
         }
         Ok(!self.once && !self.aborted())
@@ -428,145 +414,9 @@ impl Shipper {
         self.progress.client.send(&buf)
     }
 
-    /// How far `log` is shipped now: all of it, except for the live file
-    /// of a running writer, whose records after its last clock pair wait
-    /// for the next pair (at most [`HOLD`]): their times are then the ones
-    /// `decode` of the finished set prints, to the nanosecond, instead of
-    /// an extrapolation a later pair would change.
-    fn edge(&mut self, log: &LogFile) -> usize {
-        let all = log.valid_len();
-        let live = !log.is_complete() && log.path() == self.progress.base;
-        let clock_end = log.clock_end().min(all);
-        if !live || clock_end >= all {
-            self.held_since = None;
-            return all;
-        }
-        let since = *self.held_since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= HOLD {
-            // No pair came (a writer killed, or stopped without ending the
-            // file): what is there goes, its times extrapolated.
-            self.held_since = None;
-            return all;
-        }
-        clock_end
-    }
-
     /// Another log of this ship failed: this one stops too.
     fn aborted(&self) -> bool {
         self.abort.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The clock `log` is read by from byte `from` on, as `decode` of the
-    /// whole set reads it (the union of the clock pairs of the set's files
-    /// of the same process), so a record shipped has the time decode
-    /// prints, to the nanosecond: the file's own pairs, and those of the
-    /// writer's earlier files back to one with a pair at or before the
-    /// earliest tick to ship (a thread's ring can hold records from several
-    /// rolls back). Later files add nothing: a finished file ends with a
-    /// pair after its last record, and a later file's pairs are all later.
-    /// The writer says each pair's time as the union makes it (never
-    /// earlier than one it said before), so the pairs left out change none
-    /// of these. A file costs the few files around it, whatever the set's
-    /// size.
-    fn set_clock(&mut self, log: &LogFile, from: usize) -> TimeMap {
-        let h = log.header();
-        let mut pairs = log.time_map().pairs().to_vec();
-        let own_first = pairs.first().map(|p| p.0);
-        let need = log.first_tick(from);
-        let mut window = std::collections::HashSet::new();
-        if let (Some(need), Some(own_first)) = (need, own_first) {
-            if need < own_first {
-                let at = self.position(log);
-                for (_, path) in self.listing.files()[..at].iter().rev() {
-                    // Deleted (retention): so are the ones before.
-                    let Some(peer) = peer_of(&mut self.peers, path) else {
-                        break;
-                    };
-                    window.insert(path.clone());
-                    let Some(q) = peer else { continue };
-                    if q.pid != h.pid || q.rate != h.ticks_per_second.to_bits() {
-                        // Another run's: the writer's first file is after it.
-                        break;
-                    }
-                    pairs.extend_from_slice(&q.pairs);
-                    if q.pairs.first().is_some_and(|p| p.0 <= need) {
-                        break;
-                    }
-                }
-            }
-        }
-        self.peers.retain(|p, _| window.contains(p));
-        TimeMap::new(h.ticks_per_second, pairs)
-    }
-
-    /// How many of the listed finished files come before `log`: its place
-    /// in the listing, which is made again only when it lacks the file (a
-    /// file finished since it was made), or once for each new live file.
-    fn position(&mut self, log: &LogFile) -> usize {
-        let placed = |set: &SetListing| match log.seq() {
-            Some(s) => set.before_seq(s),
-            None => set.position(log.path()),
-        };
-        if let Some(i) = placed(&self.listing) {
-            return i;
-        }
-        let this = (log.path().to_path_buf(), log.header().base_unix_ns);
-        if self.listed_for.as_ref() != Some(&this) {
-            self.listing.refresh();
-            self.listed_for = Some(this);
-        }
-        placed(&self.listing).unwrap_or(self.listing.files().len())
-    }
-}
-
-/// The clock of the finished file at `path`, from `peers` or read from the
-/// file (and kept there once the file has ended: one just rolled away may
-/// not have its last entries yet); `Some(None)` for a file that is not a
-/// log, `None` for one that is gone.
-fn peer_of(
-    peers: &mut HashMap<PathBuf, Option<std::sync::Arc<Peer>>>,
-    path: &Path,
-) -> Option<Option<std::sync::Arc<Peer>>> {
-    if let Some(p) = peers.get(path) {
-        return Some(p.clone());
-    }
-    match LogFile::open(path) {
-        Ok(l) => {
-            let p = Some(std::sync::Arc::new(Peer::of(&l)));
-            if l.is_complete() {
-                peers.insert(path.to_path_buf(), p.clone());
-            }
-            Some(p)
-        }
-        Err(nanolog_runtime::reader::ReadError::Io { source, .. })
-            if source.kind() == io::ErrorKind::NotFound =>
-        {
-            None
-        }
-        Err(_) => {
-            peers.insert(path.to_path_buf(), None);
-            Some(None)
-        }
-    }
-}
-
-/// What the clock of a finished file of the set contributes to the
-/// others': its writer, its calibrated rate, and its clock pairs.
-#[derive(Debug)]
-struct Peer {
-    pid: u32,
-    rate: u64,
-    pairs: Vec<(u64, i64)>,
-}
-
-impl Peer {
-    fn of(l: &LogFile) -> Peer {
-        let h = l.header();
-        Peer {
-            pid: h.pid,
-            rate: h.ticks_per_second.to_bits(),
-            pairs: l.time_map().pairs().to_vec(),
-        }
     }
 }
 

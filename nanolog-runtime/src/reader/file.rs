@@ -939,9 +939,15 @@ impl LogFile {
         self.block_bytes += wire::FRAME_LEN + (end - start);
         self.block_raw += raw.len();
         let (clock_end, warned) = (self.clock_end, self.warnings.len());
+        // How many extents and drops the index held after the block's last
+        // CLOCK entry.
+        let mut at_last_pair = None;
         let mut entries = Entries::new(raw, 0);
         for (at, t, body) in entries.by_ref() {
             self.entry(t, body, base + at, base + at + body.len(), pairs);
+            if t == tag::CLOCK && self.clock_end != clock_end {
+                at_last_pair = Some(self.order.len());
+            }
         }
         if entries.pos < raw.len() {
             // Checksummed as a whole, yet not whole entries inside: the
@@ -953,9 +959,16 @@ impl LogFile {
                 to_end: false,
             });
         }
-        // Said of the block's place in the file.
-        if self.clock_end != clock_end {
-            self.clock_end = end;
+        // Said of the block's place in the file: its end, or its start when
+        // records follow the pair inside it (a new file's block begins with
+        // its first pair): a position is never inside a block, and those
+        // records wait for a later pair.
+        if let Some(n) = at_last_pair {
+            self.clock_end = if self.order.len() > n {
+                start.saturating_sub(wire::FRAME_LEN).max(clock_end)
+            } else {
+                end
+            };
         }
         for w in &mut self.warnings[warned..] {
             if let Warning::MalformedSite { offset, .. } = w {
