@@ -264,6 +264,27 @@ fn soak_run(d: &Path, secs: f64) -> (u64, usize) {
         "{differ} lines differ from decode's, e.g. {:?}",
         live.iter().zip(&whole).find(|(a, b)| a != b)
     );
+    // Not asserted: where the follower's output goes back in time (the
+    // records of one take are merged; a later take can hold a thread's
+    // records older than another's already printed).
+    let ts: Vec<i64> = got
+        .iter()
+        .map(|l| {
+            let at = l.find("\"ts_ns\":").unwrap() + 8;
+            let end = at + l[at..].find(',').unwrap();
+            l[at..end].parse().unwrap()
+        })
+        .collect();
+    let back: Vec<i64> = ts
+        .windows(2)
+        .filter(|w| w[1] < w[0])
+        .map(|w| w[0] - w[1])
+        .collect();
+    eprintln!(
+        "the output went back in time {} times, by at most {} ns",
+        back.len(),
+        back.iter().max().unwrap_or(&0)
+    );
     (logged, files.len())
 }
 
