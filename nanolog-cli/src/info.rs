@@ -25,23 +25,11 @@ fn state(log: &nanolog_runtime::reader::LogFile) -> State {
     if log.is_complete() {
         return State::Ended;
     }
-    if writer_alive(log.path(), log.header().pid) {
+    if crate::writer_alive(log.path(), log.header().pid) {
         State::Live
     } else {
         State::CutOff
     }
-}
-
-/// Whether the process `pid`, which wrote the file at `path`, still runs
-/// and holds its lock (`PATH.lock` names it). The lock file is only read: a
-/// lock taken to test it could refuse a writer starting at that moment.
-fn writer_alive(path: &std::path::Path, pid: u32) -> bool {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
-    let holder = std::fs::read_to_string(path.with_file_name(name))
-        .ok()
-        .and_then(|t| t.trim().parse::<u32>().ok());
-    holder == Some(pid) && std::path::Path::new("/proc").join(pid.to_string()).exists()
 }
 
 pub fn run(a: &InfoArgs) -> anyhow::Result<()> {

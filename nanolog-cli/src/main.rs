@@ -211,6 +211,7 @@ pub(crate) fn open_all(
             for w in log.warnings() {
                 let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
             }
+            warn_if_cut(&log);
         }
         out.push(log);
     }
@@ -224,6 +225,40 @@ pub(crate) fn open_all(
         });
     }
     Ok(out)
+}
+
+/// Whether the process `pid`, which wrote the file at `path`, still runs
+/// and holds its lock (`PATH.lock` names it). The lock file is only read: a
+/// lock taken to test it could refuse a writer starting at that moment.
+pub(crate) fn writer_alive(path: &std::path::Path, pid: u32) -> bool {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let holder = std::fs::read_to_string(path.with_file_name(name))
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok());
+    holder == Some(pid) && std::path::Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Says when `log` ends on a whole entry without its writer's END, and no
+/// writer holds it: the writer was killed, or the file was cut there. (A
+/// cut inside an entry is a torn tail, which the reader says.)
+fn warn_if_cut(log: &nanolog_runtime::reader::LogFile) {
+    use nanolog_runtime::reader::Warning;
+    if log.is_complete()
+        || log
+            .warnings()
+            .iter()
+            .any(|w| matches!(w, Warning::TornTail { .. }))
+        || writer_alive(log.path(), log.header().pid)
+    {
+        return;
+    }
+    let _ = writeln!(
+        io::stderr(),
+        "nanolog: warning: {}: no END entry after byte {} (its last whole entry), and no writer holds it: its writer was killed, or the file was cut there; what was logged after that is not in it",
+        log.path().display(),
+        log.valid_len()
+    );
 }
 
 /// Whether `f` is one of the files a writer or a follower keeps beside a

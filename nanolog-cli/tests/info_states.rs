@@ -1,6 +1,8 @@
 //! `nanolog info` tells a file that ended cleanly (a dropped logger, an
 //! `exit`, a return from `main` with the logger leaked), one cut off (its
-//! writer killed) and a live one apart.
+//! writer killed) and a live one apart; `decode` says when a file ends
+//! without its END and no writer holds it (killed, or cut on an entry's
+//! boundary), and is silent on a live one.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -83,15 +85,79 @@ fn info_tells_ended_cut_off_and_live_apart() {
             "ended cleanly"
         };
         assert_eq!(state(&path), want, "{how}");
-        let records = common::ok(&["decode", common::p(&path)]).lines().count();
-        assert_eq!(records, 1000, "{how}");
+        let o = common::succeed(&["decode", common::p(&path)]);
+        assert_eq!(common::stdout(&o).lines().count(), 1000, "{how}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let said = err.matches("no END entry after byte").count();
+        assert_eq!(said, usize::from(how == "kill"), "{how}: {err}");
     }
     let live = dir.join("live.nlog");
     let logger = nanolog::Logger::builder().path(&live).start().unwrap();
     nanolog::info!("record {}", 1u64);
     logger.flush().unwrap();
     assert_eq!(state(&live), "live (a writer is appending)");
+    let o = common::succeed(&["decode", common::p(&live)]);
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     drop(logger);
     assert_eq!(state(&live), "ended cleanly");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The offsets where the entries of the file at `path` end (after its
+/// 48-byte header; each entry a 9-byte frame and its body).
+fn entry_ends(bytes: &[u8]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let mut pos = 48;
+    while pos + 9 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[pos + 1..pos + 5].try_into().unwrap()) as usize;
+        pos += 9 + len;
+        ends.push(pos);
+    }
+    ends
+}
+
+/// A finished file cut exactly where an entry ends reads like one whose
+/// writer was killed: `decode` prints what is there and says, once, where
+/// the file ends without its END. Cut inside an entry, it says the torn
+/// tail instead (one warning either way).
+#[test]
+fn decode_says_a_file_cut_on_an_entry_boundary() {
+    let dir = common::fresh_dir("info", "cut");
+    let whole = dir.join("whole.nlog");
+    {
+        let _l = nanolog::Logger::builder()
+            .path(&whole)
+            .compress(false)
+            .start()
+            .unwrap();
+        for i in 0..1000u64 {
+            nanolog::info!("record {}", i);
+            if i % 100 == 99 {
+                nanolog::flush().unwrap();
+            }
+        }
+    }
+    let bytes = std::fs::read(&whole).unwrap();
+    let ends = entry_ends(&bytes);
+    assert_eq!(*ends.last().unwrap(), bytes.len());
+    let cut = dir.join("cut.nlog");
+    for at in [ends[ends.len() / 2], ends[ends.len() / 2] + 5] {
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        let o = common::succeed(&["decode", common::p(&cut)]);
+        let printed = common::stdout(&o).lines().count();
+        assert!(printed > 0 && printed < 1000, "cut at {at}: {printed}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "cut at {at}: {err}");
+        let on_boundary = ends.contains(&at);
+        assert_eq!(
+            err.contains(&format!("no END entry after byte {at} ")),
+            on_boundary,
+            "cut at {at}: {err}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
