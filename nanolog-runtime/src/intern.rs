@@ -18,7 +18,7 @@
 //! its definitions back in the queue, and a file begun again in place
 //! (replaced under the writer) gets every definition again.
 
-use crate::wire::record::Strings;
+use crate::wire::record::{StringRefs, Strings};
 use crate::wire::{frame, put_varint, tag};
 
 /// Shorter strings are written inline: a reference saves nothing.
@@ -172,6 +172,15 @@ impl Interner {
     }
 }
 
+/// The flusher compacts records against its table: a string it has given
+/// an id is written as a reference to it.
+impl StringRefs for Interner {
+    #[inline(always)]
+    fn lookup(&mut self, s: &[u8]) -> Option<u32> {
+        Interner::lookup(self, s)
+    }
+}
+
 /// A 64-bit hash of `s` (4 to 1024 bytes) from at most three 8-byte words:
 /// the first, the last and (past 16 bytes) the middle one, so a lookup costs
 /// the same whatever the string's length. Strings up to 24 bytes are hashed
@@ -289,5 +298,48 @@ mod tests {
         let mut t = Interner::off();
         assert_eq!(t.lookup(b"orders"), None);
         assert_eq!(t.lookup(b"orders"), None);
+    }
+
+    /// `strs` as a ring record holds them: a `u32` length, then the bytes.
+    fn raw_strs(strs: &[&str]) -> Vec<u8> {
+        let mut raw = Vec::new();
+        for s in strs {
+            raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            raw.extend_from_slice(s.as_bytes());
+        }
+        raw
+    }
+
+    #[test]
+    fn repeated_strings_are_references_and_decode_as_written() {
+        use crate::wire::format::ArgKind;
+        use crate::wire::record::{compact_with, decode_args, skip_args, Value};
+        let kinds = [ArgKind::Str, ArgKind::Str, ArgKind::U32];
+        let mut table = Interner::new();
+        let mut raw = raw_strs(&["/api/v1/orders", "é"]);
+        raw.extend_from_slice(&7u32.to_le_bytes());
+        let mut first = Vec::new();
+        compact_with(&kinds, &raw, &mut first, &mut table).unwrap();
+        let mut second = Vec::new();
+        compact_with(&kinds, &raw, &mut second, &mut table).unwrap();
+        // The second sighting defines the route; "é" is too short to.
+        assert!(second.len() + 12 < first.len(), "{first:?} {second:?}");
+        for out in [&first, &second] {
+            let mut got = Vec::new();
+            decode_args(&kinds, out, &mut 0, table.strings(), |v| got.push(v)).unwrap();
+            assert_eq!(
+                got,
+                [
+                    Value::Str("/api/v1/orders"),
+                    Value::Str("é"),
+                    Value::Uint(7)
+                ]
+            );
+            let mut end = 0;
+            skip_args(&kinds, out, &mut end, &table.strings()).unwrap();
+            assert_eq!(end, out.len());
+        }
+        // A reference to a string the file does not define: an error.
+        assert!(decode_args(&kinds, &second, &mut 0, Strings::TAGGED, |_| {}).is_none());
     }
 }
