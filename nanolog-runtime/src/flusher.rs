@@ -165,10 +165,10 @@ struct State {
     /// (the compressing counts in its work, so it turns itself off before it
     /// could make a producer wait).
     duty: u64,
-    /// A batch's entries in one piece, and the BLOCK entry made of them
-    /// (kept for their memory).
+    /// A batch's entries in one piece (kept for its memory), and what
+    /// makes their BLOCK entry.
     raw: Vec<u8>,
-    block: Vec<u8>,
+    packer: crate::wire::block::Packer,
 }
 
 /// A batch smaller than this is written as it is (a block of it would
@@ -260,7 +260,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         compress: config.compress,
         duty: 0,
         raw: Vec::new(),
-        block: Vec::new(),
+        packer: crate::wire::block::Packer::new(),
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -537,20 +537,21 @@ impl State {
             head.splice(0..0, gap);
         }
         // (Not under loom: the duty cycle is measured by the clock.)
-        let packed = self.compress
+        let packed = if self.compress
             && !cfg!(loom)
             && self.duty < DUTY_COMPRESS
             && (MIN_BLOCK..=MAX_BLOCK).contains(&(head.len() + self.out.len()))
-            && {
-                self.raw.clear();
-                self.raw.extend_from_slice(&head);
-                self.raw.extend_from_slice(&self.out);
-                self.block.clear();
-                crate::wire::block::put_block(&mut self.block, &self.raw)
-            };
-        let (result, written) = if packed {
-            let r = self.writer.write(&[], &self.block, self.out_records);
-            (r, self.block.len())
+        {
+            self.raw.clear();
+            self.raw.extend_from_slice(&head);
+            self.raw.extend_from_slice(&self.out);
+            self.packer.pack(&self.raw)
+        } else {
+            None
+        };
+        let (result, written) = if let Some(block) = packed {
+            let r = self.writer.write(&[], block, self.out_records);
+            (r, block.len())
         } else {
             let r = self.writer.write(&head, &self.out, self.out_records);
             (r, head.len() + self.out.len())
