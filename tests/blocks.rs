@@ -359,9 +359,12 @@ fn entries(file: &[u8]) -> Vec<(usize, usize, u8)> {
 /// A follower reads a compressed file as the writer writes it: at every
 /// cut point inside a block (the writer's write seen half done) the live
 /// reader waits for the rest of the block, and once it is there reads the
-/// file as a fresh reader of the whole file does, with no warning. (LZ4
-/// keeps some entries byte for byte, so a half-written block holds whole
-/// entries with good checksums: they must never be taken for the file's.)
+/// file as a fresh reader of the whole file does, with no warning. Read as
+/// a finished file (its writer died there), the same cut is one torn tail
+/// from the block's frame on, and the records are those of the entries
+/// before the block. (LZ4 keeps some entries byte for byte, so a
+/// half-written block holds whole entries with good checksums: they must
+/// never be taken for the file's.)
 #[test]
 fn a_block_seen_half_written_is_waited_for_at_every_cut_point() {
     let _s = serial();
@@ -403,7 +406,19 @@ fn a_block_seen_half_written_is_waited_for_at_every_cut_point() {
     let cut_path = temp("blocks-cut-live");
     let mut cuts = 0;
     for &(start, end, _) in &blocks {
+        let before = messages(&LogFile::from_bytes("before.nlog", file[..start].to_vec()).unwrap());
         for cut in (start + 1..end).step_by(1) {
+            let dead = LogFile::from_bytes("cut.nlog", file[..cut].to_vec()).unwrap();
+            let said: Vec<String> = dead.warnings().iter().map(|w| w.to_string()).collect();
+            assert_eq!(
+                said,
+                [format!(
+                    "cut.nlog: torn tail: {} bytes after offset {start} are not a whole entry (decoded up to the last whole record)",
+                    cut - start
+                )],
+                "cut at {cut}, read as finished"
+            );
+            assert_eq!(messages(&dead), before, "cut at {cut}, read as finished");
             std::fs::write(&cut_path, &file[..cut]).unwrap();
             let mut live = LogFile::open_live(&cut_path).unwrap();
             assert!(

@@ -318,18 +318,27 @@ fn codec_levers(file: &[u8], records: usize) {
         )
     };
     println!();
-    println!("| the {} blocks' entries through | file bytes | bytes a record |", raws.len());
+    println!(
+        "| the {} blocks' entries through | file bytes | bytes a record |",
+        raws.len()
+    );
     println!("|---|---|---|");
     let mut row = |name: &str, blocks: usize| {
         let total = rest + blocks;
-        println!("| {name} | {total} | {:.1} |", total as f64 / records as f64);
+        println!(
+            "| {name} | {total} | {:.1} |",
+            total as f64 / records as f64
+        );
     };
     row("LZ4 (as written)", blocked);
     row("zstd -1, block by block", level(1));
     row("zstd -3, block by block", level(3));
     if let Some(d) = with_dict {
         row(
-            &format!("zstd -3 with a {} B dictionary of the first eighth", dict.len()),
+            &format!(
+                "zstd -3 with a {} B dictionary of the first eighth",
+                dict.len()
+            ),
             d,
         );
     }

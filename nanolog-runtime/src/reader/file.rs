@@ -733,6 +733,41 @@ impl LogFile {
                     break;
                 }
                 Frame::Truncated => {
+                    // A BLOCK read by its own structure: bytes that are
+                    // all the start of one are a torn tail (the writer
+                    // died in the middle of the block: the whole entries
+                    // LZ4 keeps byte for byte in it are not the file's); a
+                    // whole block whose length was damaged is skipped
+                    // alone.
+                    if self.header.version >= 4 && data[pos] == tag::BLOCK {
+                        let body = data.get(pos + wire::FRAME_LEN..).unwrap_or(&[]);
+                        match wire::block::walk(body) {
+                            wire::block::Walk::Cut => {
+                                tops.push(Top::Warn(Warning::TornTail {
+                                    path: self.path.clone(),
+                                    offset: pos,
+                                    len: data.len() - pos,
+                                }));
+                                break;
+                            }
+                            wire::block::Walk::Whole(len) => {
+                                let next = pos + wire::FRAME_LEN + len;
+                                if next == data.len()
+                                    || matches!(frame_at(data, next), Frame::Ok { .. })
+                                {
+                                    tops.push(Top::Warn(Warning::SkippedCorrupt {
+                                        path: self.path.clone(),
+                                        offset: pos,
+                                        len: next - pos,
+                                        to_end: false,
+                                    }));
+                                    pos = next;
+                                    continue;
+                                }
+                            }
+                            wire::block::Walk::Bad => {}
+                        }
+                    }
                     // Either a torn tail (the writer died mid-entry) or a
                     // damaged length: it is damage if a whole entry follows.
                     let mut ahead = Budget::default();

@@ -121,24 +121,45 @@ pub(crate) fn block_parts(body: &[u8]) -> Result<(usize, &[u8]), BlockError> {
     Ok((raw, &body[pos..]))
 }
 
-/// Inflates a block's compressed bytes into `out`, which is as long as the
-/// raw size the block says: an error unless they fill it exactly.
-/// Where a BLOCK body that starts `bytes` ends, found from its own
-/// contents: its codec byte, its raw length, and the LZ4 sequences that
-/// make exactly that many bytes (each a token, literals, then a 2-byte
-/// offset and a match; the last literals only). For a block whose frame's
-/// length was damaged: the body's own structure says where the entry after
-/// it begins. `None` when `bytes` do not parse as a whole body.
-pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
-    let (&codec, _) = bytes.split_first()?;
+/// What the bytes at the start of a BLOCK body are, read by their own
+/// structure (its codec byte, its raw length, and the LZ4 sequences that
+/// make exactly that many bytes: each a token, literals, then a 2-byte
+/// offset back into what was made and a match; the last literals only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Walk {
+    /// A whole body, this many bytes long.
+    Whole(usize),
+    /// A body cut short: every byte there parses, and the end came first.
+    Cut,
+    /// Not a body.
+    Bad,
+}
+
+/// Walks the BLOCK body that starts `bytes` (see [`Walk`]). For a block
+/// whose frame's length was damaged, the body's own structure says where
+/// the entry after it begins; for a file that ends inside a block, it says
+/// the bytes there are the start of one (a torn tail, not damage).
+pub(crate) fn walk(bytes: &[u8]) -> Walk {
+    // The end of `bytes` reached at `i`: cut, if nothing was wrong so far.
+    let Some((&codec, _)) = bytes.split_first() else {
+        return Walk::Cut;
+    };
     if codec != LZ4 {
-        return None;
+        return Walk::Bad;
     }
     let mut i = 1;
-    let raw = usize::try_from(get_varint(bytes, &mut i)?).ok()?;
-    if raw == 0 || raw > MAX_RAW {
-        return None;
-    }
+    let Some(raw) = get_varint(bytes, &mut i) else {
+        // A varint cut short, or one too long.
+        return if bytes.len() < 11 {
+            Walk::Cut
+        } else {
+            Walk::Bad
+        };
+    };
+    let raw = match usize::try_from(raw) {
+        Ok(r) if r > 0 && r <= MAX_RAW => r,
+        _ => return Walk::Bad,
+    };
     // A length of 15 goes on in bytes of 255 and a last one below it.
     let more = |i: &mut usize, mut n: usize| -> Option<usize> {
         if n == 15 {
@@ -155,24 +176,56 @@ pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
     };
     let mut made = 0usize;
     loop {
-        let token = *bytes.get(i)?;
+        let Some(&token) = bytes.get(i) else {
+            return Walk::Cut;
+        };
         i += 1;
-        let literals = more(&mut i, usize::from(token >> 4))?;
-        i = i.checked_add(literals).filter(|&e| e <= bytes.len())?;
-        made = made.checked_add(literals)?;
-        if made == raw {
-            return Some(i);
+        let Some(literals) = more(&mut i, usize::from(token >> 4)) else {
+            return Walk::Cut;
+        };
+        made = made.saturating_add(literals);
+        if made > raw {
+            return Walk::Bad;
         }
-        // A match: its offset, then its length (4 at least).
-        i = i.checked_add(2).filter(|&e| e <= bytes.len())?;
-        made = made.checked_add(more(&mut i, usize::from(token & 15))? + 4)?;
+        i = i.saturating_add(literals);
+        if i > bytes.len() {
+            return Walk::Cut;
+        }
+        if made == raw {
+            return Walk::Whole(i);
+        }
+        // A match: its offset (1 to what was made), then its length (4
+        // at least).
+        let Some(offset) = bytes.get(i..i + 2) else {
+            return Walk::Cut;
+        };
+        let offset = usize::from(u16::from_le_bytes([offset[0], offset[1]]));
+        if offset == 0 || offset > made {
+            return Walk::Bad;
+        }
+        i += 2;
+        let Some(n) = more(&mut i, usize::from(token & 15)) else {
+            return Walk::Cut;
+        };
+        made = made.saturating_add(n + 4);
         if made >= raw {
             // The last sequence is literals only.
-            return None;
+            return Walk::Bad;
         }
     }
 }
 
+/// Where a BLOCK body that starts `bytes` ends, found from its own
+/// contents ([`walk`]); `None` when `bytes` do not begin with a whole body.
+pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
+    match walk(bytes) {
+        Walk::Whole(n) => Some(n),
+        Walk::Cut | Walk::Bad => None,
+    }
+}
+
+/// Inflates a block's compressed bytes into `out`, which is as long as the
+/// raw size the block says: an error unless they fill it exactly.
 pub(crate) fn inflate(packed: &[u8], out: &mut [u8]) -> Result<(), BlockError> {
     match lz4_flex::block::decompress_into(packed, out) {
         Ok(n) if n == out.len() => Ok(()),
@@ -201,6 +254,20 @@ mod tests {
         longer.extend_from_slice(&[7; 40]);
         assert_eq!(body_len(&longer), Some(body.len()));
         assert_eq!(body_len(&body[..body.len() - 1]), None);
+        // Cut anywhere, the bytes there are the start of a body; a match
+        // that reaches back before the start, or another codec, is not one.
+        for cut in 0..body.len() {
+            assert_eq!(walk(&body[..cut]), Walk::Cut, "cut at {cut}");
+        }
+        assert_eq!(walk(body), Walk::Whole(body.len()));
+        let mut other = body.to_vec();
+        other[0] = 2;
+        assert_eq!(walk(&other), Walk::Bad);
+        // Codec, a 3-byte raw length, then a token of 1 literal and a
+        // match 2 bytes back: only 1 byte was made.
+        let mut far = body[..4].to_vec();
+        far.extend_from_slice(&[0x10, b'x', 2, 0, 0]);
+        assert_eq!(walk(&far), Walk::Bad);
     }
 
     use super::*;
