@@ -374,7 +374,7 @@ fn codec_levers(file: &[u8], records: usize) {
         raws.len()
     );
     println!("|---|---|---|");
-    let mut row = |name: &str, blocks: usize| {
+    let row = |name: &str, blocks: usize| {
         let total = rest + blocks;
         println!(
             "| {name} | {total} | {:.1} |",

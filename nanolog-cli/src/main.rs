@@ -207,8 +207,21 @@ pub(crate) fn open_all(
                 continue;
             }
         };
+        // A log its writer is appending to: its last entry may be half
+        // written. Read as a follower reads it (never searching inside that
+        // entry), and its half-written end is not damage: nothing is said of
+        // it.
+        let live = !log.is_complete() && writer_alive(log.path(), log.header().pid);
+        let log = if live {
+            nanolog_runtime::reader::LogFile::open_live(f).unwrap_or(log)
+        } else {
+            log
+        };
         if warn {
             for w in log.warnings() {
+                if live && matches!(w, nanolog_runtime::reader::Warning::TornTail { .. }) {
+                    continue;
+                }
                 let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
             }
             warn_if_cut(&log);

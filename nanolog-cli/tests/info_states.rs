@@ -123,7 +123,8 @@ fn entry_ends(bytes: &[u8]) -> Vec<usize> {
 /// A finished file cut exactly where an entry ends reads like one whose
 /// writer was killed: `decode` prints what is there and says, once, where
 /// the file ends without its END. Cut inside an entry, it says the torn
-/// tail instead (one warning either way).
+/// tail instead (one warning either way); while its writer holds it, the
+/// half-written entry is the write in progress, and nothing is said.
 #[test]
 fn decode_says_a_file_cut_on_an_entry_boundary() {
     let dir = common::fresh_dir("info", "cut");
@@ -144,6 +145,23 @@ fn decode_says_a_file_cut_on_an_entry_boundary() {
     let bytes = std::fs::read(&whole).unwrap();
     let ends = entry_ends(&bytes);
     assert_eq!(*ends.last().unwrap(), bytes.len());
+    // The same cut in a log whose writer holds it (its lock names this
+    // process, which wrote it): a write in progress, said nothing of.
+    let live = dir.join("live.nlog");
+    let mid = ends[ends.len() / 2] + 5;
+    std::fs::write(&live, &bytes[..mid]).unwrap();
+    std::fs::write(dir.join("live.nlog.lock"), std::process::id().to_string()).unwrap();
+    let o = common::succeed(&["decode", common::p(&live)]);
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let before = common::stdout(&common::succeed(&["decode", common::p(&whole)]))
+        .lines()
+        .count();
+    let printed = common::stdout(&o).lines().count();
+    assert!(printed > 0 && printed < before, "{printed}");
     let cut = dir.join("cut.nlog");
     for at in [ends[ends.len() / 2], ends[ends.len() / 2] + 5] {
         std::fs::write(&cut, &bytes[..at]).unwrap();
