@@ -42,6 +42,7 @@ impl LiveEdge {
     }
 
     /// Whether records at the live edge are being held for a clock pair.
+    #[cfg(feature = "ship")]
     pub(crate) fn holding(&self) -> bool {
         self.held_since.is_some()
     }
