@@ -329,20 +329,9 @@ fn codec_levers(file: &[u8], records: usize) {
         let tag = file[at];
         let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap_or_default()) as usize;
         let body = file.get(at + 9..at + 9 + len).unwrap_or(&[]);
-        if tag == 12 && body.first() == Some(&1) {
-            let (mut pos, mut raw, mut shift) = (1, 0usize, 0);
-            while let Some(&b) = body.get(pos) {
-                raw |= usize::from(b & 0x7f) << shift;
-                shift += 7;
-                pos += 1;
-                if b & 0x80 == 0 {
-                    break;
-                }
-            }
-            if let Ok(inner) = lz4_flex::block::decompress(&body[pos..], raw) {
-                blocked += 9 + len;
-                raws.push(inner);
-            }
+        if let Some(inner) = (tag == 12).then(|| inflated(body)).flatten() {
+            blocked += 9 + len;
+            raws.push(inner);
         }
         at += 9 + len;
     }
@@ -395,6 +384,24 @@ fn codec_levers(file: &[u8], records: usize) {
     }
 }
 
+/// The entries a BLOCK body holds (codec 1, LZ4: the codec byte, the raw
+/// size as a varint, the LZ4 block), or `None`.
+fn inflated(body: &[u8]) -> Option<Vec<u8>> {
+    if body.first() != Some(&1) {
+        return None;
+    }
+    let (mut pos, mut raw, mut shift) = (1, 0usize, 0);
+    while let Some(&b) = body.get(pos) {
+        raw |= usize::from(b & 0x7f) << shift;
+        shift += 7;
+        pos += 1;
+        if b & 0x80 == 0 {
+            break;
+        }
+    }
+    lz4_flex::block::decompress(&body[pos..], raw).ok()
+}
+
 /// Count and bytes (frames included) of each kind of entry (FORMAT.md);
 /// the entries inside BLOCK entries counted at their inflated size, and
 /// the blocks themselves at theirs.
@@ -440,22 +447,8 @@ fn count_entries(
         let e = by.entry(name).or_insert((0, 0));
         e.0 += 1;
         e.1 += 9 + len as u64;
-        // BLOCK: codec 1 (LZ4), the raw size, the LZ4 block.
-        if tag == 12 && body.first() == Some(&1) {
-            let mut pos = 1;
-            let mut raw = 0usize;
-            let mut shift = 0;
-            while let Some(&b) = body.get(pos) {
-                raw |= usize::from(b & 0x7f) << shift;
-                shift += 7;
-                pos += 1;
-                if b & 0x80 == 0 {
-                    break;
-                }
-            }
-            if let Ok(inner) = lz4_flex::block::decompress(&body[pos..], raw) {
-                count_entries(&inner, by, true);
-            }
+        if let Some(inner) = (tag == 12).then(|| inflated(body)).flatten() {
+            count_entries(&inner, by, true);
         }
         at += 9 + len;
     }

@@ -2,7 +2,7 @@
 //! real logger. Filters are checked against a brute-force reference computed
 //! from the unfiltered JSON output.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -701,21 +701,6 @@ fn closed_pipe_ends_quietly_with_success() {
     );
 }
 
-/// Reads lines from a child's stdout on a thread, so the test can time out.
-fn line_reader(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let out = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines() {
-            let Ok(l) = l else { break };
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    rx
-}
-
 fn collect(rx: &std::sync::mpsc::Receiver<String>, n: usize) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut v = Vec::new();
@@ -749,7 +734,7 @@ fn follow_picks_up_appended_records_and_rotation() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn_reaped();
-    let rx = line_reader(&mut child);
+    let rx = common::line_reader(&mut child);
     let got = collect(&rx, n_prefix);
     assert!(got[0].ends_with("rotated record 0 padding padding padding"));
 
@@ -806,7 +791,7 @@ fn follow_starts_over_when_a_new_run_replaces_the_file() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn_reaped();
-    let rx = line_reader(&mut child);
+    let rx = common::line_reader(&mut child);
     assert_eq!(collect(&rx, first.len()), first);
     // The new run truncates the file and writes its own header and records.
     write(&live, &std::fs::read(&f.second).unwrap());

@@ -3,7 +3,6 @@
 //! retention, failures that do not stop logging, `decode -f` across rolls,
 //! and the whole set decoding exactly as one unrotated log of the same run.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -413,15 +412,7 @@ fn follow_keeps_printing_across_rolls() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            if tx.send(line.unwrap()).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = common::line_reader(&mut child);
     const N: u64 = 20_000;
     for i in 1..N {
         nanolog::info!("follow {}", i);
@@ -499,15 +490,7 @@ fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let out = follower.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            if tx.send(line.unwrap()).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = common::line_reader(&mut follower);
     // The follower is running (and has looked at the path) before the
     // first run starts.
     std::thread::sleep(Duration::from_millis(1000));
@@ -732,16 +715,7 @@ fn spawn_follower(
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn_reaped();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = common::line_reader(&mut child);
     (child, rx)
 }
 

@@ -8,7 +8,7 @@
 //! the same test with `NANOLOG_SOAK_RUNS=20 NANOLOG_SOAK_SECS=30`.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,16 +141,7 @@ fn soak_run(d: &Path, secs: f64) -> (u64, usize) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn_reaped();
-    let out = follower.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = common::line_reader(&mut follower);
     let load = Load::start(2);
     let child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_paced_writer", "--ignored", "--nocapture"])

@@ -2,7 +2,7 @@
 //! followers that open exactly the next file, whatever the wall clock or
 //! retention do, and readers that skip what is not a log.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -42,16 +42,7 @@ impl Follower {
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(stderr).unwrap())
             .spawn_reaped();
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = common::line_reader(&mut child);
         Follower { child, lines }
     }
 

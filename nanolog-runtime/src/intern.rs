@@ -300,20 +300,10 @@ mod tests {
         assert_eq!(t.lookup(b"orders"), None);
     }
 
-    /// `strs` as a ring record holds them: a `u32` length, then the bytes.
-    fn raw_strs(strs: &[&str]) -> Vec<u8> {
-        let mut raw = Vec::new();
-        for s in strs {
-            raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            raw.extend_from_slice(s.as_bytes());
-        }
-        raw
-    }
-
     #[test]
     fn repeated_strings_are_references_and_decode_as_written() {
         use crate::wire::format::ArgKind;
-        use crate::wire::record::{compact_with, decode_args, skip_args, Value};
+        use crate::wire::record::{compact_with, decode_args, raw_strs, skip_args, Value};
         let kinds = [ArgKind::Str, ArgKind::Str, ArgKind::U32];
         let mut table = Interner::new();
         let mut raw = raw_strs(&["/api/v1/orders", "é"]);

@@ -171,3 +171,20 @@ pub fn log_with_a_lost_span_entry(path: &Path) {
     }
     std::fs::write(path, &bytes).unwrap();
 }
+
+/// Reads the lines of a child's standard output on a thread of their own,
+/// so a test can wait for them with a deadline.
+pub fn line_reader(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().expect("a piped standard output");
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(out).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}

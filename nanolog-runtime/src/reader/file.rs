@@ -678,6 +678,23 @@ impl LogFile {
         // (or the end of a finished file) follows it, as one after the
         // block does and one inside it, among compressed bytes, seldom does.
         let mut in_block = false;
+        // The file's last entry runs from `at` past its end.
+        let torn_tail = |at: usize| {
+            Top::Warn(Warning::TornTail {
+                path: self.path.clone(),
+                offset: at,
+                len: data.len() - at,
+            })
+        };
+        // The bytes `[from, to)` are damage, skipped.
+        let skipped = |from: usize, to: usize| {
+            Top::Warn(Warning::SkippedCorrupt {
+                path: self.path.clone(),
+                offset: from,
+                len: to - from,
+                to_end: false,
+            })
+        };
         while pos < data.len() {
             let frame = match skipped_from {
                 None => frame_at(data, pos),
@@ -702,12 +719,7 @@ impl LogFile {
                     budget = Budget::default();
                     in_block = false;
                     if let Some(from) = skipped_from.take() {
-                        tops.push(Top::Warn(Warning::SkippedCorrupt {
-                            path: self.path.clone(),
-                            offset: from,
-                            len: pos - from,
-                            to_end: false,
-                        }));
+                        tops.push(skipped(from, pos));
                     }
                     let start = pos + wire::FRAME_LEN;
                     let end = start + body.len();
@@ -725,11 +737,7 @@ impl LogFile {
                 // bytes can hold whole entries, kept byte for byte): wait
                 // for the rest, never search inside them.
                 Frame::Truncated if self.live => {
-                    tops.push(Top::Warn(Warning::TornTail {
-                        path: self.path.clone(),
-                        offset: pos,
-                        len: data.len() - pos,
-                    }));
+                    tops.push(torn_tail(pos));
                     break;
                 }
                 Frame::Truncated => {
@@ -743,11 +751,7 @@ impl LogFile {
                         let body = data.get(pos + wire::FRAME_LEN..).unwrap_or(&[]);
                         match wire::block::walk(body) {
                             wire::block::Walk::Cut => {
-                                tops.push(Top::Warn(Warning::TornTail {
-                                    path: self.path.clone(),
-                                    offset: pos,
-                                    len: data.len() - pos,
-                                }));
+                                tops.push(torn_tail(pos));
                                 break;
                             }
                             wire::block::Walk::Whole(len) => {
@@ -755,12 +759,7 @@ impl LogFile {
                                 if next == data.len()
                                     || matches!(frame_at(data, next), Frame::Ok { .. })
                                 {
-                                    tops.push(Top::Warn(Warning::SkippedCorrupt {
-                                        path: self.path.clone(),
-                                        offset: pos,
-                                        len: next - pos,
-                                        to_end: false,
-                                    }));
+                                    tops.push(skipped(pos, next));
                                     pos = next;
                                     continue;
                                 }
@@ -778,11 +777,7 @@ impl LogFile {
                         pos += 1;
                         continue;
                     }
-                    tops.push(Top::Warn(Warning::TornTail {
-                        path: self.path.clone(),
-                        offset: pos,
-                        len: data.len() - pos,
-                    }));
+                    tops.push(torn_tail(pos));
                     break;
                 }
                 Frame::Bad => {
@@ -813,12 +808,7 @@ impl LogFile {
                         .map(|len| pos + wire::FRAME_LEN + len)
                         .find(|&next| lands(next));
                     if let Some(next) = next {
-                        tops.push(Top::Warn(Warning::SkippedCorrupt {
-                            path: self.path.clone(),
-                            offset: pos,
-                            len: next - pos,
-                            to_end: false,
-                        }));
+                        tops.push(skipped(pos, next));
                         pos = next;
                         continue;
                     }

@@ -674,6 +674,18 @@ pub fn with_values<'a, R>(
     }
 }
 
+/// `strs` as a ring record holds string arguments: each a `u32` length,
+/// then its bytes (for tests of compaction).
+#[cfg(test)]
+pub(crate) fn raw_strs(strs: &[&str]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    for s in strs {
+        raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        raw.extend_from_slice(s.as_bytes());
+    }
+    raw
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -798,15 +810,6 @@ mod tests {
                 "prefix {n}"
             );
         }
-    }
-
-    fn raw_strs(strs: &[&str]) -> Vec<u8> {
-        let mut raw = Vec::new();
-        for s in strs {
-            raw.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            raw.extend_from_slice(s.as_bytes());
-        }
-        raw
     }
 
     #[test]
