@@ -25,7 +25,7 @@ fn state(log: &nanolog_runtime::reader::LogFile) -> State {
     if log.is_complete() {
         return State::Ended;
     }
-    if crate::writer_alive(log.path(), log.header().pid) {
+    if crate::writer_alive(log.path(), log.header().pid) == Some(true) {
         State::Live
     } else {
         State::CutOff

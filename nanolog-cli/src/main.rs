@@ -211,7 +211,7 @@ pub(crate) fn open_all(
         // written. Read as a follower reads it (never searching inside that
         // entry), and its half-written end is not damage: nothing is said of
         // it.
-        let live = !log.is_complete() && writer_alive(log.path(), log.header().pid);
+        let live = !log.is_complete() && writer_alive(log.path(), log.header().pid) == Some(true);
         let log = if live {
             nanolog_runtime::reader::LogFile::open_live(f).unwrap_or(log)
         } else {
@@ -241,20 +241,26 @@ pub(crate) fn open_all(
 }
 
 /// Whether the process `pid`, which wrote the file at `path`, still runs
-/// and holds its lock (`PATH.lock` names it). The lock file is only read: a
-/// lock taken to test it could refuse a writer starting at that moment.
-pub(crate) fn writer_alive(path: &std::path::Path, pid: u32) -> bool {
+/// and holds its lock (`PATH.lock` names it); `None` where this system
+/// cannot say (no `/proc`). The lock file is only read: a lock taken to
+/// test it could refuse a writer starting at that moment.
+pub(crate) fn writer_alive(path: &std::path::Path, pid: u32) -> Option<bool> {
+    let proc = std::path::Path::new("/proc");
+    if !proc.join("self").exists() {
+        return None;
+    }
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".lock");
     let holder = std::fs::read_to_string(path.with_file_name(name))
         .ok()
         .and_then(|t| t.trim().parse::<u32>().ok());
-    holder == Some(pid) && std::path::Path::new("/proc").join(pid.to_string()).exists()
+    Some(holder == Some(pid) && proc.join(pid.to_string()).exists())
 }
 
 /// Says when `log` ends on a whole entry without its writer's END, and no
 /// writer holds it: the writer was killed, or the file was cut there. (A
-/// cut inside an entry is a torn tail, which the reader says.)
+/// cut inside an entry is a torn tail, which the reader says.) Said only
+/// where the system tells whether a writer runs (Linux's `/proc`).
 fn warn_if_cut(log: &nanolog_runtime::reader::LogFile) {
     use nanolog_runtime::reader::Warning;
     if log.is_complete()
@@ -262,7 +268,9 @@ fn warn_if_cut(log: &nanolog_runtime::reader::LogFile) {
             .warnings()
             .iter()
             .any(|w| matches!(w, Warning::TornTail { .. }))
-        || writer_alive(log.path(), log.header().pid)
+        // (Where it cannot be told whether a writer holds it, nothing is
+        // said: it may be live.)
+        || writer_alive(log.path(), log.header().pid) != Some(false)
     {
         return;
     }
