@@ -208,15 +208,10 @@ pub(crate) fn open_all(
             }
         };
         // A log its writer is appending to: its last entry may be half
-        // written. Read as a follower reads it (never searching inside that
-        // entry), and its half-written end is not damage: nothing is said of
-        // it.
+        // written. The reader takes the entries before it (it never
+        // searches inside a block cut short), and that end is the write in
+        // progress, not damage: nothing is said of it.
         let live = !log.is_complete() && writer_alive(log.path(), log.header().pid) == Some(true);
-        let log = if live {
-            nanolog_runtime::reader::LogFile::open_live(f).unwrap_or(log)
-        } else {
-            log
-        };
         if warn {
             for w in log.warnings() {
                 if live && matches!(w, nanolog_runtime::reader::Warning::TornTail { .. }) {

@@ -147,8 +147,10 @@ struct State {
     /// twice, in two writes, so a write lost to damage (a bad byte in its
     /// block) costs the records in it, not every record after it. (SPAN
     /// entries are not: restating them took the service bench's log from
-    /// 18.9 to 26.4 bytes an event. A span defined in a lost write is lost
-    /// to the records of it in later writes.)
+    /// 19.5 to 26.2-26.5 bytes an event, and a second copy only where a
+    /// later write's records use a span from 19.4-20.2 to 23.5-24.7
+    /// (BENCHMARKS.md). A span defined in a lost write is marked lost on
+    /// the records of it in later writes.)
     restate: Vec<u8>,
     /// The dictionary entries of the write being made, for `restate`
     /// (kept for its allocation).

@@ -686,6 +686,15 @@ impl LogFile {
                 len: data.len() - at,
             })
         };
+        // Whether a whole entry starts at `next` (or the file ends there,
+        // finished): where an entry skipped as damage is taken to end.
+        let lands = |next: usize| {
+            if next == data.len() {
+                !self.live
+            } else {
+                matches!(frame_at(data, next), Frame::Ok { .. })
+            }
+        };
         // The bytes `[from, to)` are damage, skipped.
         let skipped = |from: usize, to: usize| {
             Top::Warn(Warning::SkippedCorrupt {
@@ -756,9 +765,7 @@ impl LogFile {
                             }
                             wire::block::Walk::Whole(len) => {
                                 let next = pos + wire::FRAME_LEN + len;
-                                if next == data.len()
-                                    || matches!(frame_at(data, next), Frame::Ok { .. })
-                                {
+                                if lands(next) {
                                     tops.push(skipped(pos, next));
                                     pos = next;
                                     continue;
@@ -793,13 +800,6 @@ impl LogFile {
                         (self.header.version >= 4 && data[pos] == tag::BLOCK)
                             .then(|| wire::block::body_len(body))
                             .flatten()
-                    };
-                    let lands = |next: usize| {
-                        if next == data.len() {
-                            !self.live
-                        } else {
-                            matches!(frame_at(data, next), Frame::Ok { .. })
-                        }
                     };
                     let next = [stated_len(data, pos), block_body()]
                         .into_iter()
@@ -1018,7 +1018,6 @@ impl LogFile {
         self.file_offset(it.at())
     }
 
-    /// Indexes a context: `args_at` is where its arguments start in the file.
     /// A SPAN entry (version 3 on): its spans, or, when a span of it is of
     /// a site whose first SITE entry was lost, kept until the writer's next
     /// write restates the site.
@@ -1088,6 +1087,7 @@ impl LogFile {
         }
     }
 
+    /// Indexes a context: `args_at` is where its arguments start in the file.
     fn add_span(&mut self, e: &dict::SpanEntry<'_>, args_at: usize) {
         // A parent whose entry was lost: the chain is cut there, and its
         // records say so (`Record::spans_lost`).
