@@ -83,12 +83,6 @@ impl<S: AsRef<str>> Arg<S> {
             }
         }
     }
-
-    /// Appends the value as the ring holds it (see [`Arg::encode_with`]).
-    #[cfg(feature = "tracing")]
-    pub(crate) fn encode_to(&self, out: &mut Vec<u8>) {
-        self.encode_with(|b| out.extend_from_slice(b));
-    }
 }
 
 impl<S> Arg<S> {

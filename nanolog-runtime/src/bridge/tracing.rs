@@ -232,65 +232,99 @@ struct SpanData {
 
 impl SpanData {
     /// A span of `meta`'s callsite with fields of `shape` whose values are
-    /// encoded in `values`: its site, and its bytes with the key after them.
+    /// encoded in `values`: its site, and its bytes with the key after them
+    /// (appended to `values`, so that the span's bytes are one allocation,
+    /// copied once: a `Vec` made an `Arc` is a second allocation and copy).
     fn new(
         key: u64,
         meta: &'static tracing_core::Metadata<'static>,
         shape: &[(&'static str, ArgKind, bool)],
-        values: &[u8],
+        values: &mut Vec<u8>,
     ) -> SpanData {
         let site = span_site_of(meta, shape);
-        let mut raw = Vec::with_capacity(values.len() + 8);
-        raw.extend_from_slice(values);
-        raw.extend_from_slice(&key.to_le_bytes());
+        values.extend_from_slice(&key.to_le_bytes());
         SpanData {
             key,
             site,
-            raw: raw.into(),
+            raw: Arc::from(&values[..]),
         }
     }
 
-    /// Its fields as owned values, decoded from its bytes (for a value
-    /// recorded into it).
-    fn fields(&self) -> Vec<(&'static str, Arg<String>, bool)> {
-        let Some((_, shape)) = self.site else {
-            return Vec::new();
-        };
-        let mut rest = &self.raw[..];
-        let mut out = Vec::with_capacity(shape.len());
-        for &(name, kind, debug) in shape {
-            let Some(v) = decode_arg(kind, &mut rest) else {
+    /// Its fields with the values `recorded` (encoded as `Encoded` holds
+    /// them) in place of their old ones, and the fields new to it after
+    /// them, into `out` as the ring holds them; their shape into `shape`.
+    /// The old values are copied as their bytes, never decoded (a value
+    /// recorded into a request's span decoded every other field into an
+    /// owned value, strings allocated, and encoded them again).
+    fn merge(
+        &self,
+        recorded: &Encoded,
+        out: &mut Vec<u8>,
+        shape: &mut Vec<(&'static str, ArgKind, bool)>,
+    ) {
+        // The recorded values' bytes, in their order.
+        let mut rest = &recorded.values[..];
+        let mut new: smallvec::SmallVec<[(&[u8], bool); 4]> = smallvec::SmallVec::new();
+        for &(_, kind, _) in &recorded.shape {
+            let Some(len) = arg_len(kind, rest) else {
                 break;
             };
-            out.push((name, v, debug));
+            let (bytes, r) = rest.split_at(len);
+            new.push((bytes, false));
+            rest = r;
         }
-        out
+        let fresh = &recorded.shape[..new.len()];
+        // The last value recorded for `name`, marked as placed.
+        let mut take = |name: &str| {
+            let i = fresh.iter().rposition(|f| f.0 == name)?;
+            new[i].1 = true;
+            Some((fresh[i], new[i].0))
+        };
+        if let Some((_, old)) = self.site {
+            // (The key, after the fields, is not a field.)
+            let mut rest = &self.raw[..self.raw.len().saturating_sub(8)];
+            for &(name, kind, debug) in old {
+                let Some(len) = arg_len(kind, rest) else {
+                    break;
+                };
+                let (bytes, r) = rest.split_at(len);
+                rest = r;
+                match take(name) {
+                    Some((f, b)) => {
+                        out.extend_from_slice(b);
+                        shape.push(f);
+                    }
+                    None => {
+                        out.extend_from_slice(bytes);
+                        shape.push((name, kind, debug));
+                    }
+                }
+            }
+        }
+        for (i, &f) in fresh.iter().enumerate() {
+            // A field new to the span, once (its last value).
+            if !new[i].1 && fresh[i + 1..].iter().all(|g| g.0 != f.0) {
+                out.extend_from_slice(new[i].0);
+                shape.push(f);
+            }
+        }
     }
 }
 
-/// One value as [`Arg::encode_with`] wrote it, taken off the front of
-/// `bytes`.
-fn decode_arg(kind: ArgKind, bytes: &mut &[u8]) -> Option<Arg<String>> {
-    fn take<const N: usize>(bytes: &mut &[u8]) -> Option<[u8; N]> {
-        let (head, rest) = bytes.split_first_chunk::<N>()?;
-        *bytes = rest;
-        Some(*head)
-    }
-    Some(match kind {
-        ArgKind::I64 => Arg::I64(i64::from_le_bytes(take(bytes)?)),
-        ArgKind::U64 => Arg::U64(u64::from_le_bytes(take(bytes)?)),
-        ArgKind::I128 => Arg::I128(i128::from_le_bytes(take(bytes)?)),
-        ArgKind::U128 => Arg::U128(u128::from_le_bytes(take(bytes)?)),
-        ArgKind::F64 => Arg::F64(f64::from_le_bytes(take(bytes)?)),
-        ArgKind::Bool => Arg::Bool(take::<1>(bytes)?[0] != 0),
+/// The length of one value as [`Arg::encode_with`] wrote it at the front of
+/// `bytes` (`None`: cut short, or a kind a span field never has).
+fn arg_len(kind: ArgKind, bytes: &[u8]) -> Option<usize> {
+    let len = match kind {
+        ArgKind::I64 | ArgKind::U64 | ArgKind::F64 => 8,
+        ArgKind::I128 | ArgKind::U128 => 16,
+        ArgKind::Bool => 1,
         ArgKind::Str => {
-            let len = u32::from_le_bytes(take(bytes)?) as usize;
-            let (text, rest) = bytes.split_at_checked(len)?;
-            *bytes = rest;
-            Arg::Str(String::from_utf8_lossy(text).into_owned())
+            let n = u32::from_le_bytes(*bytes.first_chunk::<4>()?) as usize;
+            4usize.checked_add(n)?
         }
         _ => return None,
-    })
+    };
+    (len <= bytes.len()).then_some(len)
 }
 
 /// A span's fields visited straight into their encoding (no value kept
@@ -443,20 +477,6 @@ fn site_slot(callsite: usize, shape: &[(&'static str, ArgKind, bool)]) -> usize 
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
     (h >> 58) as usize % SITE_SLOTS
-}
-
-/// Sets a span's field (a value recorded later replaces the first): typed
-/// values shown by `Debug`, `Debug` and `Display` values as their text.
-fn set_span_field(
-    fields: &mut Vec<(&'static str, Arg<String>, bool)>,
-    field: &Field,
-    v: Arg<String>,
-    debug: bool,
-) {
-    match fields.iter_mut().find(|(n, _, _)| *n == field.name()) {
-        Some(slot) => *slot = (field.name(), v, debug),
-        None => fields.push((field.name(), v, debug)),
-    }
 }
 
 /// The typed path of an event callsite, learnt from its first event: its
@@ -1119,7 +1139,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         let meta = attrs.metadata();
         let data = with_encoded(|e| {
             attrs.record(e);
-            SpanData::new(key, meta, &e.shape, &e.values)
+            SpanData::new(key, meta, &e.shape, &mut e.values)
         });
         if let Some((site, _)) = data.site {
             crate::span::define(data.key, parent, site, Arc::clone(&data.raw));
@@ -1134,18 +1154,14 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         let meta = span.metadata();
         let mut ext = span.extensions_mut();
         if let Some(data) = ext.get_mut::<SpanData>() {
-            let mut fields = data.fields();
-            values.record(&mut Owned(|f: &Field, v, debug| {
-                set_span_field(&mut fields, f, v, debug)
-            }));
-            let key = data.key;
-            *data = with_encoded(|e| {
-                for (name, v, debug) in &fields {
-                    v.encode_to(&mut e.values);
-                    e.shape.push((name, v.kind(), *debug));
-                }
-                SpanData::new(key, meta, &e.shape, &e.values)
+            let new = with_encoded(|e| {
+                values.record(e);
+                let mut raw = Vec::with_capacity(data.raw.len() + e.values.len());
+                let mut shape = Vec::with_capacity(e.shape.len() + 4);
+                data.merge(e, &mut raw, &mut shape);
+                SpanData::new(data.key, meta, &shape, &mut raw)
             });
+            *data = new;
             if let Some((site, _)) = data.site {
                 crate::span::redefine(data.key, site, Arc::clone(&data.raw));
             }
@@ -1164,7 +1180,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        let key = key_of(&ctx, &id);
+        // (A span is mostly closed where it was last exited: its key is
+        // then known here without the registry's lookup.)
+        let key = key_of_entered(&ctx, self.owner, &id);
         if key != 0 {
             crate::span::close(key);
         }
