@@ -1027,7 +1027,7 @@ fn key_of_entered<S: Subscriber + for<'a> LookupSpan<'a>>(
     // Acquire: pairs with the Release bump of a close, so a key learnt
     // before it is seen as stale.
     let closes = CLOSES[close_slot(raw)].load(Ordering::Acquire);
-    let at = (raw as usize ^ (raw >> 16) as usize) % LEARNT_SLOTS;
+    let at = learnt_slot(raw);
     let hit = LEARNT
         .try_with(|l| {
             let (o, i, key, c) = l[at].get();
@@ -1047,6 +1047,23 @@ fn key_of_entered<S: Subscriber + for<'a> LookupSpan<'a>>(
     key
 }
 
+/// This thread learns that span `id` of the layer `owner` has `key` (a span
+/// it just made: the registry holds its id until it closes).
+#[inline]
+fn learn_key(owner: u64, id: &Id, key: u64) {
+    let raw = id.into_u64();
+    // Acquire: as in `key_of_entered`.
+    let closes = CLOSES[close_slot(raw)].load(Ordering::Acquire);
+    let at = learnt_slot(raw);
+    let _ = LEARNT.try_with(|l| l[at].set((owner, raw, key, closes)));
+}
+
+/// The slot of `LEARNT` for span id `raw`.
+#[inline]
+fn learnt_slot(raw: u64) -> usize {
+    (raw as usize ^ (raw >> 16) as usize) % LEARNT_SLOTS
+}
+
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
     /// An event in its scope: a contextual event in the span current on
     /// this thread for its subscriber (tracing's current span, or a
@@ -1060,7 +1077,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
         let leaf = if event.is_contextual() {
             crate::span::current_for(self.owner)
         } else {
-            event.parent().map_or(0, |p| key_of(&ctx, p))
+            event
+                .parent()
+                .map_or(0, |p| key_of_entered(&ctx, self.owner, p))
         };
         let elsewhere = leaf != current;
         if elsewhere {
@@ -1131,11 +1150,13 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let parent = match attrs.parent() {
-            Some(p) => key_of(&ctx, p),
+            Some(p) => key_of_entered(&ctx, self.owner, p),
             None if attrs.is_contextual() => crate::span::current_for(self.owner),
             None => 0,
         };
         let key = crate::span::span_key();
+        // Learnt here: a span is mostly entered first where it was made.
+        learn_key(self.owner, id, key);
         let meta = attrs.metadata();
         let data = with_encoded(|e| {
             attrs.record(e);
