@@ -314,4 +314,39 @@ mod tests {
         assert!(into == want, "only the good blocks' bytes, in their order");
         assert!(into.capacity() < WAVE, "{} bytes kept", into.capacity());
     }
+
+    #[test]
+    fn blocks_that_inflate_250_times_to_no_entries_give_their_memory_back() {
+        // Valid LZ4 that inflates to what the block says, 8 MiB of zeros
+        // from about 33 KB (a bomb, or content damaged before it was
+        // compressed), 40 of them (320 MiB, five waves), among good blocks.
+        let zeros = vec![0u8; 8 << 20];
+        let bomb = lz4_flex::block::compress(&zeros);
+        assert!(zeros.len() / bomb.len() >= 250, "{} bytes", bomb.len());
+        let good: Vec<_> = (0..4u8).map(|i| block(i, 3_000)).collect();
+        let mut jobs = Vec::new();
+        for i in 0..40 {
+            jobs.push(Job {
+                packed: &bomb,
+                raw: zeros.len(),
+            });
+            if i % 10 == 0 {
+                let (e, raw) = &good[i / 10];
+                jobs.push(Job {
+                    packed: block_parts(body(e)).unwrap().1,
+                    raw: raw.len(),
+                });
+            }
+        }
+        let mut into = Vec::new();
+        let results = inflate_all(&jobs, &mut into);
+        let bad = results
+            .iter()
+            .filter(|r| **r == Err(BlockError::Damaged))
+            .count();
+        assert_eq!(bad, 40);
+        let want: Vec<u8> = good.iter().flat_map(|(_, r)| r.clone()).collect();
+        assert!(into == want, "only the good blocks' bytes, in their order");
+        assert!(into.capacity() < WAVE, "{} bytes kept", into.capacity());
+    }
 }
