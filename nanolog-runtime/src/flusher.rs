@@ -736,7 +736,27 @@ impl State {
             let head = r.c.head();
             let Some(rec) = r.c.peek(tail) else { break };
             let mut len = rec.len();
-            let (site, tick) = (rec.site, rec.tick);
+            let (mut site, tick) = (rec.site, rec.tick);
+            let mut args = rec.args;
+            // A record that says its thread's context first (see
+            // `ring::WITH_CONTEXT`): the switch is taken as a switch record
+            // before it would be (again, should the record wait a pass).
+            let fused = site != ring::DROPS && site & ring::WITH_CONTEXT != 0;
+            if fused {
+                site &= !ring::WITH_CONTEXT;
+                match args.split_first_chunk::<8>() {
+                    Some((key, rest)) => {
+                        self.book.switch(&mut r.ctx, u64::from_le_bytes(*key));
+                        args = rest;
+                    }
+                    None => {
+                        debug_assert!(false, "a record with its context has no key");
+                        self.unreadable(thread, tick, &mut open);
+                        r.c.advance(len);
+                        continue;
+                    }
+                }
+            }
             if site == ring::DROPS {
                 let d = ring::DropMarker::parse(rec.args);
                 close(&mut self.out, &mut open);
@@ -756,7 +776,7 @@ impl State {
                         _ => &[],
                     };
                     self.book
-                        .span_record(&mut r.ctx, cur.role, cur.id, kinds, rec.args);
+                        .span_record(&mut r.ctx, cur.role, cur.id, kinds, args);
                     r.c.advance(len);
                     continue;
                 }
@@ -804,7 +824,9 @@ impl State {
                 // disagree) is clamped to zero, here as there.
                 // (Not while a span of the thread's chain is due to take new
                 // values inside the run: each record is checked then.)
-                let run = self.mirror.is_none() && r.ctx.resolved.until == u64::MAX;
+                // (A record with its context is not one a run can take: its
+                // site's compaction reads the ring's records as they are.)
+                let run = self.mirror.is_none() && r.ctx.resolved.until == u64::MAX && !fused;
                 match cur.compact.filter(|_| run) {
                     Some(compact) => {
                         // Stop where the checks below act: past the extent's
@@ -835,7 +857,7 @@ impl State {
                         put_varint(out, u64::from(site));
                         put_varint(out, delta);
                         let at = out.len();
-                        if record::compact_with(kinds, rec.args, out, &mut self.strings).is_none() {
+                        if record::compact_with(kinds, args, out, &mut self.strings).is_none() {
                             debug_assert!(false, "ring record does not match its site's kinds");
                             out.truncate(rollback.0);
                             o.prev_tick = rollback.1;

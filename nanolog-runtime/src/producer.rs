@@ -424,13 +424,59 @@ impl ThreadProducer {
             self.dropped(tick, true);
             return;
         }
-        if self.pending && !self.write_pending(tick) {
-            return;
+        if self.pending {
+            return self.push_pending(id, tick, len, enc);
         }
         match self.producer.try_reserve(len) {
             Some(r) => r.commit_record(id, tick, enc),
             None => self.push_after_wait(id, tick, len, enc),
         }
+    }
+
+    /// [`push`](Self::push) with something to write first: the drop marker,
+    /// and the thread's context, which a logging call's record carries
+    /// itself ([`ring::WITH_CONTEXT`]): in a tokio service nearly every
+    /// event follows a poll of another request's task, and a switch record
+    /// of its own cost the ring a header and the flusher a record.
+    #[cold]
+    #[inline(never)]
+    fn push_pending(
+        &mut self,
+        id: u32,
+        tick: u64,
+        len: usize,
+        enc: impl for<'a> FnOnce(SlotWriter<'a>),
+    ) {
+        if self.restate && current() == self.stated {
+            self.restate = false;
+        }
+        let fused = self.restate && !self.bookkeeping && len + 8 <= self.producer.max_record();
+        if !fused {
+            if self.write_pending(tick) {
+                match self.producer.try_reserve(len) {
+                    Some(r) => r.commit_record(id, tick, enc),
+                    None => self.push_after_wait(id, tick, len, enc),
+                }
+            }
+            return;
+        }
+        if self.pending_drops > 0 && !self.try_write_drops() && !self.drops_after_wait(tick) {
+            return;
+        }
+        let key = current();
+        let len = len + 8;
+        // Waiting (or not) as for any record; giving up counts the call
+        // dropped, and the context is stated again before the next one.
+        if !(self.producer.has_room(len) || self.wait_for_room(len)) {
+            self.pending = true;
+            return;
+        }
+        if let Some(r) = self.producer.try_reserve(len) {
+            r.commit_record(id | ring::WITH_CONTEXT, tick, |c| enc(key.write(c)));
+            self.restate = false;
+            self.stated = key;
+        }
+        self.pending = self.pending_drops > 0 || self.restate;
     }
 
     /// The ring was full: wait for room (or drop, as configured), then write.

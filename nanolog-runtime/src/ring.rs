@@ -26,6 +26,12 @@ pub(crate) const PAD: u32 = u32::MAX;
 /// Site id of a dropped-records marker (`OnFull::Drop`, or oversize records):
 /// `count: u64, first tick: u64, last tick: u64` after the header.
 pub(crate) const DROPS: u32 = u32::MAX - 1;
+/// Set in a record's site id: the record begins with the key (a `u64`) of
+/// the span context its thread is in from it on, then its arguments. A
+/// thread whose context changed since its last record (a tokio worker
+/// polls another request's task) states it so, in the record itself, not
+/// in a switch record of its own ahead of it. Site ids stay below it.
+pub(crate) const WITH_CONTEXT: u32 = 1 << 30;
 /// Bytes of a record header.
 pub(crate) const HEADER: usize = 16;
 /// Records start and end on this boundary, so the header's tick (and a

@@ -225,6 +225,8 @@ fn register(site: &'static Site, kinds: &[ArgKind], compact: Option<CompactFn>) 
         compact,
     })));
     let id = (table.len() - 1) as u32;
+    // (A billion call sites: ids above carry a flag in the rings.)
+    debug_assert!(id < crate::ring::WITH_CONTEXT, "site ids exhausted");
     site.id.store(id, Ordering::Release);
     id
 }

@@ -280,6 +280,14 @@ impl Book {
         r.key = key;
     }
 
+    /// A switch carried by a record (see `ring::WITH_CONTEXT`): span `now`
+    /// is current on the ring's thread from that record on.
+    #[inline]
+    pub(crate) fn switch(&mut self, r: &mut Context, now: u64) {
+        r.changed |= now != r.key;
+        r.key = now;
+    }
+
     /// Whether the thread's resolved context still holds for its record at
     /// `tick` in the current file.
     #[inline(always)]
