@@ -90,7 +90,10 @@ fn inflate_wave(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>
         // Zeroed pages straight from the allocator (calloc: no writes of
         // our own), touched first by the thread that inflates into them.
         *into = vec![0; total];
+        huge_pages(into.as_mut_ptr(), total);
     } else {
+        into.reserve_exact(total);
+        huge_pages(into.spare_capacity_mut().as_mut_ptr().cast(), total);
         into.resize(at + total, 0);
     }
     let mut results = inflate_slices(jobs, &mut into[at..], total);
@@ -123,6 +126,40 @@ fn inflate_wave(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>
         into.shrink_to(write);
     }
     ranges
+}
+
+/// Asks the kernel to back `buf` with huge pages where it is aligned for
+/// them (Linux, where transparent huge pages are commonly given only to
+/// memory that asks: `madvise` mode). The inflated entries of a large file
+/// are tens of MB touched once each: in 4 KiB pages, a fault for each
+/// (16,000 for 72 MB of entries, measured), which cost the compressed
+/// `stats` more than LZ4 did. Advice only: nothing changes if the kernel
+/// declines, and smaller buffers are left alone.
+///
+/// `buf` and `len`: memory of a `Vec` the caller holds uniquely (its bytes,
+/// or its spare capacity before they are written).
+fn huge_pages(buf: *mut u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    if len < 4 * HUGE {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        let start = (buf as usize).next_multiple_of(HUGE);
+        let end = (buf as usize + len) / HUGE * HUGE;
+        if end > start {
+            // SAFETY: [start, end) lies inside the `len` bytes at `buf`,
+            // memory this process owns and the caller holds uniquely;
+            // MADV_HUGEPAGE is advice about how to back it, and leaves
+            // its contents and its mapping as they are (the call's result
+            // is only whether the advice was taken).
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
 }
 
 /// Whether `raw` is entries with their frames and matching checksums, one
