@@ -39,18 +39,25 @@ struct Row {
     bytes: u64,
     first: i64,
     last: i64,
+    /// `first` and `last` are set.
+    timed: bool,
 }
 
 impl Row {
-    fn add(&mut self, ns: i64, bytes: u64) {
-        if self.count == 0 {
-            self.first = ns;
-            self.last = ns;
-        }
+    /// A record of `bytes`; its time goes in with [`Row::span`].
+    fn count_one(&mut self, bytes: u64) {
         self.count += 1;
         self.bytes += bytes;
-        self.first = self.first.min(ns);
-        self.last = self.last.max(ns);
+    }
+
+    /// Records from `first` to `last` (ns) were counted.
+    fn span(&mut self, first: i64, last: i64) {
+        if self.timed {
+            self.first = self.first.min(first);
+            self.last = self.last.max(last);
+        } else {
+            (self.first, self.last, self.timed) = (first, last, true);
+        }
     }
 
     fn merge(&mut self, o: &Row) {
@@ -359,6 +366,11 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
 fn scan(plan: &StatsPlan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut Partial) {
     let f = &plan.files[fi];
     let sel = &plan.selected[fi];
+    // Per group: the first and last tick of its records here. A file's map
+    // from ticks to time never goes backwards, so they are its first and
+    // last times, mapped once each at the end (a lookup in the clock pairs
+    // for every record was half of `stats`' time).
+    let mut ticks: Vec<(u64, u64)> = Vec::new();
     for rec in f.records_of_extents(range) {
         let rec = match rec {
             Ok(r) => r,
@@ -397,7 +409,20 @@ fn scan(plan: &StatsPlan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut 
                 .entry((ns.div_euclid(every) * every, group))
                 .or_default() += 1;
         } else {
-            p.rows[group as usize].add(rec.unix_ns(), rec.encoded_len() as u64);
+            let g = group as usize;
+            p.rows[g].count_one(rec.encoded_len() as u64);
+            if ticks.len() <= g {
+                ticks.resize(g + 1, (u64::MAX, 0));
+            }
+            let (lo, hi) = &mut ticks[g];
+            *lo = (*lo).min(rec.tick());
+            *hi = (*hi).max(rec.tick());
+        }
+    }
+    let map = f.time_map();
+    for (g, &(lo, hi)) in ticks.iter().enumerate() {
+        if lo <= hi {
+            p.rows[g].span(map.unix_ns(lo), map.unix_ns(hi));
         }
     }
 }

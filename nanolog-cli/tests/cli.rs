@@ -423,11 +423,23 @@ fn stats_counts_and_aggregates_match_direct_computation() {
     let total: u64 = rows.iter().map(|r| r["count"].as_u64().unwrap()).sum();
     assert_eq!(total as usize, all.len());
     for r in &rows {
-        let n = all
+        let of_site: Vec<i64> = all
             .iter()
             .filter(|j| j["fmt"] == r["fmt"] && j["line"] == r["line"])
-            .count();
-        assert_eq!(r["count"].as_u64().unwrap() as usize, n, "{r}");
+            .map(|j| j["ts_ns"].as_i64().unwrap())
+            .collect();
+        assert_eq!(r["count"].as_u64().unwrap() as usize, of_site.len(), "{r}");
+        // Its first and last times are those of its first and last records.
+        assert_eq!(
+            r["first_ts_ns"].as_i64(),
+            of_site.iter().min().copied(),
+            "{r}"
+        );
+        assert_eq!(
+            r["last_ts_ns"].as_i64(),
+            of_site.iter().max().copied(),
+            "{r}"
+        );
     }
     let counts: Vec<u64> = rows.iter().map(|r| r["count"].as_u64().unwrap()).collect();
     assert!(counts.windows(2).all(|w| w[0] >= w[1]), "sorted by count");
