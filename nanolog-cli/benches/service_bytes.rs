@@ -12,8 +12,13 @@
 //! record has a `tracing` twin with the same text that only the JSON layer
 //! takes (a per-layer filter), so both forms hold the same events.
 //!
+//! With `log-heavy`, a service whose records come mostly through the `log`
+//! bridge (issue #47's second workload): the same spans, and per request
+//! five `log` records whose text is formatted at the call (the request's
+//! route, id, user, table, key and numbers in it), one `tracing` event.
+//!
 //! ```text
-//! cargo bench -p nanolog-cli --bench service_bytes [-- REQUESTS]
+//! cargo bench -p nanolog-cli --bench service_bytes [-- REQUESTS] [log-heavy]
 //! ```
 //!
 //! Prints a Markdown table (BENCHMARKS.md, "The smallest log").
@@ -136,11 +141,63 @@ async fn request(i: u64) {
     .await
 }
 
+/// A request of the `log`-heavy service: its records are `log` records,
+/// formatted at the call, but for one `tracing` event.
+async fn request_log_heavy(i: u64) {
+    let method = METHODS[(i % 7 % 4) as usize];
+    let route = ROUTES[(i % 8) as usize];
+    let user = format!("user-{:02}", i as usize % USERS);
+    let id = request_id(i);
+    let span = tracing::info_span!("request", method, path = route);
+    async move {
+        log::info!(
+            "{} {} request {} from {} received {} bytes",
+            method,
+            route,
+            id,
+            user,
+            120 + spread(i, 6, 9000)
+        );
+        let table = TABLES[(i % 5) as usize];
+        let rows = {
+            let db = tracing::debug_span!("db", table);
+            let _in = db.enter();
+            log::debug!(
+                "pool checkout conn={} wait_us={}",
+                spread(i, 1, 16),
+                spread(i, 2, 5000)
+            );
+            let rows = spread(i, 3, 50);
+            log::debug!(
+                "select on {} returned {} rows in {} us",
+                table,
+                rows,
+                180 + spread(i, 4, 9000)
+            );
+            rows
+        };
+        let key = format!("{table}:{}", spread(i, 5, 100_000));
+        let hit = !i.is_multiple_of(3);
+        log::debug!("cache {} for {}", if hit { "hit" } else { "miss" }, key);
+        tokio::task::yield_now().await;
+        tracing::info!(rows, "handler served");
+        log::info!(
+            "request {} done status={} elapsed_us={}",
+            id,
+            if i.is_multiple_of(10) { 429 } else { 200 },
+            900 + spread(i, 7, 40_000)
+        );
+    }
+    .instrument(span)
+    .await
+}
+
 fn main() {
     let requests: u64 = std::env::args()
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(2000);
+    let log_heavy = std::env::args().any(|a| a == "log-heavy");
     let dir = std::env::temp_dir().join(format!("nanolog-service-bytes-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temporary directory");
@@ -173,7 +230,15 @@ fn main() {
         .expect("a runtime");
     rt.block_on(async {
         let all = async {
-            let tasks: Vec<_> = (0..requests).map(|i| tokio::spawn(request(i))).collect();
+            let tasks: Vec<_> = (0..requests)
+                .map(|i| {
+                    if log_heavy {
+                        tokio::spawn(request_log_heavy(i))
+                    } else {
+                        tokio::spawn(request(i))
+                    }
+                })
+                .collect();
             for t in tasks {
                 t.await.expect("a request task");
             }
@@ -211,7 +276,12 @@ fn main() {
         ("nanolog's `decode` text through `zstd -3`", zstd3(&text)),
         ("the `.nlog` through `zstd -3`", zstd3(&nlog)),
     ];
-    println!("{requests} requests, {records} records");
+    let workload = if log_heavy {
+        ", the `log`-heavy service"
+    } else {
+        ""
+    };
+    println!("{requests} requests{workload}, {records} records");
     println!();
     println!("| form of the same events | bytes | bytes a record |");
     println!("|---|---|---|");
