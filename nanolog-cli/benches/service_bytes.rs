@@ -77,6 +77,16 @@ fn spread(i: u64, salt: u64, n: u64) -> u64 {
     x.wrapping_mul(0xbf58_476d_1ce4_e5b9) % n
 }
 
+/// Request `i`'s database connection, as a `log` record: its text is
+/// formatted on the calling thread, and its numbers make it all but unique.
+fn pool_checkout(i: u64) {
+    log::debug!(
+        "pool checkout conn={} wait_us={}",
+        spread(i, 1, 16),
+        spread(i, 2, 5000)
+    );
+}
+
 async fn request(i: u64) {
     let method = METHODS[(i % 7 % 4) as usize];
     let route = ROUTES[(i % 8) as usize];
@@ -94,13 +104,7 @@ async fn request(i: u64) {
         let rows = {
             let db = tracing::debug_span!("db", table, op = "select");
             let _in = db.enter();
-            // A `log` record's text is formatted on the calling thread:
-            // its numbers make it all but unique.
-            log::debug!(
-                "pool checkout conn={} wait_us={}",
-                spread(i, 1, 16),
-                spread(i, 2, 5000)
-            );
+            pool_checkout(i);
             let rows = spread(i, 3, 50);
             tracing::debug!(rows, elapsed_us = 180 + spread(i, 4, 9000), "query done");
             rows
@@ -162,11 +166,7 @@ async fn request_log_heavy(i: u64) {
         let rows = {
             let db = tracing::debug_span!("db", table);
             let _in = db.enter();
-            log::debug!(
-                "pool checkout conn={} wait_us={}",
-                spread(i, 1, 16),
-                spread(i, 2, 5000)
-            );
+            pool_checkout(i);
             let rows = spread(i, 3, 50);
             log::debug!(
                 "select on {} returned {} rows in {} us",
