@@ -323,20 +323,16 @@ mod tests {
         assert_eq!(into.len(), at);
     }
 
-    #[test]
-    fn blocks_that_lie_about_their_size_take_memory_a_wave_at_a_time_and_give_it_back() {
-        // 80 blocks that say 8 MiB each (640 MiB: three waves) but hold
-        // bytes that do not inflate, among good ones.
+    /// Inflates `n` jobs of `bad` bytes saying `raw` each, with four good
+    /// blocks among them; checks that only the good blocks' bytes are kept,
+    /// in their order, in less than a wave of memory; returns the results.
+    fn bad_among_good(n: usize, bad: &[u8], raw: usize) -> Vec<Result<Range<usize>, BlockError>> {
         let good: Vec<_> = (0..4u8).map(|i| block(i, 3_000)).collect();
-        let junk = vec![0xF0u8; 64];
         let mut jobs = Vec::new();
-        for i in 0..80 {
-            jobs.push(Job {
-                packed: &junk,
-                raw: 8 << 20,
-            });
-            if i % 20 == 0 {
-                let (e, raw) = &good[i / 20];
+        for i in 0..n {
+            jobs.push(Job { packed: bad, raw });
+            if i % (n / 4) == 0 {
+                let (e, raw) = &good[i / (n / 4)];
                 jobs.push(Job {
                     packed: block_parts(body(e)).unwrap().1,
                     raw: raw.len(),
@@ -345,45 +341,35 @@ mod tests {
         }
         let mut into = Vec::new();
         let results = inflate_all(&jobs, &mut into);
-        let ok: Vec<_> = results.iter().filter_map(|r| r.clone().ok()).collect();
-        assert_eq!(ok.len(), 4);
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        assert_eq!(ok, 4);
         let want: Vec<u8> = good.iter().flat_map(|(_, r)| r.clone()).collect();
         assert!(into == want, "only the good blocks' bytes, in their order");
         assert!(into.capacity() < WAVE, "{} bytes kept", into.capacity());
+        results
+    }
+
+    #[test]
+    fn blocks_that_lie_about_their_size_take_memory_a_wave_at_a_time_and_give_it_back() {
+        // 80 blocks that say 8 MiB each (640 MiB: three waves) but hold
+        // bytes that do not inflate, among good ones.
+        bad_among_good(80, &[0xF0u8; 64], 8 << 20);
     }
 
     #[test]
     fn blocks_that_inflate_250_times_to_no_entries_give_their_memory_back() {
         // Valid LZ4 that inflates to what the block says, 8 MiB of zeros
         // from about 33 KB (a bomb, or content damaged before it was
-        // compressed), 40 of them (320 MiB, five waves), among good blocks.
+        // compressed), 40 of them (320 MiB, five waves), among good blocks:
+        // each one damage.
         let zeros = vec![0u8; 8 << 20];
         let bomb = lz4_flex::block::compress(&zeros);
         assert!(zeros.len() / bomb.len() >= 250, "{} bytes", bomb.len());
-        let good: Vec<_> = (0..4u8).map(|i| block(i, 3_000)).collect();
-        let mut jobs = Vec::new();
-        for i in 0..40 {
-            jobs.push(Job {
-                packed: &bomb,
-                raw: zeros.len(),
-            });
-            if i % 10 == 0 {
-                let (e, raw) = &good[i / 10];
-                jobs.push(Job {
-                    packed: block_parts(body(e)).unwrap().1,
-                    raw: raw.len(),
-                });
-            }
-        }
-        let mut into = Vec::new();
-        let results = inflate_all(&jobs, &mut into);
+        let results = bad_among_good(40, &bomb, zeros.len());
         let bad = results
             .iter()
             .filter(|r| **r == Err(BlockError::Damaged))
             .count();
         assert_eq!(bad, 40);
-        let want: Vec<u8> = good.iter().flat_map(|(_, r)| r.clone()).collect();
-        assert!(into == want, "only the good blocks' bytes, in their order");
-        assert!(into.capacity() < WAVE, "{} bytes kept", into.capacity());
     }
 }
