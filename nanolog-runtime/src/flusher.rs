@@ -74,6 +74,9 @@ struct RingState {
     /// The ring's head when the drain last waited a pass for a span's
     /// entry from another ring (it waits once at a record).
     deferred_at: Option<u64>,
+    /// The last drain stopped at such a record: the rest waits for the
+    /// next pass.
+    waiting: bool,
 }
 
 /// A site met in the current drain: its id (also its index in
@@ -308,7 +311,8 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         for r in f.rings.iter_mut() {
             n += f.st.drain(r);
         }
-        f.st.book.forget_spans(pass_start);
+        let waiting = f.rings.iter().any(|r| r.waiting);
+        f.st.book.forget_spans(pass_start, waiting);
         f.rings.retain(|r| !r.c.ring.is_finished(r.c.head()));
         let now = clock::now();
         if now.wrapping_sub(f.st.last_clock) > f.st.clock_every {
@@ -387,6 +391,7 @@ impl Flusher {
             name: String::new(),
             ctx: Context::default(),
             deferred_at: None,
+            waiting: false,
         }));
     }
 }
@@ -694,6 +699,7 @@ impl State {
     fn drain(&mut self, r: &mut RingState) -> u64 {
         let tail = r.c.available();
         if r.c.head() >= tail {
+            r.waiting = false;
             return 0;
         }
         let ring = Arc::clone(&r.c.ring);
@@ -908,6 +914,7 @@ impl State {
         r.c.release();
         // A ring that waits for the next pass counts as work: the flusher
         // passes again (and does not stop) before it has drained it.
+        r.waiting = deferred;
         n + u64::from(deferred)
     }
 }

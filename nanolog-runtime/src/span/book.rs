@@ -529,28 +529,38 @@ impl Book {
     }
 
     /// At the end of a pass: spans no record can need any more are
-    /// forgotten (see [`Book`]).
-    pub(crate) fn forget_spans(&mut self, pass_start: u64) {
+    /// forgotten (see [`Book`]). Not while a ring is `waiting` for a span's
+    /// entry from another ring: it holds records the pass did not take,
+    /// logged perhaps before a close or an exit the pass took, whose chains
+    /// still need those spans (their closes and exits wait for a pass that
+    /// takes every ring's records).
+    pub(crate) fn forget_spans(&mut self, pass_start: u64, waiting: bool) {
         // Versions no record can need any more: followed by one older than
         // this pass's start, less a grace for producers that waited.
         let grace = (table::VERSION_GRACE.as_secs_f64() * crate::clock::ticks_per_second()) as u64;
         let horizon = pass_start.saturating_sub(grace);
         let b = self;
-        for k in std::mem::take(&mut b.exited_last) {
-            if let Some(sp) = b.spans.get_mut(&k) {
-                sp.exited = true;
-                if sp.children == 0 {
-                    b.forget(k);
+        if !waiting {
+            for k in std::mem::take(&mut b.exited_last) {
+                if let Some(sp) = b.spans.get_mut(&k) {
+                    sp.exited = true;
+                    if sp.children == 0 {
+                        b.forget(k);
+                    }
                 }
             }
-        }
-        std::mem::swap(&mut b.exited_last, &mut b.exited_now);
-        let mut closed = std::mem::take(&mut b.closed);
-        for &k in &closed {
-            b.forget(k);
-        }
-        if !closed.is_empty() {
-            table::remove(&mut closed);
+            std::mem::swap(&mut b.exited_last, &mut b.exited_now);
+            let mut closed = std::mem::take(&mut b.closed);
+            for &k in &closed {
+                b.forget(k);
+            }
+            if !closed.is_empty() {
+                table::remove(&mut closed);
+            }
+            // (Kept for its allocation: the next pass takes its closes into
+            // it.)
+            closed.clear();
+            b.closed = closed;
         }
         // Versions are pruned a tenth of their grace apart at most: every
         // pass (thousands a second) locked each shard holding versions.
@@ -572,9 +582,6 @@ impl Book {
             });
             b.versioned = versioned;
         }
-        // (Kept for its allocation: the next pass takes its closes into it.)
-        closed.clear();
-        b.closed = closed;
     }
 
     /// Spans closed since the last pass, taken before the rings' tails are

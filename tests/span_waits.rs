@@ -1,0 +1,66 @@
+//! A record whose chain holds a span the flusher has not read yet (a
+//! `nanolog::span!` entered on another thread, whose ring is drained after
+//! this one's) waits a pass for it; a `tracing` span of that chain closed
+//! meanwhile must still be known when the record is taken again.
+//!
+//! The flusher is held while both threads log, so that its first pass
+//! meets, in this order: the ring of the thread that logs inside the
+//! `tracing` span (attached first), which must wait for the native span's
+//! entry; the close of the `tracing` span; and the ring that holds that
+//! entry. (Its own binary: it holds the flusher and sets the subscriber.)
+
+use nanolog::reader::{Event, Filter, LogFile, Merge};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[test]
+fn a_record_that_waits_for_a_span_keeps_the_spans_closed_meanwhile() {
+    let path = std::env::temp_dir().join(format!("nanolog-span-waits-{}.nlog", std::process::id()));
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let dispatch =
+        tracing::Dispatch::new(tracing_subscriber::registry().with(nanolog::tracing_layer()));
+    logger.__hold_flusher(true);
+    let (span_tx, span_rx) = std::sync::mpsc::channel::<tracing::Span>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let d = dispatch.clone();
+    let user = std::thread::spawn(move || {
+        tracing::dispatcher::with_default(&d, || {
+            // This thread's ring first.
+            nanolog::info!("warm-up");
+            ready_tx.send(()).unwrap();
+            let t = span_rx.recv().unwrap();
+            {
+                let _in = t.enter();
+                tracing::info!("inside t");
+            }
+            // The last handle: the span closes here, before the flusher
+            // has read anything.
+            drop(t);
+        })
+    });
+    ready_rx.recv().unwrap();
+    tracing::dispatcher::with_default(&dispatch, || {
+        let _outer = nanolog::span!("outer", n = 1u64);
+        span_tx.send(tracing::info_span!("t", k = 2u64)).unwrap();
+    });
+    user.join().unwrap();
+    logger.__hold_flusher(false);
+    logger.flush().unwrap();
+    drop(logger);
+
+    let files = [LogFile::open(&path).unwrap()];
+    let mut seen = Vec::new();
+    for ev in Merge::new(&files, Filter::default()) {
+        if let Event::Record(r) = ev {
+            let spans: Vec<String> = r.spans().iter().map(|s| s.name().to_owned()).collect();
+            seen.push((r.message(), spans.join(":"), r.spans_lost()));
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(
+        seen,
+        [
+            ("warm-up".to_owned(), String::new(), false),
+            ("inside t".to_owned(), "outer:t".to_owned(), false),
+        ]
+    );
+}
