@@ -6,7 +6,8 @@
 //! its own, unique in the process, so the two never meet. This test has
 //! its own binary, so nothing else uses the registry first.
 
-use nanolog::reader::{Event, Filter, LogFile, Merge};
+mod common;
+
 use tracing_subscriber::layer::SubscriberExt;
 
 /// The id of the registry's first span.
@@ -44,14 +45,10 @@ fn a_native_and_a_tracing_span_of_one_key_exit_apart() {
         found.is_some(),
         "no tracing span id met the first native key: the registry's ids changed shape"
     );
-    let files = [LogFile::open(&path).unwrap()];
-    let mut seen = Vec::new();
-    for ev in Merge::new(&files, Filter::default()) {
-        if let Event::Record(r) = ev {
-            let spans: Vec<String> = r.spans().iter().map(|s| s.name().to_owned()).collect();
-            seen.push((r.message(), spans.join(":")));
-        }
-    }
+    let seen: Vec<(String, String)> = common::messages_and_spans(&path)
+        .into_iter()
+        .map(|(message, spans, _)| (message, spans))
+        .collect();
     let _ = std::fs::remove_file(&path);
     assert_eq!(
         seen,

@@ -9,7 +9,8 @@
 //! entry; the close of the `tracing` span; and the ring that holds that
 //! entry. (Its own binary: it holds the flusher and sets the subscriber.)
 
-use nanolog::reader::{Event, Filter, LogFile, Merge};
+mod common;
+
 use tracing_subscriber::layer::SubscriberExt;
 
 #[test]
@@ -47,14 +48,7 @@ fn a_record_that_waits_for_a_span_keeps_the_spans_closed_meanwhile() {
     logger.flush().unwrap();
     drop(logger);
 
-    let files = [LogFile::open(&path).unwrap()];
-    let mut seen = Vec::new();
-    for ev in Merge::new(&files, Filter::default()) {
-        if let Event::Record(r) = ev {
-            let spans: Vec<String> = r.spans().iter().map(|s| s.name().to_owned()).collect();
-            seen.push((r.message(), spans.join(":"), r.spans_lost()));
-        }
-    }
+    let seen = common::messages_and_spans(&path);
     let _ = std::fs::remove_file(&path);
     assert_eq!(
         seen,

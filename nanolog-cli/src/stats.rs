@@ -33,14 +33,25 @@ enum Key {
     Level(u8),
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct Row {
     count: u64,
     bytes: u64,
+    /// The first and last times of its records (while it has none, the
+    /// widest values, so that any time narrows them).
     first: i64,
     last: i64,
-    /// `first` and `last` are set.
-    timed: bool,
+}
+
+impl Default for Row {
+    fn default() -> Row {
+        Row {
+            count: 0,
+            bytes: 0,
+            first: i64::MAX,
+            last: i64::MIN,
+        }
+    }
 }
 
 impl Row {
@@ -52,26 +63,14 @@ impl Row {
 
     /// Records from `first` to `last` (ns) were counted.
     fn span(&mut self, first: i64, last: i64) {
-        if self.timed {
-            self.first = self.first.min(first);
-            self.last = self.last.max(last);
-        } else {
-            (self.first, self.last, self.timed) = (first, last, true);
-        }
+        self.first = self.first.min(first);
+        self.last = self.last.max(last);
     }
 
     fn merge(&mut self, o: &Row) {
-        if o.count == 0 {
-            return;
-        }
-        if self.count == 0 {
-            *self = o.clone();
-            return;
-        }
         self.count += o.count;
         self.bytes += o.bytes;
-        self.first = self.first.min(o.first);
-        self.last = self.last.max(o.last);
+        self.span(o.first, o.last);
     }
 }
 
@@ -370,7 +369,7 @@ fn scan(plan: &StatsPlan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut 
     // from ticks to time never goes backwards, so they are its first and
     // last times, mapped once each at the end (a lookup in the clock pairs
     // for every record was half of `stats`' time).
-    let mut ticks: Vec<(u64, u64)> = Vec::new();
+    let mut ticks = vec![(u64::MAX, 0u64); p.rows.len()];
     for rec in f.records_of_extents(range) {
         let rec = match rec {
             Ok(r) => r,
@@ -411,9 +410,6 @@ fn scan(plan: &StatsPlan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut 
         } else {
             let g = group as usize;
             p.rows[g].count_one(rec.encoded_len() as u64);
-            if ticks.len() <= g {
-                ticks.resize(g + 1, (u64::MAX, 0));
-            }
             let (lo, hi) = &mut ticks[g];
             *lo = (*lo).min(rec.tick());
             *hi = (*hi).max(rec.tick());

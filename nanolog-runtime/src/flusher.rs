@@ -71,12 +71,10 @@ struct RingState {
     name: String,
     /// The thread's spans.
     ctx: Context,
-    /// The ring's head when the drain last waited a pass for a span's
-    /// entry from another ring (it waits once at a record).
+    /// Where the last drain stopped to wait a pass for a span's entry from
+    /// another ring (it waits once at a record); `None` when it took every
+    /// record there was.
     deferred_at: Option<u64>,
-    /// The last drain stopped at such a record: the rest waits for the
-    /// next pass.
-    waiting: bool,
 }
 
 /// A site met in the current drain: its id (also its index in
@@ -311,7 +309,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         for r in f.rings.iter_mut() {
             n += f.st.drain(r);
         }
-        let waiting = f.rings.iter().any(|r| r.waiting);
+        let waiting = f.rings.iter().any(|r| r.deferred_at.is_some());
         f.st.book.forget_spans(pass_start, waiting);
         f.rings.retain(|r| !r.c.ring.is_finished(r.c.head()));
         let now = clock::now();
@@ -391,7 +389,6 @@ impl Flusher {
             name: String::new(),
             ctx: Context::default(),
             deferred_at: None,
-            waiting: false,
         }));
     }
 }
@@ -699,7 +696,7 @@ impl State {
     fn drain(&mut self, r: &mut RingState) -> u64 {
         let tail = r.c.available();
         if r.c.head() >= tail {
-            r.waiting = false;
+            r.deferred_at = None;
             return 0;
         }
         let ring = Arc::clone(&r.c.ring);
@@ -752,7 +749,7 @@ impl State {
                 site &= !ring::WITH_CONTEXT;
                 match args.split_first_chunk::<8>() {
                     Some((key, rest)) => {
-                        self.book.switch(&mut r.ctx, u64::from_le_bytes(*key));
+                        r.ctx.switch_to(u64::from_le_bytes(*key));
                         args = rest;
                     }
                     None => {
@@ -914,7 +911,9 @@ impl State {
         r.c.release();
         // A ring that waits for the next pass counts as work: the flusher
         // passes again (and does not stop) before it has drained it.
-        r.waiting = deferred;
+        if !deferred {
+            r.deferred_at = None;
+        }
         n + u64::from(deferred)
     }
 }

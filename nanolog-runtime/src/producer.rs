@@ -332,6 +332,17 @@ pub fn set_thread_name(name: &str) {
     });
 }
 
+/// What is left to write before a record once [`ThreadProducer::write_pending`]
+/// ran.
+enum Ahead {
+    /// The call is dropped (and counted): what had to precede it did not fit.
+    Dropped,
+    /// Nothing: the record follows.
+    Clear,
+    /// The thread's context, which the record carries (the key of its span).
+    Carry(u64),
+}
+
 /// A thread's producer: its ring and the logger it belongs to.
 pub(crate) struct ThreadProducer {
     generation: u64,
@@ -427,8 +438,24 @@ impl ThreadProducer {
         if self.pending {
             return self.push_pending(id, tick, len, enc);
         }
+        self.commit(id, tick, len, enc);
+    }
+
+    /// Writes a record now, or after waiting for room (or not, as
+    /// configured); whether it was written.
+    #[inline(always)]
+    fn commit(
+        &mut self,
+        id: u32,
+        tick: u64,
+        len: usize,
+        enc: impl for<'a> FnOnce(SlotWriter<'a>),
+    ) -> bool {
         match self.producer.try_reserve(len) {
-            Some(r) => r.commit_record(id, tick, enc),
+            Some(r) => {
+                r.commit_record(id, tick, enc);
+                true
+            }
             None => self.push_after_wait(id, tick, len, enc),
         }
     }
@@ -447,39 +474,31 @@ impl ThreadProducer {
         len: usize,
         enc: impl for<'a> FnOnce(SlotWriter<'a>),
     ) {
-        if self.restate && current() == self.stated {
-            self.restate = false;
-        }
-        let fused = self.restate && !self.bookkeeping && len + 8 <= self.producer.max_record();
-        if !fused {
-            if self.write_pending(tick) {
-                match self.producer.try_reserve(len) {
-                    Some(r) => r.commit_record(id, tick, enc),
-                    None => self.push_after_wait(id, tick, len, enc),
-                }
+        let carry = !self.bookkeeping && len + 8 <= self.producer.max_record();
+        match self.write_pending(tick, carry) {
+            Ahead::Dropped => {}
+            Ahead::Clear => {
+                self.commit(id, tick, len, enc);
             }
-            return;
+            Ahead::Carry(key) => {
+                // (A call given up for room is counted dropped, and the
+                // context is stated again before the next record.)
+                if self.commit(
+                    id | ring::WITH_CONTEXT,
+                    tick,
+                    len + 8,
+                    |c| enc(key.write(c)),
+                ) {
+                    self.restate = false;
+                    self.stated = key;
+                }
+                self.pending = self.pending_drops > 0 || self.restate;
+            }
         }
-        if self.pending_drops > 0 && !self.try_write_drops() && !self.drops_after_wait(tick) {
-            return;
-        }
-        let key = current();
-        let len = len + 8;
-        // Waiting (or not) as for any record; giving up counts the call
-        // dropped, and the context is stated again before the next one.
-        if !(self.producer.has_room(len) || self.wait_for_room(len)) {
-            self.pending = true;
-            return;
-        }
-        if let Some(r) = self.producer.try_reserve(len) {
-            r.commit_record(id | ring::WITH_CONTEXT, tick, |c| enc(key.write(c)));
-            self.restate = false;
-            self.stated = key;
-        }
-        self.pending = self.pending_drops > 0 || self.restate;
     }
 
-    /// The ring was full: wait for room (or drop, as configured), then write.
+    /// The ring was full: wait for room (or drop, as configured), then
+    /// write; whether it was written.
     #[cold]
     #[inline(never)]
     fn push_after_wait(
@@ -488,12 +507,14 @@ impl ThreadProducer {
         tick: u64,
         len: usize,
         enc: impl for<'a> FnOnce(SlotWriter<'a>),
-    ) {
+    ) -> bool {
         if self.wait_for_room(len) {
             if let Some(r) = self.producer.try_reserve(len) {
                 r.commit_record(id, tick, enc);
+                return true;
             }
         }
+        false
     }
 
     /// After the exit hook has run, nothing will flush again: each call
@@ -554,16 +575,20 @@ impl ThreadProducer {
     }
 
     /// Writes what must precede the next record: the drop marker, then the
-    /// thread's context. False if the call made at `tick` is dropped (and
+    /// thread's context, as a switch record, or (`carry`) left for the
+    /// record to carry. `Dropped` if the call made at `tick` is dropped (and
     /// counted) because they did not fit.
     #[cold]
     #[inline(never)]
-    fn write_pending(&mut self, tick: u64) -> bool {
+    fn write_pending(&mut self, tick: u64, carry: bool) -> Ahead {
         if self.pending_drops > 0 && !self.try_write_drops() && !self.drops_after_wait(tick) {
-            return false;
+            return Ahead::Dropped;
         }
         if self.restate && current() == self.stated {
             self.restate = false;
+        }
+        if self.restate && carry {
+            return Ahead::Carry(current());
         }
         if self.restate {
             let key = current();
@@ -573,7 +598,7 @@ impl ThreadProducer {
             // counts that record (a call, or bookkeeping), not the switch.
             let room = self.producer.has_room(len) || self.wait_for_room(len);
             if !room {
-                return false;
+                return Ahead::Dropped;
             }
             if let Some(r) = self.producer.try_reserve(len) {
                 r.commit_record(id, tick, |c| {
@@ -584,7 +609,7 @@ impl ThreadProducer {
             }
         }
         self.pending = self.pending_drops > 0 || self.restate;
-        true
+        Ahead::Clear
     }
 
     #[cold]

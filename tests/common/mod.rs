@@ -29,6 +29,21 @@ pub fn remove_with_kept(path: &Path) {
     }
 }
 
+/// Every record of the log at `path`, in time order: its message, the names
+/// of its spans outermost first joined by `:`, and whether some are lost.
+pub fn messages_and_spans(path: &Path) -> Vec<(String, String, bool)> {
+    use nanolog::reader::{Event, Filter, LogFile, Merge};
+    let files = [LogFile::open(path).unwrap()];
+    let mut seen = Vec::new();
+    for ev in Merge::new(&files, Filter::default()) {
+        if let Event::Record(r) = ev {
+            let spans: Vec<String> = r.spans().iter().map(|s| s.name().to_owned()).collect();
+            seen.push((r.message(), spans.join(":"), r.spans_lost()));
+        }
+    }
+    seen
+}
+
 /// A log file removed when the test ends.
 pub struct TempLog(pub PathBuf);
 

@@ -312,17 +312,16 @@ impl SpanData {
 }
 
 /// The length of one value as [`Arg::encode_with`] wrote it at the front of
-/// `bytes` (`None`: cut short, or a kind a span field never has).
+/// `bytes`, as the ring holds it (`None`: cut short, or a kind a span field
+/// never has).
 fn arg_len(kind: ArgKind, bytes: &[u8]) -> Option<usize> {
     let len = match kind {
-        ArgKind::I64 | ArgKind::U64 | ArgKind::F64 => 8,
-        ArgKind::I128 | ArgKind::U128 => 16,
-        ArgKind::Bool => 1,
         ArgKind::Str => {
             let n = u32::from_le_bytes(*bytes.first_chunk::<4>()?) as usize;
             4usize.checked_add(n)?
         }
-        _ => return None,
+        ArgKind::Rendered => return None,
+        _ => kind.ring_width(),
     };
     (len <= bytes.len()).then_some(len)
 }
@@ -1016,9 +1015,11 @@ fn close_slot(id: u64) -> usize {
     (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % CLOSE_SLOTS
 }
 
-/// [`key_of`], from the keys this thread learnt while they still hold.
+/// [`key_of`], from the keys this thread learnt while they still hold, for
+/// a span the caller holds open: one being entered, a parent handed in, or
+/// the one being closed (its close count is bumped after this).
 #[inline]
-fn key_of_entered<S: Subscriber + for<'a> LookupSpan<'a>>(
+fn learnt_key_of<S: Subscriber + for<'a> LookupSpan<'a>>(
     ctx: &Context<'_, S>,
     owner: u64,
     id: &Id,
@@ -1052,7 +1053,7 @@ fn key_of_entered<S: Subscriber + for<'a> LookupSpan<'a>>(
 #[inline]
 fn learn_key(owner: u64, id: &Id, key: u64) {
     let raw = id.into_u64();
-    // Acquire: as in `key_of_entered`.
+    // Acquire: as in `learnt_key_of`.
     let closes = CLOSES[close_slot(raw)].load(Ordering::Acquire);
     let at = learnt_slot(raw);
     let _ = LEARNT.try_with(|l| l[at].set((owner, raw, key, closes)));
@@ -1079,7 +1080,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
         } else {
             event
                 .parent()
-                .map_or(0, |p| key_of_entered(&ctx, self.owner, p))
+                .map_or(0, |p| learnt_key_of(&ctx, self.owner, p))
         };
         let elsewhere = leaf != current;
         if elsewhere {
@@ -1150,7 +1151,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let Some(span) = ctx.span(id) else { return };
         let parent = match attrs.parent() {
-            Some(p) => key_of_entered(&ctx, self.owner, p),
+            Some(p) => learnt_key_of(&ctx, self.owner, p),
             None if attrs.is_contextual() => crate::span::current_for(self.owner),
             None => 0,
         };
@@ -1178,7 +1179,8 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
             let new = with_encoded(|e| {
                 values.record(e);
                 let mut raw = Vec::with_capacity(data.raw.len() + e.values.len());
-                let mut shape = Vec::with_capacity(e.shape.len() + 4);
+                let old = data.site.map_or(0, |(_, shape)| shape.len());
+                let mut shape = Vec::with_capacity(old + e.shape.len());
                 data.merge(e, &mut raw, &mut shape);
                 SpanData::new(data.key, meta, &shape, &mut raw)
             });
@@ -1192,7 +1194,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     /// Entered on this thread: current here (stated in its ring before
     /// its next record).
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let key = key_of_entered(&ctx, self.owner, id);
+        let key = learnt_key_of(&ctx, self.owner, id);
         crate::span::tracing_enter(self.owner, id.into_u64(), key);
     }
 
@@ -1203,7 +1205,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         // (A span is mostly closed where it was last exited: its key is
         // then known here without the registry's lookup.)
-        let key = key_of_entered(&ctx, self.owner, &id);
+        let key = learnt_key_of(&ctx, self.owner, &id);
         if key != 0 {
             crate::span::close(key);
         }

@@ -52,6 +52,18 @@ pub(crate) struct Context {
     pub(crate) texts: Vec<String>,
 }
 
+impl Context {
+    /// Span `now` is current on the thread from its next record on (a
+    /// switch record, an exit, or a record that carries its context: see
+    /// `ring::WITH_CONTEXT`). A switch back to the span resolved last needs
+    /// no new resolution: it still holds.
+    #[inline]
+    pub(crate) fn switch_to(&mut self, now: u64) {
+        self.changed |= now != self.key;
+        self.key = now;
+    }
+}
+
 /// A span's context in a file: valid for records from `from` up to
 /// `until` (ticks at which a span of its chain took or takes new values),
 /// while no span has changed since `epoch`.
@@ -236,10 +248,7 @@ impl Book {
                     return;
                 }
             };
-            // (A switch back to the span resolved last needs no new
-            // resolution: it still holds.)
-            r.changed |= now != r.key;
-            r.key = now;
+            r.switch_to(now);
             return;
         }
         let mut args = Vec::new();
@@ -278,14 +287,6 @@ impl Book {
             },
         );
         r.key = key;
-    }
-
-    /// A switch carried by a record (see `ring::WITH_CONTEXT`): span `now`
-    /// is current on the ring's thread from that record on.
-    #[inline]
-    pub(crate) fn switch(&mut self, r: &mut Context, now: u64) {
-        r.changed |= now != r.key;
-        r.key = now;
     }
 
     /// Whether the thread's resolved context still holds for its record at

@@ -6,8 +6,8 @@
 //! bytes are entries exactly as they would stand in the file, frames and
 //! checksums included, and never another BLOCK.
 
-use super::frame::end_entry;
-use super::{get_varint, tag, FRAME_LEN, MAX_BODY};
+use super::frame::{begin_entry, end_entry};
+use super::{get_varint, put_varint, tag, MAX_BODY};
 
 /// Codec 1: an LZ4 block.
 pub const LZ4: u8 = 1;
@@ -41,6 +41,8 @@ pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) -> bool {
 /// grows (a safe compressor writes into initialised bytes).
 pub(crate) struct Packer {
     table: lz4_flex::block::CompressTable,
+    /// The entry's frame, codec and raw length, made for each block.
+    head: Vec<u8>,
     /// The entry is `room[..len]` of it.
     room: Vec<u8>,
 }
@@ -49,6 +51,7 @@ impl Packer {
     pub(crate) fn new() -> Packer {
         Packer {
             table: lz4_flex::block::CompressTable::default(),
+            head: Vec::new(),
             room: Vec::new(),
         }
     }
@@ -59,27 +62,21 @@ impl Packer {
         if raw.is_empty() || raw.len() > MAX_RAW {
             return None;
         }
-        // The frame (filled in below), the codec, the raw length (a varint
-        // of at most 10 bytes), then the LZ4 block.
-        let most = FRAME_LEN + 1 + 10 + lz4_flex::block::get_maximum_output_size(raw.len());
+        // The frame (filled in below), the codec, the raw length, then the
+        // LZ4 block.
+        self.head.clear();
+        begin_entry(&mut self.head, tag::BLOCK);
+        self.head.push(LZ4);
+        put_varint(&mut self.head, raw.len() as u64);
+        let at = self.head.len();
+        let most = at + lz4_flex::block::get_maximum_output_size(raw.len());
         if self.room.len() < most {
             self.room.resize(most, 0);
         }
-        self.room[0] = tag::BLOCK;
-        self.room[FRAME_LEN] = LZ4;
-        let mut at = FRAME_LEN + 1;
-        let mut v = raw.len() as u64;
-        while v >= 0x80 {
-            self.room[at] = v as u8 | 0x80;
-            v >>= 7;
-            at += 1;
-        }
-        self.room[at] = v as u8;
-        at += 1;
-        let end = most;
+        self.room[..at].copy_from_slice(&self.head);
         let n = lz4_flex::block::compress_into_with_table(
             raw,
-            &mut self.room[at..end],
+            &mut self.room[at..most],
             &mut self.table,
         )
         .ok()?;
@@ -327,7 +324,10 @@ mod tests {
             let Frame::Ok { tag: t, body } = frame_at(&entry, 0) else {
                 panic!("not a whole entry")
             };
-            assert_eq!((t, FRAME_LEN + body.len()), (tag::BLOCK, entry.len()));
+            assert_eq!(
+                (t, crate::wire::FRAME_LEN + body.len()),
+                (tag::BLOCK, entry.len())
+            );
             let mut back = Vec::new();
             get_block(body, &mut back).unwrap();
             assert_eq!(back, raw, "{n} entries");
