@@ -1,6 +1,7 @@
 //! Writes a benchmark log: `cargo run --release --example gen_log -- PATH THREADS TOTAL`
 //! (`NANOLOG_GEN_PACE_US=N`: paced, see below; `NANOLOG_GEN_COMPRESS=0`: no
-//! compressed batches, to compare the same log's two forms).
+//! compressed batches, to compare the same log's two forms;
+//! `NANOLOG_GEN_ROTATE_MB=N`: a set of files of about N MB each).
 //! Each thread logs TOTAL/THREADS records of the mix in `common/workload.rs`.
 
 #[path = "common/workload.rs"]
@@ -16,10 +17,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .transpose()?
         .unwrap_or(10_000_000);
     let compress = std::env::var("NANOLOG_GEN_COMPRESS").map_or(true, |v| v != "0");
-    let logger = nanolog::Logger::builder()
-        .path(&path)
-        .compress(compress)
-        .start()?;
+    let mut builder = nanolog::Logger::builder().path(&path).compress(compress);
+    if let Some(mb) = std::env::var("NANOLOG_GEN_ROTATE_MB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        builder = builder.rotate_bytes(mb << 20);
+    }
+    let logger = builder.start()?;
     // NANOLOG_GEN_PACE_US=N: each thread pauses N µs after every 1,000
     // records, so the flusher keeps up and compresses its batches (a
     // service's pace); without it the threads log flat out.

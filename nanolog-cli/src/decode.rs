@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use anyhow::{bail, Context};
-use nanolog_runtime::reader::{Event, Filter, LogFile, Merge};
+use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, ThreadInfo};
 use nanolog_runtime::Level;
 use regex::Regex;
 
@@ -11,6 +11,7 @@ use crate::cli::{DecodeArgs, FilterArgs, Format};
 use crate::follow::{follow, Cursor, Sink, Start};
 use crate::live::LiveEdge;
 use crate::output;
+use crate::window::Inputs;
 
 /// Options resolved from the command line.
 pub(crate) struct DecodePlan {
@@ -85,11 +86,16 @@ impl DecodePlan {
     }
 
     pub(crate) fn filter(&self, files: &[LogFile], min_offset: usize) -> Filter {
+        self.filter_in(&crate::threads_of(files), min_offset)
+    }
+
+    /// [`DecodePlan::filter`] for files whose threads are among `threads`.
+    fn filter_in(&self, threads: &[ThreadInfo], min_offset: usize) -> Filter {
         Filter {
             min_level: self.min_level,
             since_ns: self.since_ns,
             until_ns: self.until_ns,
-            threads: crate::thread_ids(&self.threads, files),
+            threads: crate::thread_ids(&self.threads, threads),
             site: None,
             // A gap has no message, so a --grep or --level query leaves it out.
             no_gaps: self.grep.is_some() || self.min_level.is_some(),
@@ -115,12 +121,38 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         let cursor = Cursor::new(a.cursor.as_deref(), &a.files[0]);
         return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
     }
-    let files = crate::open_all(&a.files, true)?;
-    crate::warn_unknown_threads(&a.filters.thread, &files);
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut printed = 0;
-    print(&plan, &files, 0, &mut w, &mut printed)?;
+    match crate::window::open(&a.files)? {
+        Inputs::All(files) => {
+            crate::warn_unknown_threads(&a.filters.thread, &files);
+            print(&plan, &files, 0, &mut w, &mut printed)?;
+        }
+        Inputs::Windows(win) => {
+            crate::warn_unknown_threads_in(&a.filters.thread, &win.threads);
+            // Unsorted: the files one after another, as given.
+            let groups = if plan.sorted {
+                win.groups.clone()
+            } else {
+                win.one_by_one()
+            };
+            for g in &groups {
+                let (files, clocks) = win.open(g);
+                let mut merge = if plan.sorted {
+                    Merge::new(&files, plan.filter_in(&win.threads, 0))
+                } else {
+                    Merge::unsorted(&files, plan.filter_in(&win.threads, 0))
+                };
+                for (i, c) in clocks.into_iter().enumerate() {
+                    merge.set_clock(i, c);
+                }
+                if !print_merge(&plan, merge, &mut w, &mut printed)? {
+                    break;
+                }
+            }
+        }
+    }
     w.flush()?;
     Ok(())
 }

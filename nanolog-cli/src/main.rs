@@ -18,6 +18,7 @@ mod percentile;
 mod ship;
 mod stats;
 mod time_args;
+mod window;
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -105,12 +106,19 @@ pub(crate) fn expand(files: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// The thread ids `--thread` selects in `files`: each value an id, or a
-/// thread name (every id that has it, in any of the files). `None` when no
-/// `--thread` was given.
+/// Every thread of `files`.
+pub(crate) fn threads_of(
+    files: &[nanolog_runtime::reader::LogFile],
+) -> Vec<nanolog_runtime::reader::ThreadInfo> {
+    files.iter().flat_map(|f| f.threads()).collect()
+}
+
+/// The thread ids `--thread` selects among `threads` (those of every file
+/// read): each value an id, or a thread name (every id that has it, in any
+/// of the files). `None` when no `--thread` was given.
 pub(crate) fn thread_ids(
     args: &[String],
-    files: &[nanolog_runtime::reader::LogFile],
+    threads: &[nanolog_runtime::reader::ThreadInfo],
 ) -> Option<Vec<u32>> {
     if args.is_empty() {
         return None;
@@ -119,13 +127,7 @@ pub(crate) fn thread_ids(
     for a in args {
         match a.parse::<u32>() {
             Ok(id) => ids.push(id),
-            Err(_) => ids.extend(
-                files
-                    .iter()
-                    .flat_map(|f| f.threads())
-                    .filter(|t| t.name == *a)
-                    .map(|t| t.id),
-            ),
+            Err(_) => ids.extend(threads.iter().filter(|t| t.name == *a).map(|t| t.id)),
         }
     }
     ids.sort_unstable();
@@ -137,18 +139,22 @@ pub(crate) fn thread_ids(
 /// typo, or a thread of another log): the output would be empty without a
 /// word otherwise.
 pub(crate) fn warn_unknown_threads(args: &[String], files: &[nanolog_runtime::reader::LogFile]) {
+    warn_unknown_threads_in(args, &threads_of(files));
+}
+
+/// [`warn_unknown_threads`] among `threads` (those of every file read).
+pub(crate) fn warn_unknown_threads_in(
+    args: &[String],
+    threads: &[nanolog_runtime::reader::ThreadInfo],
+) {
     for a in args {
-        let known = files
-            .iter()
-            .flat_map(|f| f.threads())
-            .any(|t| match a.parse::<u32>() {
-                Ok(id) => t.id == id,
-                Err(_) => t.name == *a,
-            });
+        let known = threads.iter().any(|t| match a.parse::<u32>() {
+            Ok(id) => t.id == id,
+            Err(_) => t.name == *a,
+        });
         if !known {
-            let mut names: Vec<String> = files
+            let mut names: Vec<String> = threads
                 .iter()
-                .flat_map(|f| f.threads())
                 .map(|t| {
                     if t.name.is_empty() {
                         t.id.to_string()
@@ -176,11 +182,27 @@ pub(crate) fn open_all(
     files: &[PathBuf],
     warn: bool,
 ) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
-    let files = expand(files)?;
+    let mut out = Vec::new();
+    open_each(&expand(files)?, warn, |log| {
+        out.push(log);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Opens each of the (expanded) paths `files` in turn and gives it to
+/// `each`, as [`open_all`] takes them: what is not a log is skipped with a
+/// warning among several inputs and is the error of a single one; the
+/// file's warnings are said when `warn`. An error when none was a log.
+pub(crate) fn open_each(
+    files: &[PathBuf],
+    warn: bool,
+    mut each: impl FnMut(nanolog_runtime::reader::LogFile) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let several = files.len() > 1;
-    let mut out = Vec::with_capacity(files.len());
+    let mut opened = 0usize;
     let mut first_err = None;
-    for f in &files {
+    for f in files {
         // A writer's lock file, or a roll's or a cursor's file in the
         // making, matched by a pattern such as `logs/*`: not a log, and
         // not worth a word.
@@ -221,9 +243,10 @@ pub(crate) fn open_all(
             }
             warn_if_cut(&log);
         }
-        out.push(log);
+        opened += 1;
+        each(log)?;
     }
-    if out.is_empty() {
+    if opened == 0 {
         return Err(match first_err {
             Some(e) => e.context(format!(
                 "none of the {} files is a nanolog log",
@@ -232,7 +255,7 @@ pub(crate) fn open_all(
             None => anyhow::anyhow!("no log file to read"),
         });
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Whether the process `pid`, which wrote the file at `path`, still runs

@@ -636,3 +636,79 @@ fn files_count_the_records_before_them_across_runs() {
     assert_eq!(held, 6_000);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `nanolog ARGS` with the read budget at `budget_mb` (`None`: the
+/// default): its standard output and error.
+fn with_budget(args: &[&str], budget_mb: Option<&str>) -> (String, String) {
+    let mut c = Command::new(BIN);
+    c.args(args).env_remove("NANOLOG_READ_WINDOW_MB");
+    if let Some(mb) = budget_mb {
+        c.env("NANOLOG_READ_WINDOW_MB", mb);
+    }
+    let o = c.output().expect("run nanolog");
+    assert!(
+        o.status.success(),
+        "nanolog {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    )
+}
+
+/// A set whose entries pass the read budget (`NANOLOG_READ_WINDOW_MB`; 0
+/// here) is read a window at a time, each group of files whose records
+/// interleave merged alone: the output is the one of a read of every file
+/// at once, byte for byte, sorted or not, as text or JSON, with a thread
+/// chosen by name and a limit. The set: four named threads and a writer
+/// rolling every 16 KiB (records drained after a roll fall in the next
+/// file, so neighbouring files interleave), a pattern naming its files.
+#[test]
+fn a_set_past_the_read_budget_reads_a_window_at_a_time_to_the_same_output() {
+    let _s = serial();
+    let d = dir("windows");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(16 << 10)
+        .start()
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            std::thread::Builder::new()
+                .name(format!("worker-{t}"))
+                .spawn_scoped(s, move || {
+                    for i in 0..20_000u64 {
+                        nanolog::info!("worker {} rec {} of {}", t, i, "the set");
+                        if i % 5_000 == 0 {
+                            nanolog::warn!("worker {} at {}", t, i);
+                        }
+                    }
+                })
+                .unwrap();
+        }
+    });
+    drop(logger);
+    let files = finished_files_keyed(&base).unwrap();
+    assert!(files.len() > 20, "{} files", files.len());
+    let pattern = d.join("app*.nlog");
+    let pattern = p(&pattern);
+    let reads: [&[&str]; 5] = [
+        &["decode", pattern],
+        &["decode", "--format", "json", pattern],
+        &["decode", "--unsorted", pattern],
+        &["decode", "--thread", "worker-2", "--level", "warn", pattern],
+        &["decode", "--limit", "30000", pattern],
+    ];
+    for args in reads {
+        let (all, all_err) = with_budget(args, None);
+        let (windowed, windowed_err) = with_budget(args, Some("0"));
+        assert!(!all.is_empty(), "{args:?} printed nothing");
+        assert!(all == windowed, "{args:?}: the windowed read differs");
+        assert_eq!(all_err, windowed_err, "{args:?}: warnings");
+    }
+    let (all, _) = with_budget(&["decode", pattern], None);
+    assert_eq!(all.lines().count(), 80_000 + 16);
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -447,7 +447,7 @@ fn extent_next<'a>(
 /// same calibrated rate (measured once per process, so equal bit for bit
 /// only within one process).
 fn shared_clocks(files: &[LogFile]) -> (Vec<std::sync::Arc<TimeMap>>, Vec<usize>) {
-    let key = |f: &LogFile| (f.header().pid, f.header().ticks_per_second.to_bits());
+    let key = LogFile::clock_domain;
     let mut out: Vec<Option<std::sync::Arc<TimeMap>>> = vec![None; files.len()];
     let mut domains = vec![0; files.len()];
     for i in 0..files.len() {

@@ -1,0 +1,236 @@
+//! Reading a set of files too large to hold at once, a window at a time.
+//!
+//! A reader holds each open file's entries (its mapped pages, and its
+//! blocks inflated), so `decode` of a day of a rolled set held the whole
+//! day. Files of one set follow each other in time: only those whose
+//! records interleave need to be open together. So when the inputs'
+//! entries pass a budget ([`BUDGET_VAR`], 256 MiB by default), every file is
+//! opened once to learn the span of its records (and its clock pairs, and
+//! its threads), closed, and then read again group by group: each group the
+//! files whose spans overlap, in time order, merged alone. The output is the
+//! merge of all of them: every file is read by its writer's clock over the
+//! whole set (as [`Merge`](nanolog_runtime::reader::Merge) reads a set), and
+//! a record of one group is earlier than every record of the next.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use nanolog_runtime::reader::{Header, LogFile, ThreadInfo, TimeMap};
+
+/// The environment variable that sets the budget, in MiB (0: read every
+/// set of more than one file a window at a time).
+pub(crate) const BUDGET_VAR: &str = "NANOLOG_READ_WINDOW_MB";
+
+/// The budget when [`BUDGET_VAR`] is not set: entries of the inputs, as
+/// inflated, held at once.
+const DEFAULT_BUDGET: usize = 256 << 20;
+
+/// The files a read takes.
+pub(crate) enum Inputs {
+    /// Every file, open (their entries fit the budget, or there is one).
+    All(Vec<LogFile>),
+    /// A window at a time.
+    Windows(Windows),
+}
+
+/// A set read a window at a time.
+pub(crate) struct Windows {
+    /// The files, in the order given.
+    files: Vec<Member>,
+    /// The union of the clock pairs of each writer's files ([`Member::clock`]).
+    clocks: Vec<TimeMap>,
+    /// The groups of files whose records interleave, in time order; each
+    /// group's files (indexes into `files`) in the order a merge of every
+    /// file would take them.
+    pub(crate) groups: Vec<Vec<usize>>,
+    /// Every thread of every file (what `--thread` names are looked up in).
+    pub(crate) threads: Vec<ThreadInfo>,
+}
+
+/// A file as the first reading of the set found it.
+struct Member {
+    path: PathBuf,
+    /// Its header (when it began, and its writer): a file found otherwise
+    /// when read again was replaced in between.
+    header: Header,
+    /// Its clock: an index into `Windows::clocks`.
+    clock: usize,
+}
+
+impl Windows {
+    /// Every file in a group of its own, in the order given (the order of
+    /// an unsorted read).
+    pub(crate) fn one_by_one(&self) -> Vec<Vec<usize>> {
+        (0..self.files.len()).map(|i| vec![i]).collect()
+    }
+
+    /// The files `group` (indexes, as in [`Windows::groups`]), opened
+    /// again, each with the clock it is read by (their warnings were said
+    /// when they were first opened). A file that can no longer be read is
+    /// said and left out.
+    pub(crate) fn open(&self, group: &[usize]) -> (Vec<LogFile>, Vec<TimeMap>) {
+        let mut files = Vec::new();
+        let mut clocks = Vec::new();
+        for &i in group {
+            let m = &self.files[i];
+            match LogFile::open(&m.path) {
+                Ok(f) => {
+                    if *f.header() != m.header {
+                        let _ = writeln!(
+                            io::stderr(),
+                            "nanolog: warning: {}: replaced while the set was read (a roll?): read as it is now",
+                            m.path.display()
+                        );
+                    }
+                    files.push(f);
+                    clocks.push(self.clocks[m.clock].clone());
+                }
+                Err(e) => {
+                    let _ = writeln!(io::stderr(), "nanolog: warning: {e}; skipped");
+                }
+            }
+        }
+        (files, clocks)
+    }
+}
+
+/// The budget: [`BUDGET_VAR`] MiB, or [`DEFAULT_BUDGET`].
+fn budget() -> usize {
+    std::env::var(BUDGET_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map_or(DEFAULT_BUDGET, |mb| mb.saturating_mul(1 << 20))
+}
+
+/// Opens the inputs `files` (patterns expanded) as [`crate::open_all`]
+/// does, their warnings said once: all of them, or, past the budget, the
+/// plan of a read a window at a time.
+pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
+    let paths = crate::expand(files)?;
+    let budget = budget();
+    let mut kept = Some(Vec::new());
+    let mut held = 0usize;
+    let mut members = Vec::new();
+    // Per writer's clock: its key, its tick rate, its files' maps.
+    let mut domains: Vec<((u32, u64), f64, Vec<TimeMap>)> = Vec::new();
+    let mut spans = Vec::new();
+    let mut threads = Vec::new();
+    crate::open_each(&paths, true, |log| {
+        let key = log.clock_domain();
+        let clock = match domains.iter().position(|d| d.0 == key) {
+            Some(c) => c,
+            None => {
+                domains.push((key, log.header().ticks_per_second, Vec::new()));
+                domains.len() - 1
+            }
+        };
+        domains[clock].2.push(log.time_map().clone());
+        members.push(Member {
+            path: log.path().to_owned(),
+            header: *log.header(),
+            clock,
+        });
+        spans.push(log.tick_span());
+        threads.extend(log.threads());
+        held = held.saturating_add(log.raw_len());
+        let one = paths.len() == 1;
+        match &mut kept {
+            Some(k) if held <= budget || one => k.push(log),
+            // Past the budget: what was kept is closed too (each file is
+            // opened again with its group).
+            _ => kept = None,
+        }
+        Ok(())
+    })?;
+    if let Some(all) = kept {
+        return Ok(Inputs::All(all));
+    }
+    let clocks: Vec<TimeMap> = domains
+        .iter()
+        .map(|(_, hz, maps)| TimeMap::union(*hz, maps.iter()))
+        .collect();
+    let groups = group(&members, &spans, &clocks);
+    Ok(Inputs::Windows(Windows {
+        files: members,
+        clocks,
+        groups,
+        threads,
+    }))
+}
+
+/// The files with records or gaps, in groups whose spans overlap (in Unix
+/// ns by their writer's clock, ends included), in time order; each group
+/// in the order a merge of all the files takes them: by writer (the
+/// writer of an earlier file first), then as given. Files with nothing to
+/// read are in none.
+fn group(members: &[Member], spans: &[Option<(u64, u64)>], clocks: &[TimeMap]) -> Vec<Vec<usize>> {
+    let mut timed: Vec<(i64, i64, usize)> = members
+        .iter()
+        .zip(spans)
+        .enumerate()
+        .filter_map(|(i, (m, s))| {
+            let (lo, hi) = (*s)?;
+            let c = &clocks[m.clock];
+            let (a, b) = (c.unix_ns(lo), c.unix_ns(hi));
+            Some((a.min(b), a.max(b), i))
+        })
+        .collect();
+    timed.sort_unstable();
+    // The first file of each writer, as given: the merge's order of writers.
+    let first_of = |clock: usize| members.iter().position(|m| m.clock == clock).unwrap_or(0);
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut end = i64::MIN;
+    for (lo, hi, i) in timed {
+        match groups.last_mut() {
+            Some(g) if lo <= end => g.push(i),
+            _ => groups.push(vec![i]),
+        }
+        end = end.max(hi);
+    }
+    for g in &mut groups {
+        g.sort_unstable_by_key(|&i| (first_of(members[i].clock), i));
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(clock: usize) -> Member {
+        Member {
+            path: PathBuf::new(),
+            header: Header {
+                version: 4,
+                ticks_per_second: 1e9,
+                base_tick: 0,
+                base_unix_ns: 0,
+                pid: clock as u32,
+            },
+            clock,
+        }
+    }
+
+    /// Files whose spans overlap, directly or through another, share a
+    /// group; a file with nothing to read is in none; within a group the
+    /// files of the writer given first come first, each writer's as given.
+    #[test]
+    fn overlapping_spans_share_a_group_in_the_merges_order() {
+        // One tick a nanosecond from the epoch; the second writer's clock
+        // runs 100 ns ahead.
+        let clocks = [
+            TimeMap::new(1e9, vec![(0, 0)]),
+            TimeMap::new(1e9, vec![(0, 100)]),
+        ];
+        let members = [member(1), member(0), member(0), member(0), member(0)];
+        let spans = [
+            Some((0, 5)),    // 100..105: with file 3
+            Some((10, 20)),  // 10..20
+            Some((19, 30)),  // 19..30: touches file 1
+            Some((95, 101)), // 95..101: overlaps file 0
+            None,
+        ];
+        let groups = group(&members, &spans, &clocks);
+        assert_eq!(groups, vec![vec![1, 2], vec![0, 3]]);
+    }
+}
