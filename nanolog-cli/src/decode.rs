@@ -11,7 +11,6 @@ use crate::cli::{DecodeArgs, FilterArgs, Format};
 use crate::follow::{follow, Cursor, Sink, Start};
 use crate::live::LiveEdge;
 use crate::output;
-use crate::window::Inputs;
 
 /// Options resolved from the command line.
 pub(crate) struct DecodePlan {
@@ -90,7 +89,7 @@ impl DecodePlan {
     }
 
     /// [`DecodePlan::filter`] for files whose threads are among `threads`.
-    fn filter_in(&self, threads: &[ThreadInfo], min_offset: usize) -> Filter {
+    pub(crate) fn filter_in(&self, threads: &[ThreadInfo], min_offset: usize) -> Filter {
         Filter {
             min_level: self.min_level,
             since_ns: self.since_ns,
@@ -124,35 +123,14 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut printed = 0;
-    match crate::window::open(&a.files)? {
-        Inputs::All(files) => {
-            crate::warn_unknown_threads(&a.filters.thread, &files);
-            print(&plan, &files, 0, &mut w, &mut printed)?;
-        }
-        Inputs::Windows(win) => {
-            crate::warn_unknown_threads_in(&a.filters.thread, &win.threads);
-            // Unsorted: the files one after another, as given.
-            let groups = if plan.sorted {
-                win.groups.clone()
-            } else {
-                win.one_by_one()
-            };
-            for g in &groups {
-                let (files, clocks) = win.open(g);
-                let mut merge = if plan.sorted {
-                    Merge::new(&files, plan.filter_in(&win.threads, 0))
-                } else {
-                    Merge::unsorted(&files, plan.filter_in(&win.threads, 0))
-                };
-                for (i, c) in clocks.into_iter().enumerate() {
-                    merge.set_clock(i, c);
-                }
-                if !print_merge(&plan, merge, &mut w, &mut printed)? {
-                    break;
-                }
-            }
-        }
-    }
+    let inputs = crate::window::open(&a.files)?;
+    let threads = inputs.threads();
+    crate::warn_unknown_threads(&a.filters.thread, &threads);
+    inputs.merges(
+        plan.sorted,
+        || plan.filter_in(&threads, 0),
+        |merge| print_merge(&plan, merge, &mut w, &mut printed),
+    )?;
     w.flush()?;
     Ok(())
 }
@@ -214,27 +192,9 @@ impl Renderer {
     }
 }
 
-/// Prints the events of `files` from `min_offset` on; returns false once
-/// `--limit` is reached.
-pub(crate) fn print(
-    plan: &DecodePlan,
-    files: &[LogFile],
-    min_offset: usize,
-    w: &mut impl Write,
-    printed: &mut u64,
-) -> anyhow::Result<bool> {
-    let filter = plan.filter(files, min_offset);
-    let merge = if plan.sorted {
-        Merge::new(files, filter)
-    } else {
-        Merge::unsorted(files, filter)
-    };
-    print_merge(plan, merge, w, printed)
-}
-
 /// Prints the events `merge` yields; returns false once `--limit` is
 /// reached.
-fn print_merge(
+pub(crate) fn print_merge(
     plan: &DecodePlan,
     mut merge: Merge<'_>,
     w: &mut impl Write,

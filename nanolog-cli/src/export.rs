@@ -13,19 +13,20 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Context;
 
 use crate::cli::{ExportArgs, ExportFormat, Format};
-use crate::decode::{print, DecodePlan};
+use crate::decode::{print_merge, DecodePlan};
 
 pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
     let format = output_format(a)?;
-    let files = crate::open_all(&a.files, true)?;
-    crate::warn_unknown_threads(&a.filters.thread, &files);
+    let inputs = crate::window::open(&a.files)?;
+    let threads = inputs.threads();
+    crate::warn_unknown_threads(&a.filters.thread, &threads);
     #[cfg(feature = "parquet")]
     if let Some(by) = a.partition_by {
         let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
         let summary = crate::parquet_out::parquet(
             a,
             &plan,
-            &files,
+            &inputs,
             crate::parquet_out::Output::Partitions(a.output.clone(), by),
         )
         .with_context(|| format!("cannot write under {}", a.output.display()))?;
@@ -44,7 +45,11 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
             let mut w = BufWriter::with_capacity(1 << 16, out);
             let mut printed = 0;
-            print(&plan, &files, 0, &mut w, &mut printed)?;
+            inputs.merges(
+                true,
+                || plan.filter_in(&threads, 0),
+                |merge| print_merge(&plan, merge, &mut w, &mut printed),
+            )?;
             w.flush()
                 .with_context(|| format!("cannot write {}", a.output.display()))?;
             // Gaps are lines here, as decode prints them.
@@ -57,7 +62,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
         #[cfg(feature = "parquet")]
         ExportFormat::Parquet => {
             let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
-            crate::parquet_out::parquet(a, &plan, &files, crate::parquet_out::Output::File(out))
+            crate::parquet_out::parquet(a, &plan, &inputs, crate::parquet_out::Output::File(out))
                 .with_context(|| format!("cannot write {}", a.output.display()))?
                 .into()
         }

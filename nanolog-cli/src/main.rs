@@ -135,15 +135,10 @@ pub(crate) fn thread_ids(
     Some(ids)
 }
 
-/// Says on stderr which `--thread` values name no thread of `files` (a
+/// Says on stderr which `--thread` values name no thread among `threads` (a
 /// typo, or a thread of another log): the output would be empty without a
 /// word otherwise.
-pub(crate) fn warn_unknown_threads(args: &[String], files: &[nanolog_runtime::reader::LogFile]) {
-    warn_unknown_threads_in(args, &threads_of(files));
-}
-
-/// [`warn_unknown_threads`] among `threads` (those of every file read).
-pub(crate) fn warn_unknown_threads_in(
+pub(crate) fn warn_unknown_threads(
     args: &[String],
     threads: &[nanolog_runtime::reader::ThreadInfo],
 ) {

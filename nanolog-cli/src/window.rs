@@ -15,7 +15,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use nanolog_runtime::reader::{Header, LogFile, ThreadInfo, TimeMap};
+use nanolog_runtime::reader::{Filter, Header, LogFile, Merge, ThreadInfo, TimeMap};
 
 /// The environment variable that sets the budget, in MiB (0: read every
 /// set of more than one file a window at a time).
@@ -55,6 +55,58 @@ struct Member {
     header: Header,
     /// Its clock: an index into `Windows::clocks`.
     clock: usize,
+}
+
+impl Inputs {
+    /// Every thread of every file (what `--thread` names are looked up in).
+    pub(crate) fn threads(&self) -> Vec<ThreadInfo> {
+        match self {
+            Inputs::All(files) => crate::threads_of(files),
+            Inputs::Windows(w) => w.threads.clone(),
+        }
+    }
+
+    /// The read's merges, given to `each` in turn until it returns false:
+    /// one over every file, or one a group of a read a window at a time
+    /// (unsorted: a file at a time, as given); `filter` makes each one's
+    /// filter.
+    pub(crate) fn merges(
+        &self,
+        sorted: bool,
+        filter: impl Fn() -> Filter,
+        mut each: impl FnMut(Merge<'_>) -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        fn merge(files: &[LogFile], filter: Filter, sorted: bool) -> Merge<'_> {
+            if sorted {
+                Merge::new(files, filter)
+            } else {
+                Merge::unsorted(files, filter)
+            }
+        }
+        match self {
+            Inputs::All(files) => {
+                each(merge(files, filter(), sorted))?;
+            }
+            Inputs::Windows(w) => {
+                let groups = if sorted {
+                    w.groups.clone()
+                } else {
+                    w.one_by_one()
+                };
+                for g in &groups {
+                    let (files, clocks) = w.open(g);
+                    let mut m = merge(&files, filter(), sorted);
+                    for (i, c) in clocks.into_iter().enumerate() {
+                        m.set_clock(i, c);
+                    }
+                    if !each(m)? {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Windows {

@@ -661,7 +661,7 @@ fn with_budget(args: &[&str], budget_mb: Option<&str>) -> (String, String) {
 /// here) is read a window at a time, each group of files whose records
 /// interleave merged alone: the output is the one of a read of every file
 /// at once, byte for byte, sorted or not, as text or JSON, with a thread
-/// chosen by name and a limit. The set: four named threads and a writer
+/// chosen by name and a limit; and `export`'s files. The set: four named threads and a writer
 /// rolling every 16 KiB (records drained after a roll fall in the next
 /// file, so neighbouring files interleave), a pattern naming its files.
 #[test]
@@ -710,5 +710,17 @@ fn a_set_past_the_read_budget_reads_a_window_at_a_time_to_the_same_output() {
     }
     let (all, _) = with_budget(&["decode", pattern], None);
     assert_eq!(all.lines().count(), 80_000 + 16);
+    // `export` reads the same way: the same JSON lines, the same Parquet.
+    for ext in ["jsonl", "parquet"] {
+        let (a, w) = (
+            d.join(format!("all.{ext}")),
+            d.join(format!("windowed.{ext}")),
+        );
+        with_budget(&["export", "-o", p(&a), pattern], None);
+        with_budget(&["export", "-o", p(&w), pattern], Some("0"));
+        let (a, w) = (std::fs::read(&a).unwrap(), std::fs::read(&w).unwrap());
+        assert!(a.len() > 1000, "{ext}: {} bytes", a.len());
+        assert!(a == w, "export {ext}: the windowed read differs");
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
