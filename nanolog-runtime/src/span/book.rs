@@ -213,6 +213,12 @@ struct KnownVersion {
 /// The longest chain of spans followed (a deeper one is cut at its root end).
 const MAX_DEPTH: usize = 256;
 
+/// The context id never defined, which the outermost span of a chain cut
+/// short names as its parent (and a record whose own span is not known, as
+/// its context): a reader shows such records' spans as lost (FORMAT.md,
+/// SPAN).
+const LOST_CONTEXT: u32 = u32::MAX;
+
 impl Book {
     /// A switch, or a `nanolog::span!` entered or exited, on the ring's
     /// thread (a record of site `site`, of role `role` and argument kinds
@@ -376,7 +382,11 @@ impl Book {
         }
         r.changed = false;
         r.texts.clear();
-        let (mut ctx, mut from, mut until) = (0u32, 0u64, u64::MAX);
+        // A chain that does not reach its root (a span whose definition
+        // never came, or one past the depth limit) hangs from the lost
+        // context: its records say that spans are lost.
+        let root = if k == 0 { 0 } else { LOST_CONTEXT };
+        let (mut ctx, mut from, mut until) = (root, 0u64, u64::MAX);
         for &k in chain.iter().rev() {
             let Some(sp) = self.spans.get(&k) else {
                 break;
@@ -398,7 +408,11 @@ impl Book {
             let c = match found {
                 Some(c) => c,
                 None => {
-                    self.last_ctx = self.last_ctx.checked_add(1).unwrap_or(1);
+                    self.last_ctx = self
+                        .last_ctx
+                        .checked_add(1)
+                        .filter(|&c| c != LOST_CONTEXT)
+                        .unwrap_or(1);
                     let c = self.last_ctx;
                     let Some(sp) = self.spans.get_mut(&k) else {
                         break;
@@ -667,5 +681,72 @@ fn copy_versions(known: &mut Known, versions: &[Version], file: &mut impl SpanFi
             site: versions.first().map_or(0, |v| v.site),
             raw: Arc::from(&[][..]),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SPAN entries a resolution puts: (ctx, parent, site).
+    #[derive(Default)]
+    struct Spans(Vec<(u32, u32, u32)>);
+
+    impl SpanFile for Spans {
+        fn generation(&self) -> u64 {
+            1
+        }
+        fn knows_site(&mut self, _site: u32) -> bool {
+            true
+        }
+        fn put_span(&mut self, ctx: u32, parent: u32, site: u32, _from: u64, _raw: &[u8]) {
+            self.0.push((ctx, parent, site));
+        }
+        fn span_text(&mut self, _site: u32, _raw: &[u8]) -> Option<String> {
+            None
+        }
+        fn mirrored(&self) -> bool {
+            false
+        }
+    }
+
+    /// A chain cut short (its outer span's definition never came: a record
+    /// taken after its wait) hangs from the lost context, which a reader
+    /// shows as spans lost; a record whose own span is not known is in it.
+    /// A whole chain begins at the root.
+    #[test]
+    fn a_chain_cut_short_hangs_from_the_lost_context() {
+        // Keys no other test defines; 0x5EED_0001 is never defined.
+        let (inner, middle, unknown) = (0x5EED_0003u64, 0x5EED_0002u64, 0x5EED_0001u64);
+        table::define(middle, unknown, 7, Arc::from(&[][..]));
+        table::define(inner, middle, 8, Arc::from(&[][..]));
+        let mut book = Book::default();
+        let mut file = Spans::default();
+        let mut ctx = Context::default();
+        ctx.switch_to(inner);
+        assert_eq!(
+            book.resolve(&mut ctx, 10, false, &mut file),
+            None,
+            "it waits first"
+        );
+        let c = book.resolve(&mut ctx, 10, true, &mut file);
+        assert_eq!(file.0, [(1, LOST_CONTEXT, 7), (2, 1, 8)]);
+        assert_eq!(c, Some(2));
+
+        let mut alone = Context::default();
+        alone.switch_to(unknown);
+        assert_eq!(
+            book.resolve(&mut alone, 11, true, &mut file),
+            Some(LOST_CONTEXT)
+        );
+
+        let root = 0x5EED_0004u64;
+        table::define(root, 0, 9, Arc::from(&[][..]));
+        let mut whole = Context::default();
+        whole.switch_to(root);
+        assert_eq!(book.resolve(&mut whole, 12, false, &mut file), Some(3));
+        assert_eq!(file.0[2], (3, 0, 9));
+        let mut gone = vec![inner, middle, root];
+        table::remove(&mut gone);
     }
 }
