@@ -123,7 +123,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut printed = 0;
-    let inputs = crate::window::open(&a.files)?;
+    let mut inputs = crate::window::open(&a.files)?;
     let threads = inputs.threads();
     crate::warn_unknown_threads(&a.filters.thread, &threads);
     inputs.merges(

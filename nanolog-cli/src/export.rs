@@ -17,7 +17,7 @@ use crate::decode::{print_merge, DecodePlan};
 
 pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
     let format = output_format(a)?;
-    let inputs = crate::window::open(&a.files)?;
+    let mut inputs = crate::window::open(&a.files)?;
     let threads = inputs.threads();
     crate::warn_unknown_threads(&a.filters.thread, &threads);
     #[cfg(feature = "parquet")]
@@ -26,7 +26,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
         let summary = crate::parquet_out::parquet(
             a,
             &plan,
-            &inputs,
+            &mut inputs,
             crate::parquet_out::Output::Partitions(a.output.clone(), by),
         )
         .with_context(|| format!("cannot write under {}", a.output.display()))?;
@@ -62,9 +62,14 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
         #[cfg(feature = "parquet")]
         ExportFormat::Parquet => {
             let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
-            crate::parquet_out::parquet(a, &plan, &inputs, crate::parquet_out::Output::File(out))
-                .with_context(|| format!("cannot write {}", a.output.display()))?
-                .into()
+            crate::parquet_out::parquet(
+                a,
+                &plan,
+                &mut inputs,
+                crate::parquet_out::Output::File(out),
+            )
+            .with_context(|| format!("cannot write {}", a.output.display()))?
+            .into()
         }
         #[cfg(not(feature = "parquet"))]
         ExportFormat::Parquet => {

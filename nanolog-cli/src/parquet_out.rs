@@ -196,7 +196,7 @@ fn open_partition(dir: &Path, part: &str) -> anyhow::Result<File> {
 pub(crate) fn parquet(
     a: &ExportArgs,
     plan: &DecodePlan,
-    inputs: &crate::window::Inputs,
+    inputs: &mut crate::window::Inputs,
     out: Output,
 ) -> anyhow::Result<Written> {
     let schema = Arc::new(schema());

@@ -55,6 +55,11 @@ struct Member {
     header: Header,
     /// Its clock: an index into `Windows::clocks`.
     clock: usize,
+    /// The file as first opened, kept when it had no END: its writer may
+    /// still be appending to it and roll it away from its path before it
+    /// is read again (what the path then names is another file). At most a
+    /// writer's live file: one file's worth.
+    kept: Option<LogFile>,
 }
 
 impl Inputs {
@@ -71,7 +76,7 @@ impl Inputs {
     /// (unsorted: a file at a time, as given); `filter` makes each one's
     /// filter.
     pub(crate) fn merges(
-        &self,
+        &mut self,
         sorted: bool,
         filter: impl Fn() -> Filter,
         mut each: impl FnMut(Merge<'_>) -> anyhow::Result<bool>,
@@ -120,11 +125,16 @@ impl Windows {
     /// again, each with the clock it is read by (their warnings were said
     /// when they were first opened). A file that can no longer be read is
     /// said and left out.
-    pub(crate) fn open(&self, group: &[usize]) -> (Vec<LogFile>, Vec<TimeMap>) {
+    pub(crate) fn open(&mut self, group: &[usize]) -> (Vec<LogFile>, Vec<TimeMap>) {
         let mut files = Vec::new();
         let mut clocks = Vec::new();
         for &i in group {
-            let m = &self.files[i];
+            let m = &mut self.files[i];
+            if let Some(f) = m.kept.take() {
+                files.push(f);
+                clocks.push(self.clocks[m.clock].clone());
+                continue;
+            }
             match LogFile::open(&m.path) {
                 Ok(f) => {
                     if *f.header() != m.header {
@@ -200,13 +210,14 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
             }
         };
         domains[clock].2.push(log.time_map().clone());
+        spans.push(log.tick_span());
+        threads.extend(log.threads());
         members.push(Member {
             path: log.path().to_owned(),
             header: *log.header(),
             clock,
+            kept: (!log.is_complete()).then_some(log),
         });
-        spans.push(log.tick_span());
-        threads.extend(log.threads());
         Ok(())
     })?;
     let clocks: Vec<TimeMap> = domains
@@ -272,6 +283,7 @@ mod tests {
                 pid: clock as u32,
             },
             clock,
+            kept: None,
         }
     }
 
