@@ -1398,54 +1398,6 @@ impl LogFile {
         (self.header.pid, self.header.ticks_per_second.to_bits())
     }
 
-    /// The earliest and the latest tick of the file's records and drop
-    /// gaps, or `None` when it has none: what a reader of a large set needs
-    /// to know which files' records interleave. It reads each thread's last
-    /// extent (the rest of the file only by its index and extent headers).
-    pub fn tick_span(&self) -> Option<(u64, u64)> {
-        let mut span: Option<(u64, u64)> = None;
-        let mut see = |t: u64| {
-            span = Some(span.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));
-        };
-        for items in self.streams.values() {
-            for it in items {
-                match *it {
-                    Item::Extent { start, end, .. } => {
-                        if let Some((t, _)) = wire::extent::get_header(self.bytes(start..end)).1 {
-                            see(t);
-                        }
-                    }
-                    Item::Drop { ix, .. } => {
-                        let d = self.drop_info(ix);
-                        see(d.first);
-                        see(d.last);
-                    }
-                }
-            }
-            // A thread's records are in time order: its latest is in its
-            // last extent (a damaged one gives the records before the
-            // damage).
-            let last = items.iter().rev().find_map(|it| match *it {
-                Item::Extent { start, end, .. } => Some((start, end)),
-                Item::Drop { .. } => None,
-            });
-            if let Some((start, end)) = last {
-                let ext = super::extent::Extent::new(
-                    self,
-                    0,
-                    start,
-                    end,
-                    0,
-                    super::extent::Clock::Untimed,
-                );
-                for r in ext.map_while(Result::ok) {
-                    see(r.tick());
-                }
-            }
-        }
-        span
-    }
-
     /// The bytes of `range` (an extent body the index points to).
     pub(super) fn bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
         if range.start >= INFLATED {
