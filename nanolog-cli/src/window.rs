@@ -6,11 +6,15 @@
 //! records interleave need to be open together. So when the inputs' bytes
 //! on disk pass a budget ([`BUDGET_VAR`], 256 MiB by default), every file is
 //! opened once to learn the span of its records (and its clock pairs, and
-//! its threads), closed, and then read again group by group: each group the
-//! files whose spans overlap, in time order, merged alone. The output is the
-//! merge of all of them: every file is read by its writer's clock over the
-//! whole set (as [`Merge`](nanolog_runtime::reader::Merge) reads a set), and
-//! a record of one group is earlier than every record of the next.
+//! its threads), closed (unless it has no END: see [`Member::kept`]), and
+//! then read again group by group: each group the files whose spans
+//! overlap, in time order, merged alone. The output is the merge of all of
+//! them: every file is read by its writer's clock over the whole set (as
+//! [`Merge`](nanolog_runtime::reader::Merge) reads a set; that map never goes
+//! backwards, so a file's records lie between the times of its first and
+//! last ticks), and a record of one group is earlier than every record of
+//! the next. (`stats`, which needs no time order, reads such a set a file
+//! at a time, without the first look.)
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -27,7 +31,7 @@ const DEFAULT_BUDGET: usize = 256 << 20;
 
 /// The files a read takes.
 pub(crate) enum Inputs {
-    /// Every file, open (their entries fit the budget, or there is one).
+    /// Every file, open (their bytes fit the budget, or there is one).
     All(Vec<LogFile>),
     /// A window at a time.
     Windows(Windows),
