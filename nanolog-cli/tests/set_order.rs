@@ -186,6 +186,14 @@ fn a_wall_clock_stepped_back_changes_neither_order_nor_retention() {
     let got = f.until(39_999);
     assert_eq!(got, (1..40_000).collect::<Vec<_>>(), "every record once");
     drop(logger);
+    // Read a window at a time (the files grouped by the times of their
+    // records, which the step sent an hour back), the set reads as it does
+    // all at once.
+    let pattern = d.join("app*.nlog");
+    let (all, _) = with_budget(&["decode", p(&pattern)], None);
+    let (windowed, _) = with_budget(&["decode", p(&pattern)], Some("0"));
+    assert_eq!(all.lines().count(), 40_000);
+    assert!(all == windowed, "the windowed read differs");
 
     // A second run, still an hour back, with retention: the newest files
     // stay, whatever their start times say.

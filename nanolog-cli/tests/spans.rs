@@ -437,6 +437,8 @@ fn random_span_walks_decode_as_the_model_says() {
         .start()
         .unwrap();
     let mut expected = Expected::new();
+    // The records whose chain is deeper than the writer follows.
+    let mut cut = std::collections::HashSet::new();
     let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
     tracing::subscriber::with_default(subscriber, || {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -522,7 +524,10 @@ fn random_span_walks_decode_as_the_model_says() {
                         at = s.parent;
                     }
                     // A chain deeper than the writer follows (256 spans)
-                    // is cut at its root end.
+                    // is cut at its root end, and says so.
+                    if spans.len() > 256 {
+                        cut.insert(format!("walk {k}"));
+                    }
                     spans.truncate(256);
                     spans.reverse();
                     expected.insert(format!("walk {k}"), Json::Array(spans));
@@ -546,9 +551,12 @@ fn random_span_walks_decode_as_the_model_says() {
             .get(msg)
             .unwrap_or_else(|| panic!("unexpected {msg:?}"));
         assert_eq!(&l["spans"], want, "spans of {msg:?}");
+        let lost = l.get("spans_lost") == Some(&json!(true));
+        assert_eq!(lost, cut.contains(msg), "spans_lost of {msg:?}");
         seen += 1;
     }
     assert_eq!(seen, expected.len());
+    assert!(!cut.is_empty(), "some chains are deeper than 256 spans");
     remove_with_kept(&path);
 }
 

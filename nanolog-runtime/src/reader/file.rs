@@ -61,7 +61,7 @@ impl ContextIds {
             return m.get(&ctx).copied();
         }
         let i = ctx.checked_sub(self.base)?;
-        (i < self.dense).then_some(i + 1)
+        (i < self.dense).then(|| i + 1)
     }
 
     /// `ctx` is the span at index `ix1 - 1` (the one last pushed).
