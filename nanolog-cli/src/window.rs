@@ -18,11 +18,13 @@
 
 use std::io::{self, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use nanolog_runtime::reader::{Filter, Header, LogFile, Merge, ThreadInfo, TimeMap};
 
 /// The environment variable that sets the budget, in MiB (0: read every
-/// set of more than one file a window at a time).
+/// set of more than one file a window at a time, each group of files whose
+/// records interleave alone).
 pub(crate) const BUDGET_VAR: &str = "NANOLOG_READ_WINDOW_MB";
 
 /// The budget when [`BUDGET_VAR`] is not set: bytes of the inputs on disk
@@ -41,8 +43,10 @@ pub(crate) enum Inputs {
 pub(crate) struct Windows {
     /// The files, in the order given.
     files: Vec<Member>,
-    /// The union of the clock pairs of each writer's files ([`Member::clock`]).
-    clocks: Vec<TimeMap>,
+    /// The union of the clock pairs of each writer's files ([`Member::clock`]),
+    /// shared by the merges of its files (a writer of thousands of files
+    /// has thousands of pairs).
+    clocks: Vec<Arc<TimeMap>>,
     /// The groups of files whose records interleave, in time order; each
     /// group's files (indexes into `files`) in the order a merge of every
     /// file would take them.
@@ -59,6 +63,8 @@ struct Member {
     header: Header,
     /// Its clock: an index into `Windows::clocks`.
     clock: usize,
+    /// Its bytes as read.
+    size: u64,
     /// The file as first opened, kept when it had no END: its writer may
     /// still be appending to it and roll it away from its path before it
     /// is read again (what the path then names is another file). At most a
@@ -129,14 +135,14 @@ impl Windows {
     /// again, each with the clock it is read by (their warnings were said
     /// when they were first opened). A file that can no longer be read is
     /// said and left out.
-    pub(crate) fn open(&mut self, group: &[usize]) -> (Vec<LogFile>, Vec<TimeMap>) {
+    pub(crate) fn open(&mut self, group: &[usize]) -> (Vec<LogFile>, Vec<Arc<TimeMap>>) {
         let mut files = Vec::new();
         let mut clocks = Vec::new();
         for &i in group {
             let m = &mut self.files[i];
             if let Some(f) = m.kept.take() {
                 files.push(f);
-                clocks.push(self.clocks[m.clock].clone());
+                clocks.push(Arc::clone(&self.clocks[m.clock]));
                 continue;
             }
             match LogFile::open(&m.path) {
@@ -149,7 +155,7 @@ impl Windows {
                         );
                     }
                     files.push(f);
-                    clocks.push(self.clocks[m.clock].clone());
+                    clocks.push(Arc::clone(&self.clocks[m.clock]));
                 }
                 Err(e) => {
                     let _ = writeln!(io::stderr(), "nanolog: warning: {e}; skipped");
@@ -160,12 +166,14 @@ impl Windows {
     }
 }
 
-/// The budget: [`BUDGET_VAR`] MiB, or [`DEFAULT_BUDGET`].
+/// The budget: [`BUDGET_VAR`] MiB (a decimal number), or
+/// [`DEFAULT_BUDGET`].
 fn budget() -> usize {
     std::env::var(BUDGET_VAR)
         .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .map_or(DEFAULT_BUDGET, |mb| mb.saturating_mul(1 << 20))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|mb| *mb >= 0.0)
+        .map_or(DEFAULT_BUDGET, |mb| (mb * f64::from(1 << 20)) as usize)
 }
 
 /// The inputs `files` (patterns expanded, see [`crate::expand`]), and
@@ -220,15 +228,19 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
             path: log.path().to_owned(),
             header: *log.header(),
             clock,
+            size: log.valid_len() as u64,
             kept: (!log.is_complete()).then_some(log),
         });
         Ok(())
     })?;
-    let clocks: Vec<TimeMap> = domains
+    let clocks: Vec<Arc<TimeMap>> = domains
         .iter()
-        .map(|(_, hz, maps)| TimeMap::union(*hz, maps.iter()))
+        .map(|(_, hz, maps)| Arc::new(TimeMap::union(*hz, maps.iter())))
         .collect();
-    let groups = group(&members, &spans, &clocks);
+    // A quarter of the budget a window: several windows' worth of the
+    // set is never held (what a window holds inflated is about half as
+    // much again as its files on disk).
+    let groups = group(&members, &spans, &clocks, budget() as u64 / 4);
     Ok(Inputs::Windows(Windows {
         files: members,
         clocks,
@@ -242,7 +254,12 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
 /// in the order a merge of all the files takes them: by writer (the
 /// writer of an earlier file first), then as given. Files with nothing to
 /// read are in none.
-fn group(members: &[Member], spans: &[Option<(u64, u64)>], clocks: &[TimeMap]) -> Vec<Vec<usize>> {
+fn group(
+    members: &[Member],
+    spans: &[Option<(u64, u64)>],
+    clocks: &[Arc<TimeMap>],
+    together: u64,
+) -> Vec<Vec<usize>> {
     let mut timed: Vec<(i64, i64, usize)> = members
         .iter()
         .zip(spans)
@@ -266,10 +283,32 @@ fn group(members: &[Member], spans: &[Option<(u64, u64)>], clocks: &[TimeMap]) -
         }
         end = end.max(hi);
     }
-    for g in &mut groups {
-        g.sort_unstable_by_key(|&i| (first_of(members[i].clock), i));
+    // Neighbouring groups read together while their files take at most
+    // `together` bytes: a set of thousands of small files is read in a few
+    // merges, not one a file (each merge starts its rendering threads; 2,158
+    // files of 20 KB read 2.9 times slower one group at a time than at
+    // once). The groups do not interleave, so reading them together changes
+    // nothing but the memory held.
+    let size = |g: &[usize]| g.iter().map(|&i| members[i].size).sum::<u64>();
+    let mut windows: Vec<Vec<usize>> = Vec::new();
+    let mut held = 0;
+    for g in groups {
+        let s = size(&g);
+        match windows.last_mut() {
+            Some(w) if held + s <= together => {
+                w.extend(g);
+                held += s;
+            }
+            _ => {
+                windows.push(g);
+                held = s;
+            }
+        }
     }
-    groups
+    for w in &mut windows {
+        w.sort_unstable_by_key(|&i| (first_of(members[i].clock), i));
+    }
+    windows
 }
 
 #[cfg(test)]
@@ -287,6 +326,7 @@ mod tests {
                 pid: clock as u32,
             },
             clock,
+            size: 10,
             kept: None,
         }
     }
@@ -299,8 +339,8 @@ mod tests {
         // One tick a nanosecond from the epoch; the second writer's clock
         // runs 100 ns ahead.
         let clocks = [
-            TimeMap::new(1e9, vec![(0, 0)]),
-            TimeMap::new(1e9, vec![(0, 100)]),
+            Arc::new(TimeMap::new(1e9, vec![(0, 0)])),
+            Arc::new(TimeMap::new(1e9, vec![(0, 100)])),
         ];
         let members = [member(1), member(0), member(0), member(0), member(0)];
         let spans = [
@@ -310,7 +350,13 @@ mod tests {
             Some((95, 101)), // 95..101: overlaps file 0
             None,
         ];
-        let groups = group(&members, &spans, &clocks);
+        let groups = group(&members, &spans, &clocks, 0);
+        assert_eq!(groups, vec![vec![1, 2], vec![0, 3]]);
+        // Groups read together up to 40 bytes of files (10 each): both.
+        let groups = group(&members, &spans, &clocks, 40);
+        assert_eq!(groups, vec![vec![0, 1, 2, 3]]);
+        // Up to 30: a group is never split, so each alone.
+        let groups = group(&members, &spans, &clocks, 30);
         assert_eq!(groups, vec![vec![1, 2], vec![0, 3]]);
     }
 }

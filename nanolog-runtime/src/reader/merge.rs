@@ -195,10 +195,11 @@ impl<'a> Merge<'a> {
     /// not by its own clock pairs: a reader given one file of a set at a
     /// time (a follower) stamps its records as a reader of the whole set
     /// does, with the union of the set's pairs ([`TimeMap::union`]). Call
-    /// before the first event.
-    pub fn set_clock(&mut self, file_ix: usize, clock: TimeMap) {
+    /// before the first event. (Files read by one clock may share it: an
+    /// `Arc<TimeMap>` is taken as it is.)
+    pub fn set_clock(&mut self, file_ix: usize, clock: impl Into<std::sync::Arc<TimeMap>>) {
         if let Some(c) = self.clocks.get_mut(file_ix) {
-            *c = std::sync::Arc::new(clock);
+            *c = clock.into();
         }
     }
 
