@@ -177,8 +177,16 @@ pub(crate) fn open_all(
     files: &[PathBuf],
     warn: bool,
 ) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
+    open_expanded(&expand(files)?, warn)
+}
+
+/// [`open_all`] of paths already expanded.
+pub(crate) fn open_expanded(
+    files: &[PathBuf],
+    warn: bool,
+) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
     let mut out = Vec::new();
-    open_each(&expand(files)?, warn, |log| {
+    open_each(files, warn, |log| {
         out.push(log);
         Ok(())
     })?;

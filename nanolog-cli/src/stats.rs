@@ -96,11 +96,8 @@ struct StatsPlan {
     every_ns: Option<i64>,
     /// `--site` or `--fmt`: the format strings of the sites to aggregate.
     site_re: Option<Regex>,
-    /// `--arg`: an argument's index, or its name.
-    want: Option<Want>,
-    /// With `--arg`: per file, per site id, the index of the argument to
-    /// aggregate (a name may sit at another index in each site).
-    arg: Option<Vec<Vec<Option<usize>>>>,
+    /// `--arg`: what to aggregate, and where it is in each file's sites.
+    arg: Option<ArgPlan>,
     /// Per file: the file whose thread ids it shares (the first file of
     /// the same process), so `--by thread` merges a set's files.
     thread_source: Vec<usize>,
@@ -115,6 +112,14 @@ struct StatsPlan {
 enum Want {
     Index(usize),
     Name(String),
+}
+
+/// `--arg` as the files are read.
+struct ArgPlan {
+    want: Want,
+    /// Per file, per site id, the index of the argument to aggregate (a
+    /// name may sit at another index in each site).
+    per_file: Vec<Vec<Option<usize>>>,
 }
 
 /// What the output says of a file read (its threads' names, its writer's
@@ -157,15 +162,15 @@ impl StatsPlan {
                 .as_ref()
                 .is_none_or(|re| re.is_match(&s.format));
         }
-        if let (Some(arg), Some(want)) = (&mut self.arg, &self.want) {
+        if let Some(arg) = &mut self.arg {
             let mut v = vec![None; n];
             for s in f.sites().filter(|s| sel[s.id as usize]) {
-                v[s.id as usize] = match want {
+                v[s.id as usize] = match &arg.want {
                     Want::Index(i) => Some(*i),
                     Want::Name(name) => (0..s.kinds.len()).find(|&i| s.name(i) == Some(name)),
                 };
             }
-            arg.push(v);
+            arg.per_file.push(v);
         }
         self.selected.push(sel);
         self.groups.add(f, source);
@@ -289,8 +294,10 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         by: a.by.unwrap_or(GroupBy::Site),
         every_ns,
         site_re,
-        arg: want.as_ref().map(|_| Vec::new()),
-        want,
+        arg: want.map(|want| ArgPlan {
+            want,
+            per_file: Vec::new(),
+        }),
         thread_source: Vec::new(),
         selected: Vec::new(),
         groups: Groups::new(),
@@ -298,7 +305,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
     };
     let mut totals = Totals::default();
     if at_once {
-        let files = crate::open_all(&paths, true)?;
+        let files = crate::open_expanded(&paths, true)?;
         for f in &files {
             plan.add(f);
         }
@@ -366,8 +373,12 @@ fn check(plan: &StatsPlan, a: &StatsArgs) -> anyhow::Result<()> {
             a.site.as_deref().or(a.fmt.as_deref()).unwrap_or("")
         );
     }
-    if let (Some(Want::Name(want)), Some(arg)) = (&plan.want, &plan.arg) {
-        if !arg.iter().flatten().any(Option::is_some) {
+    if let Some(ArgPlan {
+        want: Want::Name(want),
+        per_file,
+    }) = &plan.arg
+    {
+        if !per_file.iter().flatten().any(Option::is_some) {
             bail!("--arg {want:?}: no selected call site has an argument of that name");
         }
     }
@@ -470,7 +481,7 @@ fn scan(plan: &StatsPlan, f: &LogFile, fi: usize, range: std::ops::Range<usize>,
             continue;
         }
         if let Some(arg) = &plan.arg {
-            let Some(n) = arg[fi].get(id).copied().flatten() else {
+            let Some(n) = arg.per_file[fi].get(id).copied().flatten() else {
                 // A selected site without an argument of that name.
                 continue;
             };

@@ -50,9 +50,9 @@ pub(crate) struct Windows {
     /// The groups of files whose records interleave, in time order; each
     /// group's files (indexes into `files`) in the order a merge of every
     /// file would take them.
-    pub(crate) groups: Vec<Vec<usize>>,
+    groups: Vec<Vec<usize>>,
     /// Every thread of every file (what `--thread` names are looked up in).
-    pub(crate) threads: Vec<ThreadInfo>,
+    threads: Vec<ThreadInfo>,
 }
 
 /// A file as the first reading of the set found it.
@@ -65,6 +65,9 @@ struct Member {
     clock: usize,
     /// Its bytes as read.
     size: u64,
+    /// The earliest and latest tick of its records and gaps (`None`:
+    /// nothing to read).
+    span: Option<(u64, u64)>,
     /// The file as first opened, kept when it had no END: its writer may
     /// still be appending to it and roll it away from its path before it
     /// is read again (what the path then names is another file). At most a
@@ -200,17 +203,11 @@ pub(crate) fn inputs(files: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)> 
 pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
     let (paths, at_once) = inputs(files)?;
     if at_once {
-        let mut all = Vec::new();
-        crate::open_each(&paths, true, |log| {
-            all.push(log);
-            Ok(())
-        })?;
-        return Ok(Inputs::All(all));
+        return crate::open_expanded(&paths, true).map(Inputs::All);
     }
     let mut members = Vec::new();
     // Per writer's clock: its key, its tick rate, its files' maps.
     let mut domains: Vec<((u32, u64), f64, Vec<TimeMap>)> = Vec::new();
-    let mut spans = Vec::new();
     let mut threads = Vec::new();
     crate::open_each(&paths, true, |log| {
         let key = log.clock_domain();
@@ -222,13 +219,13 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
             }
         };
         domains[clock].2.push(log.time_map().clone());
-        spans.push(log.tick_span());
         threads.extend(log.threads());
         members.push(Member {
             path: log.path().to_owned(),
             header: *log.header(),
             clock,
             size: log.valid_len() as u64,
+            span: log.tick_span(),
             kept: (!log.is_complete()).then_some(log),
         });
         Ok(())
@@ -240,7 +237,7 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
     // A quarter of the budget a window: several windows' worth of the
     // set is never held (what a window holds inflated is about half as
     // much again as its files on disk).
-    let groups = group(&members, &spans, &clocks, budget() as u64 / 4);
+    let groups = group(&members, &clocks, budget() as u64 / 4);
     Ok(Inputs::Windows(Windows {
         files: members,
         clocks,
@@ -254,18 +251,12 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
 /// in the order a merge of all the files takes them: by writer (the
 /// writer of an earlier file first), then as given. Files with nothing to
 /// read are in none.
-fn group(
-    members: &[Member],
-    spans: &[Option<(u64, u64)>],
-    clocks: &[Arc<TimeMap>],
-    together: u64,
-) -> Vec<Vec<usize>> {
+fn group(members: &[Member], clocks: &[Arc<TimeMap>], together: u64) -> Vec<Vec<usize>> {
     let mut timed: Vec<(i64, i64, usize)> = members
         .iter()
-        .zip(spans)
         .enumerate()
-        .filter_map(|(i, (m, s))| {
-            let (lo, hi) = (*s)?;
+        .filter_map(|(i, m)| {
+            let (lo, hi) = m.span?;
             let c = &clocks[m.clock];
             let (a, b) = (c.unix_ns(lo), c.unix_ns(hi));
             Some((a.min(b), a.max(b), i))
@@ -315,7 +306,7 @@ fn group(
 mod tests {
     use super::*;
 
-    fn member(clock: usize) -> Member {
+    fn member(clock: usize, span: Option<(u64, u64)>) -> Member {
         Member {
             path: PathBuf::new(),
             header: Header {
@@ -327,6 +318,7 @@ mod tests {
             },
             clock,
             size: 10,
+            span,
             kept: None,
         }
     }
@@ -342,21 +334,20 @@ mod tests {
             Arc::new(TimeMap::new(1e9, vec![(0, 0)])),
             Arc::new(TimeMap::new(1e9, vec![(0, 100)])),
         ];
-        let members = [member(1), member(0), member(0), member(0), member(0)];
-        let spans = [
-            Some((0, 5)),    // 100..105: with file 3
-            Some((10, 20)),  // 10..20
-            Some((19, 30)),  // 19..30: touches file 1
-            Some((95, 101)), // 95..101: overlaps file 0
-            None,
+        let members = [
+            member(1, Some((0, 5))),    // 100..105: with file 3
+            member(0, Some((10, 20))),  // 10..20
+            member(0, Some((19, 30))),  // 19..30: touches file 1
+            member(0, Some((95, 101))), // 95..101: overlaps file 0
+            member(0, None),
         ];
-        let groups = group(&members, &spans, &clocks, 0);
+        let groups = group(&members, &clocks, 0);
         assert_eq!(groups, vec![vec![1, 2], vec![0, 3]]);
         // Groups read together up to 40 bytes of files (10 each): both.
-        let groups = group(&members, &spans, &clocks, 40);
+        let groups = group(&members, &clocks, 40);
         assert_eq!(groups, vec![vec![0, 1, 2, 3]]);
         // Up to 30: a group is never split, so each alone.
-        let groups = group(&members, &spans, &clocks, 30);
+        let groups = group(&members, &clocks, 30);
         assert_eq!(groups, vec![vec![1, 2], vec![0, 3]]);
     }
 }

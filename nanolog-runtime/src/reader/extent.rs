@@ -35,43 +35,33 @@ impl LogFile {
 
     /// The earliest and the latest tick of the file's records and drop
     /// gaps, or `None` when it has none: what a reader of a large set needs
-    /// to know which files' records interleave. It reads each thread's last
-    /// extent (the rest of the file only by its index and extent headers).
+    /// to know which files' records interleave. The earliest is
+    /// [`LogFile::first_tick`]'s; the latest takes each thread's last
+    /// extent, read through.
     pub fn tick_span(&self) -> Option<(u64, u64)> {
-        let mut span: Option<(u64, u64)> = None;
-        let mut see = |t: u64| {
-            span = Some(span.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));
-        };
+        let first = self.first_tick(0)?;
+        let mut last = first;
         for items in self.streams.values() {
             for it in items {
-                match *it {
-                    Item::Extent { start, end, .. } => {
-                        if let Some((t, _)) = wire::extent::get_header(self.bytes(start..end)).1 {
-                            see(t);
-                        }
-                    }
-                    Item::Drop { ix, .. } => {
-                        let d = self.drop_info(ix);
-                        see(d.first);
-                        see(d.last);
-                    }
+                if let Item::Drop { ix, .. } = *it {
+                    last = last.max(self.drop_info(ix).last);
                 }
             }
             // A thread's records are in time order: its latest is in its
             // last extent (a damaged one gives the records before the
             // damage).
-            let last = items.iter().rev().find_map(|it| match *it {
+            let extent = items.iter().rev().find_map(|it| match *it {
                 Item::Extent { start, end, .. } => Some((start, end)),
                 Item::Drop { .. } => None,
             });
-            if let Some((start, end)) = last {
+            if let Some((start, end)) = extent {
                 let ext = Extent::new(self, 0, start, end, 0, Clock::Untimed);
                 for r in ext.map_while(Result::ok) {
-                    see(r.tick());
+                    last = last.max(r.tick());
                 }
             }
         }
-        span
+        Some((first, last))
     }
 }
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use super::table::{self, KeyMap, Version};
 use crate::wire::format::{ArgKind, Role};
 use crate::wire::record::{self, Value};
+use crate::wire::LOST_CONTEXT;
 
 /// What resolving a context needs of the file being written.
 pub(crate) trait SpanFile {
@@ -212,12 +213,6 @@ struct KnownVersion {
 
 /// The longest chain of spans followed (a deeper one is cut at its root end).
 const MAX_DEPTH: usize = 256;
-
-/// The context id never defined, which the outermost span of a chain cut
-/// short names as its parent (and a record whose own span is not known, as
-/// its context): a reader shows such records' spans as lost (FORMAT.md,
-/// SPAN).
-const LOST_CONTEXT: u32 = u32::MAX;
 
 impl Book {
     /// A switch, or a `nanolog::span!` entered or exited, on the ring's

@@ -31,6 +31,11 @@ pub const VERSION: u16 = 4;
 pub const MIN_VERSION: u16 = 1;
 /// The site id of an extent's context switch (no call site has id 0).
 pub const CONTEXT_SWITCH: u32 = 0;
+/// The context id a writer never defines: the parent of the outermost span
+/// of a chain it cut short, and the context of a record whose own span it
+/// does not have (FORMAT.md, SPAN). Readers show such records' spans as
+/// lost, as for any parent whose entry is missing.
+pub(crate) const LOST_CONTEXT: u32 = u32::MAX;
 /// Bytes of the fixed file header.
 pub const HEADER_LEN: usize = 48;
 /// Bytes of an entry's frame before its body.
