@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use anyhow::{bail, Context};
-use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, ThreadInfo};
+use nanolog_runtime::reader::{Batch, Batches, Event, Filter, LogFile, Merge, ThreadInfo};
 use nanolog_runtime::Level;
 use regex::Regex;
 
@@ -196,10 +196,13 @@ impl Renderer {
 /// reached.
 pub(crate) fn print_merge(
     plan: &DecodePlan,
-    mut merge: Merge<'_>,
+    merge: Merge<'_>,
     w: &mut impl Write,
     printed: &mut u64,
 ) -> anyhow::Result<bool> {
+    // Read in batches: a large file's blocks are inflated as the merge
+    // reaches them, and let go once printed.
+    let mut merge = merge.batches();
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8)
@@ -219,23 +222,31 @@ pub(crate) fn print_merge(
 
 fn print_serial(
     plan: &DecodePlan,
-    merge: &mut Merge<'_>,
+    merge: &mut Batches<'_>,
     w: &mut impl Write,
     printed: &mut u64,
 ) -> anyhow::Result<bool> {
     let mut r = Renderer::new(plan);
     let mut line = String::with_capacity(1 << 17);
-    for ev in merge.by_ref() {
-        if plan.limit.is_some_and(|l| *printed >= l) {
-            w.write_all(line.as_bytes())?;
-            return Ok(false);
+    let mut batch = Batch::with_capacity(1024);
+    loop {
+        batch.clear();
+        let more = merge.fill(&mut batch, 1024);
+        for ev in batch.events() {
+            if plan.limit.is_some_and(|l| *printed >= l) {
+                w.write_all(line.as_bytes())?;
+                return Ok(false);
+            }
+            if r.event(plan, ev, &mut line) {
+                *printed += 1;
+            }
+            if line.len() >= 1 << 16 {
+                w.write_all(line.as_bytes())?;
+                line.clear();
+            }
         }
-        if r.event(plan, &ev, &mut line) {
-            *printed += 1;
-        }
-        if line.len() >= 1 << 16 {
-            w.write_all(line.as_bytes())?;
-            line.clear();
+        if !more {
+            break;
         }
     }
     w.write_all(line.as_bytes())?;
@@ -246,7 +257,7 @@ const BATCH: usize = 4096;
 
 /// A batch of events and the text rendered from it (the buffers go round
 /// and round, so steady state allocates nothing).
-type Job<'a> = (Vec<Event<'a>>, String);
+type Job<'a> = (Batch<'a>, String);
 
 /// A batch of output, in order: rendered here, or by worker `k`.
 enum Slot<'a> {
@@ -258,7 +269,7 @@ fn render_job(r: &mut Renderer, plan: &DecodePlan, job: &mut Job<'_>) -> u64 {
     let (batch, out) = job;
     out.clear();
     let mut n = 0;
-    for ev in batch.iter() {
+    for ev in batch.events() {
         n += u64::from(r.event(plan, ev, out));
     }
     batch.clear();
@@ -271,7 +282,7 @@ fn render_job(r: &mut Renderer, plan: &DecodePlan, job: &mut Job<'_>) -> u64 {
 /// their original order.
 fn print_parallel(
     plan: &DecodePlan,
-    merge: &mut Merge<'_>,
+    merge: &mut Batches<'_>,
     workers: usize,
     w: &mut impl Write,
     printed: &mut u64,
@@ -304,23 +315,30 @@ fn print_parallel(
         let mut next_worker = 0;
         let mut more = true;
         loop {
-            let (mut batch, text) = spare
-                .pop()
-                .unwrap_or_else(|| (Vec::with_capacity(BATCH), String::with_capacity(BATCH * 96)));
-            let mut in_batch = 0u64;
-            while batch.len() < BATCH {
-                if plan
-                    .limit
-                    .is_some_and(|l| *printed + in_queue + in_batch >= l)
-                {
-                    more = false;
-                    break;
-                }
-                let Some(ev) = merge.next() else { break };
-                in_batch += u64::from(matches!(ev, Event::Record(_)));
-                batch.push(ev);
+            let (mut batch, text) = spare.pop().unwrap_or_else(|| {
+                (
+                    Batch::with_capacity(BATCH),
+                    String::with_capacity(BATCH * 96),
+                )
+            });
+            // Up to BATCH events, and no more records than --limit leaves.
+            let room = plan
+                .limit
+                .map_or(BATCH as u64, |l| l.saturating_sub(*printed + in_queue))
+                .min(BATCH as u64) as usize;
+            let ended = room == 0 || !merge.fill(&mut batch, room);
+            let in_batch = batch
+                .events()
+                .iter()
+                .filter(|ev| matches!(ev, Event::Record(_)))
+                .count() as u64;
+            if plan
+                .limit
+                .is_some_and(|l| *printed + in_queue + in_batch >= l)
+            {
+                more = false;
             }
-            let last = batch.len() < BATCH;
+            let last = ended || !more;
             in_queue += in_batch;
             if batch.is_empty() {
                 spare.push((batch, text));

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::output::json_string;
-use nanolog_runtime::reader::{Event, Filter, Merge};
+use nanolog_runtime::reader::{Batch, Event, Filter, Merge};
 use nanolog_runtime::text::utc::rfc3339;
 
 use crate::cli::{Format, InfoArgs};
@@ -47,21 +47,28 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
     let mut records = 0u64;
     // Records some of whose spans were lost to damage.
     let mut spans_lost = 0u64;
-    for ev in Merge::unsorted(&files, Filter::default()) {
-        match ev {
-            Event::Record(r) => {
-                records += 1;
-                spans_lost += u64::from(r.spans_lost());
-                *per_thread.entry(r.thread()).or_default() += 1;
-                *per_site.entry(r.site().id).or_default() += 1;
-                let ns = r.unix_ns();
-                first = first.min(ns);
-                last = last.max(ns);
-            }
-            Event::Gap(g, _) if g.is_lost() => lost += g.count,
-            Event::Gap(g, _) => {
-                dropped += g.count;
-                *thread_drops.entry(g.thread).or_default() += g.count;
+    let mut merge = Merge::unsorted(&files, Filter::default()).batches();
+    let mut batch = Batch::with_capacity(1024);
+    let mut go = true;
+    while go {
+        batch.clear();
+        go = merge.fill(&mut batch, 1024);
+        for &ev in batch.events() {
+            match ev {
+                Event::Record(r) => {
+                    records += 1;
+                    spans_lost += u64::from(r.spans_lost());
+                    *per_thread.entry(r.thread()).or_default() += 1;
+                    *per_site.entry(r.site().id).or_default() += 1;
+                    let ns = r.unix_ns();
+                    first = first.min(ns);
+                    last = last.max(ns);
+                }
+                Event::Gap(g, _) if g.is_lost() => lost += g.count,
+                Event::Gap(g, _) => {
+                    dropped += g.count;
+                    *thread_drops.entry(g.thread).or_default() += g.count;
+                }
             }
         }
     }

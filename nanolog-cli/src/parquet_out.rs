@@ -11,7 +11,7 @@ use anyhow::Context;
 use arrow_array::builder::{StringBuilder, TimestampNanosecondBuilder, UInt32Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
-use nanolog_runtime::reader::{Event, Record, Value};
+use nanolog_runtime::reader::{Batch, Event, Record, Value};
 use nanolog_runtime::text::render::format_message;
 use nanolog_runtime::text::utc::rfc3339;
 use parquet::arrow::ArrowWriter;
@@ -300,66 +300,77 @@ pub(crate) fn parquet(
     inputs.merges(
         true,
         || plan.filter_in(&threads, 0),
-        |mut merge| {
+        |merge| {
             let mut more = true;
-            for ev in merge.by_ref() {
-                match ev {
-                    Event::Gap(g, _) => summary.dropped += g.count,
-                    Event::Record(rec) => {
-                        if plan.limit.is_some_and(|l| summary.rows >= l) {
-                            more = false;
-                            break;
-                        }
-                        if let Some((dir, by)) = &partitions {
-                            // Records come in time order: a partition, once
-                            // left, does not come back.
-                            let part = partition(*by, rec.unix_ns());
-                            if current_part.as_deref() != Some(part.as_str()) {
-                                if cols.rows > 0 && !send(cols.finish(&schema)?) {
-                                    writer_gone = true;
-                                    more = false;
-                                    break;
-                                }
-                                let file = open_partition(dir, &part)?;
-                                if to_writer.send(ToWriter::Open(file)).is_err() {
-                                    writer_gone = true;
-                                    more = false;
-                                    break;
-                                }
-                                summary.partitions += 1;
-                                current_part = Some(part);
+            // In batches: a large file's blocks are inflated as the merge
+            // reaches them, and let go once exported.
+            let mut merge = merge.batches();
+            let mut batch = Batch::with_capacity(1024);
+            'events: loop {
+                batch.clear();
+                let go = merge.fill(&mut batch, 1024);
+                for &ev in batch.events() {
+                    match ev {
+                        Event::Gap(g, _) => summary.dropped += g.count,
+                        Event::Record(rec) => {
+                            if plan.limit.is_some_and(|l| summary.rows >= l) {
+                                more = false;
+                                break 'events;
                             }
-                        }
-                        // The arguments decoded once, for the message and the
-                        // columns.
-                        let site = rec.site();
-                        let kept = rec.with_args(|args| {
-                            // `--grep` on the text line's message (with a
-                            // bridge record's fields), the column the message
-                            // alone.
-                            if let Some(re) = &plan.grep {
+                            if let Some((dir, by)) = &partitions {
+                                // Records come in time order: a partition, once
+                                // left, does not come back.
+                                let part = partition(*by, rec.unix_ns());
+                                if current_part.as_deref() != Some(part.as_str()) {
+                                    if cols.rows > 0 && !send(cols.finish(&schema)?) {
+                                        writer_gone = true;
+                                        more = false;
+                                        break 'events;
+                                    }
+                                    let file = open_partition(dir, &part)?;
+                                    if to_writer.send(ToWriter::Open(file)).is_err() {
+                                        writer_gone = true;
+                                        more = false;
+                                        break 'events;
+                                    }
+                                    summary.partitions += 1;
+                                    current_part = Some(part);
+                                }
+                            }
+                            // The arguments decoded once, for the message and the
+                            // columns.
+                            let site = rec.site();
+                            let kept = rec.with_args(|args| {
+                                // `--grep` on the text line's message (with a
+                                // bridge record's fields), the column the message
+                                // alone.
+                                if let Some(re) = &plan.grep {
+                                    msg.clear();
+                                    format_message(&site.pieces, &site.kinds, args, &mut msg);
+                                    if !re.is_match(&msg) {
+                                        return false;
+                                    }
+                                }
                                 msg.clear();
-                                format_message(&site.pieces, &site.kinds, args, &mut msg);
-                                if !re.is_match(&msg) {
-                                    return false;
-                                }
+                                format_message(site.message(), &site.kinds, args, &mut msg);
+                                cols.push(&rec, args, &msg, &mut scratch);
+                                true
+                            });
+                            if !kept {
+                                continue;
                             }
-                            msg.clear();
-                            format_message(site.message(), &site.kinds, args, &mut msg);
-                            cols.push(&rec, args, &msg, &mut scratch);
-                            true
-                        });
-                        if !kept {
-                            continue;
-                        }
-                        summary.rows += 1;
-                        if cols.rows >= BATCH_ROWS && !send(cols.finish(&schema)?) {
-                            // The writer failed: its error is reported below.
-                            writer_gone = true;
-                            more = false;
-                            break;
+                            summary.rows += 1;
+                            if cols.rows >= BATCH_ROWS && !send(cols.finish(&schema)?) {
+                                // The writer failed: its error is reported below.
+                                writer_gone = true;
+                                more = false;
+                                break 'events;
+                            }
                         }
                     }
+                }
+                if !go {
+                    break;
                 }
             }
             for e in merge.take_errors() {

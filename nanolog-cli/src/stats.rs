@@ -468,22 +468,24 @@ fn scan(plan: &StatsPlan, f: &LogFile, fi: usize, range: std::ops::Range<usize>,
     // last times, mapped once each at the end (a lookup in the clock pairs
     // for every record was half of `stats`' time).
     let mut ticks = vec![(u64::MAX, 0u64); p.rows.len()];
-    for rec in f.records_of_extents(range) {
+    // Blocks past the file's resident budget inflated one at a time as the
+    // scan reaches them.
+    f.scan_extents(range, |rec| {
         let rec = match rec {
             Ok(r) => r,
             Err(e) => {
                 p.errors.push(e.to_string());
-                continue;
+                return;
             }
         };
         let id = rec.site().id as usize;
         if !sel.get(id).copied().unwrap_or(false) {
-            continue;
+            return;
         }
         if let Some(arg) = &plan.arg {
             let Some(n) = arg.per_file[fi].get(id).copied().flatten() else {
                 // A selected site without an argument of that name.
-                continue;
+                return;
             };
             match rec.arg(n) {
                 Some(v) => match v.as_f64() {
@@ -497,7 +499,7 @@ fn scan(plan: &StatsPlan, f: &LogFile, fi: usize, range: std::ops::Range<usize>,
                     p.non_numeric.get_or_insert_with(|| "missing".to_owned());
                 }
             }
-            continue;
+            return;
         }
         let group = plan.groups.of(plan.by, fi, &rec);
         if let Some(every) = plan.every_ns {
@@ -512,7 +514,7 @@ fn scan(plan: &StatsPlan, f: &LogFile, fi: usize, range: std::ops::Range<usize>,
             *lo = (*lo).min(rec.tick());
             *hi = (*hi).max(rec.tick());
         }
-    }
+    });
     let map = f.time_map();
     for (g, &(lo, hi)) in ticks.iter().enumerate() {
         if lo <= hi {

@@ -18,7 +18,7 @@ use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use nanolog_runtime::reader::{Event, Filter, LogFile, Merge, TimeMap};
+use nanolog_runtime::reader::{Batch, Event, Filter, LogFile, Merge, TimeMap};
 
 use crate::cli::ShipArgs;
 use crate::follow::{follow, Cursor, Sink, Start};
@@ -228,13 +228,21 @@ fn fill(
         max_offset: Some(to),
         ..Filter::default()
     };
-    let mut merge = Merge::unsorted(std::slice::from_ref(log), filter);
+    let mut merge = Merge::unsorted(std::slice::from_ref(log), filter).batches();
     merge.set_clock(0, clock.clone());
     let observed = now_ns();
-    for ev in merge.by_ref() {
-        match ev {
-            Event::Record(rec) => batch.push(&rec, observed),
-            Event::Gap(g, file) => batch.push_gap(&g, file, &gap_message(&g)),
+    // In batches: a large file's blocks are inflated as the merge reaches
+    // them, and let go once encoded.
+    let mut events = Batch::with_capacity(1024);
+    let mut go = true;
+    while go {
+        events.clear();
+        go = merge.fill(&mut events, 1024);
+        for ev in events.events() {
+            match ev {
+                Event::Record(rec) => batch.push(rec, observed),
+                Event::Gap(g, file) => batch.push_gap(g, file, &gap_message(g)),
+            }
         }
     }
     for e in merge.take_errors() {

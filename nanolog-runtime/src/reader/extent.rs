@@ -33,6 +33,38 @@ impl LogFile {
         ExtentRecords::new(self, self.order(), range)
     }
 
+    /// Calls `f` with each record of the extents in `range` (as
+    /// [`LogFile::records_of_extents`] gives them), inflating the blocks
+    /// past the file's resident budget into one buffer of its own, one
+    /// block at a time, as it reaches them: memory does not grow with the
+    /// file's size.
+    pub fn scan_extents(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        let mut buf = Vec::new();
+        let mut loaded = None;
+        let extents = self.order().iter().filter_map(|&(thread, it)| match it {
+            Item::Extent { start, end, ctx } => Some((thread, start, end, ctx)),
+            Item::Drop { .. } => None,
+        });
+        for (thread, start, end, ctx) in extents.skip(range.start).take(range.len()) {
+            let body = match self.lazy_block(start) {
+                Some(b) => {
+                    if loaded != Some(b) {
+                        self.inflate_block(b, &mut buf);
+                        loaded = Some(b);
+                    }
+                    let base = self.block_at(b).base;
+                    buf.get(start - base..end - base).unwrap_or(&[])
+                }
+                None => self.bytes(start..end),
+            };
+            Extent::over(self, thread, start, end, ctx, Clock::Untimed, body).for_each(&mut f);
+        }
+    }
+
     /// The earliest and the latest tick of the file's records and drop
     /// gaps, or `None` when it has none: what a reader of a large set needs
     /// to know which files' records interleave. The earliest is
@@ -168,7 +200,21 @@ impl<'a> Extent<'a> {
         ctx: u32,
         clock: Clock,
     ) -> Extent<'a> {
-        let body = file.bytes(start..end);
+        Self::over(file, thread, start, end, ctx, clock, file.bytes(start..end))
+    }
+
+    /// The records of the extent body at `[start, end)` of `file`, whose
+    /// bytes are `body` (inflated by the caller).
+    pub(crate) fn over(
+        file: &'a LogFile,
+        thread: u32,
+        start: usize,
+        end: usize,
+        ctx: u32,
+        clock: Clock,
+        body: &'a [u8],
+    ) -> Extent<'a> {
+        debug_assert!(body.is_empty() || body.len() == end - start);
         let base = wire::extent::get_header(body).1;
         Extent {
             file,

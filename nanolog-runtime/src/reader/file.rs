@@ -212,6 +212,35 @@ pub struct ThreadInfo {
     pub name: String,
 }
 
+/// Whether position `at` is in a block past the resident budget.
+#[inline]
+pub(crate) fn at_lazy(at: usize) -> bool {
+    at >= LAZY
+}
+
+/// Raw bytes of the blocks past the resident budget inflated together
+/// while a file is indexed (two threads' worth; see `inflate`): what
+/// indexing a file of any size holds of its blocks at a time.
+const LAZY_WAVE: usize = 4 << 20;
+
+/// The first tops of `tops` whose blocks together say at most `wave` raw
+/// bytes (at least one block, or all that is left), and those bytes.
+fn next_wave<'t>(data: &[u8], tops: &'t [Top], wave: usize) -> (&'t [Top], usize) {
+    let mut raw = 0;
+    let mut n = 0;
+    for t in tops {
+        if let Top::Block { start, end } = *t {
+            let r = crate::wire::block::block_parts(&data[start..end]).map_or(0, |(r, _)| r);
+            if raw > 0 && raw + r > wave {
+                break;
+            }
+            raw += r;
+        }
+        n += 1;
+    }
+    (&tops[..n], raw)
+}
+
 /// What the first pass of a scan finds at the top level of a file.
 enum Top {
     /// A whole entry of tag `tag`, its body `[start, end)`.
@@ -261,12 +290,28 @@ pub struct LogFile {
     end_records: Option<u64>,
     /// What DROP entries hold, in file order (see `Item::Drop`).
     drops: Vec<DropInfo>,
-    /// The entries of the file's BLOCK entries, inflated one after
-    /// another: positions from [`INFLATED`] on.
+    /// Positions from [`INFLATED`] on: the entries of the file's first
+    /// BLOCKs, inflated one after another while they fit [`resident`]'s
+    /// budget; after them, the STRINGS and SPAN entries of the blocks past
+    /// it, copied (the dictionary stays whole however large the file).
     inflated: Vec<u8>,
-    /// Per block: where its entries start (a position from [`INFLATED`] on)
-    /// and where its body starts in the file, in file order.
-    blocks: Vec<(usize, usize)>,
+    /// Where the resident blocks end in `inflated` once blocks stopped
+    /// fitting (`None` while they all do).
+    spilled: Option<usize>,
+    /// The blocks, in file order (so in order of their positions).
+    blocks: Vec<BlockAt>,
+    /// Where the dictionary entries copied into `inflated` start, with
+    /// where the body of the block they came from starts in the file.
+    copies: Vec<(usize, usize)>,
+    /// The blocks past the budget, from `blocks[lazy_from]` on, inflated
+    /// when a reader without a cache of its own first reaches them (and
+    /// kept while the file is open; [`Merge`](super::Merge)'s batches and
+    /// [`LogFile::scan_extents`] inflate into buffers of their own).
+    lazy: Vec<std::sync::OnceLock<Box<[u8]>>>,
+    lazy_from: usize,
+    /// Raw bytes of the blocks past the budget so far: their positions are
+    /// [`LAZY`] on.
+    lazy_len: usize,
     /// Bytes of the BLOCK entries read (frames included) ...
     block_bytes: usize,
     /// ... and what they inflated to.
@@ -293,6 +338,39 @@ pub struct LogFile {
 /// SPAN entry lost to damage): they show the spans that are known, and say
 /// that some are lost.
 pub(crate) const LOST_CONTEXT: u32 = u32::MAX;
+
+/// Positions from here on are in the blocks past the resident budget: the
+/// entries they hold, one block after another, not held by the index.
+pub(crate) const LAZY: usize = INFLATED + (INFLATED >> 1);
+
+/// A BLOCK of the file as indexed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockAt {
+    /// Where its entries start: a position from [`INFLATED`] on (resident)
+    /// or from [`LAZY`] on.
+    pub(crate) base: usize,
+    /// Its body in the file.
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    /// The earliest first tick of the extents in it (`u64::MAX`: none).
+    min_tick: u64,
+}
+
+/// Raw bytes of blocks a file holds inflated from its index on:
+/// `NANOLOG_READ_RESIDENT_MB` (a decimal; default 32 MiB). A file whose
+/// blocks inflate to more keeps only their dictionary entries past it; its
+/// other blocks are inflated again as they are read, so reading a file of
+/// any size takes about this much memory for its blocks.
+pub(crate) fn resident() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        std::env::var("NANOLOG_READ_RESIDENT_MB")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|mb| mb.is_finite() && *mb >= 0.0)
+            .map_or(32 << 20, |mb| (mb * (1 << 20) as f64) as usize)
+    })
+}
 
 /// What a search for whole entries among damaged bytes may checksum: 8
 /// bytes for each byte searched, and 4 MiB to begin with. An entry found
@@ -560,7 +638,12 @@ impl LogFile {
             end_records: None,
             drops: Vec::new(),
             inflated: Vec::new(),
+            spilled: None,
             blocks: Vec::new(),
+            copies: Vec::new(),
+            lazy: Vec::new(),
+            lazy_from: 0,
+            lazy_len: 0,
             block_bytes: 0,
             block_raw: 0,
             pending_spans: Vec::new(),
@@ -612,49 +695,91 @@ impl LogFile {
             .collect();
     }
 
-    /// Indexes the file's entries from `from` on, in three passes: the
-    /// whole entries at its top level (resynchronising past damage), then
-    /// the inflation of all their BLOCKs at once (see `inflate`), then the
-    /// entries in file order, a block's in its place.
+    /// Indexes the file's entries from `from` on: the whole entries at its
+    /// top level (resynchronising past damage), then, a wave of blocks at a
+    /// time, the inflation of the wave's BLOCKs at once (see `inflate`) and
+    /// its entries in file order, a block's in its place. The blocks that
+    /// fit the [`resident`] budget stay inflated; past it, a wave is
+    /// inflated into one buffer, indexed, and let go, but for its
+    /// dictionary entries.
     fn scan(&mut self, from: usize, pairs: &mut Vec<(u64, i64)>) {
         // Moved out while indexing, so `entry` can update `self`.
         let owned = std::mem::replace(&mut self.data, Data::Owned(Vec::new()));
         let data = &owned[..];
         let tops = self.frames(data, from);
-        let mut inflated = std::mem::take(&mut self.inflated);
-        let bodies = tops.iter().filter_map(|t| match *t {
-            Top::Block { start, end } => Some(&data[start..end]),
-            _ => None,
-        });
-        // Per BLOCK, in file order: where its entries are, or why not.
-        let mut blocks = inflate::inflate_blocks(bodies, &mut inflated).into_iter();
-        for top in tops {
-            match top {
-                Top::Warn(w) => self.warnings.push(w),
-                Top::Entry { tag: t, start, end } => {
-                    self.entry(t, &data[start..end], start, end, pairs)
+        // The resident blocks' buffer, out of `self` while blocks are
+        // inflated into it; once they stop fitting it is back in `self`,
+        // where the lazy blocks' dictionary entries are copied.
+        let mut resident = match self.spilled {
+            None => Some(std::mem::take(&mut self.inflated)),
+            Some(_) => None,
+        };
+        let mut scratch = Vec::new();
+        let mut rest = &tops[..];
+        while !rest.is_empty() {
+            // While blocks stay, a wave is what is left of the budget (at
+            // least a block); past it, waves of a few MiB, let go in turn.
+            let room = resident
+                .as_ref()
+                .map(|b| self::resident().saturating_sub(b.len()));
+            let (mut wave, raw) =
+                next_wave(data, rest, room.unwrap_or(LAZY_WAVE).min(inflate::WAVE));
+            if let Some(buf) = resident.take_if(|_| room.is_some_and(|r| raw > r)) {
+                self.spilled = Some(buf.len());
+                self.lazy_from = self.blocks.len();
+                self.inflated = buf;
+                wave = next_wave(data, rest, LAZY_WAVE).0;
+            }
+            rest = &rest[wave.len()..];
+            let buf = match resident.as_mut() {
+                Some(buf) => buf,
+                None => {
+                    scratch.clear();
+                    &mut scratch
                 }
-                Top::Block { start, end } => {
-                    // Its entries say whether the file ended cleanly.
-                    self.clean_end = false;
-                    match blocks.next().unwrap_or(Err(BlockError::Damaged)) {
-                        Ok(range) => {
-                            self.block(&inflated[range.clone()], range.start, start, end, pairs)
+            };
+            let bodies = wave.iter().filter_map(|t| match *t {
+                Top::Block { start, end } => Some(&data[start..end]),
+                _ => None,
+            });
+            // Per BLOCK, in file order: where its entries are, or why not.
+            let mut blocks = inflate::inflate_blocks(bodies, buf).into_iter();
+            let kept = resident.is_some();
+            for top in wave {
+                match *top {
+                    Top::Warn(ref w) => self.warnings.push(w.clone()),
+                    Top::Entry { tag: t, start, end } => {
+                        self.entry(t, &data[start..end], start, end, pairs)
+                    }
+                    Top::Block { start, end } => {
+                        // Its entries say whether the file ended cleanly.
+                        self.clean_end = false;
+                        match blocks.next().unwrap_or(Err(BlockError::Damaged)) {
+                            Ok(range) => {
+                                let raw = match resident.as_ref() {
+                                    Some(b) => &b[range.clone()],
+                                    None => &scratch[range.clone()],
+                                };
+                                let at = kept.then_some(range.start);
+                                self.block(raw, at, start, end, pairs)
+                            }
+                            Err(e) => self.warnings.push(Warning::BadBlock {
+                                path: self.path.clone(),
+                                offset: start,
+                                len: end - start,
+                                codec: match e {
+                                    BlockError::Codec(c) => Some(c),
+                                    BlockError::Damaged => None,
+                                },
+                            }),
                         }
-                        Err(e) => self.warnings.push(Warning::BadBlock {
-                            path: self.path.clone(),
-                            offset: start,
-                            len: end - start,
-                            codec: match e {
-                                BlockError::Codec(c) => Some(c),
-                                BlockError::Damaged => None,
-                            },
-                        }),
                     }
                 }
             }
         }
-        self.inflated = inflated;
+        if let Some(buf) = resident {
+            self.inflated = buf;
+        }
         self.data = owned;
         // (A live file's next write may yet bring the site.)
         if !self.live {
@@ -950,17 +1075,31 @@ impl LogFile {
     }
 
     /// Indexes the entries of the BLOCK whose body is `[start, end)` of
-    /// the file, inflated to `raw`, at `at` of the file's inflated bytes.
+    /// the file, inflated to `raw`: resident at `at` of the file's
+    /// inflated bytes, or (`None`) past the budget, to be inflated again
+    /// when read.
     fn block(
         &mut self,
         raw: &[u8],
-        at: usize,
+        at: Option<usize>,
         start: usize,
         end: usize,
         pairs: &mut Vec<(u64, i64)>,
     ) {
-        let base = INFLATED + at;
-        self.blocks.push((base, start));
+        let base = match at {
+            Some(at) => INFLATED + at,
+            None => {
+                self.lazy.push(std::sync::OnceLock::new());
+                self.lazy_len += raw.len();
+                LAZY + self.lazy_len - raw.len()
+            }
+        };
+        self.blocks.push(BlockAt {
+            base,
+            start,
+            end,
+            min_tick: u64::MAX,
+        });
         self.block_bytes += wire::FRAME_LEN + (end - start);
         self.block_raw += raw.len();
         let (clock_end, warned) = (self.clock_end, self.warnings.len());
@@ -969,9 +1108,24 @@ impl LogFile {
         let mut at_last_pair = None;
         let mut entries = Entries::new(raw, 0);
         for (at, t, body) in entries.by_ref() {
+            if at_lazy(base) && matches!(t, tag::STRINGS | tag::SPAN) {
+                // The dictionary stays: its bytes are copied out of a
+                // block that is let go.
+                let copy = INFLATED + self.inflated.len();
+                self.inflated.extend_from_slice(body);
+                self.copies.push((copy, start));
+                self.entry(t, body, copy, copy + body.len(), pairs);
+                continue;
+            }
             self.entry(t, body, base + at, base + at + body.len(), pairs);
             if t == tag::CLOCK && self.clock_end != clock_end {
                 at_last_pair = Some(self.order.len());
+            }
+            if t == tag::EXTENT {
+                if let (_, Some((tick, _))) = wire::extent::get_header(body) {
+                    let b = self.blocks.last_mut().expect("pushed above");
+                    b.min_tick = b.min_tick.min(tick);
+                }
             }
         }
         if entries.pos < raw.len() {
@@ -1008,8 +1162,54 @@ impl LogFile {
         if at < INFLATED {
             return at;
         }
-        let i = self.blocks.partition_point(|&(base, _)| base <= at);
-        i.checked_sub(1).map_or(0, |i| self.blocks[i].1)
+        if self
+            .spilled
+            .is_some_and(|s| at < LAZY && at - INFLATED >= s)
+        {
+            let i = self.copies.partition_point(|&(base, _)| base <= at);
+            return i.checked_sub(1).map_or(0, |i| self.copies[i].1);
+        }
+        let i = self.blocks.partition_point(|b| b.base <= at);
+        i.checked_sub(1).map_or(0, |i| self.blocks[i].start)
+    }
+
+    /// The block past the resident budget that position `at` lies in, as
+    /// an index of `blocks`.
+    pub(crate) fn lazy_block(&self, at: usize) -> Option<usize> {
+        if !at_lazy(at) {
+            return None;
+        }
+        let i = self
+            .blocks
+            .partition_point(|b| b.base <= at)
+            .checked_sub(1)?;
+        (i >= self.lazy_from).then_some(i)
+    }
+
+    /// Block `b` (an index of `blocks`).
+    pub(crate) fn block_at(&self, b: usize) -> BlockAt {
+        self.blocks[b]
+    }
+
+    /// Inflates block `b` into `out` (its whole length); false if its bytes
+    /// no longer inflate (the file changed since it was indexed).
+    pub(crate) fn inflate_block(&self, b: usize, out: &mut Vec<u8>) -> bool {
+        let blk = self.blocks[b];
+        let parts = self
+            .data
+            .get(blk.start..blk.end)
+            .map(crate::wire::block::block_parts);
+        let Some(Ok((raw, packed))) = parts else {
+            out.clear();
+            return false;
+        };
+        out.clear();
+        out.resize(raw, 0);
+        let ok = crate::wire::block::inflate(packed, out).is_ok();
+        if !ok {
+            out.clear();
+        }
+        ok
     }
 
     /// Where an item lies in the file (for an item in a block, where the
@@ -1383,6 +1583,11 @@ impl LogFile {
         self.order[first..]
             .iter()
             .filter_map(|(_, it)| match *it {
+                // (Not inflated again: its block's earliest, from the index.)
+                Item::Extent { start, .. } if at_lazy(start) => self
+                    .lazy_block(start)
+                    .map(|b| self.blocks[b].min_tick)
+                    .filter(|&t| t != u64::MAX),
                 Item::Extent { start, end, .. } => wire::extent::get_header(self.bytes(start..end))
                     .1
                     .map(|(t, _)| t),
@@ -1400,6 +1605,17 @@ impl LogFile {
 
     /// The bytes of `range` (an extent body the index points to).
     pub(super) fn bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
+        if let Some(b) = self.lazy_block(range.start) {
+            let base = self.blocks[b].base;
+            let buf = self.lazy[b - self.lazy_from].get_or_init(|| {
+                let mut out = Vec::new();
+                self.inflate_block(b, &mut out);
+                out.into_boxed_slice()
+            });
+            return buf
+                .get(range.start - base..range.end.wrapping_sub(base))
+                .unwrap_or(&[]);
+        }
         if range.start >= INFLATED {
             return self
                 .inflated

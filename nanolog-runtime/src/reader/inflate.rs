@@ -1,6 +1,8 @@
-//! Inflating a file's BLOCK entries while it is indexed: every block of a
-//! scan at once (past 256 MiB, a wave at a time), into one buffer sized for
-//! them all, on as many cores as the bytes pay for.
+//! Inflating a file's BLOCK entries while it is indexed, a wave of blocks
+//! at once into one buffer sized for them all, on as many cores as the
+//! bytes pay for: the blocks a file keeps (up to its resident budget, see
+//! `file::resident`) in one wave, or waves of 64 MiB; past the budget,
+//! waves of a few MiB into one buffer used again for each.
 //!
 //! A reader that inflated block by block into a growing buffer spent as
 //! long again on the buffer (regrowth copies, and the page faults of
@@ -36,7 +38,7 @@ const MAX_THREADS: usize = 8;
 /// theirs back before the next. (64 MiB, the largest block the format
 /// allows: a wave of the writer's 128 KiB blocks is 512 of them, plenty for
 /// every core; blocks that lie cost at most a wave of memory.)
-const WAVE: usize = 64 << 20;
+pub(super) const WAVE: usize = 64 << 20;
 
 /// Inflates the BLOCK bodies `bodies` onto the end of `into`, one after
 /// another; per body, where its entries are in `into`, or why it has none
@@ -86,7 +88,7 @@ fn inflate_all(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>,
 fn inflate_wave(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>, BlockError>> {
     let total: usize = jobs.iter().map(|j| j.raw).sum();
     let at = into.len();
-    if at == 0 {
+    if at == 0 && into.capacity() < total {
         // Zeroed pages straight from the allocator (calloc: no writes of
         // our own), touched first by the thread that inflates into them.
         *into = vec![0; total];

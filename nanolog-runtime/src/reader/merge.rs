@@ -3,7 +3,8 @@
 //! cursor per stream, whatever the size of the logs.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Arc, Weak};
 
 use super::extent::{Clock, Extent};
 use super::file::{Gap, Item, LogFile};
@@ -73,7 +74,7 @@ impl Event<'_> {
 type HeapKey = (i64, usize, u64, usize, u32, usize);
 
 enum Opened<'a> {
-    Extent(Extent<'a>),
+    Extent(Extent<'a>, Option<Block>),
     Gap(Event<'a>),
     Nothing,
 }
@@ -85,7 +86,58 @@ struct Stream<'a> {
     items: &'a [Item],
     next_item: usize,
     extent: Option<Extent<'a>>,
+    /// The block `extent` reads, when the merge inflated it (see
+    /// `BlockCache`): held while it does.
+    held: Option<Block>,
     done: bool,
+}
+
+impl Stream<'_> {
+    /// It has no more events: its block is let go (a batch holding the
+    /// record it gave last holds the block too).
+    fn finish(&mut self) {
+        self.done = true;
+        self.extent = None;
+        self.held = None;
+    }
+}
+
+/// A block's entries inflated by a merge, shared by the streams reading
+/// it and the batches holding its records. Never written after it is made.
+type Block = Arc<Vec<u8>>;
+
+/// The blocks past their files' resident budget that a merge read through
+/// [`Batches`] inflated: each once, while a stream reads it or a batch
+/// holds a record of it, and let go after.
+#[derive(Default)]
+struct BlockCache {
+    /// By (file, block): the block, while anyone holds it.
+    live: HashMap<(usize, usize), Weak<Vec<u8>>>,
+    prune_at: usize,
+    /// The blocks entered since the batch being filled took its last:
+    /// the batch holds them too.
+    entered: Vec<Block>,
+}
+
+impl BlockCache {
+    /// Block `b` of file `file_ix`, inflated now unless someone holds it.
+    fn get(&mut self, file: &LogFile, file_ix: usize, b: usize) -> Block {
+        if let Some(blk) = self.live.get(&(file_ix, b)).and_then(Weak::upgrade) {
+            return blk;
+        }
+        if self.live.len() >= self.prune_at {
+            // The blocks let go leave their entries behind: cleared when
+            // they have doubled since the last time.
+            self.live.retain(|_, w| w.strong_count() > 0);
+            self.prune_at = (2 * self.live.len()).max(64);
+        }
+        let mut buf = Vec::new();
+        file.inflate_block(b, &mut buf);
+        let blk = Arc::new(buf);
+        self.live.insert((file_ix, b), Arc::downgrade(&blk));
+        self.entered.push(Arc::clone(&blk));
+        blk
+    }
 }
 
 /// The merged (or, with [`Merge::unsorted`], file-order) stream of events.
@@ -104,6 +156,10 @@ pub struct Merge<'a> {
     u_file: usize,
     u_item: usize,
     u_extent: Option<Extent<'a>>,
+    u_held: Option<Block>,
+    /// Read through [`Batches`]: blocks past a file's resident budget are
+    /// inflated here, not into the file's own cache.
+    cache: Option<BlockCache>,
     errors: Vec<ReadError>,
     /// Per file, the clock its ticks are read by: files written by one
     /// process (a rolled set) share one map built from all their clock
@@ -161,6 +217,7 @@ impl<'a> Merge<'a> {
                         // shipper reads a large file a batch at a time).
                         next_item: items.partition_point(|it| f.offset_of(it) < filter.min_offset),
                         extent: None,
+                        held: None,
                         done: false,
                     });
                 }
@@ -185,6 +242,8 @@ impl<'a> Merge<'a> {
             u_file: 0,
             u_item,
             u_extent: None,
+            u_held: None,
+            cache: None,
             errors: Vec::new(),
             clocks,
             domains,
@@ -238,13 +297,38 @@ impl<'a> Merge<'a> {
 
     /// What a thread's next item yields: an extent to read, a gap to
     /// report, or nothing (filtered out, or before `min_offset`).
-    fn open_item(&self, file: &'a LogFile, file_ix: usize, thread: u32, item: Item) -> Opened<'a> {
+    fn open_item(
+        &mut self,
+        file: &'a LogFile,
+        file_ix: usize,
+        thread: u32,
+        item: Item,
+    ) -> Opened<'a> {
         if self.past_max(file, &item) || file.offset_of(&item) < self.filter.min_offset {
             return Opened::Nothing;
         }
         match item {
             Item::Extent { start, end, ctx } => {
-                Opened::Extent(Extent::new(file, thread, start, end, ctx, Clock::Untimed))
+                let lazy = self.cache.as_mut().zip(file.lazy_block(start));
+                let Some((cache, b)) = lazy else {
+                    let e = Extent::new(file, thread, start, end, ctx, Clock::Untimed);
+                    return Opened::Extent(e, None);
+                };
+                let blk = cache.get(file, file_ix, b);
+                // SAFETY: the bytes are a `Vec` in an `Arc` that nothing
+                // writes after it is made; this slice is read while the
+                // `Arc` is held: by the stream that reads the extent (the
+                // `Block` returned beside it), then by every `Batch` a
+                // record of it is put in (`Batches::fill` gives each batch
+                // the blocks the streams hold when it starts and those
+                // entered while it fills). A merge with a cache hands out
+                // records only through batches, whose borrows end before
+                // the batch lets its blocks go.
+                let all: &'a [u8] = unsafe { std::slice::from_raw_parts(blk.as_ptr(), blk.len()) };
+                let base = file.block_at(b).base;
+                let body = all.get(start - base..end - base).unwrap_or(&[]);
+                let e = Extent::over(file, thread, start, end, ctx, Clock::Untimed, body);
+                Opened::Extent(e, Some(blk))
             }
             Item::Drop { ix, .. } => {
                 let d = file.drop_info(ix);
@@ -284,23 +368,27 @@ impl<'a> Merge<'a> {
                     Some(true) => return Some(Event::Record(rec)),
                     Some(false) => continue,
                     None => {
-                        self.streams[c].done = true;
+                        self.streams[c].finish();
                         return None;
                     }
                 }
             }
             let Some(&item) = cur.items.get(cur.next_item) else {
-                cur.done = true;
+                cur.finish();
                 return None;
             };
             cur.next_item += 1;
             let (file, file_ix, thread) = (cur.file, cur.file_ix, cur.thread);
             if self.past_max(file, &item) {
-                self.streams[c].done = true;
+                self.streams[c].finish();
                 return None;
             }
             match self.open_item(file, file_ix, thread, item) {
-                Opened::Extent(e) => self.streams[c].extent = Some(e),
+                Opened::Extent(e, held) => {
+                    let cur = &mut self.streams[c];
+                    cur.extent = Some(e);
+                    cur.held = held;
+                }
                 Opened::Gap(ev) => return Some(ev),
                 Opened::Nothing => {}
             }
@@ -401,7 +489,10 @@ impl<'a> Merge<'a> {
                 continue;
             }
             match self.open_item(file, self.u_file, thread, item) {
-                Opened::Extent(e) => self.u_extent = Some(e),
+                Opened::Extent(e, held) => {
+                    self.u_extent = Some(e);
+                    self.u_held = held;
+                }
                 Opened::Gap(ev) => return Some(ev),
                 Opened::Nothing => {}
             }
@@ -423,6 +514,116 @@ impl<'a> Iterator for Merge<'a> {
         } else {
             self.next_unsorted()
         }
+    }
+}
+
+/// A merge read in batches ([`Merge::batches`]): the blocks of a file past
+/// its resident budget are inflated as the merge reaches them and let go
+/// when no stream reads them and no batch holds their records, so memory
+/// does not grow with the files' sizes.
+pub struct Batches<'a> {
+    merge: Merge<'a>,
+}
+
+/// Events taken from [`Batches`], with the inflated blocks they are read
+/// from (held until the batch is cleared or dropped).
+#[derive(Default)]
+pub struct Batch<'a> {
+    events: Vec<Event<'a>>,
+    blocks: Vec<Block>,
+}
+
+impl<'a> Batch<'a> {
+    /// An empty batch with room for `n` events.
+    pub fn with_capacity(n: usize) -> Batch<'a> {
+        Batch {
+            events: Vec::with_capacity(n),
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Its events, in the merge's order; borrowed from the batch.
+    pub fn events(&self) -> &[Event<'_>] {
+        &self.events
+    }
+
+    /// How many events it holds.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Empties it (keeping its room), letting its blocks go.
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.blocks.clear();
+    }
+
+    fn hold(&mut self, blk: &Block) {
+        if !self.blocks.iter().any(|b| Arc::ptr_eq(b, blk)) {
+            self.blocks.push(Arc::clone(blk));
+        }
+    }
+}
+
+impl<'a> Merge<'a> {
+    /// The merge read in batches, with blocks inflated as it reaches them
+    /// (see [`Batches`]). Call before the first event.
+    pub fn batches(mut self) -> Batches<'a> {
+        self.cache = Some(BlockCache {
+            prune_at: 64,
+            ..BlockCache::default()
+        });
+        Batches { merge: self }
+    }
+}
+
+impl<'a> Batches<'a> {
+    /// Appends up to `max` events to `batch`; false when the merge has no
+    /// more.
+    pub fn fill(&mut self, batch: &mut Batch<'a>, max: usize) -> bool {
+        let m = &mut self.merge;
+        // The records waiting in the streams are read from the blocks they
+        // hold now.
+        for blk in m.streams.iter().filter_map(|s| s.held.as_ref()) {
+            batch.hold(blk);
+        }
+        if let Some(blk) = &m.u_held {
+            batch.hold(blk);
+        }
+        let mut more = true;
+        for _ in 0..max {
+            let Some(ev) = m.next() else {
+                more = false;
+                break;
+            };
+            batch.events.push(ev);
+            if let Some(cache) = m.cache.as_mut().filter(|c| !c.entered.is_empty()) {
+                for blk in cache.entered.drain(..) {
+                    batch.hold(&blk);
+                }
+            }
+        }
+        more
+    }
+
+    /// Reads file `file_ix` by `clock` (see [`Merge::set_clock`]).
+    pub fn set_clock(&mut self, file_ix: usize, clock: impl Into<Arc<TimeMap>>) {
+        self.merge.set_clock(file_ix, clock);
+    }
+
+    /// The files being read.
+    pub fn files(&self) -> &'a [LogFile] {
+        self.merge.files()
+    }
+
+    /// Damaged extents met so far (see [`Merge::take_errors`]).
+    pub fn take_errors(&mut self) -> Vec<ReadError> {
+        self.merge.take_errors()
     }
 }
 

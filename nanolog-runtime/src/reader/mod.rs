@@ -38,7 +38,7 @@ pub use crate::wire::record::{PreformattedStrs, Value};
 pub use error::ReadError;
 pub use extent::ExtentRecords;
 pub use file::{Gap, LogFile, Refresh, SpanRef, ThreadInfo};
-pub use merge::{Event, Filter, Merge};
+pub use merge::{Batch, Batches, Event, Filter, Merge};
 pub use record::Record;
 pub use time::TimeMap;
 pub use warning::Warning;
