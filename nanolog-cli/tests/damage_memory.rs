@@ -71,20 +71,12 @@ fn blocks_that_inflate_to_gigabytes_of_junk_cost_a_wave_of_memory() {
         .stderr(std::fs::File::create(&err).unwrap())
         .stdin(Stdio::null())
         .spawn_reaped();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child `pid`, writing into the two locals
-    // passed by pointer, which live across the call.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    let (status, peak_mb) = common::wait_peak(&child);
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "decode: status {status}: {}",
         std::fs::read_to_string(&err).unwrap_or_default()
     );
-    let peak_mb = usage.ru_maxrss as f64 / 1024.0;
     let printed = std::fs::read_to_string(&out).unwrap();
     let warnings = std::fs::read_to_string(&err).unwrap();
     assert_eq!(printed.lines().count(), 2_000, "every real record");

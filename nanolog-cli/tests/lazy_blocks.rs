@@ -58,20 +58,13 @@ fn run_to(args: &[&str], mb: &str, out: std::fs::File, dir: &Path) -> (String, f
         .stderr(std::fs::File::create(&err).unwrap())
         .stdin(Stdio::null())
         .spawn_reaped();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child `pid`, writing into the two locals
-    // passed by pointer, which live across the call.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    let (status, peak_mb) = common::wait_peak(&child);
     let stderr = std::fs::read_to_string(&err).unwrap();
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "nanolog {args:?}: status {status}: {stderr}"
     );
-    (stderr, usage.ru_maxrss as f64 / 1024.0)
+    (stderr, peak_mb)
 }
 
 /// [`run_to`] with its standard output read: that, and its standard error.
@@ -82,9 +75,8 @@ fn run(args: &[&str], mb: &str, dir: &Path) -> (Vec<u8>, String) {
 }
 
 /// The peak resident memory of `nanolog ARGS` (its output discarded) with
-/// the resident budget at `mb` MiB, in MB. A child's peak starts from this
-/// process's at the exec (std spawns it sharing this process's memory):
-/// measured while this process holds little.
+/// the resident budget at `mb` MiB, in MB (see `common::wait_peak`: taken
+/// while this process holds little).
 fn peak(args: &[&str], mb: &str, dir: &Path) -> f64 {
     let null = std::fs::File::create("/dev/null").unwrap();
     run_to(args, mb, null, dir).1

@@ -60,6 +60,23 @@ pub fn wait(child: &mut Child, secs: u64, what: &str) -> ExitStatus {
     }
 }
 
+/// Waits for `child` to end: its wait status (`libc::WIFEXITED` and the
+/// like read it) and its peak resident memory in MB, the kernel's account
+/// of the process (`wait4`). A child's peak starts from this process's at
+/// the exec (std spawns it sharing this process's memory): measure while
+/// this process holds little.
+pub fn wait_peak(child: &Reaped) -> (i32, f64) {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child `pid`, writing into the two locals
+    // passed by pointer, which live across the call.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    (status, usage.ru_maxrss as f64 / 1024.0)
+}
+
 /// What `child` wrote to its piped standard error.
 pub fn stderr_of(child: &mut Child) -> String {
     let mut s = String::new();
