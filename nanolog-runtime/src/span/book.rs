@@ -121,6 +121,12 @@ pub(crate) struct Book {
     /// before it in a pass, may hold records of their `tracing` children).
     exited_last: Vec<u64>,
     exited_now: Vec<u64>,
+    /// While rings wait pass after pass: per such pass, its start and how
+    /// many of `closed` and `exited_now` it had taken by its end. Held
+    /// closes and exits are forgotten once a grace older than the pass
+    /// (a record waits a pass, not a grace), so memory stays bounded by the
+    /// spans closed in a grace however long rings keep waiting.
+    held: Vec<(u64, usize, usize)>,
     /// The epoch at the last prune of versions.
     pruned_epoch: u64,
     /// When versions were last pruned (ticks).
@@ -543,14 +549,17 @@ impl Book {
     /// entry from another ring: it holds records the pass did not take,
     /// logged perhaps before a close or an exit the pass took, whose chains
     /// still need those spans (their closes and exits wait for a pass that
-    /// takes every ring's records).
+    /// takes every ring's records, or a grace: see `held`).
     pub(crate) fn forget_spans(&mut self, pass_start: u64, waiting: bool) {
         // Versions no record can need any more: followed by one older than
         // this pass's start, less a grace for producers that waited.
         let grace = (table::VERSION_GRACE.as_secs_f64() * crate::clock::ticks_per_second()) as u64;
         let horizon = pass_start.saturating_sub(grace);
         let b = self;
-        if !waiting {
+        if waiting {
+            b.forget_held(pass_start, horizon);
+        } else {
+            b.held.clear();
             for k in std::mem::take(&mut b.exited_last) {
                 if let Some(sp) = b.spans.get_mut(&k) {
                     sp.exited = true;
@@ -592,6 +601,42 @@ impl Book {
             });
             b.versioned = versioned;
         }
+    }
+
+    /// At the end of pass `pass_start`, a ring waiting: the closes and
+    /// exits taken by passes that began before `horizon` are forgotten
+    /// (see `held`).
+    fn forget_held(&mut self, pass_start: u64, horizon: u64) {
+        let old = self.held.iter().rposition(|&(t, _, _)| t < horizon);
+        if let Some(m) = old {
+            let (_, closes, exits) = self.held[m];
+            let mut gone: Vec<u64> = self.closed.drain(..closes).collect();
+            for &k in &gone {
+                self.forget(k);
+            }
+            if !gone.is_empty() {
+                table::remove(&mut gone);
+            }
+            let exited: Vec<u64> = std::mem::take(&mut self.exited_last)
+                .into_iter()
+                .chain(self.exited_now.drain(..exits))
+                .collect();
+            for k in exited {
+                if let Some(sp) = self.spans.get_mut(&k) {
+                    sp.exited = true;
+                    if sp.children == 0 {
+                        self.forget(k);
+                    }
+                }
+            }
+            self.held.drain(..=m);
+            for h in &mut self.held {
+                h.1 -= closes;
+                h.2 -= exits;
+            }
+        }
+        self.held
+            .push((pass_start, self.closed.len(), self.exited_now.len()));
     }
 
     /// Spans closed since the last pass, taken before the rings' tails are
@@ -743,5 +788,42 @@ mod tests {
         assert_eq!(file.0[2], (3, 0, 9));
         let mut gone = vec![inner, middle, root];
         table::remove(&mut gone);
+    }
+
+    /// A ring waiting at the end of every pass holds the closes taken
+    /// meanwhile (a waiting record may still need them), but only for a
+    /// grace: after it they are forgotten though rings still wait, so the
+    /// book does not grow with every span closed while they do.
+    #[test]
+    fn closes_held_while_rings_wait_are_forgotten_after_a_grace() {
+        let key = 0x5EED_0010u64;
+        table::define(key, 0, 7, Arc::from(&[][..]));
+        let mut book = Book::default();
+        let mut file = Spans::default();
+        let mut ctx = Context::default();
+        ctx.switch_to(key);
+        assert!(book.resolve(&mut ctx, 10, false, &mut file).is_some());
+        let grace = (table::VERSION_GRACE.as_secs_f64() * crate::clock::ticks_per_second()) as u64;
+        let t0 = 1 << 40;
+        // Closed, taken by the pass at t0, which ends with a ring waiting.
+        book.closed.push(key);
+        book.forget_spans(t0, true);
+        let step = grace / 8;
+        let mut t = t0;
+        while t < t0 + grace {
+            t += step;
+            book.forget_spans(t, true);
+            if t <= t0 + grace {
+                assert!(book.spans.contains_key(&key), "held at t0 + {}", t - t0);
+            }
+        }
+        book.forget_spans(t0 + grace + 2 * step, true);
+        assert!(!book.spans.contains_key(&key), "forgotten after a grace");
+        assert!(book.closed.is_empty());
+        assert!(book.held.len() <= 10, "{} passes held", book.held.len());
+        assert!(
+            table::table(key, |t| !t.spans.contains_key(&key)),
+            "out of the table too"
+        );
     }
 }
