@@ -92,3 +92,96 @@ fn refresh_reports_a_new_run_at_the_same_path() {
     assert_eq!(first, "SECOND RUN record 0 of 100000");
     common::remove_with_kept(&path);
 }
+
+/// A compressed file past the reader's resident budget keeps only its
+/// blocks' dictionary entries after indexing: its other blocks are
+/// inflated again when read. Overwritten in place between the two (another
+/// program rewriting it), a block that no longer inflates is reported as
+/// damage, once per extent it held, by every way of reading (the iterator,
+/// batches, a scan of extents), and the records outside it are read.
+#[test]
+fn a_block_that_no_longer_inflates_when_read_again_is_reported() {
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let path = temp("lazy-rewritten");
+    let logger = Logger::builder()
+        .path(&path)
+        .compress(true)
+        .start()
+        .unwrap();
+    for i in 0..20_000u32 {
+        nanolog::info!(
+            "compressed record {} of {}",
+            i,
+            "a block of words that repeat"
+        );
+        if i % 500 == 499 {
+            // Paced: a flusher with time to spare compresses its batches.
+            logger.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    drop(logger);
+    nanolog::reader::__set_read_resident(0);
+    let log = LogFile::open(&path).unwrap();
+    nanolog::reader::__set_read_resident(32 << 20);
+    assert!(
+        log.raw_len() > log.valid_len() + (32 << 10),
+        "too few blocks compressed: {} bytes, {} inflated",
+        log.valid_len(),
+        log.raw_len()
+    );
+    // The second half of the file's bytes, zeroed in place (the map sees
+    // the file's new bytes).
+    let len = log.valid_len();
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&vec![0u8; len - len / 2], (len / 2) as u64)
+            .unwrap();
+    }
+    let gone = |e: &String| e.contains("no longer inflates");
+    let (mut records, mut errors) = (0, Vec::new());
+    for r in log.records() {
+        match r {
+            Ok(_) => records += 1,
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    assert!(records > 0 && records < 20_000, "{records} records read");
+    assert!(!errors.is_empty() && errors.iter().all(gone), "{errors:?}");
+
+    let files = [log];
+    let mut batches = Merge::new(&files, Filter::default()).batches();
+    let mut batch = nanolog::reader::Batch::with_capacity(256);
+    let mut merged = 0;
+    loop {
+        batch.clear();
+        let more = batches.fill(&mut batch, 256);
+        merged += batch
+            .events()
+            .iter()
+            .filter(|e| matches!(e, Event::Record(_)))
+            .count();
+        if !more {
+            break;
+        }
+    }
+    let merge_errors: Vec<String> = batches
+        .take_errors()
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(merged, records, "the same records read by batches");
+    assert_eq!(merge_errors.len(), errors.len(), "{merge_errors:?}");
+
+    let (mut scanned, mut scan_errors) = (0, 0);
+    files[0].scan_extents(0..files[0].extent_count(), |r| match r {
+        Ok(_) => scanned += 1,
+        Err(e) => {
+            assert!(gone(&e.to_string()), "{e}");
+            scan_errors += 1;
+        }
+    });
+    assert_eq!((scanned, scan_errors), (records, errors.len()));
+    let _ = std::fs::remove_file(&path);
+}

@@ -179,6 +179,10 @@ pub(crate) struct Extent<'a> {
     clock: Clock,
     /// How its file stores strings (taken once, not per record).
     strings: Strings<'a>,
+    /// Its bytes are gone since the file was indexed (a block that no
+    /// longer inflates: the file was cut or rewritten while being read):
+    /// said once, as its first item.
+    gone: bool,
 }
 
 /// Which clock stamps an extent's records with wall-clock time.
@@ -225,6 +229,7 @@ impl<'a> Extent<'a> {
             pos: base.map_or(body.len(), |(_, pos)| pos),
             tick: base.map_or(0, |(tick, _)| tick),
             failed: base.is_none(),
+            gone: body.is_empty() && end > start,
             mapped: start < crate::wire::block::INFLATED,
             rec_start: 0,
             clock,
@@ -254,6 +259,12 @@ impl<'a> Extent<'a> {
     /// `(site, tick)`; then [`Extent::take_args`] must be called.
     #[inline]
     fn next_header(&mut self) -> Option<Result<(&'a SiteEntry, u64), ReadError>> {
+        if self.gone {
+            self.gone = false;
+            return Some(Err(self.fail(
+                "a compressed block no longer inflates (the file changed while being read)",
+            )));
+        }
         let mut site_id;
         loop {
             if self.pos >= self.body.len() || self.failed {

@@ -362,14 +362,33 @@ pub(crate) struct BlockAt {
 /// other blocks are inflated again as they are read, so reading a file of
 /// any size takes about this much memory for its blocks.
 pub(crate) fn resident() -> usize {
-    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *BYTES.get_or_init(|| {
-        std::env::var("NANOLOG_READ_RESIDENT_MB")
-            .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|mb| mb.is_finite() && *mb >= 0.0)
-            .map_or(32 << 20, |mb| (mb * (1 << 20) as f64) as usize)
-    })
+    match RESIDENT.load(std::sync::atomic::Ordering::Relaxed) {
+        usize::MAX => {
+            let bytes = std::env::var("NANOLOG_READ_RESIDENT_MB")
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|mb| mb.is_finite() && *mb >= 0.0)
+                .map_or(32 << 20, |mb| (mb * (1 << 20) as f64) as usize)
+                .min(usize::MAX - 1);
+            RESIDENT.store(bytes, std::sync::atomic::Ordering::Relaxed);
+            bytes
+        }
+        bytes => bytes,
+    }
+}
+
+/// See [`resident`]; `usize::MAX`: not read from the environment yet.
+/// (Relaxed: a setting of its own, read when a file is opened.)
+static RESIDENT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(usize::MAX);
+
+/// Tests only: sets the resident budget of the files opened from now on
+/// in this process (what `NANOLOG_READ_RESIDENT_MB` sets), in bytes.
+#[doc(hidden)]
+pub fn __set_read_resident(bytes: usize) {
+    RESIDENT.store(
+        bytes.min(usize::MAX - 1),
+        std::sync::atomic::Ordering::Relaxed,
+    );
 }
 
 /// What a search for whole entries among damaged bytes may checksum: 8

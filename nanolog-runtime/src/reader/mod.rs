@@ -37,7 +37,7 @@ pub use crate::wire::header::{Header, HeaderError};
 pub use crate::wire::record::{PreformattedStrs, Value};
 pub use error::ReadError;
 pub use extent::ExtentRecords;
-pub use file::{Gap, LogFile, Refresh, SpanRef, ThreadInfo};
+pub use file::{__set_read_resident, Gap, LogFile, Refresh, SpanRef, ThreadInfo};
 pub use merge::{Batch, Batches, Event, Filter, Merge};
 pub use record::Record;
 pub use time::TimeMap;
