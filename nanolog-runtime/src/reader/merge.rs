@@ -89,16 +89,25 @@ struct Stream<'a> {
     /// The block `extent` reads, when the merge inflated it (see
     /// `BlockCache`): held while it does.
     held: Option<Block>,
+    /// An event read from `held` was handed out: a batch holds its block.
+    emitted: bool,
     done: bool,
 }
 
 impl Stream<'_> {
-    /// It has no more events: its block is let go (a batch holding the
-    /// record it gave last holds the block too).
-    fn finish(&mut self) {
+    /// It has no more events: its block is let go, to the batch being
+    /// filled if it gave a record of it.
+    fn finish(&mut self) -> Option<Block> {
         self.done = true;
         self.extent = None;
-        self.held = None;
+        self.switch(None)
+    }
+
+    /// It reads block `held` (or none) now: the one before, if it gave a
+    /// record of it, for the batch being filled to hold.
+    fn switch(&mut self, held: Option<Block>) -> Option<Block> {
+        let old = std::mem::replace(&mut self.held, held);
+        std::mem::take(&mut self.emitted).then_some(old).flatten()
     }
 }
 
@@ -108,15 +117,16 @@ type Block = Arc<Vec<u8>>;
 
 /// The blocks past their files' resident budget that a merge read through
 /// [`Batches`] inflated: each once, while a stream reads it or a batch
-/// holds a record of it, and let go after.
+/// holds a record of it, and let go after (a block a filter left no
+/// record of, at once).
 #[derive(Default)]
 struct BlockCache {
     /// By (file, block): the block, while anyone holds it.
     live: HashMap<(usize, usize), Weak<Vec<u8>>>,
     prune_at: usize,
-    /// The blocks entered since the batch being filled took its last:
-    /// the batch holds them too.
-    entered: Vec<Block>,
+    /// Blocks the streams left after giving records of them, since the
+    /// batch being filled took its last: the batch holds them.
+    left: Vec<Block>,
 }
 
 impl BlockCache {
@@ -135,7 +145,6 @@ impl BlockCache {
         file.inflate_block(b, &mut buf);
         let blk = Arc::new(buf);
         self.live.insert((file_ix, b), Arc::downgrade(&blk));
-        self.entered.push(Arc::clone(&blk));
         blk
     }
 }
@@ -157,6 +166,7 @@ pub struct Merge<'a> {
     u_item: usize,
     u_extent: Option<Extent<'a>>,
     u_held: Option<Block>,
+    u_emitted: bool,
     /// Read through [`Batches`]: blocks past a file's resident budget are
     /// inflated here, not into the file's own cache.
     cache: Option<BlockCache>,
@@ -218,6 +228,7 @@ impl<'a> Merge<'a> {
                         next_item: items.partition_point(|it| f.offset_of(it) < filter.min_offset),
                         extent: None,
                         held: None,
+                        emitted: false,
                         done: false,
                     });
                 }
@@ -243,6 +254,7 @@ impl<'a> Merge<'a> {
             u_item,
             u_extent: None,
             u_held: None,
+            u_emitted: false,
             cache: None,
             errors: Vec::new(),
             clocks,
@@ -318,12 +330,15 @@ impl<'a> Merge<'a> {
                 // SAFETY: the bytes are a `Vec` in an `Arc` that nothing
                 // writes after it is made; this slice is read while the
                 // `Arc` is held: by the stream that reads the extent (the
-                // `Block` returned beside it), then by every `Batch` a
-                // record of it is put in (`Batches::fill` gives each batch
-                // the blocks the streams hold when it starts and those
-                // entered while it fills). A merge with a cache hands out
-                // records only through batches, whose borrows end before
-                // the batch lets its blocks go.
+                // `Block` returned beside it, until it switches), then by
+                // every `Batch` a record of it is put in. A record handed
+                // out comes from its stream's block; `Batches::fill` gives
+                // the batch the blocks the streams hold when it starts and
+                // when it ends, and each block a stream left meanwhile
+                // after a record of it was handed out (`Stream::switch`).
+                // A merge with a cache hands out records only through
+                // batches, whose events are borrowed from the batch: none
+                // outlives the blocks it holds.
                 let all: &'a [u8] = unsafe { std::slice::from_raw_parts(blk.as_ptr(), blk.len()) };
                 let base = file.block_at(b).base;
                 let body = all.get(start - base..end - base).unwrap_or(&[]);
@@ -368,26 +383,30 @@ impl<'a> Merge<'a> {
                     Some(true) => return Some(Event::Record(rec)),
                     Some(false) => continue,
                     None => {
-                        self.streams[c].finish();
+                        let left = self.streams[c].finish();
+                        self.left(left);
                         return None;
                     }
                 }
             }
             let Some(&item) = cur.items.get(cur.next_item) else {
-                cur.finish();
+                let left = cur.finish();
+                self.left(left);
                 return None;
             };
             cur.next_item += 1;
             let (file, file_ix, thread) = (cur.file, cur.file_ix, cur.thread);
             if self.past_max(file, &item) {
-                self.streams[c].finish();
+                let left = self.streams[c].finish();
+                self.left(left);
                 return None;
             }
             match self.open_item(file, file_ix, thread, item) {
                 Opened::Extent(e, held) => {
                     let cur = &mut self.streams[c];
                     cur.extent = Some(e);
-                    cur.held = held;
+                    let left = cur.switch(held);
+                    self.left(left);
                 }
                 Opened::Gap(ev) => return Some(ev),
                 Opened::Nothing => {}
@@ -437,6 +456,7 @@ impl<'a> Merge<'a> {
         // the merge's own time. The slot is overwritten below, or cleared
         // when the cursor ends.
         let ev = self.pending[c]?;
+        self.streams[c].emitted = true;
         match self.advance(c) {
             Some(next) => {
                 let k = self.key(c, &next);
@@ -463,7 +483,8 @@ impl<'a> Merge<'a> {
             if let Some(ext) = self.u_extent.as_mut() {
                 match extent_next(ext, &self.clocks[self.u_file], &mut self.errors) {
                     Some(rec) if self.keep_record(self.u_file, &rec) == Some(true) => {
-                        return Some(Event::Record(rec))
+                        self.u_emitted = true;
+                        return Some(Event::Record(rec));
                     }
                     Some(_) => {}
                     None => self.u_extent = None,
@@ -491,11 +512,22 @@ impl<'a> Merge<'a> {
             match self.open_item(file, self.u_file, thread, item) {
                 Opened::Extent(e, held) => {
                     self.u_extent = Some(e);
-                    self.u_held = held;
+                    let old = std::mem::replace(&mut self.u_held, held);
+                    if std::mem::take(&mut self.u_emitted) {
+                        self.left(old);
+                    }
                 }
                 Opened::Gap(ev) => return Some(ev),
                 Opened::Nothing => {}
             }
+        }
+    }
+
+    /// A block a stream left after giving records of it: held by the batch
+    /// being filled (without a cache, there is none).
+    fn left(&mut self, blk: Option<Block>) {
+        if let (Some(blk), Some(cache)) = (blk, self.cache.as_mut()) {
+            cache.left.push(blk);
         }
     }
 
@@ -587,14 +619,25 @@ impl<'a> Batches<'a> {
     /// more.
     pub fn fill(&mut self, batch: &mut Batch<'a>, max: usize) -> bool {
         let m = &mut self.merge;
-        // The records waiting in the streams are read from the blocks they
-        // hold now.
-        for blk in m.streams.iter().filter_map(|s| s.held.as_ref()) {
-            batch.hold(blk);
-        }
-        if let Some(blk) = &m.u_held {
-            batch.hold(blk);
-        }
+        // The batch holds every block it has records of: those the streams
+        // hold when it starts (their waiting records) and when it ends, and
+        // those they left meanwhile after giving records of them.
+        let hold_held = |m: &Merge<'a>, batch: &mut Batch<'a>| {
+            for blk in m.streams.iter().filter_map(|s| s.held.as_ref()) {
+                batch.hold(blk);
+            }
+            if let Some(blk) = &m.u_held {
+                batch.hold(blk);
+            }
+        };
+        hold_held(m, batch);
+        let hold_left = |m: &mut Merge<'a>, batch: &mut Batch<'a>| {
+            if let Some(cache) = m.cache.as_mut().filter(|c| !c.left.is_empty()) {
+                for blk in cache.left.drain(..) {
+                    batch.hold(&blk);
+                }
+            }
+        };
         let mut more = true;
         for _ in 0..max {
             let Some(ev) = m.next() else {
@@ -602,12 +645,10 @@ impl<'a> Batches<'a> {
                 break;
             };
             batch.events.push(ev);
-            if let Some(cache) = m.cache.as_mut().filter(|c| !c.entered.is_empty()) {
-                for blk in cache.entered.drain(..) {
-                    batch.hold(&blk);
-                }
-            }
+            hold_left(m, batch);
         }
+        hold_left(m, batch);
+        hold_held(m, batch);
         more
     }
 
