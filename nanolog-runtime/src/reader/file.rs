@@ -1214,21 +1214,10 @@ impl LogFile {
     /// no longer inflate (the file changed since it was indexed).
     pub(crate) fn inflate_block(&self, b: usize, out: &mut Vec<u8>) -> bool {
         let blk = self.blocks[b];
-        let parts = self
-            .data
-            .get(blk.start..blk.end)
-            .map(crate::wire::block::block_parts);
-        let Some(Ok((raw, packed))) = parts else {
-            out.clear();
-            return false;
-        };
         out.clear();
-        out.resize(raw, 0);
-        let ok = crate::wire::block::inflate(packed, out).is_ok();
-        if !ok {
-            out.clear();
-        }
-        ok
+        self.data
+            .get(blk.start..blk.end)
+            .is_some_and(|body| crate::wire::block::get_block(body, out).is_ok())
     }
 
     /// Where an item lies in the file (for an item in a block, where the
