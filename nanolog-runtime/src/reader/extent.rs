@@ -56,8 +56,7 @@ impl LogFile {
                         self.inflate_block(b, &mut buf);
                         loaded = Some(b);
                     }
-                    let base = self.block_at(b).base;
-                    buf.get(start - base..end - base).unwrap_or(&[])
+                    self.in_block(b, &buf, start..end)
                 }
                 None => self.bytes(start..end),
             };

@@ -345,13 +345,13 @@ pub(crate) const LAZY: usize = INFLATED + (INFLATED >> 1);
 
 /// A BLOCK of the file as indexed.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct BlockAt {
+struct BlockAt {
     /// Where its entries start: a position from [`INFLATED`] on (resident)
     /// or from [`LAZY`] on.
-    pub(crate) base: usize,
+    base: usize,
     /// Its body in the file.
-    pub(crate) start: usize,
-    pub(crate) end: usize,
+    start: usize,
+    end: usize,
     /// The earliest first tick of the extents in it (`u64::MAX`: none).
     min_tick: u64,
 }
@@ -1205,9 +1205,18 @@ impl LogFile {
         (i >= self.lazy_from).then_some(i)
     }
 
-    /// Block `b` (an index of `blocks`).
-    pub(crate) fn block_at(&self, b: usize) -> BlockAt {
-        self.blocks[b]
+    /// The bytes of `range` (positions of block `b`'s entries) in
+    /// `block`, that block's entries inflated.
+    pub(crate) fn in_block<'b>(
+        &self,
+        b: usize,
+        block: &'b [u8],
+        range: std::ops::Range<usize>,
+    ) -> &'b [u8] {
+        let base = self.blocks[b].base;
+        block
+            .get(range.start - base..range.end.wrapping_sub(base))
+            .unwrap_or(&[])
     }
 
     /// Inflates block `b` into `out` (its whole length); false if its bytes
@@ -1614,15 +1623,12 @@ impl LogFile {
     /// The bytes of `range` (an extent body the index points to).
     pub(super) fn bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
         if let Some(b) = self.lazy_block(range.start) {
-            let base = self.blocks[b].base;
             let buf = self.lazy[b - self.lazy_from].get_or_init(|| {
                 let mut out = Vec::new();
                 self.inflate_block(b, &mut out);
                 out.into_boxed_slice()
             });
-            return buf
-                .get(range.start - base..range.end.wrapping_sub(base))
-                .unwrap_or(&[]);
+            return self.in_block(b, buf, range);
         }
         if range.start >= INFLATED {
             return self

@@ -340,8 +340,7 @@ impl<'a> Merge<'a> {
                 // batches, whose events are borrowed from the batch: none
                 // outlives the blocks it holds.
                 let all: &'a [u8] = unsafe { std::slice::from_raw_parts(blk.as_ptr(), blk.len()) };
-                let base = file.block_at(b).base;
-                let body = all.get(start - base..end - base).unwrap_or(&[]);
+                let body = file.in_block(b, all, start..end);
                 let e = Extent::over(file, thread, start, end, ctx, Clock::Untimed, body);
                 Opened::Extent(e, Some(blk))
             }

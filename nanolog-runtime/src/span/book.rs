@@ -560,25 +560,13 @@ impl Book {
             b.forget_held(pass_start, horizon);
         } else {
             b.held.clear();
-            for k in std::mem::take(&mut b.exited_last) {
-                if let Some(sp) = b.spans.get_mut(&k) {
-                    sp.exited = true;
-                    if sp.children == 0 {
-                        b.forget(k);
-                    }
-                }
-            }
+            let exited = std::mem::take(&mut b.exited_last);
+            b.forget_exited(&exited);
             std::mem::swap(&mut b.exited_last, &mut b.exited_now);
             let mut closed = std::mem::take(&mut b.closed);
-            for &k in &closed {
-                b.forget(k);
-            }
-            if !closed.is_empty() {
-                table::remove(&mut closed);
-            }
+            b.forget_closed(&mut closed);
             // (Kept for its allocation: the next pass takes its closes into
             // it.)
-            closed.clear();
             b.closed = closed;
         }
         // Versions are pruned a tenth of their grace apart at most: every
@@ -603,6 +591,31 @@ impl Book {
         }
     }
 
+    /// `nanolog::span!`s past the pass after their exit: forgotten, or
+    /// when their last child is.
+    fn forget_exited(&mut self, keys: &[u64]) {
+        for &k in keys {
+            if let Some(sp) = self.spans.get_mut(&k) {
+                sp.exited = true;
+                if sp.children == 0 {
+                    self.forget(k);
+                }
+            }
+        }
+    }
+
+    /// `tracing` spans closed that no record can need any more: out of the
+    /// book and the table; `keys` is left empty.
+    fn forget_closed(&mut self, keys: &mut Vec<u64>) {
+        for &k in keys.iter() {
+            self.forget(k);
+        }
+        if !keys.is_empty() {
+            table::remove(keys);
+        }
+        keys.clear();
+    }
+
     /// At the end of pass `pass_start`, a ring waiting: the closes and
     /// exits taken by passes that began before `horizon` are forgotten
     /// (see `held`).
@@ -611,24 +624,12 @@ impl Book {
         if let Some(m) = old {
             let (_, closes, exits) = self.held[m];
             let mut gone: Vec<u64> = self.closed.drain(..closes).collect();
-            for &k in &gone {
-                self.forget(k);
-            }
-            if !gone.is_empty() {
-                table::remove(&mut gone);
-            }
+            self.forget_closed(&mut gone);
             let exited: Vec<u64> = std::mem::take(&mut self.exited_last)
                 .into_iter()
                 .chain(self.exited_now.drain(..exits))
                 .collect();
-            for k in exited {
-                if let Some(sp) = self.spans.get_mut(&k) {
-                    sp.exited = true;
-                    if sp.children == 0 {
-                        self.forget(k);
-                    }
-                }
-            }
+            self.forget_exited(&exited);
             self.held.drain(..=m);
             for h in &mut self.held {
                 h.1 -= closes;
