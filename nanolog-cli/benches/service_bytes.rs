@@ -309,30 +309,15 @@ fn main() {
     // The records' own bytes by call site (header, nibbles, payloads); the
     // rest of the extents is their frames and headers, and context switches.
     let file = nanolog::reader::LogFile::open(&path).expect("the log opens");
+    // Messages formatted at the call are written at their sites' templates
+    // (`log` records: `pool checkout conn={} wait_us={}`); a site's first
+    // record, before its template is learnt, is at `{}`.
     let mut by_site = std::collections::BTreeMap::<String, (u64, u64)>::new();
-    // The `log` records' text (formatted at the call: the site `{}`) as
-    // issue #47's lever would write it: its template (the text with each
-    // run of decimal digits taken out) interned at its second sighting,
-    // and the numbers as varints.
-    let (mut text_now, mut text_templated) = (0u64, 0u64);
-    let mut templates = std::collections::HashMap::<String, u32>::new();
     for r in file.records() {
         let r = r.expect("a whole record");
         let e = by_site.entry(r.site().format.clone()).or_insert((0, 0));
         e.0 += 1;
         e.1 += r.encoded_len() as u64;
-        if r.site().format == "{}" {
-            text_now += r.encoded_len() as u64;
-            let (template, numbers) = templated(&r.message());
-            let seen = templates.entry(template.clone()).or_insert(0);
-            *seen += 1;
-            // The record's header as it is (its bytes less its text's),
-            // the template (inline the first time, a 2-byte reference
-            // after), a count and each number.
-            let head = r.encoded_len() - r.message().len() - 1;
-            let template_bytes = if *seen == 1 { template.len() + 2 } else { 2 };
-            text_templated += (head + template_bytes + 1 + numbers) as u64;
-        }
     }
     println!();
     println!("| records of the site | count | bytes a record of it |");
@@ -346,43 +331,10 @@ fn main() {
         );
     }
     println!(
-        "the `log` records' text (site `{{}}`): {text_now} bytes as written, {text_templated} as templates and numbers (what-if, before block compression; {} templates)",
-        templates.len()
-    );
-    println!(
         "records' own bytes: {:.1} a record",
         own as f64 / records as f64
     );
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// `text` with each run of decimal digits that reads back as written (no
-/// leading zero, at most 18 digits) taken out: the template, and the bytes
-/// of those numbers as varints.
-fn templated(text: &str) -> (String, usize) {
-    let (mut template, mut bytes) = (String::new(), 0);
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        let run = &text[start..i];
-        if !run.is_empty() && run.len() <= 18 && (run == "0" || !run.starts_with('0')) {
-            let v: u64 = run.parse().unwrap_or(0);
-            bytes += (64 - v.leading_zeros() as usize).max(1).div_ceil(7);
-            template.push('\u{1}');
-        } else {
-            template.push_str(run);
-        }
-        if i < b.len() {
-            let c = text[i..].chars().next().unwrap_or(' ');
-            template.push(c);
-            i += c.len_utf8();
-        }
-    }
-    (template, bytes)
 }
 
 /// What the file's blocks would take through other codecs (issue #47's

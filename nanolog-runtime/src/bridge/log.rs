@@ -2,8 +2,8 @@
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use super::template::{self, Pieces};
 use super::{Arg, Key};
 use crate::error::Error;
 use crate::filter;
@@ -16,7 +16,7 @@ static BRIDGE: Bridge = Bridge;
 
 thread_local! {
     /// The calling thread's buffer for formatting messages.
-    static MESSAGE: RefCell<String> = const { RefCell::new(String::new()) };
+    static MESSAGE: RefCell<Pieces> = RefCell::new(Pieces::default());
 }
 
 impl log::Log for Bridge {
@@ -42,24 +42,20 @@ impl log::Log for Bridge {
         if record.key_values().count() > 0 {
             return log_with_fields(record, &key);
         }
-        if let Some(s) = record.args().as_str() {
-            super::log(site, &key, &[Arg::Str(s)]);
-            return;
-        }
         let logged = MESSAGE.try_with(|m| {
             let Ok(mut m) = m.try_borrow_mut() else {
                 return false;
             };
             format_message(&mut m, record);
-            super::log(site, &key, &[Arg::Str(&m)]);
+            template::log_message(site, &key, &m, &[]);
             true
         });
         if logged != Ok(true) {
             // A re-entrant call (a Display impl that logs) or a thread
             // being torn down: a buffer of its own.
-            let mut m = String::new();
+            let mut m = Pieces::default();
             format_message(&mut m, record);
-            super::log(site, &key, &[Arg::Str(&m)]);
+            template::log_message(site, &key, &m, &[]);
         }
     }
 
@@ -105,25 +101,17 @@ fn log_with_fields(record: &log::Record<'_>, gate: &Key<'_>) {
         ..*gate
     };
     let site = super::site(&key);
-    let mut m = String::new();
+    let mut m = Pieces::default();
     format_message(&mut m, record);
-    let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.0.len() + 1);
-    args.push(Arg::Str(&m));
-    args.extend(f.0.iter().map(|(_, v)| v.as_str_arg()));
-    super::log(site, &key, &args);
+    let args: Vec<Arg<&str>> = f.0.iter().map(|(_, v)| v.as_str_arg()).collect();
+    template::log_message(site, &key, &m, &args);
 }
 
-/// Formats the record's message into `m`; a panicking `Display` impl leaves
+/// Formats the record's message into `m`, write by write (the pieces its
+/// template is learnt from); a panicking `Display` impl leaves
 /// `<Display panicked>` rather than unwinding into the caller's `log!`.
-fn format_message(m: &mut String, record: &log::Record<'_>) {
-    m.clear();
-    let ok = catch_unwind(AssertUnwindSafe(|| {
-        let _ = write!(m, "{}", record.args());
-    }));
-    if ok.is_err() {
-        m.clear();
-        m.push_str("<Display panicked>");
-    }
+fn format_message(m: &mut Pieces, record: &log::Record<'_>) {
+    m.format(|m| m.write_fmt(*record.args()), "<Display panicked>");
 }
 
 /// Makes every record of the `log` crate (`log::info!` and the others, in

@@ -15,6 +15,7 @@
 
 #[cfg(feature = "log")]
 pub(crate) mod log;
+pub(crate) mod template;
 #[cfg(feature = "tracing")]
 pub(crate) mod tracing;
 
@@ -220,6 +221,21 @@ impl Key<'_> {
                 pieces.push(Piece::Lit(Cow::Owned(t.to_owned())));
                 format.push_str(&t.replace('{', "{{").replace('}', "}}"));
             }
+            Head::Template(items) => {
+                for it in items {
+                    match it {
+                        template::Item::Lit(t) => {
+                            pieces.push(Piece::Lit(Cow::Owned(t.to_string())))
+                        }
+                        template::Item::Gap(kind) => {
+                            pieces.push(Piece::Arg(Spec::display(names.len() as u16)));
+                            names.push("");
+                            kinds.push(*kind);
+                        }
+                    }
+                }
+                format.push_str(&template::format_of(items));
+            }
         }
         let message_pieces = pieces.len();
         let mut fields = Vec::with_capacity(self.fields.len());
@@ -252,6 +268,7 @@ impl Key<'_> {
             fields: fields.into_boxed_slice(),
             message: matches!(head, Head::Message),
             overflow: false,
+            learnt: template::Learnt::new(),
         }
     }
 }
@@ -266,6 +283,8 @@ pub(crate) enum Head<'a> {
     /// Literal text, the same for every record (a typed `tracing` event's
     /// constant message).
     Text(&'a str),
+    /// A message's template: literal text and gaps, each gap an argument.
+    Template(&'a [template::Item]),
 }
 
 /// A bridge call site, interned for the life of the process.
@@ -278,6 +297,8 @@ pub(crate) struct Interned {
     message: bool,
     /// A level's overflow site: takes any call's record as text.
     overflow: bool,
+    /// The templates learnt of its messages (a site with a message).
+    learnt: template::Learnt,
 }
 
 impl Interned {
@@ -385,6 +406,19 @@ fn intern(key: &Key<'_>) -> &'static Interned {
     let s = key.leak();
     bucket.push(s);
     s
+}
+
+/// The site of a template of `key`'s messages (`key` without its message:
+/// the gaps, then the key's fields), leaked; `None` past the sites' cap.
+fn intern_template(key: &Key<'_>, items: &[template::Item]) -> Option<&'static Interned> {
+    // Under the write lock, as every site interned is counted.
+    let _map = SITES.write().unwrap_or_else(PoisonError::into_inner);
+    // Relaxed: read and written only under the write lock.
+    if INTERNED.load(Ordering::Relaxed) >= MAX_SITES {
+        return None;
+    }
+    INTERNED.fetch_add(1, Ordering::Relaxed);
+    Some(Box::leak(Box::new(key.leak_with(Head::Template(items)))))
 }
 
 /// Logs one bridge record of `key` at `site` with `args` (the message

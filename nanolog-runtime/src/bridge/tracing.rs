@@ -12,6 +12,7 @@ use tracing_subscriber::registry::LookupSpan;
 
 use std::sync::PoisonError;
 
+use super::template::Pieces;
 use super::{Arg, Key, Shape};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
@@ -128,7 +129,8 @@ fn level(l: &tracing_core::Level) -> Level {
 
 #[derive(Default)]
 struct Fields {
-    message: Option<String>,
+    /// The message, write by write (its template is learnt from them).
+    message: Option<Pieces>,
     fields: Vec<(&'static str, Arg<String>)>,
     /// A `log` record that tracing-log made an event of: where it really
     /// came from (`log.target`, `log.module_path`, `log.file`, `log.line`).
@@ -166,12 +168,49 @@ impl Fields {
             }
         }
         if field.name() == "message" {
-            self.message = Some(match v {
-                Arg::Str(s) => s,
-                other => other.to_string(),
-            });
+            let mut m = Pieces::default();
+            match v {
+                Arg::Str(s) => m.set(&s),
+                other => m.set(&other.to_string()),
+            }
+            self.message = Some(m);
         } else {
             self.fields.push((field.name(), v));
+        }
+    }
+}
+
+impl Visit for Fields {
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.push(field, Arg::I64(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.push(field, Arg::U64(value));
+    }
+    fn record_i128(&mut self, field: &Field, value: i128) {
+        self.push(field, Arg::I128(value));
+    }
+    fn record_u128(&mut self, field: &Field, value: u128) {
+        self.push(field, Arg::U128(value));
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.push(field, Arg::F64(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.push(field, Arg::Bool(value));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.push(field, Arg::Str(value.to_owned()));
+    }
+    /// The message (`format_args!`) is formatted write by write, as its
+    /// template is learnt; other values as [`Owned`] takes them.
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if field.name() == "message" {
+            let mut m = Pieces::default();
+            m.format(|m| write!(m, "{value:?}"), "<Debug panicked>");
+            self.message = Some(m);
+        } else {
+            Owned(|field: &Field, v, _| self.push(field, v)).record_debug(field, value);
         }
     }
 }
@@ -930,12 +969,11 @@ impl<'a> Origin<'a> {
         let kinds: Vec<(&str, ArgKind)> = f.fields.iter().map(|(n, v)| (*n, v.kind())).collect();
         let key = self.key(&kinds, f.message.is_some());
         let site = super::site(&key);
-        let mut args: Vec<Arg<&str>> = Vec::with_capacity(f.fields.len() + 1);
-        if let Some(m) = &f.message {
-            args.push(Arg::Str(m.as_str()));
+        let args: Vec<Arg<&str>> = f.fields.iter().map(|(_, v)| v.as_str_arg()).collect();
+        match &f.message {
+            Some(m) => super::template::log_message(site, &key, m, &args),
+            None => super::log(site, &key, &args),
         }
-        args.extend(f.fields.iter().map(|(_, v)| v.as_str_arg()));
-        super::log(site, &key, &args);
     }
 }
 
@@ -954,7 +992,7 @@ impl EventLayer {
             return;
         }
         let mut f = Fields::default();
-        event.record(&mut Owned(|field: &Field, v, _| f.push(field, v)));
+        event.record(&mut f);
         origin.log(&f);
     }
 
@@ -967,7 +1005,7 @@ impl EventLayer {
             log: Some(LogOrigin::default()),
             ..Fields::default()
         };
-        event.record(&mut Owned(|field: &Field, v, _| f.push(field, v)));
+        event.record(&mut f);
         let o = f.log.take().unwrap_or_default();
         let target = o.target.as_deref().unwrap_or("log");
         let origin = Origin {
