@@ -21,6 +21,8 @@
 //! cargo bench -p nanolog-cli --bench service_bytes [-- REQUESTS] [log-heavy]
 //! ```
 //!
+//! `NANOLOG_BENCH_KEEP=PATH` keeps a copy of the `.nlog` at `PATH`.
+//!
 //! Prints a Markdown table (BENCHMARKS.md, "The smallest log").
 
 use std::io::Write;
@@ -334,6 +336,11 @@ fn main() {
         "records' own bytes: {:.1} a record",
         own as f64 / records as f64
     );
+    // `NANOLOG_BENCH_KEEP=PATH` keeps a copy of the `.nlog` there, for
+    // looking into its bytes with other tools.
+    if let Some(keep) = std::env::var_os("NANOLOG_BENCH_KEEP") {
+        std::fs::copy(&path, keep).expect("the log copied where NANOLOG_BENCH_KEEP says");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -151,9 +151,8 @@ impl fmt::Debug for Learnt {
 /// do not fit), so two threads do not both make a template of one site.
 static LEARNING: Mutex<()> = Mutex::new(());
 
-/// The gaps of a call fitted to a template: each gap's byte range in the
-/// message.
-type Gaps = SmallVec<[(usize, usize); 8]>;
+/// The gaps of a call fitted to a template, as the record's arguments.
+type Gaps<'m> = SmallVec<[Arg<&'m str>; 8]>;
 
 /// Logs a record of `key` whose message is `message`, with `fields` after
 /// it: at the template site of `site` (the key's site, with the message as
@@ -184,28 +183,14 @@ fn fitted(
     if site.overflow || message.write_count() > MAX_WRITES {
         return None;
     }
-    let mut gaps = Gaps::new();
+    let mut args = Gaps::new();
     let template = match site.learnt.current() {
-        Some(t) if fit(&t.items, message, &mut gaps) => t,
-        _ => learn(site, message, &mut gaps)?,
+        Some(t) if fit(&t.items, message, &mut args) => t,
+        _ => learn(site, message, &mut args)?,
     };
     let tsite = (*template
         .site
         .get_or_init(|| super::intern_template(key, &template.items)))?;
-    let mut args: SmallVec<[Arg<&str>; 8]> = SmallVec::with_capacity(gaps.len() + fields.len());
-    for (item, &(a, b)) in template
-        .items
-        .iter()
-        .filter(|i| matches!(i, Item::Gap(_)))
-        .zip(&gaps)
-    {
-        let text = &message.text[a..b];
-        args.push(match item {
-            Item::Gap(ArgKind::U64) => Arg::U64(text.parse().ok()?),
-            Item::Gap(ArgKind::I64) => Arg::I64(text.parse().ok()?),
-            _ => Arg::Str(text),
-        });
-    }
     args.extend_from_slice(fields);
     super::log(tsite, key, &args);
     Some(())
@@ -213,69 +198,109 @@ fn fitted(
 
 /// Fits `message`'s writes to `items`: each literal must be one write of
 /// the same text, in order; the writes between two literals are a gap's
-/// text (empty if there are none). Fills `gaps` with the gaps' ranges;
+/// text (empty if there are none). Fills `gaps` with the gaps' values;
 /// `false` when the message does not fit (or a number's gap holds other
 /// text).
-fn fit(items: &[Item], message: &Pieces, gaps: &mut Gaps) -> bool {
+fn fit<'m>(items: &[Item], message: &'m Pieces, gaps: &mut Gaps<'m>) -> bool {
     gaps.clear();
     let text = message.text.as_str();
+    let bytes = text.as_bytes();
     let mut i = 0;
-    // The start of the gap being filled, if one is.
-    let mut open: Option<usize> = None;
-    for (s, e) in message.writes() {
-        let w = &text[s..e];
-        if let Some(Item::Gap(_)) = items.get(i) {
-            open = Some(s);
+    let mut s = 0;
+    // The gap being filled, if one is: its kind and where it starts.
+    let mut open: Option<(ArgKind, usize)> = None;
+    for &e in &message.ends {
+        let e = e as usize;
+        let Some(w) = bytes.get(s..e) else {
+            return false;
+        };
+        if let Some(&Item::Gap(k)) = items.get(i) {
+            open = Some((k, s));
             i += 1;
         }
         match items.get(i) {
-            Some(Item::Lit(p)) if **p == *w => {
-                if let Some(g) = open.take() {
-                    gaps.push((g, s));
+            Some(Item::Lit(p)) if same(p.as_bytes(), w) => {
+                if let Some((k, g)) = open.take() {
+                    match text.get(g..s).and_then(|t| gap(k, t)) {
+                        Some(v) => gaps.push(v),
+                        None => return false,
+                    }
                 }
                 i += 1;
             }
             _ if open.is_some() => {}
             _ => return false,
         }
+        s = e;
     }
-    if let Some(Item::Gap(_)) = items.get(i) {
-        open = Some(text.len());
+    if let Some(&Item::Gap(k)) = items.get(i) {
+        open = Some((k, text.len()));
         i += 1;
     }
-    if let Some(g) = open {
-        gaps.push((g, text.len()));
+    if let Some((k, g)) = open {
+        match text.get(g..).and_then(|t| gap(k, t)) {
+            Some(v) => gaps.push(v),
+            None => return false,
+        }
     }
     i == items.len()
-        && items
-            .iter()
-            .filter_map(|it| match it {
-                Item::Gap(k) => Some(*k),
-                Item::Lit(_) => None,
-            })
-            .zip(gaps.iter())
-            .all(|(k, &(a, b))| kind_fits(k, &text[a..b]))
 }
 
-/// Whether `text` is a gap of `kind`'s: a `u64` or `i64` exactly as it
-/// prints (no sign, no leading zero), or anything for a string.
-fn kind_fits(kind: ArgKind, text: &str) -> bool {
-    match kind {
-        ArgKind::U64 => is_decimal(text),
-        ArgKind::I64 => text
-            .strip_prefix('-')
-            .is_some_and(|d| is_decimal(d) && d != "0" && text.parse::<i64>().is_ok()),
-        _ => true,
+/// `a == b`, without a call for the short texts a format string's pieces
+/// usually are (up to 16 bytes: two overlapping 8-byte words, or bytes).
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |x: &[u8], at: usize| {
+        x.get(at..at + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map(u64::from_ne_bytes)
+    };
+    match n {
+        0..=7 => a.iter().zip(b).all(|(x, y)| x == y),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
     }
 }
 
-/// Digits of a `u64` as it prints.
-fn is_decimal(d: &str) -> bool {
-    !d.is_empty()
-        && d.len() <= 20
-        && d.bytes().all(|b| b.is_ascii_digit())
-        && (d == "0" || !d.starts_with('0'))
-        && d.parse::<u64>().is_ok()
+/// A gap's value: a `u64` or `i64` exactly as it prints (no sign, no
+/// leading zero), or any text for a string's.
+fn gap(kind: ArgKind, text: &str) -> Option<Arg<&str>> {
+    match kind {
+        ArgKind::U64 => decimal(text.as_bytes()).map(Arg::U64),
+        ArgKind::I64 => {
+            let d = text.strip_prefix('-')?;
+            let v = decimal(d.as_bytes())?;
+            // Not "-0", and within i64 (its least is 2^63).
+            (v != 0 && v <= 1 << 63).then(|| Arg::I64((v as i64).wrapping_neg()))
+        }
+        _ => Some(Arg::Str(text)),
+    }
+}
+
+/// The `u64` whose digits, as it prints, are `d`.
+#[inline]
+fn decimal(d: &[u8]) -> Option<u64> {
+    if d.is_empty() || d.len() > 20 || (d.len() > 1 && d[0] == b'0') {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in d {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(digit))?;
+    }
+    Some(v)
+}
+
+/// Whether `text` is a gap of `kind`'s.
+fn kind_fits(kind: ArgKind, text: &str) -> bool {
+    gap(kind, text).is_some()
 }
 
 /// The kind of a gap that holds `text` in the call that made it.
@@ -295,7 +320,11 @@ fn kind_of(text: &str) -> ArgKind {
 /// returned if the call fits it.
 #[cold]
 #[inline(never)]
-fn learn(site: &'static Interned, message: &Pieces, gaps: &mut Gaps) -> Option<&'static Template> {
+fn learn<'m>(
+    site: &'static Interned,
+    message: &'m Pieces,
+    gaps: &mut Gaps<'m>,
+) -> Option<&'static Template> {
     let learnt = &site.learnt;
     // Relaxed: a hint read before the lock; it is read again under it.
     if learnt.made.load(Ordering::Relaxed) >= MAX_TEMPLATES {
@@ -445,8 +474,9 @@ mod tests {
             .collect()
     }
 
-    fn gap(p: &Pieces, g: (usize, usize)) -> &str {
-        &p.text[g.0..g.1]
+    /// The gaps' values as text.
+    fn texts(gaps: &Gaps<'_>) -> Vec<String> {
+        gaps.iter().map(ToString::to_string).collect()
     }
 
     #[test]
@@ -458,10 +488,11 @@ mod tests {
         assert!(t.contains(&Item::Gap(ArgKind::U64)));
         let mut gaps = Gaps::new();
         assert!(fit(&t, &b, &mut gaps));
-        assert_eq!((gap(&b, gaps[0]), gap(&b, gaps[1])), ("9", "7"));
+        assert_eq!(texts(&gaps), ["9", "7"]);
         // A non-number in a number's gap does not fit; merged again, the
         // gap becomes a string's, and numbers fit it too.
         let c = pieces(format_args!("conn={} wait={}us", bb("x"), bb(7)));
+        let mut gaps = Gaps::new();
         assert!(!fit(&t, &c, &mut gaps));
         let t2 = merge(&t, &c);
         assert_eq!(format_of(&t2), "conn={} wait={}us");
@@ -480,7 +511,7 @@ mod tests {
         let t2 = merge(&t, &c);
         assert_eq!(format_of(&t2), "GET {} from {}");
         assert!(fit(&t2, &c, &mut gaps));
-        assert_eq!((gap(&c, gaps[0]), gap(&c, gaps[1])), ("/c", "bob"));
+        assert_eq!(texts(&gaps), ["/c", "bob"]);
     }
 
     #[test]
@@ -510,7 +541,7 @@ mod tests {
             for it in t.iter() {
                 match it {
                     Item::Lit(l) => back.push_str(l),
-                    Item::Gap(_) => back.push_str(gap(c, *g.next().expect("a gap's range"))),
+                    Item::Gap(_) => back.push_str(&g.next().expect("a gap's value").to_string()),
                 }
             }
             assert_eq!(back, c.text);
