@@ -37,7 +37,7 @@ fn typed<T: ArgList>(c: &mut Criterion, name: &str, types: T, kinds: &[ArgKind],
     let f = compactor(&types);
     let mut out = Vec::with_capacity(RECORDS * (raw.len() + 16));
     // The file's table of strings, as the flusher keeps it: a string
-    // repeated is a reference after its second sighting.
+    // repeated is a reference from its third sighting on.
     let mut strings = Interner::new();
     // The run is taken whole (checked once, outside the timing).
     assert_eq!(
