@@ -570,7 +570,7 @@ fn info_shows_dictionary_threads_and_counts() {
     let out = ok(&["info", p(&f.main)]);
     for want in [
         // The version this build writes (FORMAT.md).
-        "format version:  4",
+        "format version:  5",
         "ticks/s",
         "Hello World # {}",
         "alpha",

@@ -68,6 +68,9 @@ fn bridge_messages_read_back_exactly_and_their_templates_are_queryable() {
         log::info!("[{:>6}] {{{}}} {:08.3}", i, "braces", ratio);
         log::info!("same text every time");
         log::info!("{}{}", i % 3, user);
+        // A trace id: its gap's hex digits are packed in the file.
+        let trace = format!("{:016x}", u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        log::info!("trace {trace} done");
         // The oracle: what Rust's formatting makes of the same calls.
         want.push(format!(
             "checkout conn={} wait={wait}us user={user}",
@@ -77,6 +80,7 @@ fn bridge_messages_read_back_exactly_and_their_templates_are_queryable() {
         want.push(format!("[{:>6}] {{{}}} {:08.3}", i, "braces", ratio));
         want.push("same text every time".to_owned());
         want.push(format!("{}{}", i % 3, user));
+        want.push(format!("trace {trace} done"));
     }
     // A Display that panics: its record says so, and the call goes on.
     for i in 1..=10u32 {
@@ -116,7 +120,7 @@ fn bridge_messages_read_back_exactly_and_their_templates_are_queryable() {
         }
     }
     // The calls' last records: each at its template, the gaps typed.
-    let last = |k: usize| &json[(N as usize - 1) * 5 + k];
+    let last = |k: usize| &json[(N as usize - 1) * 6 + k];
     assert_eq!(last(0)["fmt"], json!("checkout conn={} wait={}us user={}"));
     assert_eq!(
         last(0)["args"],
@@ -136,6 +140,12 @@ fn bridge_messages_read_back_exactly_and_their_templates_are_queryable() {
     );
     assert_eq!(last(3)["fmt"], json!("same text every time"));
     assert_eq!(last(3)["args"], json!([]));
+    assert_eq!(last(5)["fmt"], json!("trace {} done"));
+    let trace = format!(
+        "{:016x}",
+        u64::from(N - 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    );
+    assert_eq!(last(5)["args"], json!([trace]));
     let served = json.last().unwrap();
     assert_eq!(served["fmt"], json!("served {} rows of {} status={status}"));
     assert_eq!(served["args"], json!([147, "/b/c", 200]));

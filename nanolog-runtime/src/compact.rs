@@ -18,7 +18,7 @@ use crate::encode::Preformatted;
 pub use crate::intern::Interner;
 use crate::ring;
 use crate::wire::format::ArgKind;
-use crate::wire::record::nibbled;
+use crate::wire::record::{self, nibbled};
 
 /// A call site's compaction of a run of its ring records:
 /// `(run, site, prev_tick, out, out_stop, strings)` to the bytes of `run` consumed
@@ -239,8 +239,13 @@ impl CompactArg for &str {
         *pos += len;
         match strings.lookup(bytes) {
             Some(id) => put_unsigned(out, (u64::from(id) << 1) | 1),
+            None if record::packs_as_hex(bytes) => {
+                let code = put_unsigned(out, ((len as u64 / 2) << 2) | 2)?;
+                out.put(record::pack_hex(bytes, &mut [0; record::MAX_HEX / 2]))?;
+                Some(code)
+            }
             None => {
-                let code = put_unsigned(out, (len as u64) << 1)?;
+                let code = put_unsigned(out, (len as u64) << 2)?;
                 out.put(bytes)?;
                 Some(code)
             }
@@ -633,6 +638,24 @@ mod tests {
             ],
             &raw,
         );
+        // Strings of hex digits, packed and not, repeated (interned).
+        for h in [
+            "9e3779b97f4a7c15",
+            "9e3779b97f4a7c1",
+            "DEADBEEF",
+            "00ff00ff",
+        ] {
+            let mut raw = Vec::new();
+            for _ in 0..2 {
+                raw.extend_from_slice(&(h.len() as u32).to_le_bytes());
+                raw.extend_from_slice(h.as_bytes());
+            }
+            same(
+                (p::<&str>(), (p::<&str>(), ())),
+                &[ArgKind::Str, ArgKind::Str],
+                &raw,
+            );
+        }
         // Seventeen nibbled arguments: nine nibble bytes, the last half full.
         let mut raw = Vec::new();
         for i in 0..17u64 {

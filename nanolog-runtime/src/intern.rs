@@ -182,7 +182,7 @@ impl Interner {
 
     /// The table as a reader sees it, to decode what was compacted with it.
     pub(crate) fn strings(&self) -> Strings<'_> {
-        Strings::tagged(&self.arena, &[], &self.spans)
+        Strings::tagged(crate::wire::VERSION, &self.arena, &[], &self.spans)
     }
 }
 
@@ -362,6 +362,6 @@ mod tests {
             assert_eq!(end, out.len());
         }
         // A reference to a string the file does not define: an error.
-        assert!(decode_args(&kinds, &second, &mut 0, Strings::TAGGED, |_| {}).is_none());
+        assert!(decode_args(&kinds, &second, &mut 0, Strings::PACKED, |_| {}).is_none());
     }
 }

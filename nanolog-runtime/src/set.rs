@@ -238,11 +238,7 @@ fn records_through(file: &[u8]) -> Option<u64> {
     use wire::frame::Entries;
     use wire::{dict, tag};
     let header = Header::decode(file).ok()?;
-    let strings = if header.version >= 3 {
-        wire::record::Strings::TAGGED
-    } else {
-        wire::record::Strings::UNTAGGED
-    };
+    let strings = wire::record::Strings::of_version(header.version);
     let mut kinds: Vec<Option<Vec<wire::format::ArgKind>>> = Vec::new();
     let (mut before, mut end, mut counted) = (None, None, 0u64);
     let mut entry = |t: u8, body: &[u8]| {

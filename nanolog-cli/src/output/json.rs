@@ -375,6 +375,12 @@ pub fn json_value(v: &Value<'_>, out: &mut String) {
         Value::Bool(b) => out.push_str(if b { "true" } else { "false" }),
         Value::Char(c) => json_string(c.encode_utf8(&mut [0; 4]), out),
         Value::Str(s) => json_string(s, out),
+        // Hex digits need no escaping.
+        Value::Hex(h) => {
+            out.push('"');
+            h.for_each_piece(|d| out.push_str(d));
+            out.push('"');
+        }
         Value::Rendered(r) => {
             // One value per argument: the first rendering (they differ only
             // when the argument is formatted by several placeholders).

@@ -366,6 +366,8 @@ enum Val<'a> {
     Double(f64),
     Bool(bool),
     Str(&'a str),
+    /// Packed hex digits: the digits.
+    Hex(nanolog_runtime::reader::HexStr<'a>),
     Char(char),
     /// An integer outside OTLP's `int64`: its decimal text.
     Wide(i128),
@@ -382,6 +384,7 @@ impl<'a> Val<'a> {
             Value::Bool(b) => Val::Bool(b),
             Value::Char(c) => Val::Char(c),
             Value::Str(s) => Val::Str(s),
+            Value::Hex(h) => Val::Hex(h),
             // One value per argument: the first rendering (they differ
             // only when several placeholders format the argument).
             Value::Rendered(r) => Val::Str(r.get(0).unwrap_or("")),
@@ -406,6 +409,7 @@ fn put(attrs: &mut Vec<KeyValue>, n: &mut usize, key: &str, v: Val<'_>) {
             let mut s = take_string(&mut slot.value);
             match text {
                 Val::Str(t) => s.push_str(t),
+                Val::Hex(h) => h.for_each_piece(|d| s.push_str(d)),
                 Val::Char(c) => s.push(c),
                 Val::Wide(i) => {
                     let _ = write!(s, "{i}");

@@ -1260,7 +1260,12 @@ impl LogFile {
         };
         let mut whole = true;
         let mut defs = Vec::new();
-        let all = dict::get_spans(body, kinds_of, |e| defs.push(e));
+        let all = dict::get_spans(
+            body,
+            &Strings::of_version(self.header.version),
+            kinds_of,
+            |e| defs.push(e),
+        );
         if all.is_none() && unknown.get() {
             return false;
         }
@@ -1333,7 +1338,7 @@ impl LogFile {
     #[inline]
     pub(crate) fn strings(&self) -> Strings<'_> {
         if self.header.version >= 3 {
-            Strings::tagged(&self.data, &self.inflated, &self.strs)
+            Strings::tagged(self.header.version, &self.data, &self.inflated, &self.strs)
         } else {
             Strings::UNTAGGED
         }

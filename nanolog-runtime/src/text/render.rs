@@ -45,17 +45,12 @@ fn render_arg(spec: &Spec, kind: ArgKind, v: &Value<'_>, args: &[Value<'_>], out
     let alt = spec.flags & Spec::FLAG_ALTERNATE != 0;
     match *v {
         Value::Rendered(r) => out.push_str(r.get(spec.use_ix as usize).unwrap_or("")),
-        Value::Str(s) => {
-            if spec.ty == Ty::Debug {
-                if alt {
-                    let _ = write!(out, "{s:#?}");
-                } else {
-                    let _ = write!(out, "{s:?}");
-                }
-            } else {
-                pad_str(s, spec, width, precision, out);
-            }
+        Value::Str(s) => render_str(s, spec, alt, width, precision, out),
+        // Packed hex digits (format version 5): as the digits.
+        Value::Hex(h) if spec.ty != Ty::Debug && width.is_none() && precision.is_none() => {
+            h.for_each_piece(|d| out.push_str(d));
         }
+        Value::Hex(h) => render_str(&h.to_string(), spec, alt, width, precision, out),
         Value::Char(c) => {
             if spec.ty == Ty::Debug {
                 let _ = write!(out, "{c:?}");
@@ -74,6 +69,25 @@ fn render_arg(spec: &Spec, kind: ArgKind, v: &Value<'_>, args: &[Value<'_>], out
         Value::Int(i) => render_int(spec, kind, i as u128, i < 0, width, precision, out),
         Value::F32(f) => render_float(spec, f, f64::from(f), width, precision, out),
         Value::F64(f) => render_float(spec, f, f, width, precision, out),
+    }
+}
+
+fn render_str(
+    s: &str,
+    spec: &Spec,
+    alt: bool,
+    width: Option<usize>,
+    precision: Option<usize>,
+    out: &mut String,
+) {
+    if spec.ty == Ty::Debug {
+        if alt {
+            let _ = write!(out, "{s:#?}");
+        } else {
+            let _ = write!(out, "{s:?}");
+        }
+    } else {
+        pad_str(s, spec, width, precision, out);
     }
 }
 

@@ -391,6 +391,7 @@ fn unzigzag(v: u64) -> i64 {
 /// site is unknown: the spans before it were given to `f`.
 pub fn get_spans<'a, 'k>(
     b: &'a [u8],
+    strings: &super::record::Strings<'_>,
     kinds_of: impl Fn(u32) -> Option<&'k [ArgKind]>,
     mut f: impl FnMut(SpanEntry<'a>),
 ) -> Option<()> {
@@ -404,8 +405,9 @@ pub fn get_spans<'a, 'k>(
         let site = get_u32(b, pos)?;
         tick = tick.wrapping_add(unzigzag(get_varint(b, pos)?) as u64);
         let at = *pos;
-        // Only the tagged flag matters for skipping (references have no bytes).
-        super::record::skip_args(kinds_of(site)?, b, pos, &super::record::Strings::TAGGED)?;
+        // Only the file's form of strings matters for skipping (references
+        // have no bytes).
+        super::record::skip_args(kinds_of(site)?, b, pos, strings)?;
         f(SpanEntry {
             ctx,
             parent,

@@ -26,7 +26,9 @@ pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
 /// and several spans to a SPAN entry in a smaller form. Version 4 may put a
 /// batch of entries in a compressed BLOCK entry (a reader of version 3
 /// would skip it as an entry it does not know, and lose its records).
-pub const VERSION: u16 = 4;
+/// Version 5 packs a string of lowercase hex digits two a byte (a reader of
+/// version 4 would read it as text of another length).
+pub const VERSION: u16 = 5;
 /// The oldest format version this crate reads.
 pub const MIN_VERSION: u16 = 1;
 /// The site id of an extent's context switch (no call site has id 0).

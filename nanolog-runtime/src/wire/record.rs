@@ -14,9 +14,13 @@
 //! Floats are raw IEEE LE (4 or 8 bytes), `bool` one byte, and a
 //! call-site-rendered value is `count: varint` then `count` strings of
 //! `len: varint, bytes`. A string is a nibble-coded number `v`, then: in
-//! format version 3, its UTF-8 bytes if `v` is even (`v / 2` of them), or
-//! nothing if `v` is odd (the string the file's STRINGS entries define as
-//! id `v >> 1`); before version 3, `v` bytes ([`Strings`] says which).
+//! format versions 3 and 4, its UTF-8 bytes if `v` is even (`v / 2` of
+//! them), or nothing if `v` is odd (the string the file's STRINGS entries
+//! define as id `v >> 1`); before version 3, `v` bytes. From version 5 an
+//! even `v` says more: `v % 4 == 0`, `v / 4` bytes of UTF-8; `v % 4 == 2`,
+//! `v / 4` bytes holding twice as many lowercase hex digits, two a byte,
+//! the first in the high half (a request id, a trace id, a digest: half
+//! the bytes). [`Strings`] says which.
 
 use crate::wire::format::ArgKind;
 
@@ -39,8 +43,84 @@ pub enum Value<'a> {
     Char(char),
     /// A string (`&str`, `String`, or a value formatted at the call site).
     Str(&'a str),
+    /// A string of lowercase hex digits, as the file packs it (format
+    /// version 5): shown as the digits.
+    Hex(HexStr<'a>),
     /// A value rendered at the call site: one string per placeholder using it.
     Rendered(PreformattedStrs<'a>),
+}
+
+/// A string of lowercase hex digits as a file packs it: two digits a byte,
+/// the first in the high half. `Display` shows the digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HexStr<'a>(&'a [u8]);
+
+impl<'a> HexStr<'a> {
+    /// The packed bytes (each two digits).
+    pub fn bytes(&self) -> &'a [u8] {
+        self.0
+    }
+
+    /// How many digits it holds.
+    pub fn len(&self) -> usize {
+        2 * self.0.len()
+    }
+
+    /// Whether it holds none (never, as a writer packs only 8 or more).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Calls `f` with its digits, in pieces of up to 64.
+    pub fn for_each_piece(&self, mut f: impl FnMut(&str)) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [0u8; 64];
+        for chunk in self.0.chunks(32) {
+            for (i, &b) in chunk.iter().enumerate() {
+                buf[2 * i] = DIGITS[usize::from(b >> 4)];
+                buf[2 * i + 1] = DIGITS[usize::from(b & 15)];
+            }
+            // Hex digits are ASCII.
+            f(std::str::from_utf8(&buf[..2 * chunk.len()]).unwrap_or_default());
+        }
+    }
+}
+
+impl std::fmt::Display for HexStr<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut r = Ok(());
+        self.for_each_piece(|s| {
+            if r.is_ok() {
+                r = f.write_str(s);
+            }
+        });
+        r
+    }
+}
+
+/// Whether a writer packs `s` as hex digits (format version 5): an even
+/// number of lowercase hex digits, 8 to [`MAX_HEX`].
+#[inline]
+pub(crate) fn packs_as_hex(s: &[u8]) -> bool {
+    s.len() >= 8
+        && s.len() <= MAX_HEX
+        && s.len().is_multiple_of(2)
+        && s.iter().all(|&c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The longest string a writer packs as hex digits.
+pub(crate) const MAX_HEX: usize = 1024;
+
+/// `s` (as [`packs_as_hex`] takes it) packed into `out`, two digits a byte;
+/// returns the packed bytes.
+#[inline]
+pub(crate) fn pack_hex<'o>(s: &[u8], out: &'o mut [u8; MAX_HEX / 2]) -> &'o [u8] {
+    let digit = |c: u8| if c <= b'9' { c - b'0' } else { c - b'a' + 10 };
+    let n = s.len() / 2;
+    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
+        *o = digit(pair[0]) << 4 | digit(pair[1]);
+    }
+    &out[..n]
 }
 
 /// The strings of a call-site-rendered argument, undecoded.
@@ -79,8 +159,8 @@ impl<'a> PreformattedStrs<'a> {
 /// besides the record's bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Strings<'a> {
-    /// Whether a string's number says inline or reference (version 3).
-    tagged: bool,
+    /// What a string's number says, by format version.
+    form: Form,
     bytes: &'a [u8],
     /// A file's inflated blocks (positions from `block::INFLATED` on).
     inflated: &'a [u8],
@@ -89,31 +169,67 @@ pub struct Strings<'a> {
     spans: &'a [(usize, usize)],
 }
 
+/// What a string's number says (see the module's doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// Versions 1 and 2: its length.
+    Length,
+    /// Versions 3 and 4: odd, a reference; even, twice its length.
+    Tagged,
+    /// Version 5: odd, a reference; else four times its length, plus 2
+    /// for packed hex digits.
+    Packed,
+}
+
 impl<'a> Strings<'a> {
     /// Files of format versions 1 and 2: every string inline, its number
     /// its length.
     pub const UNTAGGED: Strings<'static> = Strings {
-        tagged: false,
+        form: Form::Length,
         bytes: &[],
         inflated: &[],
         spans: &[],
     };
 
-    /// Version 3 with no strings defined: what the writer's own inline
-    /// encoding decodes by.
+    /// Versions 3 and 4 with no strings defined.
     pub const TAGGED: Strings<'static> = Strings {
-        tagged: true,
+        form: Form::Tagged,
         bytes: &[],
         inflated: &[],
         spans: &[],
     };
 
-    /// Version 3 with the strings at `spans` (by id, from 1) of `bytes`, or
-    /// of `inflated` for positions from `block::INFLATED` on (strings
-    /// defined inside BLOCK entries, version 4).
-    pub fn tagged(bytes: &'a [u8], inflated: &'a [u8], spans: &'a [(usize, usize)]) -> Strings<'a> {
+    /// Version 5 (this writer's) with no strings defined: what the
+    /// writer's own inline encoding decodes by.
+    pub const PACKED: Strings<'static> = Strings {
+        form: Form::Packed,
+        bytes: &[],
+        inflated: &[],
+        spans: &[],
+    };
+
+    /// How a file of format `version` stores strings, with no strings
+    /// defined.
+    pub fn of_version(version: u16) -> Strings<'static> {
+        match version {
+            0..=2 => Strings::UNTAGGED,
+            3 | 4 => Strings::TAGGED,
+            _ => Strings::PACKED,
+        }
+    }
+
+    /// A file of format `version` (3 on) with the strings at `spans` (by
+    /// id, from 1) of `bytes`, or of `inflated` for positions from
+    /// `block::INFLATED` on (strings defined inside BLOCK entries, version
+    /// 4 on).
+    pub fn tagged(
+        version: u16,
+        bytes: &'a [u8],
+        inflated: &'a [u8],
+        spans: &'a [(usize, usize)],
+    ) -> Strings<'a> {
         Strings {
-            tagged: true,
+            form: Strings::of_version(version).form,
             bytes,
             inflated,
             spans,
@@ -310,8 +426,13 @@ fn compact_impl<L: StringRefs>(
                         let code = put_small(out, false, 8, (u64::from(id) << 1) | 1);
                         set_nibble(out, code);
                     }
+                    None if packs_as_hex(bytes) => {
+                        let code = put_small(out, false, 8, ((len as u64 / 2) << 2) | 2);
+                        set_nibble(out, code);
+                        out.extend_from_slice(pack_hex(bytes, &mut [0; MAX_HEX / 2]));
+                    }
                     None => {
-                        let code = put_small(out, false, 8, (len as u64) << 1);
+                        let code = put_small(out, false, 8, (len as u64) << 2);
                         set_nibble(out, code);
                         out.extend_from_slice(bytes);
                     }
@@ -477,16 +598,25 @@ pub fn decode_args<'a>(
     Some(())
 }
 
-/// A string's number `v` as `strings` says to read it: `Ok(length)` of an
-/// inline string, `Err(id)` of a defined one.
+/// What a string's number says.
+enum StrForm {
+    /// This many bytes of UTF-8 follow.
+    Text(u128),
+    /// This many bytes of packed hex digits follow.
+    Hex(u128),
+    /// The string the file defines with this id.
+    Ref(u128),
+}
+
+/// A string's number `v` as `strings` says to read it.
 #[inline(always)]
-fn string_form(v: u128, strings: &Strings<'_>) -> Result<u128, u128> {
-    if !strings.tagged {
-        Ok(v)
-    } else if v & 1 == 0 {
-        Ok(v >> 1)
-    } else {
-        Err(v >> 1)
+fn string_form(v: u128, strings: &Strings<'_>) -> StrForm {
+    match strings.form {
+        Form::Length => StrForm::Text(v),
+        _ if v & 1 == 1 => StrForm::Ref(v >> 1),
+        Form::Tagged => StrForm::Text(v >> 1),
+        Form::Packed if v & 2 == 0 => StrForm::Text(v >> 2),
+        Form::Packed => StrForm::Hex(v >> 2),
     }
 }
 
@@ -508,17 +638,22 @@ fn decode_one<'a>(
             if neg {
                 return None;
             }
-            let len = match string_form(v, &strings) {
-                Ok(len) => len,
-                Err(id) => return strings.get(u64::try_from(id).ok()?).map(Value::Str),
+            let (len, hex) = match string_form(v, &strings) {
+                StrForm::Text(len) => (len, false),
+                StrForm::Hex(len) => (len, true),
+                StrForm::Ref(id) => return strings.get(u64::try_from(id).ok()?).map(Value::Str),
             };
             if len > (buf.len() - *pos) as u128 {
                 return None;
             }
             let end = *pos + len as usize;
-            let s = std::str::from_utf8(&buf[*pos..end]).ok()?;
+            let b = &buf[*pos..end];
             *pos = end;
-            Value::Str(s)
+            if hex {
+                Value::Hex(HexStr(b))
+            } else {
+                Value::Str(std::str::from_utf8(b).ok()?)
+            }
         }
         ArgKind::Char => {
             let (v, _) = get_nibbled(buf, pos, kind, code)?;
@@ -619,7 +754,10 @@ fn skip_nibbled(
         let (v, neg) = get_nibbled(buf, pos, ArgKind::U64, code)?;
         // A reference has no bytes here (whether its id is defined is
         // the decoder's business).
-        let len = string_form(v, strings).unwrap_or(0);
+        let len = match string_form(v, strings) {
+            StrForm::Text(len) | StrForm::Hex(len) => len,
+            StrForm::Ref(_) => 0,
+        };
         if neg || len > (buf.len().saturating_sub(*pos)) as u128 {
             return None;
         }
@@ -791,7 +929,7 @@ mod tests {
         let mut out = Vec::new();
         compact(&kinds, &raw, &mut out).unwrap();
         let mut got = Vec::new();
-        decode_args(&kinds, &out, &mut 0, Strings::TAGGED, |v| got.push(v)).unwrap();
+        decode_args(&kinds, &out, &mut 0, Strings::PACKED, |v| got.push(v)).unwrap();
         assert_eq!(got[0], Value::Str(s));
         assert!(matches!(got[1], Value::F64(f) if f == 0.0 && f.is_sign_negative()));
         assert_eq!(got[2], Value::Bool(true));
@@ -802,11 +940,11 @@ mod tests {
         // Truncated anywhere: an error, never a panic or a wrong value.
         for n in 0..out.len() {
             assert!(
-                decode_args(&kinds, &out[..n], &mut 0, Strings::TAGGED, |_| {}).is_none(),
+                decode_args(&kinds, &out[..n], &mut 0, Strings::PACKED, |_| {}).is_none(),
                 "prefix {n}"
             );
             assert!(
-                skip_args(&kinds, &out[..n], &mut 0, &Strings::TAGGED).is_none(),
+                skip_args(&kinds, &out[..n], &mut 0, &Strings::PACKED).is_none(),
                 "prefix {n}"
             );
         }
@@ -822,9 +960,75 @@ mod tests {
         })
         .unwrap();
         assert_eq!(got, [Value::Str("abc")]);
-        // The same string as version 3 writes it: 3 << 1.
-        let mut v3 = Vec::new();
-        compact(&[ArgKind::Str], &raw_strs(&["abc"]), &mut v3).unwrap();
-        assert_eq!(v3, [0x00, 6, b'a', b'b', b'c']);
+        // As versions 3 and 4 wrote it: 3 << 1.
+        let v3 = [0x00, 6, b'a', b'b', b'c'];
+        let mut got = Vec::new();
+        decode_args(&[ArgKind::Str], &v3, &mut 0, Strings::TAGGED, |v| {
+            got.push(v)
+        })
+        .unwrap();
+        assert_eq!(got, [Value::Str("abc")]);
+        // As version 5 writes it: 3 << 2.
+        let mut v5 = Vec::new();
+        compact(&[ArgKind::Str], &raw_strs(&["abc"]), &mut v5).unwrap();
+        assert_eq!(v5, [0x00, 12, b'a', b'b', b'c']);
+    }
+
+    #[test]
+    fn hex_digits_are_packed_two_a_byte_and_read_back_as_written() {
+        let kinds = [ArgKind::Str, ArgKind::Str, ArgKind::U8];
+        let cases = [
+            // Packed: even, lowercase, 8 digits or more.
+            ("9e3779b97f4a7c15", true),
+            ("00000000", true),
+            (&"f0".repeat(MAX_HEX / 2), true),
+            // Inline: odd, upper case, short, another letter, too long.
+            ("9e3779b97f4a7c1", false),
+            ("9E3779B97F4A7C15", false),
+            ("abcdef", false),
+            ("9e3779b97f4a7c1g", false),
+            (&"f0".repeat(MAX_HEX / 2 + 1), false),
+        ];
+        for (s, packed) in cases {
+            let mut raw = raw_strs(&[s, "x"]);
+            raw.push(7);
+            let mut out = Vec::new();
+            compact(&kinds, &raw, &mut out).unwrap();
+            let mut got = Vec::new();
+            decode_args(&kinds, &out, &mut 0, Strings::PACKED, |v| got.push(v)).unwrap();
+            assert_eq!(got.len(), 3);
+            match got[0] {
+                Value::Hex(h) => {
+                    assert!(packed, "{s}");
+                    assert_eq!(h.to_string(), s);
+                    assert_eq!((h.len(), h.bytes().len()), (s.len(), s.len() / 2));
+                }
+                Value::Str(t) => assert!(!packed && t == s, "{s}"),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(&got[1..], [Value::Str("x"), Value::Uint(7)]);
+            // Half the bytes, when packed: the nibbles, the string's number
+            // and bytes, "x" (its number and byte) and 7.
+            let (number, bytes) = if packed {
+                (((s.len() as u64 / 2) << 2) | 2, s.len() / 2)
+            } else {
+                ((s.len() as u64) << 2, s.len())
+            };
+            assert_eq!(
+                out.len(),
+                2 + bytes_needed_64(number) + bytes + 2 + 1,
+                "{s}"
+            );
+            let mut end = 0;
+            skip_args(&kinds, &out, &mut end, &Strings::PACKED).unwrap();
+            assert_eq!(end, out.len());
+            assert_eq!(
+                nth_arg(&kinds, &out, 0, 2, Strings::PACKED),
+                Some(Value::Uint(7))
+            );
+            for n in 0..out.len() {
+                assert!(decode_args(&kinds, &out[..n], &mut 0, Strings::PACKED, |_| {}).is_none());
+            }
+        }
     }
 }
