@@ -413,22 +413,9 @@ fn codec_levers(file: &[u8], records: usize) {
     }
 }
 
-/// The entries a BLOCK body holds (codec 1, LZ4: the codec byte, the raw
-/// size as a varint, the LZ4 block), or `None`.
+/// The entries a BLOCK body holds, as the file would hold them, or `None`.
 fn inflated(body: &[u8]) -> Option<Vec<u8>> {
-    if body.first() != Some(&1) {
-        return None;
-    }
-    let (mut pos, mut raw, mut shift) = (1, 0usize, 0);
-    while let Some(&b) = body.get(pos) {
-        raw |= usize::from(b & 0x7f) << shift;
-        shift += 7;
-        pos += 1;
-        if b & 0x80 == 0 {
-            break;
-        }
-    }
-    lz4_flex::block::decompress(&body[pos..], raw).ok()
+    nanolog_runtime::wire::block::entries_of(body).ok()
 }
 
 /// Count and bytes (frames included) of each kind of entry (FORMAT.md);

@@ -477,10 +477,7 @@ fn copy_shifted(entries: &[u8], shift: i64, out: &mut Vec<u8>) {
         let mut body = entries[at + 9..at + 9 + len].to_vec();
         at += 9 + len;
         if tag == wire::tag::BLOCK {
-            assert_eq!(body[0], wire::block::LZ4);
-            let mut pos = 1;
-            let raw = wire::get_varint(&body, &mut pos).unwrap() as usize;
-            let inner = lz4_flex::block::decompress(&body[pos..], raw).unwrap();
+            let inner = wire::block::entries_of(&body).unwrap();
             copy_shifted(&inner, shift, out);
             continue;
         }

@@ -230,7 +230,7 @@ fn next_wave<'t>(data: &[u8], tops: &'t [Top], wave: usize) -> (&'t [Top], usize
     let mut n = 0;
     for t in tops {
         if let Top::Block { start, end } = *t {
-            let r = crate::wire::block::block_parts(&data[start..end]).map_or(0, |(r, _)| r);
+            let r = crate::wire::block::block_parts(&data[start..end]).map_or(0, |p| p.raw);
             if raw > 0 && raw + r > wave {
                 break;
             }

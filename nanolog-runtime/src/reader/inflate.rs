@@ -14,11 +14,11 @@
 
 use std::ops::Range;
 
-use crate::wire::block::{block_parts, inflate, BlockError};
+use crate::wire::block::{block_parts, inflate, BlockError, Parts};
 
-/// A block to inflate: its compressed bytes and the raw size they say.
+/// A block to inflate: its parts, and the raw size they say.
 struct Job<'a> {
-    packed: &'a [u8],
+    parts: Parts<'a>,
     raw: usize,
 }
 
@@ -51,7 +51,10 @@ pub(super) fn inflate_blocks<'a>(
     let jobs: Vec<Job> = parts
         .iter()
         .flatten()
-        .map(|&(raw, packed)| Job { packed, raw })
+        .map(|&parts| Job {
+            parts,
+            raw: parts.raw,
+        })
         .collect();
     let mut inflated = inflate_all(&jobs, into).into_iter();
     parts
@@ -175,11 +178,11 @@ fn whole_entries(raw: &[u8]) -> bool {
 /// Inflates each job into its slice of `buf` (`total` bytes, the jobs'
 /// raw sizes one after another), on as many threads as pay.
 fn inflate_slices(jobs: &[Job<'_>], buf: &mut [u8], total: usize) -> Vec<Result<(), BlockError>> {
-    let mut work: Vec<(&[u8], &mut [u8])> = Vec::with_capacity(jobs.len());
+    let mut work: Vec<(Parts<'_>, &mut [u8])> = Vec::with_capacity(jobs.len());
     let mut rest = buf;
     for j in jobs {
         let (out, after) = std::mem::take(&mut rest).split_at_mut(j.raw);
-        work.push((j.packed, out));
+        work.push((j.parts, out));
         rest = after;
     }
     let threads = threads_for(total);
@@ -188,7 +191,7 @@ fn inflate_slices(jobs: &[Job<'_>], buf: &mut [u8], total: usize) -> Vec<Result<
     }
     // Cut the jobs into `threads` runs of about equal raw bytes.
     let share = total.div_ceil(threads);
-    let mut runs: Vec<&mut [(&[u8], &mut [u8])]> = Vec::with_capacity(threads);
+    let mut runs: Vec<&mut [(Parts<'_>, &mut [u8])]> = Vec::with_capacity(threads);
     let mut left = &mut work[..];
     while !left.is_empty() {
         let mut bytes = 0;
@@ -222,9 +225,9 @@ fn inflate_slices(jobs: &[Job<'_>], buf: &mut [u8], total: usize) -> Vec<Result<
     })
 }
 
-fn run(work: &mut [(&[u8], &mut [u8])]) -> Vec<Result<(), BlockError>> {
+fn run(work: &mut [(Parts<'_>, &mut [u8])]) -> Vec<Result<(), BlockError>> {
     work.iter_mut()
-        .map(|(packed, out)| inflate(packed, out))
+        .map(|(parts, out)| inflate(parts, out))
         .collect()
 }
 
@@ -272,8 +275,11 @@ mod tests {
         let jobs: Vec<Job> = blocks
             .iter()
             .map(|(e, _)| {
-                let (raw, packed) = block_parts(body(e)).unwrap();
-                Job { packed, raw }
+                let parts = block_parts(body(e)).unwrap();
+                Job {
+                    parts,
+                    raw: parts.raw,
+                }
             })
             .collect();
         let want: Vec<u8> = blocks.iter().flat_map(|(_, r)| r.clone()).collect();
@@ -295,18 +301,22 @@ mod tests {
     #[test]
     fn a_damaged_block_fails_alone_and_leaves_its_neighbours_whole() {
         let blocks: Vec<_> = (0..30u8).map(|i| block(i, 12_000)).collect();
-        let mut packed: Vec<Vec<u8>> = blocks
+        // Block 17's LZ4 bytes cut in half.
+        let whole = block_parts(body(&blocks[17].0)).unwrap();
+        let cut = &whole.packed()[..whole.packed().len() / 2];
+        let jobs: Vec<Job> = blocks
             .iter()
-            .map(|(e, _)| block_parts(body(e)).unwrap().1.to_vec())
-            .collect();
-        let half = packed[17].len() / 2;
-        packed[17].truncate(half);
-        let jobs: Vec<Job> = packed
-            .iter()
-            .zip(&blocks)
-            .map(|(p, (_, raw))| Job {
-                packed: p,
-                raw: raw.len(),
+            .enumerate()
+            .map(|(i, (e, raw))| {
+                let parts = block_parts(body(e)).unwrap();
+                Job {
+                    parts: if i == 17 {
+                        whole.with_packed(cut)
+                    } else {
+                        parts
+                    },
+                    raw: raw.len(),
+                }
             })
             .collect();
         let mut into = Vec::new();
@@ -332,11 +342,14 @@ mod tests {
         let good: Vec<_> = (0..4u8).map(|i| block(i, 3_000)).collect();
         let mut jobs = Vec::new();
         for i in 0..n {
-            jobs.push(Job { packed: bad, raw });
+            jobs.push(Job {
+                parts: Parts::lz4(bad, raw),
+                raw,
+            });
             if i % (n / 4) == 0 {
                 let (e, raw) = &good[i / (n / 4)];
                 jobs.push(Job {
-                    packed: block_parts(body(e)).unwrap().1,
+                    parts: block_parts(body(e)).unwrap(),
                     raw: raw.len(),
                 });
             }

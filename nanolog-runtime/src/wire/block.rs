@@ -5,12 +5,27 @@
 //! checksum already say where it ends and whether it is whole). The raw
 //! bytes are entries exactly as they would stand in the file, frames and
 //! checksums included, and never another BLOCK.
+//!
+//! Codec 2 (version 5) compresses the entries in a compact form: `codec |
+//! raw length: varint | compact length: varint | LZ4 of the compact
+//! entries`, each `tag: u8 | body length: varint | body` with no checksum
+//! of its own (the block's covers them), and an EXTENT's base tick as the
+//! zigzag varint of its difference from the previous EXTENT's in the block
+//! (from 0 for the first). Inflated, they are expanded to the entries as
+//! the file would hold them (frames and checksums made, base ticks whole),
+//! `raw length` bytes exactly: what a reader sees of either codec is the
+//! same.
+
+use std::cell::RefCell;
 
 use super::frame::{begin_entry, end_entry};
-use super::{get_varint, put_varint, tag, MAX_BODY};
+use super::{entry_crc, get_varint, put_varint, tag, FRAME_LEN, MAX_BODY};
 
-/// Codec 1: an LZ4 block.
+/// Codec 1: an LZ4 block of whole entries.
 pub const LZ4: u8 = 1;
+
+/// Codec 2: an LZ4 block of entries framed compactly (format version 5).
+pub const LZ4_COMPACT: u8 = 2;
 
 /// A reader's positions from here on are in a file's inflated blocks (the
 /// entries they hold, one block after another), not in the file: an entry
@@ -41,17 +56,29 @@ pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) -> bool {
 /// grows (a safe compressor writes into initialised bytes).
 pub(crate) struct Packer {
     table: lz4_flex::block::CompressTable,
-    /// The entry's frame, codec and raw length, made for each block.
+    /// The codec it makes blocks of.
+    codec: u8,
+    /// The entry's frame, codec and lengths, made for each block.
     head: Vec<u8>,
+    /// The batch's entries framed compactly (codec 2).
+    compact: Vec<u8>,
     /// The entry is `room[..len]` of it.
     room: Vec<u8>,
 }
 
 impl Packer {
+    /// A packer of this writer's blocks (codec 2).
     pub(crate) fn new() -> Packer {
+        Packer::of(LZ4_COMPACT)
+    }
+
+    /// A packer of blocks of `codec` (1: as a version 4 writer made them).
+    pub(crate) fn of(codec: u8) -> Packer {
         Packer {
             table: lz4_flex::block::CompressTable::default(),
+            codec,
             head: Vec::new(),
+            compact: Vec::new(),
             room: Vec::new(),
         }
     }
@@ -62,20 +89,28 @@ impl Packer {
         if raw.is_empty() || raw.len() > MAX_RAW {
             return None;
         }
-        // The frame (filled in below), the codec, the raw length, then the
-        // LZ4 block.
+        // The frame (filled in below), the codec, the raw length (and the
+        // compact one), then the LZ4 block.
         self.head.clear();
         begin_entry(&mut self.head, tag::BLOCK);
-        self.head.push(LZ4);
+        self.head.push(self.codec);
         put_varint(&mut self.head, raw.len() as u64);
+        let input = if self.codec == LZ4_COMPACT {
+            self.compact.clear();
+            compact_entries(raw, &mut self.compact)?;
+            put_varint(&mut self.head, self.compact.len() as u64);
+            &self.compact[..]
+        } else {
+            raw
+        };
         let at = self.head.len();
-        let most = at + lz4_flex::block::get_maximum_output_size(raw.len());
+        let most = at + lz4_flex::block::get_maximum_output_size(input.len());
         if self.room.len() < most {
             self.room.resize(most, 0);
         }
         self.room[..at].copy_from_slice(&self.head);
         let n = lz4_flex::block::compress_into_with_table(
-            raw,
+            input,
             &mut self.room[at..most],
             &mut self.table,
         )
@@ -100,22 +135,176 @@ pub enum BlockError {
     Damaged,
 }
 
-/// The parts of the BLOCK body `body`: the raw size it says and its
-/// compressed bytes. A raw size over [`MAX_RAW`], or over what LZ4 can
-/// make of that many bytes (under 256 bytes a byte), is damage: refused
-/// before any memory is taken for it.
-pub(crate) fn block_parts(body: &[u8]) -> Result<(usize, &[u8]), BlockError> {
+/// The parts of a BLOCK body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Parts<'a> {
+    /// The size of its entries as the file would hold them.
+    pub(crate) raw: usize,
+    /// Codec 2: the size of its compact entries, which LZ4 makes.
+    compact: Option<usize>,
+    /// Its LZ4 bytes.
+    packed: &'a [u8],
+}
+
+#[cfg(test)]
+impl<'a> Parts<'a> {
+    /// These parts with `packed` for their LZ4 bytes (cut, or made up).
+    pub(crate) fn with_packed(self, packed: &'a [u8]) -> Parts<'a> {
+        Parts { packed, ..self }
+    }
+
+    /// Their LZ4 bytes.
+    pub(crate) fn packed(&self) -> &'a [u8] {
+        self.packed
+    }
+
+    /// Codec 1's parts of `packed` saying `raw`.
+    pub(crate) fn lz4(packed: &'a [u8], raw: usize) -> Parts<'a> {
+        Parts {
+            raw,
+            compact: None,
+            packed,
+        }
+    }
+}
+
+/// The parts of the BLOCK body `body`. A size over [`MAX_RAW`], over what
+/// LZ4 can make of that many bytes (under 256 bytes a byte), or (codec 2)
+/// a raw size over what its compact entries can expand to (15 bytes more
+/// an entry of 2 bytes or more), is damage: refused before any memory is
+/// taken for it.
+pub(crate) fn block_parts(body: &[u8]) -> Result<Parts<'_>, BlockError> {
     let (&codec, _) = body.split_first().ok_or(BlockError::Damaged)?;
-    if codec != LZ4 {
+    if codec != LZ4 && codec != LZ4_COMPACT {
         return Err(BlockError::Codec(codec));
     }
     let mut pos = 1;
-    let packed = body.len() - pos;
-    let raw = get_varint(body, &mut pos)
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|&n| n <= MAX_RAW && n <= packed.saturating_mul(256))
-        .ok_or(BlockError::Damaged)?;
-    Ok((raw, &body[pos..]))
+    let size = |pos: &mut usize| {
+        get_varint(body, pos)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n <= MAX_RAW)
+            .ok_or(BlockError::Damaged)
+    };
+    let raw = size(&mut pos)?;
+    let compact = if codec == LZ4_COMPACT {
+        let c = size(&mut pos)?;
+        if raw > c.saturating_mul(8) {
+            return Err(BlockError::Damaged);
+        }
+        Some(c)
+    } else {
+        None
+    };
+    let packed = &body[pos..];
+    if compact.unwrap_or(raw) > packed.len().saturating_mul(256) {
+        return Err(BlockError::Damaged);
+    }
+    Ok(Parts {
+        raw,
+        compact,
+        packed,
+    })
+}
+
+/// `raw` (whole entries as the file holds them, the writer's own) framed
+/// compactly, as codec 2 compresses them, onto `out`; `None` if `raw` is
+/// not whole entries.
+fn compact_entries(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let mut pos = 0;
+    let mut prev = 0u64;
+    while pos < raw.len() {
+        let frame = raw.get(pos..pos + FRAME_LEN)?;
+        let t = frame[0];
+        let len = u32::from_le_bytes([frame[1], frame[2], frame[3], frame[4]]) as usize;
+        let body = raw.get(pos + FRAME_LEN..pos + FRAME_LEN + len)?;
+        out.push(t);
+        if t == tag::EXTENT {
+            let (_, Some((tick, records))) = super::extent::get_header(body) else {
+                return None;
+            };
+            let thread = &body[..records - 8];
+            let delta = zigzag(tick.wrapping_sub(prev) as i64);
+            prev = tick;
+            put_varint(
+                out,
+                (thread.len() + varint_len(delta) + body.len() - records) as u64,
+            );
+            out.extend_from_slice(thread);
+            put_varint(out, delta);
+            out.extend_from_slice(&body[records..]);
+        } else {
+            put_varint(out, len as u64);
+            out.extend_from_slice(body);
+        }
+        pos += FRAME_LEN + len;
+    }
+    Some(())
+}
+
+/// Codec 2's compact entries `compact` expanded into `out` as the file
+/// would hold them (see the module's doc): an error unless they fill it
+/// exactly.
+fn expand_entries(compact: &[u8], out: &mut [u8]) -> Result<(), BlockError> {
+    let damaged = BlockError::Damaged;
+    let (mut i, mut o) = (0, 0);
+    let mut prev = 0u64;
+    while i < compact.len() {
+        let t = compact[i];
+        i += 1;
+        let len = get_varint(compact, &mut i)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or(damaged)?;
+        let body = compact
+            .get(i..i.checked_add(len).ok_or(damaged)?)
+            .ok_or(damaged)?;
+        i += len;
+        // An EXTENT: its thread, its base tick made whole, its records.
+        let (head, tick, rest) = if t == tag::EXTENT {
+            let mut p = 0;
+            get_varint(body, &mut p).ok_or(damaged)?;
+            let thread = &body[..p];
+            let delta = get_varint(body, &mut p).ok_or(damaged)?;
+            prev = prev.wrapping_add(unzigzag(delta) as u64);
+            (thread, Some(prev.to_le_bytes()), &body[p..])
+        } else {
+            (body, None, &[][..])
+        };
+        let full = head.len() + tick.map_or(0, |t| t.len()) + rest.len();
+        let entry = out.get_mut(o..o + FRAME_LEN + full).ok_or(damaged)?;
+        let (frame, dst) = entry.split_at_mut(FRAME_LEN);
+        let (a, b) = dst.split_at_mut(head.len());
+        a.copy_from_slice(head);
+        let b = match tick {
+            Some(t) => {
+                b[..8].copy_from_slice(&t);
+                &mut b[8..]
+            }
+            None => b,
+        };
+        b.copy_from_slice(rest);
+        let len = u32::try_from(full).map_err(|_| damaged)?;
+        frame[0] = t;
+        frame[1..5].copy_from_slice(&len.to_le_bytes());
+        frame[5..9].copy_from_slice(&entry_crc(t, dst).to_le_bytes());
+        o += FRAME_LEN + full;
+    }
+    if o == out.len() {
+        Ok(())
+    } else {
+        Err(damaged)
+    }
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
+}
+
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// What the bytes at the start of a BLOCK body are, read by their own
@@ -141,22 +330,27 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
     let Some((&codec, _)) = bytes.split_first() else {
         return Walk::Cut;
     };
-    if codec != LZ4 {
+    if codec != LZ4 && codec != LZ4_COMPACT {
         return Walk::Bad;
     }
     let mut i = 1;
-    let Some(raw) = get_varint(bytes, &mut i) else {
-        // A varint cut short, or one too long.
-        return if bytes.len() < 11 {
-            Walk::Cut
-        } else {
-            Walk::Bad
+    // The raw length, and codec 2's compact one: LZ4 makes the last.
+    let mut raw = 0;
+    for _ in 0..codec {
+        let at = i;
+        let Some(n) = get_varint(bytes, &mut i) else {
+            // A varint cut short, or one too long.
+            return if bytes.len() < at + 10 {
+                Walk::Cut
+            } else {
+                Walk::Bad
+            };
         };
-    };
-    let raw = match usize::try_from(raw) {
-        Ok(r) if r > 0 && r <= MAX_RAW => r,
-        _ => return Walk::Bad,
-    };
+        raw = match usize::try_from(n) {
+            Ok(r) if r > 0 && r <= MAX_RAW => r,
+            _ => return Walk::Bad,
+        };
+    }
     // A length of 15 goes on in bytes of 255 and a last one below it.
     let more = |i: &mut usize, mut n: usize| -> Option<usize> {
         if n == 15 {
@@ -221,50 +415,143 @@ pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
     }
 }
 
-/// Inflates a block's compressed bytes into `out`, which is as long as the
-/// raw size the block says: an error unless they fill it exactly.
-pub(crate) fn inflate(packed: &[u8], out: &mut [u8]) -> Result<(), BlockError> {
-    match lz4_flex::block::decompress_into(packed, out) {
+thread_local! {
+    /// A thread's compact entries of codec 2, inflated before they are
+    /// expanded (kept for its memory).
+    static COMPACT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Inflates a block into `out`, which is as long as the raw size the block
+/// says: an error unless its entries fill it exactly.
+pub(crate) fn inflate(parts: &Parts<'_>, out: &mut [u8]) -> Result<(), BlockError> {
+    let lz4 = |packed: &[u8], out: &mut [u8]| match lz4_flex::block::decompress_into(packed, out) {
         Ok(n) if n == out.len() => Ok(()),
         _ => Err(BlockError::Damaged),
+    };
+    let Some(compact) = parts.compact else {
+        return lz4(parts.packed, out);
+    };
+    let mut expand = |buf: &mut Vec<u8>| {
+        buf.clear();
+        buf.resize(compact, 0);
+        let r = lz4(parts.packed, buf).and_then(|()| expand_entries(buf, out));
+        // A block larger than the writer makes (a damaged or crafted one)
+        // leaves no memory behind.
+        if buf.capacity() > 4 << 20 {
+            *buf = Vec::new();
+        }
+        r
+    };
+    let done = COMPACT.try_with(|c| c.try_borrow_mut().ok().map(|mut buf| expand(&mut buf)));
+    match done {
+        Ok(Some(r)) => r,
+        // A thread being torn down: a buffer of its own.
+        _ => expand(&mut Vec::new()),
     }
+}
+
+/// The entries the BLOCK body `body` holds, as they would stand in the
+/// file (of either codec), for tools that look into a file's bytes.
+#[doc(hidden)]
+pub fn entries_of(body: &[u8]) -> Result<Vec<u8>, BlockError> {
+    let mut out = Vec::new();
+    get_block(body, &mut out)?;
+    Ok(out)
 }
 
 /// Inflates the BLOCK body `body` onto the end of `into` (its entries, as
 /// they would stand in the file); on an error `into` is left as it was.
 pub(crate) fn get_block(body: &[u8], into: &mut Vec<u8>) -> Result<(), BlockError> {
-    let (raw, packed) = block_parts(body)?;
+    let parts = block_parts(body)?;
     let at = into.len();
-    into.resize(at + raw, 0);
-    inflate(packed, &mut into[at..]).inspect_err(|_| into.truncate(at))
+    into.resize(at + parts.raw, 0);
+    inflate(&parts, &mut into[at..]).inspect_err(|_| into.truncate(at))
 }
 
 #[cfg(test)]
 mod tests {
+    /// Entries of a batch: CLOCK entries, and EXTENTs of three threads
+    /// whose base ticks go forward and back.
+    fn batch(n: u32) -> Vec<u8> {
+        let mut raw = Vec::new();
+        for i in 0..n {
+            put_entry(&mut raw, tag::CLOCK, |b| {
+                b.extend_from_slice(&u64::from(i % 97).to_le_bytes());
+                b.extend_from_slice(&1_795_000_000_000_000_000i64.to_le_bytes());
+            });
+            put_entry(&mut raw, tag::EXTENT, |b| {
+                let tick = 1u64 << 40 | u64::from(i * 7919 % 5003) << 8;
+                crate::wire::extent::put_header(b, i % 3, tick);
+                b.extend_from_slice(&[1, 0x90, 0x4e, (i % 5) as u8]);
+            });
+        }
+        raw
+    }
+
     #[test]
     fn a_body_says_where_it_ends() {
-        let raw: Vec<u8> = (0..5000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
-        let mut out = Vec::new();
-        assert!(put_block(&mut out, &raw));
-        let body = &out[super::super::FRAME_LEN..];
-        let mut longer = body.to_vec();
-        longer.extend_from_slice(&[7; 40]);
-        assert_eq!(body_len(&longer), Some(body.len()));
-        assert_eq!(body_len(&body[..body.len() - 1]), None);
-        // Cut anywhere, the bytes there are the start of a body; a match
-        // that reaches back before the start, or another codec, is not one.
-        for cut in 0..body.len() {
-            assert_eq!(walk(&body[..cut]), Walk::Cut, "cut at {cut}");
+        for codec in [LZ4, LZ4_COMPACT] {
+            let raw = batch(600);
+            let mut out = Vec::new();
+            assert!(put_block_of(codec, &mut out, &raw));
+            let body = &out[super::super::FRAME_LEN..];
+            let mut longer = body.to_vec();
+            longer.extend_from_slice(&[7; 40]);
+            assert_eq!(body_len(&longer), Some(body.len()));
+            assert_eq!(body_len(&body[..body.len() - 1]), None);
+            // Cut anywhere, the bytes there are the start of a body; a match
+            // that reaches back before the start, or another codec, is not one.
+            for cut in 0..body.len() {
+                assert_eq!(walk(&body[..cut]), Walk::Cut, "cut at {cut}");
+            }
+            assert_eq!(walk(body), Walk::Whole(body.len()));
+            let mut other = body.to_vec();
+            other[0] = 3;
+            assert_eq!(walk(&other), Walk::Bad);
+            // The codec and lengths, then a token of 1 literal and a match
+            // 2 bytes back: only 1 byte was made.
+            let head = body.len() - block_parts(body).unwrap().packed().len();
+            let mut far = body[..head].to_vec();
+            far.extend_from_slice(&[0x10, b'x', 2, 0, 0]);
+            assert_eq!(walk(&far), Walk::Bad);
         }
-        assert_eq!(walk(body), Walk::Whole(body.len()));
-        let mut other = body.to_vec();
-        other[0] = 2;
-        assert_eq!(walk(&other), Walk::Bad);
-        // Codec, a 3-byte raw length, then a token of 1 literal and a
-        // match 2 bytes back: only 1 byte was made.
-        let mut far = body[..4].to_vec();
-        far.extend_from_slice(&[0x10, b'x', 2, 0, 0]);
-        assert_eq!(walk(&far), Walk::Bad);
+    }
+
+    /// Codec 2 frames entries compactly and codes extents' base ticks as
+    /// differences: inflated, the writer's entries come back byte for byte
+    /// (checksums made again), in fewer bytes than codec 1 takes.
+    #[test]
+    fn compact_entries_expand_to_the_entries_written() {
+        let raw = batch(2000);
+        let (mut one, mut two) = (Vec::new(), Vec::new());
+        assert!(put_block_of(LZ4, &mut one, &raw));
+        assert!(put_block_of(LZ4_COMPACT, &mut two, &raw));
+        assert!(two.len() < one.len(), "{} against {}", two.len(), one.len());
+        for entry in [&one, &two] {
+            let Frame::Ok { body, .. } = frame_at(entry, 0) else {
+                panic!("not a whole entry")
+            };
+            let mut back = Vec::new();
+            get_block(body, &mut back).unwrap();
+            assert!(back == raw);
+        }
+        // Not whole entries: no block of codec 2.
+        assert!(!put_block_of(
+            LZ4_COMPACT,
+            &mut Vec::new(),
+            &raw[..raw.len() - 1]
+        ));
+    }
+
+    /// [`put_block`] with a packer of `codec`.
+    fn put_block_of(codec: u8, out: &mut Vec<u8>, raw: &[u8]) -> bool {
+        match Packer::of(codec).pack(raw) {
+            Some(entry) => {
+                out.extend_from_slice(entry);
+                true
+            }
+            None => false,
+        }
     }
 
     use super::*;
@@ -346,14 +633,49 @@ mod tests {
 
     #[test]
     fn damaged_or_unknown_blocks_are_refused_without_a_panic() {
-        let mut raw = Vec::new();
+        for codec in [LZ4, LZ4_COMPACT] {
+            damaged_blocks_of(codec);
+        }
+    }
+
+    /// Codec 2 bytes that inflate (zeros: entries of tag 0, each 2 bytes
+    /// that would take 9) but say another size, or expand past it.
+    #[test]
+    fn compact_entries_that_do_not_expand_to_the_size_said_are_damage() {
+        for (compact, raw) in [(1 << 20, 8 << 20), (1 << 20, 4 << 20), (1 << 20, 9 << 19)] {
+            let packed = lz4_flex::block::compress(&vec![0u8; compact]);
+            let mut body = vec![LZ4_COMPACT];
+            put_varint(&mut body, raw as u64);
+            put_varint(&mut body, compact as u64);
+            body.extend_from_slice(&packed);
+            let mut into = vec![1];
+            let r = get_block(&body, &mut into);
+            if raw == compact / 2 * 9 {
+                // Whole frames of tag 0 (never written: the reader's walk
+                // of the entries refuses them).
+                assert_eq!(r, Ok(()));
+            } else {
+                assert_eq!(r, Err(BlockError::Damaged), "{raw}");
+                assert_eq!(into, [1]);
+            }
+        }
+        // More than 8 bytes a compact byte: refused before inflating.
+        let mut body = vec![LZ4_COMPACT];
+        put_varint(&mut body, 9 << 10);
+        put_varint(&mut body, 1 << 10);
+        body.extend_from_slice(&lz4_flex::block::compress(&[0u8; 1 << 10]));
+        assert_eq!(block_parts(&body).err(), Some(BlockError::Damaged));
+    }
+
+    fn damaged_blocks_of(codec: u8) {
+        let mut raw = batch(20);
         for _ in 0..50 {
             put_entry(&mut raw, tag::THREAD, |b| {
                 b.extend_from_slice(b"\x01\x04main")
             });
         }
         let mut out = Vec::new();
-        assert!(put_block(&mut out, &raw));
+        assert!(put_block_of(codec, &mut out, &raw));
         let body = &out[crate::wire::FRAME_LEN..];
         let mut into = Vec::new();
         assert_eq!(get_block(&[], &mut into), Err(BlockError::Damaged));
