@@ -274,7 +274,7 @@ fn records_through(file: &[u8]) -> Option<u64> {
         if wire::block::get_block(body, &mut raw).is_err() {
             break;
         }
-        let mut inner = Entries::new(&raw, 0);
+        let mut inner = Entries::inflated(&raw, 0);
         inner.by_ref().for_each(|(_, t, body)| entry(t, body));
         if inner.pos < raw.len() {
             break;

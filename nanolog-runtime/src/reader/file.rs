@@ -1125,7 +1125,7 @@ impl LogFile {
         // How many extents and drops the index held after the block's last
         // CLOCK entry.
         let mut at_last_pair = None;
-        let mut entries = Entries::new(raw, 0);
+        let mut entries = Entries::inflated(raw, 0);
         for (at, t, body) in entries.by_ref() {
             if at_lazy(base) && matches!(t, tag::STRINGS | tag::SPAN) {
                 // The dictionary stays: its bytes are copied out of a

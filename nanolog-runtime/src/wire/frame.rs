@@ -85,11 +85,59 @@ pub(crate) struct Entries<'a> {
     data: &'a [u8],
     /// Where the next entry starts.
     pub(crate) pos: usize,
+    /// Whether each entry's checksum is checked.
+    checked: bool,
 }
 
 impl<'a> Entries<'a> {
+    /// The entries of a file's bytes: each checked against its checksum.
     pub(crate) fn new(data: &'a [u8], pos: usize) -> Entries<'a> {
-        Entries { data, pos }
+        Entries {
+            data,
+            pos,
+            checked: true,
+        }
+    }
+
+    /// The entries of an inflated block, whose checksum covered them all:
+    /// their own checksums are not checked (codec 2 expands its entries
+    /// with none), only their tags and lengths.
+    pub(crate) fn inflated(data: &'a [u8], pos: usize) -> Entries<'a> {
+        Entries {
+            data,
+            pos,
+            checked: false,
+        }
+    }
+}
+
+/// `entries` (whole ones) as codec 2 inflates them: their checksums 0.
+#[cfg(test)]
+pub(crate) fn unchecked(entries: &[u8]) -> Vec<u8> {
+    let mut out = entries.to_vec();
+    let mut pos = 0;
+    while let Some(f) = out.get_mut(pos..pos + FRAME_LEN) {
+        let len = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
+        f[5..9].fill(0);
+        pos += FRAME_LEN + len;
+    }
+    out
+}
+
+/// [`frame_at`] without the checksum: the entry at `pos` if its tag is one
+/// a writer writes and its length fits in `data`.
+fn frame_unchecked(data: &[u8], pos: usize) -> Frame<'_> {
+    let Some(f) = data.get(pos..pos + FRAME_LEN) else {
+        return Frame::Truncated;
+    };
+    let t = f[0];
+    let len = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
+    if t == 0 || t > 32 || len > MAX_BODY {
+        return Frame::Bad;
+    }
+    match data.get(pos + FRAME_LEN..pos + FRAME_LEN + len) {
+        Some(body) => Frame::Ok { tag: t, body },
+        None => Frame::Truncated,
     }
 }
 
@@ -97,7 +145,12 @@ impl<'a> Iterator for Entries<'a> {
     type Item = (usize, u8, &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
-        let Frame::Ok { tag, body } = frame_at(self.data, self.pos) else {
+        let frame = if self.checked {
+            frame_at(self.data, self.pos)
+        } else {
+            frame_unchecked(self.data, self.pos)
+        };
+        let Frame::Ok { tag, body } = frame else {
             return None;
         };
         let start = self.pos + FRAME_LEN;
