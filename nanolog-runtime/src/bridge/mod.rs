@@ -423,7 +423,7 @@ fn intern_template(key: &Key<'_>, items: &[template::Item]) -> Option<&'static I
 
 /// Logs one bridge record of `key` at `site` with `args` (the message
 /// first, if the key has one, then the fields in the key's order).
-pub(crate) fn log(site: &'static Interned, key: &Key<'_>, args: &[Arg<&str>]) {
+pub(crate) fn write_record(site: &'static Interned, key: &Key<'_>, args: &[Arg<&str>]) {
     if site.overflow {
         return log_overflow(site, key, args);
     }

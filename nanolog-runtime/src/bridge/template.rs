@@ -169,7 +169,7 @@ pub(crate) fn log_message(
     let mut args: SmallVec<[Arg<&str>; 8]> = SmallVec::with_capacity(fields.len() + 1);
     args.push(Arg::Str(&message.text));
     args.extend_from_slice(fields);
-    super::log(site, key, &args);
+    super::write_record(site, key, &args);
 }
 
 /// Writes the record at a template's site: `None` (nothing written) when
@@ -192,7 +192,7 @@ fn fitted(
         .site
         .get_or_init(|| super::intern_template(key, &template.items)))?;
     args.extend_from_slice(fields);
-    super::log(tsite, key, &args);
+    super::write_record(tsite, key, &args);
     Some(())
 }
 

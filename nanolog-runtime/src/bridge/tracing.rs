@@ -972,7 +972,7 @@ impl<'a> Origin<'a> {
         let args: Vec<Arg<&str>> = f.fields.iter().map(|(_, v)| v.as_str_arg()).collect();
         match &f.message {
             Some(m) => super::template::log_message(site, &key, m, &args),
-            None => super::log(site, &key, &args),
+            None => super::write_record(site, &key, &args),
         }
     }
 }

@@ -220,10 +220,12 @@ fn compact_entries(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
         let body = raw.get(pos + FRAME_LEN..pos + FRAME_LEN + len)?;
         out.push(t);
         if t == tag::EXTENT {
-            let (_, Some((tick, records))) = super::extent::get_header(body) else {
-                return None;
-            };
-            let thread = &body[..records - 8];
+            // Its header: the thread (a varint), the base tick (a u64).
+            let mut records = 0;
+            get_varint(body, &mut records)?;
+            let thread = &body[..records];
+            let tick = u64::from_le_bytes(body.get(records..records + 8)?.try_into().ok()?);
+            let records = records + 8;
             let delta = zigzag(tick.wrapping_sub(prev) as i64);
             prev = tick;
             put_varint(
