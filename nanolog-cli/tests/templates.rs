@@ -91,6 +91,12 @@ fn bridge_messages_read_back_exactly_and_their_templates_are_queryable() {
             format!("fragile f{i} done")
         });
     }
+    // A message longer than 4 KiB is written as its text, however often.
+    for i in 0..3 {
+        let big = "x".repeat(5000 + i);
+        log::info!("big {big}");
+        want.push(format!("big {big}"));
+    }
     // A `tracing` event whose message varies takes the same path.
     let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
     tracing::subscriber::with_default(subscriber, || {
@@ -146,6 +152,8 @@ fn bridge_messages_read_back_exactly_and_their_templates_are_queryable() {
         u64::from(N - 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     );
     assert_eq!(last(5)["args"], json!([trace]));
+    let big = &json[N as usize * 6 + 10..N as usize * 6 + 13];
+    assert!(big.iter().all(|j| j["fmt"] == json!("{}")), "{big:?}");
     let served = json.last().unwrap();
     assert_eq!(served["fmt"], json!("served {} rows of {} status={status}"));
     assert_eq!(served["args"], json!([147, "/b/c", 200]));

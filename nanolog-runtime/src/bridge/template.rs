@@ -18,8 +18,8 @@
 //! Learning is per call site and bounded: a call that does not fit the
 //! site's template (another literal, or a non-number in a number's gap)
 //! makes a new template of the two, at most [`MAX_TEMPLATES`] times a site;
-//! a message of more than [`MAX_WRITES`] writes (a large `Debug`) is written
-//! as its text. Whatever the template, the text is the template's literals
+//! a message of more than [`MAX_WRITES`] writes (a large `Debug`), or longer
+//! than [`MAX_TEXT`], is written as its text. Whatever the template, the text is the template's literals
 //! and the gaps in order, so a template learnt wrongly costs bytes, never
 //! the message.
 
@@ -38,6 +38,11 @@ pub(crate) const MAX_TEMPLATES: u32 = 16;
 
 /// The most writes a message is matched in; one of more is written as text.
 pub(crate) const MAX_WRITES: usize = 64;
+
+/// The longest message learnt from or matched; a longer one is written as
+/// text (a template keeps its first call's text: a site's templates hold at
+/// most [`MAX_TEMPLATES`] times this).
+pub(crate) const MAX_TEXT: usize = 4096;
 
 /// A message as its formatting wrote it: the text, and where each
 /// (non-empty) write ended.
@@ -180,7 +185,7 @@ fn fitted(
     message: &Pieces,
     fields: &[Arg<&str>],
 ) -> Option<()> {
-    if site.overflow || message.write_count() > MAX_WRITES {
+    if site.overflow || message.write_count() > MAX_WRITES || message.text.len() > MAX_TEXT {
         return None;
     }
     let mut args = Gaps::new();
