@@ -239,15 +239,12 @@ impl CompactArg for &str {
         *pos += len;
         match strings.lookup(bytes) {
             Some(id) => put_unsigned(out, (u64::from(id) << 1) | 1),
-            None if record::packs_as_hex(bytes) => {
-                let code = put_unsigned(out, ((len as u64 / 2) << 2) | 2)?;
-                out.put(record::pack_hex(bytes, &mut [0; record::MAX_HEX / 2]))?;
-                Some(code)
-            }
             None => {
-                let code = put_unsigned(out, (len as u64) << 2)?;
-                out.put(bytes)?;
-                Some(code)
+                let inline = record::InlineStr::of(bytes);
+                let code = put_unsigned(out, inline.number())?;
+                let mut room = true;
+                inline.bytes(|b| room &= out.put(b).is_some());
+                room.then_some(code)
             }
         }
     }

@@ -202,54 +202,18 @@ impl Visit for Fields {
     fn record_str(&mut self, field: &Field, value: &str) {
         self.push(field, Arg::Str(value.to_owned()));
     }
-    /// The message (`format_args!`) is formatted write by write, as its
-    /// template is learnt; other values as [`Owned`] takes them.
+    /// `Debug` and `Display` values (`%x` fields arrive as `Debug` wrappers
+    /// that print their `Display`) as their text; the message
+    /// (`format_args!`, which prints as it reads) write by write, as its
+    /// template is learnt from them.
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        let mut m = Pieces::default();
+        m.format(|m| write!(m, "{value:?}"), "<Debug panicked>");
         if field.name() == "message" {
-            let mut m = Pieces::default();
-            m.format(|m| write!(m, "{value:?}"), "<Debug panicked>");
             self.message = Some(m);
         } else {
-            Owned(|field: &Field, v, _| self.push(field, v)).record_debug(field, value);
+            self.push(field, Arg::Str(m.text));
         }
-    }
-}
-
-/// Hands each field of an event or span to its closure as an owned value:
-/// numbers, bools and strings typed (`true`: shown by `Debug`), `Debug` and
-/// `Display` values (`%x` fields arrive as `Debug` wrappers that print
-/// their `Display`; the message, `format_args!`, prints as it reads) as
-/// their text (`false`).
-struct Owned<F>(F);
-
-impl<F: FnMut(&Field, Arg<String>, bool)> Visit for Owned<F> {
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        (self.0)(field, Arg::I64(value), true);
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        (self.0)(field, Arg::U64(value), true);
-    }
-    fn record_i128(&mut self, field: &Field, value: i128) {
-        (self.0)(field, Arg::I128(value), true);
-    }
-    fn record_u128(&mut self, field: &Field, value: u128) {
-        (self.0)(field, Arg::U128(value), true);
-    }
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        (self.0)(field, Arg::F64(value), true);
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        (self.0)(field, Arg::Bool(value), true);
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        (self.0)(field, Arg::Str(value.to_owned()), true);
-    }
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        let mut s = String::new();
-        if catch_unwind(AssertUnwindSafe(|| write!(s, "{value:?}"))).is_err() {
-            s = String::from("<Debug panicked>");
-        }
-        (self.0)(field, Arg::Str(s), false);
     }
 }
 

@@ -19,8 +19,8 @@
 
 use std::cell::RefCell;
 
-use super::frame::{begin_entry, end_entry};
-use super::{get_varint, put_varint, tag, FRAME_LEN, MAX_BODY};
+use super::frame::{begin_entry, end_entry, put_unchecked_head, Entries};
+use super::{get_varint, put_varint, tag, unzigzag, varint_len, zigzag, FRAME_LEN, MAX_BODY};
 
 /// Codec 1: an LZ4 block of whole entries.
 pub const LZ4: u8 = 1;
@@ -211,37 +211,29 @@ pub(crate) fn block_parts(body: &[u8]) -> Result<Parts<'_>, BlockError> {
 /// compactly, as codec 2 compresses them, onto `out`; `None` if `raw` is
 /// not whole entries.
 fn compact_entries(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let mut pos = 0;
     let mut prev = 0u64;
-    while pos < raw.len() {
-        let frame = raw.get(pos..pos + FRAME_LEN)?;
-        let t = frame[0];
-        let len = u32::from_le_bytes([frame[1], frame[2], frame[3], frame[4]]) as usize;
-        let body = raw.get(pos + FRAME_LEN..pos + FRAME_LEN + len)?;
+    let mut entries = Entries::inflated(raw, 0);
+    for (_, t, body) in entries.by_ref() {
         out.push(t);
         if t == tag::EXTENT {
             // Its header: the thread (a varint), the base tick (a u64).
-            let mut records = 0;
-            get_varint(body, &mut records)?;
-            let thread = &body[..records];
-            let tick = u64::from_le_bytes(body.get(records..records + 8)?.try_into().ok()?);
-            let records = records + 8;
+            let mut at = 0;
+            get_varint(body, &mut at)?;
+            let (thread, rest) = body.split_at(at);
+            let (tick, records) = rest.split_first_chunk::<8>()?;
+            let tick = u64::from_le_bytes(*tick);
             let delta = zigzag(tick.wrapping_sub(prev) as i64);
             prev = tick;
-            put_varint(
-                out,
-                (thread.len() + varint_len(delta) + body.len() - records) as u64,
-            );
+            put_varint(out, (at + varint_len(delta) + records.len()) as u64);
             out.extend_from_slice(thread);
             put_varint(out, delta);
-            out.extend_from_slice(&body[records..]);
+            out.extend_from_slice(records);
         } else {
-            put_varint(out, len as u64);
+            put_varint(out, body.len() as u64);
             out.extend_from_slice(body);
         }
-        pos += FRAME_LEN + len;
     }
-    Some(())
+    (entries.pos == raw.len()).then_some(())
 }
 
 /// Codec 2's compact entries `compact` expanded into `out` as the file
@@ -285,10 +277,7 @@ fn expand_entries(compact: &[u8], out: &mut [u8]) -> Result<(), BlockError> {
             None => b,
         };
         b.copy_from_slice(rest);
-        let len = u32::try_from(full).map_err(|_| damaged)?;
-        frame[0] = t;
-        frame[1..5].copy_from_slice(&len.to_le_bytes());
-        frame[5..9].fill(0);
+        put_unchecked_head(frame, t, u32::try_from(full).map_err(|_| damaged)?);
         o += FRAME_LEN + full;
     }
     if o == out.len() {
@@ -296,18 +285,6 @@ fn expand_entries(compact: &[u8], out: &mut [u8]) -> Result<(), BlockError> {
     } else {
         Err(damaged)
     }
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    (v >> 1) as i64 ^ -((v & 1) as i64)
-}
-
-fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// What the bytes at the start of a BLOCK body are, read by their own
@@ -338,8 +315,9 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
     }
     let mut i = 1;
     // The raw length, and codec 2's compact one: LZ4 makes the last.
+    let lengths = if codec == LZ4_COMPACT { 2 } else { 1 };
     let mut raw = 0;
-    for _ in 0..codec {
+    for _ in 0..lengths {
         let at = i;
         let Some(n) = get_varint(bytes, &mut i) else {
             // A varint cut short, or one too long.

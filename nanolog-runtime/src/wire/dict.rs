@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use crate::level::Level;
 use crate::wire::format::{Align, ArgKind, Count, Piece, Role, Spec, Ty};
 
-use super::{get_array, get_str, get_varint, put_str, put_varint};
+use super::{get_array, get_str, get_varint, put_str, put_varint, unzigzag, zigzag};
 
 /// A call site as the log describes it.
 #[derive(Debug, Clone, PartialEq)]
@@ -375,14 +375,6 @@ impl SpanBatch {
         };
         self.body.clear();
     }
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
 /// Reads a SPAN body of format version 3 (FORMAT.md, "SPAN"), calling `f`

@@ -56,6 +56,19 @@ pub(crate) fn frame_at(data: &[u8], pos: usize) -> Frame<'_> {
 /// body stated longer than `max_body` is [`Frame::Bad`] without being
 /// checksummed (so the search costs at most what its caller allows).
 pub(crate) fn frame_within(data: &[u8], pos: usize, max_body: usize) -> Frame<'_> {
+    let frame = frame_unchecked(data, pos, max_body);
+    if let Frame::Ok { tag, body } = frame {
+        let f = &data[pos..pos + FRAME_LEN];
+        if entry_crc(tag, body) != u32::from_le_bytes([f[5], f[6], f[7], f[8]]) {
+            return Frame::Bad;
+        }
+    }
+    frame
+}
+
+/// [`frame_within`] without the checksum: the entry at `pos` if its tag is
+/// one a writer writes and its length fits.
+fn frame_unchecked(data: &[u8], pos: usize, max_body: usize) -> Frame<'_> {
     let Some(f) = data.get(pos..pos + FRAME_LEN) else {
         return Frame::Truncated;
     };
@@ -64,18 +77,22 @@ pub(crate) fn frame_within(data: &[u8], pos: usize, max_body: usize) -> Frame<'_
         return Frame::Bad;
     }
     let len = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
-    let crc = u32::from_le_bytes([f[5], f[6], f[7], f[8]]);
     if len > MAX_BODY.min(max_body) {
         return Frame::Bad;
     }
-    let start = pos + FRAME_LEN;
-    let Some(body) = data.get(start..start + len) else {
-        return Frame::Truncated;
-    };
-    if entry_crc(t, body) != crc {
-        return Frame::Bad;
+    match data.get(pos + FRAME_LEN..pos + FRAME_LEN + len) {
+        Some(body) => Frame::Ok { tag: t, body },
+        None => Frame::Truncated,
     }
-    Frame::Ok { tag: t, body }
+}
+
+/// Writes the frame of an entry of tag `t` with a body of `len` bytes into
+/// `head` ([`FRAME_LEN`] bytes), its checksum left 0: an entry inside an
+/// inflated block, which no reader checks on its own.
+pub(crate) fn put_unchecked_head(head: &mut [u8], t: u8, len: u32) {
+    head[0] = t;
+    head[1..5].copy_from_slice(&len.to_le_bytes());
+    head[5..9].fill(0);
 }
 
 /// The whole entries of `data` from `pos` on, as (where the body starts,
@@ -124,23 +141,6 @@ pub(crate) fn unchecked(entries: &[u8]) -> Vec<u8> {
     out
 }
 
-/// [`frame_at`] without the checksum: the entry at `pos` if its tag is one
-/// a writer writes and its length fits in `data`.
-fn frame_unchecked(data: &[u8], pos: usize) -> Frame<'_> {
-    let Some(f) = data.get(pos..pos + FRAME_LEN) else {
-        return Frame::Truncated;
-    };
-    let t = f[0];
-    let len = u32::from_le_bytes([f[1], f[2], f[3], f[4]]) as usize;
-    if t == 0 || t > 32 || len > MAX_BODY {
-        return Frame::Bad;
-    }
-    match data.get(pos + FRAME_LEN..pos + FRAME_LEN + len) {
-        Some(body) => Frame::Ok { tag: t, body },
-        None => Frame::Truncated,
-    }
-}
-
 impl<'a> Iterator for Entries<'a> {
     type Item = (usize, u8, &'a [u8]);
 
@@ -148,7 +148,7 @@ impl<'a> Iterator for Entries<'a> {
         let frame = if self.checked {
             frame_at(self.data, self.pos)
         } else {
-            frame_unchecked(self.data, self.pos)
+            frame_unchecked(self.data, self.pos, MAX_BODY)
         };
         let Frame::Ok { tag, body } = frame else {
             return None;

@@ -93,6 +93,22 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
+/// A signed difference as an unsigned number for a varint: small
+/// magnitudes, either sign, take few bytes (`(d << 1) ^ (d >> 63)`).
+pub(crate) fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// The difference [`zigzag`] made `v` of.
+pub(crate) fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// How many bytes `v` takes as a varint.
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 /// Reads an unsigned LEB128 varint at `*pos`.
 #[inline(always)]
 pub fn get_varint(buf: &[u8], pos: &mut usize) -> Option<u64> {

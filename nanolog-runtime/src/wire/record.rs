@@ -98,29 +98,53 @@ impl std::fmt::Display for HexStr<'_> {
     }
 }
 
-/// Whether a writer packs `s` as hex digits (format version 5): an even
-/// number of lowercase hex digits, 8 to [`MAX_HEX`].
-#[inline]
-pub(crate) fn packs_as_hex(s: &[u8]) -> bool {
-    s.len() >= 8
-        && s.len() <= MAX_HEX
-        && s.len().is_multiple_of(2)
-        && s.iter().all(|&c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+/// The longest string a writer packs as hex digits.
+const MAX_HEX: usize = 1024;
+
+/// A string a writer writes inline (format version 5): its text, or, for
+/// an even number of lowercase hex digits, 8 to [`MAX_HEX`], the digits
+/// packed two a byte. The one place the writers' two compactions (typed
+/// and interpreted) take the form from.
+pub(crate) struct InlineStr<'a> {
+    s: &'a [u8],
+    hex: bool,
 }
 
-/// The longest string a writer packs as hex digits.
-pub(crate) const MAX_HEX: usize = 1024;
-
-/// `s` (as [`packs_as_hex`] takes it) packed into `out`, two digits a byte;
-/// returns the packed bytes.
-#[inline]
-pub(crate) fn pack_hex<'o>(s: &[u8], out: &'o mut [u8; MAX_HEX / 2]) -> &'o [u8] {
-    let digit = |c: u8| if c <= b'9' { c - b'0' } else { c - b'a' + 10 };
-    let n = s.len() / 2;
-    for (o, pair) in out.iter_mut().zip(s.chunks_exact(2)) {
-        *o = digit(pair[0]) << 4 | digit(pair[1]);
+impl<'a> InlineStr<'a> {
+    #[inline]
+    pub(crate) fn of(s: &'a [u8]) -> InlineStr<'a> {
+        let hex = s.len() >= 8
+            && s.len() <= MAX_HEX
+            && s.len().is_multiple_of(2)
+            && s.iter().all(|&c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+        InlineStr { s, hex }
     }
-    &out[..n]
+
+    /// Its number (the nibble-coded value before its bytes).
+    #[inline]
+    pub(crate) fn number(&self) -> u64 {
+        if self.hex {
+            ((self.s.len() as u64 / 2) << 2) | 2
+        } else {
+            (self.s.len() as u64) << 2
+        }
+    }
+
+    /// Hands `put` its bytes, in pieces.
+    #[inline]
+    pub(crate) fn bytes(&self, mut put: impl FnMut(&[u8])) {
+        if !self.hex {
+            return put(self.s);
+        }
+        let digit = |c: u8| if c <= b'9' { c - b'0' } else { c - b'a' + 10 };
+        let mut buf = [0u8; 32];
+        for chunk in self.s.chunks(64) {
+            for (o, pair) in buf.iter_mut().zip(chunk.chunks_exact(2)) {
+                *o = digit(pair[0]) << 4 | digit(pair[1]);
+            }
+            put(&buf[..chunk.len() / 2]);
+        }
+    }
 }
 
 /// The strings of a call-site-rendered argument, undecoded.
@@ -426,15 +450,11 @@ fn compact_impl<L: StringRefs>(
                         let code = put_small(out, false, 8, (u64::from(id) << 1) | 1);
                         set_nibble(out, code);
                     }
-                    None if packs_as_hex(bytes) => {
-                        let code = put_small(out, false, 8, ((len as u64 / 2) << 2) | 2);
-                        set_nibble(out, code);
-                        out.extend_from_slice(pack_hex(bytes, &mut [0; MAX_HEX / 2]));
-                    }
                     None => {
-                        let code = put_small(out, false, 8, (len as u64) << 2);
+                        let inline = InlineStr::of(bytes);
+                        let code = put_small(out, false, 8, inline.number());
                         set_nibble(out, code);
-                        out.extend_from_slice(bytes);
+                        inline.bytes(|b| out.extend_from_slice(b));
                     }
                 }
                 pos += 4 + len;
