@@ -654,3 +654,85 @@ fn a_lost_parent_cuts_the_chain_and_its_records_say_so() {
     );
     remove_with_kept(&path);
 }
+
+/// A file read as it is indexed (`LogFile::open_streamed`, as `stats`
+/// reads) gives every record once, with its spans, as the opened file
+/// holds them: a compressed file in runs of a few MiB of its blocks, a
+/// plain one, and a compressed one with a damaged block.
+#[test]
+fn a_file_read_as_it_is_indexed_gives_each_record_once() {
+    let _s = serial();
+    // Records with long texts of their own, paced so the flusher has the
+    // time to compress: 14 MB of entries, most of it in blocks.
+    let packed = temp("blocks-streamed");
+    let logger = start_compressed(&packed);
+    let pad = "lorem ipsum dolor sit amet ".repeat(12);
+    for i in 0..40_000u64 {
+        let _s = nanolog::span!("request", id = i % 7);
+        let text = format!("{pad}{i:08}");
+        nanolog::info!(
+            "served {} in {} us: {}",
+            ROUTES[(i % 4) as usize],
+            i % 977,
+            text
+        );
+        if i % 25 == 24 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    drop(logger);
+    let plain = temp("blocks-streamed-plain");
+    write_log(&plain, false);
+    let flipped = temp("blocks-streamed-flipped");
+    let mut bytes = std::fs::read(&packed).unwrap();
+    let (start, end, _) = entries(&bytes)
+        .into_iter()
+        .filter(|e| e.2 == tag::BLOCK)
+        .nth(3)
+        .unwrap();
+    bytes[(start + end) / 2] ^= 0x10;
+    std::fs::write(&flipped, bytes).unwrap();
+    for (path, runs_least) in [(&packed, 2), (&plain, 1), (&flipped, 2)] {
+        let mut got = Vec::new();
+        let mut runs = 0;
+        let opened = LogFile::open_streamed(path, |wave| {
+            runs += 1;
+            wave.scan_extents(0..wave.extent_count(), |r| {
+                let r = r.unwrap();
+                let mut s = r.message();
+                for span in r.spans() {
+                    span.render(&mut s);
+                }
+                got.push(format!("{} {}", r.tick(), s));
+            });
+        })
+        .unwrap();
+        got.sort();
+        let want = messages(&LogFile::open(path).unwrap());
+        assert!(
+            want.len() > 4_000,
+            "{}: {} records",
+            path.display(),
+            want.len()
+        );
+        assert!(
+            got == want,
+            "{}: {} records read as indexed, {} opened",
+            path.display(),
+            got.len(),
+            want.len()
+        );
+        assert!(runs >= runs_least, "{}: {runs} runs", path.display());
+        // The file it gives is the opened file.
+        assert_eq!(messages(&opened), want);
+        assert_eq!(
+            opened.warnings().len(),
+            usize::from(path == &flipped),
+            "{:?}",
+            opened.warnings()
+        );
+    }
+    for p in [&packed, &plain, &flipped] {
+        remove_with_kept(p);
+    }
+}

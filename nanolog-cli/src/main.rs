@@ -202,6 +202,29 @@ pub(crate) fn open_each(
     warn: bool,
     mut each: impl FnMut(nanolog_runtime::reader::LogFile) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
+    open_each_in(
+        files,
+        warn,
+        &mut (),
+        |(), path| nanolog_runtime::reader::LogFile::open(path),
+        |(), log| each(log),
+    )
+}
+
+/// [`open_each`] with the file opened by `open` (which may read it as it
+/// is indexed: see `LogFile::open_streamed`), `state` lent to `open` and
+/// then to `each`.
+pub(crate) fn open_each_in<S>(
+    files: &[PathBuf],
+    warn: bool,
+    state: &mut S,
+    mut open: impl FnMut(
+        &mut S,
+        &Path,
+    )
+        -> Result<nanolog_runtime::reader::LogFile, nanolog_runtime::reader::ReadError>,
+    mut each: impl FnMut(&mut S, nanolog_runtime::reader::LogFile) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
     let several = files.len() > 1;
     let mut opened = 0usize;
     let mut first_err = None;
@@ -219,7 +242,7 @@ pub(crate) fn open_each(
                 "{}: not a regular file (a FIFO, socket or device): not read",
                 f.display()
             )),
-            _ => nanolog_runtime::reader::LogFile::open(f).map_err(anyhow::Error::from),
+            _ => open(state, f).map_err(anyhow::Error::from),
         };
         let log = match log {
             Ok(l) => l,
@@ -247,7 +270,7 @@ pub(crate) fn open_each(
             warn_if_cut(&log);
         }
         opened += 1;
-        each(log)?;
+        each(state, log)?;
     }
     if opened == 0 {
         return Err(match first_err {

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::ops::Range;
 
 use crate::output::json_string;
 use crate::percentile;
@@ -11,7 +12,7 @@ use anyhow::{bail, Context};
 use nanolog_runtime::text::utc::rfc3339;
 
 use crate::time_args::parse_duration_ns;
-use nanolog_runtime::reader::{LogFile, Record, SiteEntry, Value};
+use nanolog_runtime::reader::{LogFile, ReadError, Record, SiteEntry, Value, Wave};
 use regex::Regex;
 
 use crate::cli::{Format, GroupBy, StatsArgs};
@@ -87,6 +88,10 @@ struct Partial {
     sums: Vec<(usize, f64)>,
     non_numeric: Option<String>,
     errors: Vec<String>,
+    /// Per file read (by its number), per group: the first and last tick
+    /// of the group's records there, mapped to times once the file's clock
+    /// is whole (see [`Totals::finish_file`]).
+    ticks: HashMap<usize, Vec<(u64, u64)>>,
 }
 
 /// What `stats` knows of the files read, built a file at a time (a set
@@ -138,9 +143,9 @@ impl FileMeta {
 }
 
 impl StatsPlan {
-    /// Takes in file `f`, the next of the read (its index: the files taken
-    /// in before).
-    fn add(&mut self, f: &LogFile) {
+    /// Takes in file `f`, the next of the read; its number (the files
+    /// taken in before).
+    fn add(&mut self, f: &LogFile) -> usize {
         let fi = self.files.len();
         let source = self
             .files
@@ -150,10 +155,26 @@ impl StatsPlan {
         self.files.push(FileMeta {
             path: f.path().to_owned(),
             pid: f.header().pid,
-            threads: f.threads().map(|t| (t.id, t.name)).collect(),
-            raw_len: f.raw_len() as u64,
+            threads: HashMap::new(),
+            raw_len: 0,
         });
         self.thread_source.push(source);
+        self.selected.push(Vec::new());
+        if let Some(arg) = &mut self.arg {
+            arg.per_file.push(Vec::new());
+        }
+        self.groups.sites.push(Vec::new());
+        self.groups.threads.push(HashMap::new());
+        self.refresh(fi, f);
+        fi
+    }
+
+    /// What file `fi` says now: its sites, threads and size (a file read
+    /// as it is indexed says more with each run of its records).
+    fn refresh(&mut self, fi: usize, f: &LogFile) {
+        let meta = &mut self.files[fi];
+        meta.threads = f.threads().map(|t| (t.id, t.name)).collect();
+        meta.raw_len = f.raw_len() as u64;
         let n = f.sites().map(|s| s.id as usize + 1).max().unwrap_or(0);
         let mut sel = vec![false; n];
         for s in f.sites() {
@@ -170,10 +191,10 @@ impl StatsPlan {
                     Want::Name(name) => (0..s.kinds.len()).find(|&i| s.name(i) == Some(name)),
                 };
             }
-            arg.per_file.push(v);
+            arg.per_file[fi] = v;
         }
-        self.selected.push(sel);
-        self.groups.add(f, source);
+        self.selected[fi] = sel;
+        self.groups.refresh(fi, f, self.thread_source[fi]);
     }
 }
 
@@ -222,15 +243,15 @@ impl Groups {
         })
     }
 
-    /// The groups of the next file's sites and threads (`source`: the
-    /// file whose thread ids it shares).
-    fn add(&mut self, f: &LogFile, source: usize) {
+    /// The groups of file `fi`'s sites and threads (`source`: the file
+    /// whose thread ids it shares).
+    fn refresh(&mut self, fi: usize, f: &LogFile, source: usize) {
         let n = f.sites().map(|s| s.id as usize + 1).max().unwrap_or(0);
         let mut sites = vec![self.levels[0]; n];
         for s in f.sites() {
             sites[s.id as usize] = self.number(site_key(s));
         }
-        self.sites.push(sites);
+        self.sites[fi] = sites;
         let ids = f
             .threads()
             .map(|t| t.id)
@@ -238,7 +259,7 @@ impl Groups {
         let threads = ids
             .map(|id| (id, self.number(Key::Thread { source, id })))
             .collect();
-        self.threads.push(threads);
+        self.threads[fi] = threads;
     }
 
     /// The group of `rec`, a record of file `fi`.
@@ -304,21 +325,60 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         files: Vec::new(),
     };
     let mut totals = Totals::default();
-    if at_once {
+    if every_ns.is_none() {
+        // Each file read as it is indexed (the order of records does not
+        // matter here, nor their times but a group's first and last): a
+        // compressed file's blocks are inflated once, a few MiB at a time.
+        let mut state = (&mut plan, &mut totals, None);
+        crate::open_each_in(
+            &paths,
+            true,
+            &mut state,
+            |(plan, totals, current), path| {
+                *current = None;
+                LogFile::open_streamed(path, |wave| {
+                    let f = wave.file();
+                    let fi = match *current {
+                        Some(fi) => {
+                            plan.refresh(fi, f);
+                            fi
+                        }
+                        None => *current.insert(plan.add(f)),
+                    };
+                    totals.scan(plan, std::slice::from_ref(wave), fi);
+                })
+            },
+            |(plan, totals, current), f| {
+                let fi = match current.take() {
+                    Some(fi) => {
+                        plan.refresh(fi, &f);
+                        fi
+                    }
+                    None => plan.add(&f),
+                };
+                totals.finish_file(fi, &f);
+                Ok(())
+            },
+        )?;
+        check(&plan, a)?;
+    } else if at_once {
         let files = crate::open_expanded(&paths, true)?;
         for f in &files {
             plan.add(f);
         }
         check(&plan, a)?;
         totals.scan(&plan, &files, 0);
+        for (fi, f) in files.iter().enumerate() {
+            totals.finish_file(fi, f);
+        }
     } else {
         // Past the read budget (see `window.rs`): a file at a time (the
         // order of records does not matter here), each one's groups
         // numbered as it comes.
         crate::open_each(&paths, true, |f| {
-            let first = plan.files.len();
-            plan.add(&f);
-            totals.scan(&plan, std::slice::from_ref(&f), first);
+            let fi = plan.add(&f);
+            totals.scan(&plan, std::slice::from_ref(&f), fi);
+            totals.finish_file(fi, &f);
             Ok(())
         })?;
         check(&plan, a)?;
@@ -398,17 +458,46 @@ struct Totals {
     items: usize,
 }
 
+/// What a scan reads: a file's extents, or a run of them read as the file
+/// is indexed.
+trait Extents: Sync {
+    fn extent_count(&self) -> usize;
+    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>));
+}
+
+impl Extents for LogFile {
+    fn extent_count(&self) -> usize {
+        LogFile::extent_count(self)
+    }
+    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>)) {
+        LogFile::scan_extents(self, range, f)
+    }
+}
+
+impl Extents for Wave<'_> {
+    fn extent_count(&self) -> usize {
+        Wave::extent_count(self)
+    }
+    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>)) {
+        Wave::scan_extents(self, range, f)
+    }
+}
+
+/// Extents a work item takes at least: a small file (a set of thousands)
+/// is scanned on the calling thread, without starting others.
+const MIN_ITEM: usize = 8;
+
 impl Totals {
-    /// Scans `files`, the files `first..` of the plan, on every core.
-    fn scan(&mut self, plan: &StatsPlan, files: &[LogFile], first: usize) {
+    /// Scans `sources`, of the files `first..` of the plan, on every core.
+    fn scan(&mut self, plan: &StatsPlan, sources: &[impl Extents], first: usize) {
         // Work items: (file, extent range), about four per core.
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
         let mut work = Vec::new();
-        for (fi, f) in files.iter().enumerate() {
+        for (fi, f) in sources.iter().enumerate() {
             let n = f.extent_count();
-            let step = n.div_ceil(cores * 4).max(1);
+            let step = n.div_ceil(cores * 4).max(MIN_ITEM);
             let mut s = 0;
             while s < n {
                 work.push((fi, s..(s + step).min(n)));
@@ -418,31 +507,33 @@ impl Totals {
         let next = std::sync::atomic::AtomicUsize::new(0);
         let groups = plan.groups.keys.len();
         let base = self.items;
-        let partials: Vec<Partial> = std::thread::scope(|sc| {
-            let handles: Vec<_> = (0..cores.min(work.len()).max(1))
-                .map(|_| {
-                    sc.spawn(|| {
-                        let mut p = Partial::new(groups);
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some((fi, range)) = work.get(i) else {
-                                break;
-                            };
-                            let before = p.values.len();
-                            scan(plan, &files[*fi], first + fi, range.clone(), &mut p);
-                            if plan.arg.is_some() {
-                                p.sums.push((base + i, p.values.since(before).iter().sum()));
-                            }
-                        }
-                        p
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Partial::new(groups)))
-                .collect()
-        });
+        let worker = || {
+            let mut p = Partial::new(groups);
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((fi, range)) = work.get(i) else {
+                    break;
+                };
+                let before = p.values.len();
+                scan(plan, &sources[*fi], first + fi, range.clone(), &mut p);
+                if plan.arg.is_some() {
+                    p.sums.push((base + i, p.values.since(before).iter().sum()));
+                }
+            }
+            p
+        };
+        let workers = cores.min(work.len()).max(1);
+        let partials: Vec<Partial> = if workers == 1 {
+            vec![worker()]
+        } else {
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = (0..workers).map(|_| sc.spawn(worker)).collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Partial::new(groups)))
+                    .collect()
+            })
+        };
         self.items += work.len();
         let total = &mut self.total;
         total.rows.resize(groups, Row::default());
@@ -457,17 +548,42 @@ impl Totals {
             }
             total.non_numeric = total.non_numeric.take().or(p.non_numeric);
             total.errors.extend(p.errors);
+            for (fi, ticks) in p.ticks {
+                let t = total.ticks.entry(fi).or_default();
+                if t.len() < ticks.len() {
+                    t.resize(ticks.len(), (u64::MAX, 0));
+                }
+                for ((lo, hi), (l, h)) in t.iter_mut().zip(ticks) {
+                    *lo = (*lo).min(l);
+                    *hi = (*hi).max(h);
+                }
+            }
+        }
+    }
+
+    /// File `fi` is read whole: its groups' first and last ticks become
+    /// times, by its clock. (A file's map from ticks to time never goes
+    /// backwards, so they are its first and last times, mapped once each:
+    /// a lookup in the clock pairs for every record was half of `stats`'
+    /// time.)
+    fn finish_file(&mut self, fi: usize, f: &LogFile) {
+        let Some(ticks) = self.total.ticks.remove(&fi) else {
+            return;
+        };
+        let map = f.time_map();
+        for (row, (lo, hi)) in self.total.rows.iter_mut().zip(ticks) {
+            if lo <= hi {
+                row.span(map.unix_ns(lo), map.unix_ns(hi));
+            }
         }
     }
 }
 
-fn scan(plan: &StatsPlan, f: &LogFile, fi: usize, range: std::ops::Range<usize>, p: &mut Partial) {
+fn scan(plan: &StatsPlan, f: &impl Extents, fi: usize, range: Range<usize>, p: &mut Partial) {
     let sel = &plan.selected[fi];
-    // Per group: the first and last tick of its records here. A file's map
-    // from ticks to time never goes backwards, so they are its first and
-    // last times, mapped once each at the end (a lookup in the clock pairs
-    // for every record was half of `stats`' time).
-    let mut ticks = vec![(u64::MAX, 0u64); p.rows.len()];
+    // Per group: the first and last tick of its records in the file.
+    let ticks = p.ticks.entry(fi).or_default();
+    ticks.resize(p.rows.len(), (u64::MAX, 0));
     // Blocks past the file's resident budget inflated one at a time as the
     // scan reaches them.
     f.scan_extents(range, |rec| {
@@ -515,12 +631,6 @@ fn scan(plan: &StatsPlan, f: &LogFile, fi: usize, range: std::ops::Range<usize>,
             *hi = (*hi).max(rec.tick());
         }
     });
-    let map = f.time_map();
-    for (g, &(lo, hi)) in ticks.iter().enumerate() {
-        if lo <= hi {
-            p.rows[g].span(map.unix_ns(lo), map.unix_ns(hi));
-        }
-    }
 }
 
 /// The column heading of `--by`'s groups.

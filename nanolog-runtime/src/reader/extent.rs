@@ -96,6 +96,68 @@ impl LogFile {
     }
 }
 
+/// A run of a file's records as [`LogFile::open_streamed`] indexes it:
+/// the extents the index reached since the last run, with the bytes of the
+/// blocks it inflated for them, held only while the run is read.
+///
+/// The file it gives is indexed up to the run's end: every site, string
+/// and span its records use is there (the format writes them before their
+/// first use). Their wall-clock times are of the clock pairs read so far:
+/// a record past the last one is placed by the clock's rate until the next
+/// pair is read; a reader that needs the file's exact times reads the
+/// opened file.
+pub struct Wave<'w> {
+    pub(super) file: &'w LogFile,
+    /// The run's blocks' entries, one block after another (empty when
+    /// none was inflated).
+    pub(super) bytes: &'w [u8],
+    /// The position of `bytes[0]`.
+    pub(super) base: usize,
+    /// Its extents and drops: these of the file's `order`.
+    pub(super) items: std::ops::Range<usize>,
+}
+
+impl<'w> Wave<'w> {
+    /// The file, as indexed up to the run's end.
+    pub fn file(&self) -> &'w LogFile {
+        self.file
+    }
+
+    /// How many extents the run holds.
+    pub fn extent_count(&self) -> usize {
+        self.extents().count()
+    }
+
+    fn extents(&self) -> impl Iterator<Item = (u32, usize, usize, u32)> + 'w {
+        self.file.order()[self.items.clone()]
+            .iter()
+            .filter_map(|&(thread, it)| match it {
+                Item::Extent { start, end, ctx } => Some((thread, start, end, ctx)),
+                Item::Drop { .. } => None,
+            })
+    }
+
+    /// Calls `f` with each record of the run's extents in `range`
+    /// (counted in file order from the run's first), as
+    /// [`LogFile::scan_extents`] does.
+    pub fn scan_extents(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        for (thread, start, end, ctx) in self.extents().skip(range.start).take(range.len()) {
+            let body = if start >= self.base {
+                self.bytes
+                    .get(start - self.base..end - self.base)
+                    .unwrap_or(&[])
+            } else {
+                self.file.bytes(start..end)
+            };
+            Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body).for_each(&mut f);
+        }
+    }
+}
+
 /// The records of a range of extents, from [`LogFile::records_of_extents`];
 /// their wall-clock time is computed only when asked for.
 pub struct ExtentRecords<'a> {

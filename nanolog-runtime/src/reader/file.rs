@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
+use super::extent::Wave;
 use super::inflate;
 use super::map::{load, load_open, Data};
 use super::time::TimeMap;
@@ -241,6 +242,25 @@ fn next_wave<'t>(data: &[u8], tops: &'t [Top], wave: usize) -> (&'t [Top], usize
     (&tops[..n], raw)
 }
 
+/// A wave's blocks inflated ahead, while the wave before it was read (see
+/// `LogFile::scan`): how many tops the wave is, and per BLOCK where its
+/// entries are in the spare buffer, or why not.
+struct Prefetched {
+    tops: usize,
+    blocks: Vec<Result<std::ops::Range<usize>, BlockError>>,
+}
+
+/// The bodies of the BLOCKs among `tops`.
+fn block_bodies<'d, 't>(data: &'d [u8], tops: &'t [Top]) -> impl Iterator<Item = &'d [u8]> + 't
+where
+    'd: 't,
+{
+    tops.iter().filter_map(move |t| match *t {
+        Top::Block { start, end } => Some(&data[start..end]),
+        _ => None,
+    })
+}
+
 /// What the first pass of a scan finds at the top level of a file.
 enum Top {
     /// A whole entry of tag `tag`, its body `[start, end)`.
@@ -257,7 +277,8 @@ const MAX_STRING_IDS: usize = 1 << 20;
 /// One nanolog file, memory-mapped and indexed.
 pub struct LogFile {
     path: PathBuf,
-    data: Data,
+    /// Shared with the threads that inflate its blocks while it is indexed.
+    data: std::sync::Arc<Data>,
     header: Header,
     sites: Vec<Option<SiteEntry>>,
     threads: BTreeMap<u32, String>,
@@ -474,9 +495,31 @@ impl LogFile {
         Self::open_keeping(path.as_ref(), true)
     }
 
+    /// [`LogFile::open`] that reads the file's records while it is
+    /// indexed: `on_wave` is given each run of them as the index reaches
+    /// it, every extent of the file in exactly one [`Wave`], in file order.
+    /// A compressed file's blocks are inflated once, a few MiB at a time
+    /// into one buffer used again for each run, and each run is read before
+    /// its bytes are let go: a reader that needs no time order (`stats`)
+    /// inflates nothing twice and holds no block.
+    ///
+    /// The file returned is indexed as [`LogFile::open`]'s is, with every
+    /// block past its resident budget: reading its records again inflates
+    /// them again.
+    pub fn open_streamed(
+        path: impl AsRef<Path>,
+        mut on_wave: impl FnMut(&Wave<'_>),
+    ) -> Result<LogFile, ReadError> {
+        let path = path.as_ref();
+        let loaded = load(path)?;
+        let mut f = Self::index(path.to_path_buf(), loaded.data, false, Some(&mut on_wave))?;
+        f.identity = loaded.identity;
+        Ok(f)
+    }
+
     fn open_keeping(path: &Path, keep_handle: bool) -> Result<LogFile, ReadError> {
         let loaded = load(path)?;
-        let mut f = Self::index(path.to_path_buf(), loaded.data, keep_handle)?;
+        let mut f = Self::index(path.to_path_buf(), loaded.data, keep_handle, None)?;
         f.identity = loaded.identity;
         f.handle = keep_handle.then_some(loaded.file);
         Ok(f)
@@ -528,7 +571,7 @@ impl LogFile {
         if data.len() <= self.data.len() {
             return Ok(Refresh::Unchanged);
         }
-        self.grow(data);
+        self.grow(std::sync::Arc::new(data));
         Ok(Refresh::Grew)
     }
 
@@ -544,20 +587,20 @@ impl LogFile {
         let Some(old) = old else { return false };
         let same = Header::decode(&old.data).ok() == Some(self.header);
         if same && old.data.len() > self.data.len() && !old.data.faulted() {
-            self.grow(old.data);
+            self.grow(std::sync::Arc::new(old.data));
             return true;
         }
         false
     }
 
     /// Indexes the entries `data` (the same file, longer) has past what was read.
-    fn grow(&mut self, data: Data) {
+    fn grow(&mut self, data: std::sync::Arc<Data>) {
         self.data = data;
         let mut pairs = self.time.pairs().to_vec();
         // A torn tail seen before may be whole now: read from the last whole entry.
         self.warnings
             .retain(|w| !matches!(w, Warning::TornTail { .. }));
-        self.scan(self.valid_len, &mut pairs);
+        self.scan(self.valid_len, &mut pairs, None);
         self.warn_if_shrank();
         self.time = TimeMap::new(self.header.ticks_per_second, pairs);
         self.derive();
@@ -580,8 +623,7 @@ impl LogFile {
             return false;
         }
         let before = (self.valid_len, self.order.len());
-        let data = std::mem::replace(&mut self.data, Data::Owned(Vec::new()));
-        self.grow(data);
+        self.grow(std::sync::Arc::clone(&self.data));
         (self.valid_len, self.order.len()) != before
     }
 
@@ -603,10 +645,15 @@ impl LogFile {
 
     /// Indexes a log held in memory.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<LogFile, ReadError> {
-        Self::index(name.into(), Data::Owned(bytes), false)
+        Self::index(name.into(), Data::Owned(bytes), false, None)
     }
 
-    fn index(path: PathBuf, data: Data, live: bool) -> Result<LogFile, ReadError> {
+    fn index(
+        path: PathBuf,
+        data: Data,
+        live: bool,
+        on_wave: Option<&mut dyn FnMut(&Wave<'_>)>,
+    ) -> Result<LogFile, ReadError> {
         if data.is_empty() {
             return Err(ReadError::Empty { path });
         }
@@ -634,7 +681,7 @@ impl LogFile {
         };
         let mut f = LogFile {
             path,
-            data,
+            data: std::sync::Arc::new(data),
             header,
             sites: Vec::new(),
             threads: BTreeMap::new(),
@@ -670,7 +717,7 @@ impl LogFile {
             thread_ctx: Default::default(),
         };
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
-        f.scan(wire::HEADER_LEN, &mut pairs);
+        f.scan(wire::HEADER_LEN, &mut pairs, on_wave);
         f.warn_if_shrank();
         f.time = TimeMap::new(header.ticks_per_second, pairs);
         f.derive();
@@ -721,11 +768,20 @@ impl LogFile {
     /// fit the [`resident`] budget stay inflated; past it, a wave is
     /// inflated into one buffer, indexed, and let go, but for its
     /// dictionary entries.
-    fn scan(&mut self, from: usize, pairs: &mut Vec<(u64, i64)>) {
-        // Moved out while indexing, so `entry` can update `self`.
-        let owned = std::mem::replace(&mut self.data, Data::Owned(Vec::new()));
+    ///
+    /// With `on_wave` (see [`LogFile::open_streamed`]) no block stays: each
+    /// wave's records are given to it before the wave is let go.
+    fn scan(
+        &mut self,
+        from: usize,
+        pairs: &mut Vec<(u64, i64)>,
+        mut on_wave: Option<&mut dyn FnMut(&Wave<'_>)>,
+    ) {
+        // Held apart from `self` while indexing, so `entry` can update it.
+        let owned = std::sync::Arc::clone(&self.data);
         let data = &owned[..];
         let tops = self.frames(data, from);
+        let budget = if on_wave.is_some() { 0 } else { resident() };
         // The resident blocks' buffer, out of `self` while blocks are
         // inflated into it; once they stop fitting it is back in `self`,
         // where the lazy blocks' dictionary entries are copied.
@@ -734,13 +790,15 @@ impl LogFile {
             Some(_) => None,
         };
         let mut scratch = Vec::new();
+        // Read with `on_wave`: the next wave past the budget, inflated into
+        // `spare` while `on_wave` reads this one (see `Prefetched`).
+        let mut spare = Vec::new();
+        let mut prefetched: Option<Prefetched> = None;
         let mut rest = &tops[..];
         while !rest.is_empty() {
             // While blocks stay, a wave is what is left of the budget (at
             // least a block); past it, waves of a few MiB, let go in turn.
-            let room = resident
-                .as_ref()
-                .map(|b| self::resident().saturating_sub(b.len()));
+            let room = resident.as_ref().map(|b| budget.saturating_sub(b.len()));
             let (mut wave, raw) =
                 next_wave(data, rest, room.unwrap_or(LAZY_WAVE).min(inflate::WAVE));
             if let Some(buf) = resident.take_if(|_| room.is_some_and(|r| raw > r)) {
@@ -750,20 +808,28 @@ impl LogFile {
                 wave = next_wave(data, rest, LAZY_WAVE).0;
             }
             rest = &rest[wave.len()..];
-            let buf = match resident.as_mut() {
-                Some(buf) => buf,
-                None => {
-                    scratch.clear();
-                    &mut scratch
-                }
-            };
-            let bodies = wave.iter().filter_map(|t| match *t {
-                Top::Block { start, end } => Some(&data[start..end]),
-                _ => None,
-            });
             // Per BLOCK, in file order: where its entries are, or why not.
-            let mut blocks = inflate::inflate_blocks(bodies, buf).into_iter();
+            let mut blocks = match (resident.as_mut(), prefetched.take()) {
+                (Some(buf), _) => {
+                    let at = buf.len();
+                    inflate::inflate_blocks(block_bodies(data, wave), buf, at, inflate::MAX_THREADS)
+                }
+                (None, Some(p)) if p.tops == wave.len() => {
+                    std::mem::swap(&mut scratch, &mut spare);
+                    p.blocks
+                }
+                (None, _) => inflate::inflate_blocks(
+                    block_bodies(data, wave),
+                    &mut scratch,
+                    0,
+                    inflate::MAX_THREADS,
+                ),
+            }
+            .into_iter();
             let kept = resident.is_some();
+            // What the wave adds: its extents and drops, and (past the
+            // budget) its blocks' entries, from position `LAZY + lazy_at`.
+            let (items_at, lazy_at) = (self.order.len(), self.lazy_len);
             for top in wave {
                 match *top {
                     Top::Warn(ref w) => self.warnings.push(w.clone()),
@@ -795,11 +861,52 @@ impl LogFile {
                     }
                 }
             }
+            if let Some(on_wave) = on_wave.as_mut() {
+                // The file as indexed so far, whole for the wave's records
+                // (a dictionary entry comes before its first use).
+                if let Some(buf) = resident.as_mut() {
+                    self.inflated = std::mem::take(buf);
+                }
+                self.time = TimeMap::new(self.header.ticks_per_second, pairs.clone());
+                self.derive();
+                let next = next_wave(data, rest, LAZY_WAVE).0;
+                let this = &*self;
+                let wave = Wave {
+                    file: this,
+                    bytes: if kept { &[] } else { &scratch },
+                    base: LAZY + lazy_at,
+                    items: items_at..this.order.len(),
+                };
+                if resident.is_some() || next.is_empty() {
+                    on_wave(&wave);
+                } else {
+                    // The reader keeps the cores busy: the next wave is
+                    // inflated on one thread beside it, not on every core
+                    // between its waves (the index of a wave, between
+                    // them, is the only work done alone).
+                    let spare = &mut spare;
+                    prefetched = std::thread::scope(|s| {
+                        let inflating = s.spawn(move || Prefetched {
+                            tops: next.len(),
+                            blocks: inflate::inflate_blocks(block_bodies(data, next), spare, 0, 1),
+                        });
+                        on_wave(&wave);
+                        match inflating.join() {
+                            Ok(p) => Some(p),
+                            // LZ4 on a slice of our own does not panic;
+                            // should it, the panic goes on as ours.
+                            Err(p) => std::panic::resume_unwind(p),
+                        }
+                    });
+                }
+                if let Some(buf) = resident.as_mut() {
+                    *buf = std::mem::take(&mut self.inflated);
+                }
+            }
         }
         if let Some(buf) = resident {
             self.inflated = buf;
         }
-        self.data = owned;
         // (A live file's next write may yet bring the site.)
         if !self.live {
             self.warn_pending_spans();

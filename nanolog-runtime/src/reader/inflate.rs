@@ -29,7 +29,7 @@ struct Job<'a> {
 const PER_THREAD: usize = 2 << 20;
 
 /// The most threads a scan uses.
-const MAX_THREADS: usize = 8;
+pub(super) const MAX_THREADS: usize = 8;
 
 /// Raw bytes the blocks of one wave may say they hold. A file whose blocks
 /// say more (a large log, or a damaged one whose sizes lie) is inflated a
@@ -40,12 +40,16 @@ const MAX_THREADS: usize = 8;
 /// every core; blocks that lie cost at most a wave of memory.)
 pub(super) const WAVE: usize = 64 << 20;
 
-/// Inflates the BLOCK bodies `bodies` onto the end of `into`, one after
-/// another; per body, where its entries are in `into`, or why it has none
-/// (a codec not known, a size it cannot hold, bytes that do not inflate).
+/// Inflates the BLOCK bodies `bodies` into `into` from `at` on (what it
+/// held there is written over: a buffer used again is not zeroed again),
+/// one after another, on at most `threads` threads; per body, where its
+/// entries are in `into`, or why it has none (a codec not known, a size it
+/// cannot hold, bytes that do not inflate). `into` ends where they do.
 pub(super) fn inflate_blocks<'a>(
     bodies: impl Iterator<Item = &'a [u8]>,
     into: &mut Vec<u8>,
+    at: usize,
+    threads: usize,
 ) -> Vec<Result<Range<usize>, BlockError>> {
     let parts: Vec<_> = bodies.map(block_parts).collect();
     let jobs: Vec<Job> = parts
@@ -56,17 +60,23 @@ pub(super) fn inflate_blocks<'a>(
             raw: parts.raw,
         })
         .collect();
-    let mut inflated = inflate_all(&jobs, into).into_iter();
+    let mut inflated = inflate_all(&jobs, into, at, threads).into_iter();
     parts
         .into_iter()
         .map(|p| p.and_then(|_| inflated.next().unwrap_or(Err(BlockError::Damaged))))
         .collect()
 }
 
-/// Inflates `jobs` onto the end of `into`, one after another; per job,
-/// where its bytes are in `into`, or why it did not inflate. The blocks
-/// that inflated stand in `into` in their order with nothing between them.
-fn inflate_all(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>, BlockError>> {
+/// Inflates `jobs` into `into` from `at` on, one after another, on at most
+/// `threads` threads; per job, where its bytes are in `into`, or why it
+/// did not inflate. The blocks that inflated stand in `into` in their
+/// order with nothing between them, and `into` ends with them.
+fn inflate_all(
+    jobs: &[Job<'_>],
+    into: &mut Vec<u8>,
+    mut at: usize,
+    threads: usize,
+) -> Vec<Result<Range<usize>, BlockError>> {
     let mut out = Vec::with_capacity(jobs.len());
     let mut left = jobs;
     while !left.is_empty() {
@@ -80,28 +90,38 @@ fn inflate_all(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>,
             .count()
             .max(1);
         let (wave, after) = left.split_at(n);
-        out.extend(inflate_wave(wave, into));
+        let (results, end) = inflate_wave(wave, into, at, threads);
+        out.extend(results);
+        at = end;
         left = after;
     }
+    into.truncate(at);
     out
 }
 
 /// [`inflate_all`] of jobs whose raw sizes together are at most about
-/// [`WAVE`] (or one job).
-fn inflate_wave(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>, BlockError>> {
+/// [`WAVE`] (or one job), into `into` from `at`; and where their bytes end.
+fn inflate_wave(
+    jobs: &[Job<'_>],
+    into: &mut Vec<u8>,
+    at: usize,
+    threads: usize,
+) -> (Vec<Result<Range<usize>, BlockError>>, usize) {
     let total: usize = jobs.iter().map(|j| j.raw).sum();
-    let at = into.len();
     if at == 0 && into.capacity() < total {
         // Zeroed pages straight from the allocator (calloc: no writes of
         // our own), touched first by the thread that inflates into them.
         *into = vec![0; total];
         huge_pages(into.as_mut_ptr(), total);
-    } else {
+    } else if into.len() < at + total {
+        // Bytes already there (a buffer used again) are written over, not
+        // zeroed first: only what it grows by is.
+        into.truncate(at);
         into.reserve_exact(total);
         huge_pages(into.spare_capacity_mut().as_mut_ptr().cast(), total);
         into.resize(at + total, 0);
     }
-    let mut results = inflate_slices(jobs, &mut into[at..], total);
+    let mut results = inflate_slices(jobs, &mut into[at..at + total], total, threads);
     // A block whose bytes are not whole entries one after another (a block
     // whose LZ4 is valid but whose content was damaged before it was
     // compressed, or made up: 64 MiB of zeros from 260 KB) is damage too,
@@ -130,7 +150,7 @@ fn inflate_wave(jobs: &[Job<'_>], into: &mut Vec<u8>) -> Vec<Result<Range<usize>
         into.truncate(write);
         into.shrink_to(write);
     }
-    ranges
+    (ranges, write)
 }
 
 /// Asks the kernel to back `buf` with huge pages where it is aligned for
@@ -177,7 +197,12 @@ fn whole_entries(raw: &[u8]) -> bool {
 
 /// Inflates each job into its slice of `buf` (`total` bytes, the jobs'
 /// raw sizes one after another), on as many threads as pay.
-fn inflate_slices(jobs: &[Job<'_>], buf: &mut [u8], total: usize) -> Vec<Result<(), BlockError>> {
+fn inflate_slices(
+    jobs: &[Job<'_>],
+    buf: &mut [u8],
+    total: usize,
+    threads: usize,
+) -> Vec<Result<(), BlockError>> {
     let mut work: Vec<(Parts<'_>, &mut [u8])> = Vec::with_capacity(jobs.len());
     let mut rest = buf;
     for j in jobs {
@@ -185,7 +210,7 @@ fn inflate_slices(jobs: &[Job<'_>], buf: &mut [u8], total: usize) -> Vec<Result<
         work.push((j.parts, out));
         rest = after;
     }
-    let threads = threads_for(total);
+    let threads = threads_for(total).min(threads);
     if threads <= 1 {
         return run(&mut work);
     }
@@ -286,7 +311,7 @@ mod tests {
         let want: Vec<u8> = blocks.iter().flat_map(|(_, r)| r.clone()).collect();
         assert!(threads_for(want.len()) == 1 || want.len() > 2 * PER_THREAD);
         let mut into = Vec::new();
-        let results = inflate_all(&jobs, &mut into);
+        let results = inflate_all(&jobs, &mut into, 0, MAX_THREADS);
         assert!(into == want, "the blocks' bytes, in their order");
         let mut at = 0;
         for ((_, raw), r) in blocks.iter().zip(results) {
@@ -294,7 +319,7 @@ mod tests {
             at += raw.len();
         }
         // Appended after what was there, one job on its own.
-        let results = inflate_all(&jobs[3..4], &mut into);
+        let results = inflate_all(&jobs[3..4], &mut into, want.len(), MAX_THREADS);
         assert_eq!(results, [Ok(want.len()..want.len() + blocks[3].1.len())]);
         assert!(into[want.len()..] == blocks[3].1[..]);
     }
@@ -321,7 +346,7 @@ mod tests {
             })
             .collect();
         let mut into = Vec::new();
-        let results = inflate_all(&jobs, &mut into);
+        let results = inflate_all(&jobs, &mut into, 0, MAX_THREADS);
         let mut at = 0;
         for (i, ((_, raw), r)) in blocks.iter().zip(results).enumerate() {
             if i == 17 {
@@ -356,7 +381,7 @@ mod tests {
             }
         }
         let mut into = Vec::new();
-        let results = inflate_all(&jobs, &mut into);
+        let results = inflate_all(&jobs, &mut into, 0, MAX_THREADS);
         let ok = results.iter().filter(|r| r.is_ok()).count();
         assert_eq!(ok, 4);
         let want: Vec<u8> = good.iter().flat_map(|(_, r)| r.clone()).collect();

@@ -36,7 +36,7 @@ pub use crate::wire::format::{Align, ArgKind, Count, Piece, Role, Spec, Ty};
 pub use crate::wire::header::{Header, HeaderError};
 pub use crate::wire::record::{HexStr, PreformattedStrs, Value};
 pub use error::ReadError;
-pub use extent::ExtentRecords;
+pub use extent::{ExtentRecords, Wave};
 pub use file::{__set_read_resident, Gap, LogFile, Refresh, SpanRef, ThreadInfo};
 pub use merge::{Batch, Batches, Event, Filter, Merge};
 pub use record::Record;
