@@ -243,3 +243,110 @@ fn a_version_4_file_reads_as_its_writer_wrote_it() {
     }
     assert_eq!(got, want);
 }
+
+/// A file of format version 5 (`tests/fixtures/version5.nlog`, written by
+/// this crate at c225ce0: 400 records in 5 compressed blocks, in nested
+/// spans, hex ids packed) reads as its writer wrote it, its spans' ticks
+/// exact (version 6 states them in units of about a microsecond). The
+/// program that wrote it:
+///
+/// ```text
+/// let routes = ["/api/v1/orders", "/api/v1/accounts", "/healthz"];
+/// for i in 0..200u64 {
+///     let route = routes[(i % 3) as usize];
+///     let _r = nanolog::span!("request", id = i, route = route);
+///     let id = format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+///     {
+///         let _q = nanolog::span!("query", table = "orders");
+///         nanolog::info!("req {} id={} ok={}", i, id.as_str(), i % 2 == 0);
+///     }
+///     nanolog::info!("done {}", i);
+///     if i % 40 == 39 {
+///         logger.flush().unwrap();
+///         std::thread::sleep(std::time::Duration::from_millis(2));
+///     }
+/// }
+/// ```
+#[test]
+fn a_version_5_file_reads_as_its_writer_wrote_it() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/version5.nlog");
+    let log = LogFile::open(&path).unwrap();
+    assert_eq!(log.header().version, 5);
+    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    let routes = ["/api/v1/orders", "/api/v1/accounts", "/healthz"];
+    let mut want = Vec::new();
+    for i in 0..200u64 {
+        let id = format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let route = routes[(i % 3) as usize];
+        let request = format!("request{{id={i} route={route:?}}}");
+        want.push(format!(
+            "req {i} id={id} ok={} [{request} query{{table=\"orders\"}}]",
+            i % 2 == 0
+        ));
+        want.push(format!("done {i} [{request}]"));
+    }
+    let mut got = Vec::new();
+    let mut span_ticks = std::collections::HashSet::new();
+    for r in log.records() {
+        let r = r.unwrap();
+        let spans: Vec<String> = r
+            .spans()
+            .iter()
+            .map(|s| {
+                let mut t = String::new();
+                s.render(&mut t);
+                // Entered before the record, after the file began.
+                assert!(s.tick() <= r.tick() && s.tick() > log.header().base_tick);
+                span_ticks.insert(s.tick());
+                t
+            })
+            .collect();
+        got.push(format!("{} [{}]", r.message(), spans.join(" ")));
+    }
+    assert_eq!(got, want);
+    // Version 5 states them to the tick (a `nanolog::span!` is stated from
+    // its first record: a request and its query share that record's tick),
+    // not in units of 2^11 ticks.
+    assert_eq!(span_ticks.len(), 200);
+    assert!(span_ticks.iter().filter(|&&t| t % 2048 == 0).count() < 10);
+}
+
+/// A file written now (format version 6) states its spans' ticks in units
+/// of about a microsecond: each span reads as the start of its unit, at
+/// most one unit before its first record.
+#[test]
+fn spans_of_a_version_6_file_are_stated_to_their_unit() {
+    let _s = serial();
+    let path = std::env::temp_dir().join(format!("nanolog-span-units-{}.nlog", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(true)
+        .start()
+        .unwrap();
+    for i in 0..500u64 {
+        let _r = nanolog::span!("request", id = i);
+        nanolog::info!("req {}", i);
+    }
+    drop(logger);
+    let log = LogFile::open(&path).unwrap();
+    assert_eq!(log.header().version, 6);
+    let unit =
+        1u64 << nanolog_runtime::wire::dict::span_tick_shift(6, log.header().ticks_per_second);
+    assert!(
+        unit > 1,
+        "a clock of {} ticks/s",
+        log.header().ticks_per_second
+    );
+    let mut n = 0;
+    for r in log.records() {
+        let r = r.unwrap();
+        let span = &r.spans()[0];
+        assert_eq!(span.tick() % unit, 0, "{}", span.tick());
+        assert!(span.tick() <= r.tick() && r.tick() - span.tick() < unit);
+        n += 1;
+    }
+    assert_eq!(n, 500);
+    let _ = std::fs::remove_file(&path);
+}

@@ -570,7 +570,7 @@ fn info_shows_dictionary_threads_and_counts() {
     let out = ok(&["info", p(&f.main)]);
     for want in [
         // The version this build writes (FORMAT.md).
-        "format version:  5",
+        "format version:  6",
         "ticks/s",
         "Hello World # {}",
         "alpha",

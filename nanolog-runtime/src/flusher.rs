@@ -256,7 +256,11 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         defs: Vec::new(),
         // (A text mirror decodes what is compacted against the table too.)
         strings: crate::intern::Interner::new(),
-        spans_out: dict::SpanBatch::default(),
+        // (The clock's rate is the process's: every file's header says it.)
+        spans_out: dict::SpanBatch::new(dict::span_tick_shift(
+            crate::wire::VERSION,
+            clock::ticks_per_second(),
+        )),
         restate: Vec::new(),
         fresh: Vec::new(),
         named: Vec::new(),

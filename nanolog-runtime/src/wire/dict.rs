@@ -310,21 +310,49 @@ pub fn get_span(b: &[u8]) -> Option<SpanEntry<'_>> {
     })
 }
 
+/// How many bits a SPAN entry's ticks drop in a file of `version` whose
+/// clock runs `ticks_per_second`: from version 6, its ticks are in units of
+/// the largest power of two of ticks not over a microsecond (2^11 ticks on
+/// a 2.4 GHz TSC; none on a clock of 2 MHz or less). A span's tick says
+/// when it was entered, for readers that show it; to the microsecond, it
+/// takes one byte where the exact tick took three or four.
+pub fn span_tick_shift(version: u16, ticks_per_second: f64) -> u32 {
+    let per_us = ticks_per_second / 1e6;
+    // (NaN, a rate the header check refuses anyway, is no unit either.)
+    if version < 6 || per_us.is_nan() || per_us < 2.0 {
+        return 0;
+    }
+    // (A rate past 2^63 ticks a microsecond is not a clock: capped.)
+    (per_us.min(9.2e18) as u64).ilog2()
+}
+
 /// The SPAN body of format version 3, several spans in one entry, built a
 /// span at a time: `count: varint`, then each span as `ctx: varint` (less
 /// the previous span's in the entry, wrapping at 2^32), `parent: varint`
 /// (0: none, else `ctx` less the parent, wrapping), `site: varint`, `tick:
-/// varint` (zigzag of the tick less the previous span's in the entry), then
-/// its arguments as a record stores them.
+/// varint` (zigzag of the tick less the previous span's in the entry, both
+/// in units of `2^shift` ticks: see [`span_tick_shift`]), then its
+/// arguments as a record stores them.
 #[derive(Debug, Default)]
 pub(crate) struct SpanBatch {
     body: Vec<u8>,
     count: u64,
     prev_ctx: u32,
+    /// The previous span's tick, in units.
     prev_tick: u64,
+    shift: u32,
 }
 
 impl SpanBatch {
+    /// An empty batch whose ticks drop `shift` bits (see
+    /// [`span_tick_shift`]).
+    pub(crate) fn new(shift: u32) -> SpanBatch {
+        SpanBatch {
+            shift: shift.min(63),
+            ..SpanBatch::default()
+        }
+    }
+
     /// Adds a span whose arguments `put_args` appends.
     pub(crate) fn push(
         &mut self,
@@ -343,10 +371,11 @@ impl SpanBatch {
         };
         put_varint(b, u64::from(up));
         put_varint(b, u64::from(site));
-        put_varint(b, zigzag(tick.wrapping_sub(self.prev_tick) as i64));
+        let units = tick >> self.shift;
+        put_varint(b, zigzag(units.wrapping_sub(self.prev_tick) as i64));
         put_args(b);
         self.prev_ctx = ctx;
-        self.prev_tick = tick;
+        self.prev_tick = units;
         self.count += 1;
     }
 
@@ -371,7 +400,7 @@ impl SpanBatch {
     pub(crate) fn clear(&mut self) {
         *self = SpanBatch {
             body: std::mem::take(&mut self.body),
-            ..SpanBatch::default()
+            ..SpanBatch::new(self.shift)
         };
         self.body.clear();
     }
@@ -379,10 +408,13 @@ impl SpanBatch {
 
 /// Reads a SPAN body of format version 3 (FORMAT.md, "SPAN"), calling `f`
 /// with each span; `kinds_of` gives a site's argument kinds (to find where
-/// a span's arguments end). `None` when the body is damaged or a span's
-/// site is unknown: the spans before it were given to `f`.
+/// a span's arguments end); its ticks drop `shift` bits (see
+/// [`span_tick_shift`]: a span's tick is given as the start of its unit).
+/// `None` when the body is damaged or a span's site is unknown: the spans
+/// before it were given to `f`.
 pub fn get_spans<'a, 'k>(
     b: &'a [u8],
+    shift: u32,
     strings: &super::record::Strings<'_>,
     kinds_of: impl Fn(u32) -> Option<&'k [ArgKind]>,
     mut f: impl FnMut(SpanEntry<'a>),
@@ -404,7 +436,7 @@ pub fn get_spans<'a, 'k>(
             ctx,
             parent,
             site,
-            tick,
+            tick: tick.checked_shl(shift).unwrap_or(0),
             args: &b[at..*pos],
         });
     }
@@ -546,4 +578,70 @@ pub fn get_drop(b: &[u8]) -> Option<(u32, u64, u64, u64)> {
         u64::from_le_bytes(get_array(b, pos)?),
         u64::from_le_bytes(get_array(b, pos)?),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::frame::{frame_at, Frame};
+    use crate::wire::record::Strings;
+
+    #[test]
+    fn a_span_tick_unit_is_the_largest_power_of_two_ticks_within_a_microsecond() {
+        assert_eq!(span_tick_shift(6, 2.4e9), 11); // 2,048 ticks: 0.85 µs
+        assert_eq!(span_tick_shift(6, 1e9), 9);
+        assert_eq!(span_tick_shift(6, 24e6), 4); // an aarch64 counter
+        assert_eq!(span_tick_shift(6, 1e6), 0);
+        assert_eq!(span_tick_shift(6, f64::NAN), 0);
+        // Before version 6, ticks are ticks.
+        assert_eq!(span_tick_shift(5, 2.4e9), 0);
+    }
+
+    #[test]
+    fn span_ticks_read_back_as_the_start_of_their_unit() {
+        let shift = span_tick_shift(6, 2.4e9);
+        let ticks = [
+            5_000_000_123u64,
+            5_000_000_900,
+            5_000_004_096,
+            4_999_000_000,
+            0,
+        ];
+        let mut batch = SpanBatch::new(shift);
+        for (i, &t) in ticks.iter().enumerate() {
+            batch.push(i as u32 + 1, 0, 3, t, |_| {});
+        }
+        let mut out = Vec::new();
+        batch.put_entry(&mut out);
+        let Frame::Ok { body, .. } = frame_at(&out, 0) else {
+            panic!("not an entry");
+        };
+        let mut got = Vec::new();
+        get_spans(
+            body,
+            shift,
+            &Strings::PACKED,
+            |_| Some(&[][..]),
+            |e| got.push((e.ctx, e.tick)),
+        )
+        .unwrap();
+        let want: Vec<(u32, u64)> = ticks
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| (i as u32 + 1, t / 2048 * 2048))
+            .collect();
+        assert_eq!(got, want);
+        // The same spans read as a version 5 reader would: wrong ticks,
+        // which is why the version says it.
+        let mut v5 = Vec::new();
+        get_spans(
+            body,
+            0,
+            &Strings::PACKED,
+            |_| Some(&[][..]),
+            |e| v5.push(e.tick),
+        )
+        .unwrap();
+        assert_ne!(v5[0], want[0].1);
+    }
 }

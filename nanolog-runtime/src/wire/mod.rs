@@ -27,8 +27,10 @@ pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
 /// batch of entries in a compressed BLOCK entry (a reader of version 3
 /// would skip it as an entry it does not know, and lose its records).
 /// Version 5 packs a string of lowercase hex digits two a byte (a reader of
-/// version 4 would read it as text of another length).
-pub const VERSION: u16 = 5;
+/// version 4 would read it as text of another length). Version 6 states a
+/// span's tick in units of the largest power of two of ticks not over a
+/// microsecond (a reader of version 5 would take them for ticks).
+pub const VERSION: u16 = 6;
 /// The oldest format version this crate reads.
 pub const MIN_VERSION: u16 = 1;
 /// The site id of an extent's context switch (no call site has id 0).
