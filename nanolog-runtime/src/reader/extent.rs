@@ -1,7 +1,7 @@
 //! Walking the records of an extent (one thread's run of records).
 
 use super::error::ReadError;
-use super::file::{Item, LogFile};
+use super::file::{Item, LogFile, Wave};
 use super::record::Record;
 use super::time::TimeMap;
 use crate::wire::dict::SiteEntry;
@@ -96,27 +96,7 @@ impl LogFile {
     }
 }
 
-/// A run of a file's records as [`LogFile::open_streamed`] indexes it:
-/// the extents the index reached since the last run, with the bytes of the
-/// blocks it inflated for them, held only while the run is read.
-///
-/// The file it gives is indexed up to the run's end: every site, string
-/// and span its records use is there (the format writes them before their
-/// first use). Their wall-clock times are of the clock pairs read so far:
-/// a record past the last one is placed by the clock's rate until the next
-/// pair is read; a reader that needs the file's exact times reads the
-/// opened file.
-pub struct Wave<'w> {
-    pub(super) file: &'w LogFile,
-    /// The run's blocks' entries, one block after another (empty when
-    /// none was inflated).
-    pub(super) bytes: &'w [u8],
-    /// The position of `bytes[0]`.
-    pub(super) base: usize,
-    /// Its extents and drops: these of the file's `order`.
-    pub(super) items: std::ops::Range<usize>,
-}
-
+/// Reading a [`Wave`]'s records (the type is the index's, in `file.rs`).
 impl<'w> Wave<'w> {
     /// The file, as indexed up to the run's end.
     pub fn file(&self) -> &'w LogFile {

@@ -6,7 +6,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::error::ReadError;
-use super::extent::Wave;
 use super::inflate;
 use super::map::{load, load_open, Data};
 use super::time::TimeMap;
@@ -240,6 +239,27 @@ fn next_wave<'t>(data: &[u8], tops: &'t [Top], wave: usize) -> (&'t [Top], usize
         n += 1;
     }
     (&tops[..n], raw)
+}
+
+/// A run of a file's records as [`LogFile::open_streamed`] indexes it:
+/// the extents the index reached since the last run, with the bytes of the
+/// blocks it inflated for them, held only while the run is read.
+///
+/// The file it gives is indexed up to the run's end: every site, string
+/// and span its records use is there (the format writes them before their
+/// first use). Their wall-clock times are of the clock pairs read so far:
+/// a record past the last one is placed by the clock's rate until the next
+/// pair is read; a reader that needs the file's exact times reads the
+/// opened file.
+pub struct Wave<'w> {
+    pub(super) file: &'w LogFile,
+    /// The run's blocks' entries, one block after another (empty when
+    /// none was inflated).
+    pub(super) bytes: &'w [u8],
+    /// The position of `bytes[0]`.
+    pub(super) base: usize,
+    /// Its extents and drops: these of the file's `order`.
+    pub(super) items: std::ops::Range<usize>,
 }
 
 /// A wave's blocks inflated ahead, while the wave before it was read (see
