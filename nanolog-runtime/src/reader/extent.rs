@@ -45,11 +45,7 @@ impl LogFile {
     ) {
         let mut buf = Vec::new();
         let mut loaded = None;
-        let extents = self.order().iter().filter_map(|&(thread, it)| match it {
-            Item::Extent { start, end, ctx } => Some((thread, start, end, ctx)),
-            Item::Drop { .. } => None,
-        });
-        for (thread, start, end, ctx) in extents.skip(range.start).take(range.len()) {
+        for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
             let body = match self.lazy_block(start) {
                 Some(b) => {
                     if loaded != Some(b) {
@@ -105,16 +101,7 @@ impl<'w> Wave<'w> {
 
     /// How many extents the run holds.
     pub fn extent_count(&self) -> usize {
-        self.extents().count()
-    }
-
-    fn extents(&self) -> impl Iterator<Item = (u32, usize, usize, u32)> + 'w {
-        self.file.order()[self.items.clone()]
-            .iter()
-            .filter_map(|&(thread, it)| match it {
-                Item::Extent { start, end, ctx } => Some((thread, start, end, ctx)),
-                Item::Drop { .. } => None,
-            })
+        extents(&self.file.order()[self.items.clone()]).count()
     }
 
     /// Calls `f` with each record of the run's extents in `range`
@@ -125,7 +112,8 @@ impl<'w> Wave<'w> {
         range: std::ops::Range<usize>,
         mut f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
-        for (thread, start, end, ctx) in self.extents().skip(range.start).take(range.len()) {
+        let items = &self.file.order()[self.items.clone()];
+        for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
             let body = if start >= self.base {
                 self.bytes
                     .get(start - self.base..end - self.base)
@@ -136,6 +124,15 @@ impl<'w> Wave<'w> {
             Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body).for_each(&mut f);
         }
     }
+}
+
+/// The extents among `items` (a file's order, or part of it), in their
+/// order: (thread, start, end, context), as `scan_extents` counts them.
+fn extents(items: &[(u32, Item)]) -> impl Iterator<Item = (u32, usize, usize, u32)> + '_ {
+    items.iter().filter_map(|&(thread, it)| match it {
+        Item::Extent { start, end, ctx } => Some((thread, start, end, ctx)),
+        Item::Drop { .. } => None,
+    })
 }
 
 /// The records of a range of extents, from [`LogFile::records_of_extents`];

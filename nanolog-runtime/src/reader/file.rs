@@ -814,6 +814,8 @@ impl LogFile {
         // `spare` while `on_wave` reads this one (see `Prefetched`).
         let mut spare = Vec::new();
         let mut prefetched: Option<Prefetched> = None;
+        // How many clock pairs the map a wave's records see was made of.
+        let mut mapped_pairs = usize::MAX;
         let mut rest = &tops[..];
         while !rest.is_empty() {
             // While blocks stay, a wave is what is left of the budget (at
@@ -887,7 +889,11 @@ impl LogFile {
                 if let Some(buf) = resident.as_mut() {
                     self.inflated = std::mem::take(buf);
                 }
-                self.time = TimeMap::new(self.header.ticks_per_second, pairs.clone());
+                // (Pairs are only added: a map rebuilt only when one was.)
+                if pairs.len() != mapped_pairs {
+                    self.time = TimeMap::new(self.header.ticks_per_second, pairs.clone());
+                    mapped_pairs = pairs.len();
+                }
                 self.derive();
                 let next = next_wave(data, rest, LAZY_WAVE).0;
                 let this = &*self;
