@@ -312,7 +312,7 @@ fn a_version_5_file_reads_as_its_writer_wrote_it() {
     assert!(span_ticks.iter().filter(|&&t| t % 2048 == 0).count() < 10);
 }
 
-/// A file written now (format version 6) states its spans' ticks in units
+/// A file written now (format version 6 on) states its spans' ticks in units
 /// of about a microsecond: each span reads as the start of its unit, at
 /// most one unit before its first record.
 #[test]
@@ -331,9 +331,9 @@ fn spans_of_a_version_6_file_are_stated_to_their_unit() {
     }
     drop(logger);
     let log = LogFile::open(&path).unwrap();
-    assert_eq!(log.header().version, 6);
+    assert_eq!(log.header().version, 7);
     let unit =
-        1u64 << nanolog_runtime::wire::dict::span_tick_shift(6, log.header().ticks_per_second);
+        1u64 << nanolog_runtime::wire::dict::span_tick_shift(7, log.header().ticks_per_second);
     assert!(
         unit > 1,
         "a clock of {} ticks/s",
@@ -348,5 +348,125 @@ fn spans_of_a_version_6_file_are_stated_to_their_unit() {
         n += 1;
     }
     assert_eq!(n, 500);
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The records of the workload that wrote `tests/fixtures/version6.nlog`
+/// (see [`a_version_6_file_reads_as_its_writer_wrote_it`]), each as its
+/// message and its spans, as `decode` shows them.
+fn version6_workload_lines() -> Vec<String> {
+    let mut want = Vec::new();
+    for i in 0..200u64 {
+        let user = format!("user-{:02}", i % 12);
+        let key = format!("orders:{}", i * 7919 % 100_000);
+        let request = format!("request{{id={i} user={user:?}}}");
+        want.push(format!("req {i} key={key} [{request}]"));
+        want.push(format!(
+            "rows {} [{request} query{{table=\"orders\"}}]",
+            i % 50
+        ));
+        want.push(format!("done {i} user={user} [{request}]"));
+    }
+    want
+}
+
+/// Each record of `log` as its message and its spans.
+fn lines_of(log: &LogFile) -> Vec<String> {
+    log.records()
+        .map(|r| {
+            let r = r.unwrap();
+            let spans: Vec<String> = r
+                .spans()
+                .iter()
+                .map(|s| {
+                    let mut t = String::new();
+                    s.render(&mut t);
+                    t
+                })
+                .collect();
+            format!("{} [{}]", r.message(), spans.join(" "))
+        })
+        .collect()
+}
+
+/// A file of format version 6 (`tests/fixtures/version6.nlog`, written by
+/// this crate at e12749e: 600 records in compressed blocks, in nested
+/// spans, its keys and users strings that end in digits, written as text;
+/// its span contexts and context switches as version 6 numbers them) reads
+/// as its writer wrote it. The program that wrote it:
+///
+/// ```text
+/// for i in 0..200u64 {
+///     let user = format!("user-{:02}", i % 12);
+///     let key = format!("orders:{}", i * 7919 % 100_000);
+///     let _r = nanolog::span!("request", id = i, user = user.as_str());
+///     nanolog::info!("req {} key={}", i, key.as_str());
+///     {
+///         let _q = nanolog::span!("query", table = "orders");
+///         nanolog::info!("rows {}", i % 50);
+///     }
+///     nanolog::info!("done {} user={}", i, user.as_str());
+///     if i % 40 == 39 {
+///         logger.flush().unwrap();
+///         std::thread::sleep(std::time::Duration::from_millis(2));
+///     }
+/// }
+/// ```
+#[test]
+fn a_version_6_file_reads_as_its_writer_wrote_it() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/version6.nlog");
+    let log = LogFile::open(&path).unwrap();
+    assert_eq!(log.header().version, 6);
+    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    assert_eq!(lines_of(&log), version6_workload_lines());
+    // Version 6 packs no numbered strings.
+    for r in log.records() {
+        assert!(r.unwrap().args().all(|v| !matches!(v, Value::Numbered(_))));
+    }
+}
+
+/// The same workload written now (format version 7): strings that end in
+/// digits after a prefix seen before are packed as the prefix's id and the
+/// number, spans numbered one after another carry no context of their own,
+/// switches state their context relatively; every record reads as logged,
+/// in its spans.
+#[test]
+fn a_version_7_file_packs_numbered_strings_and_reads_as_logged() {
+    let _s = serial();
+    let path = std::env::temp_dir().join(format!("nanolog-numbered-{}.nlog", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(false)
+        .start()
+        .unwrap();
+    for i in 0..200u64 {
+        let user = format!("user-{:02}", i % 12);
+        let key = format!("orders:{}", i * 7919 % 100_000);
+        let _r = nanolog::span!("request", id = i, user = user.as_str());
+        nanolog::info!("req {} key={}", i, key.as_str());
+        {
+            let _q = nanolog::span!("query", table = "orders");
+            nanolog::info!("rows {}", i % 50);
+        }
+        nanolog::info!("done {} user={}", i, user.as_str());
+    }
+    drop(logger);
+    let log = LogFile::open(&path).unwrap();
+    assert_eq!(log.header().version, 7);
+    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    assert_eq!(lines_of(&log), version6_workload_lines());
+    // Every key past the first sightings of its prefix is packed.
+    let numbered = log
+        .records()
+        .filter(|r| {
+            r.as_ref()
+                .unwrap()
+                .args()
+                .any(|v| matches!(v, Value::Numbered(n) if n.prefix() == "orders:"))
+        })
+        .count();
+    assert!(numbered >= 190, "{numbered} keys packed");
     let _ = std::fs::remove_file(&path);
 }

@@ -646,7 +646,7 @@ fn kind_name(v: &Value<'_>) -> &'static str {
     match v {
         Value::Bool(_) => "a bool",
         Value::Char(_) => "a char",
-        Value::Str(_) | Value::Hex(_) => "a string",
+        Value::Str(_) | Value::Hex(_) | Value::Numbered(_) => "a string",
         Value::Rendered(_) => "a value formatted at the call site",
         _ => "a number",
     }

@@ -28,6 +28,8 @@ struct Fixtures {
     rotated: Vec<PathBuf>,
     /// Flushed every 50 records: many small extents.
     chunks: PathBuf,
+    /// Strings that end in digits after prefixes met again and again.
+    numbered: PathBuf,
 }
 
 const PER_WORKER: u64 = 2_000;
@@ -140,7 +142,15 @@ fn build_fixtures() -> Fixtures {
         rotated.push(base.clone());
         assert_eq!(rotated.len() as u64, files);
 
+        let numbered = dir.join("numbered.nlog");
+        let logger = nanolog::Logger::builder().path(&numbered).start().unwrap();
+        for (i, key) in numbered_keys().iter().enumerate() {
+            nanolog::info!("key {} of {}", key.as_str(), i);
+        }
+        drop(logger);
+
         Fixtures {
+            numbered,
             dir,
             main,
             second,
@@ -150,6 +160,56 @@ fn build_fixtures() -> Fixtures {
             chunks,
         }
     }
+}
+
+/// The keys of the `numbered` fixture: a user with zeros before its number,
+/// an order, an address, and a number that is all zeros.
+fn numbered_keys() -> Vec<String> {
+    (0..60u64)
+        .map(|i| match i % 4 {
+            0 => format!("user-{:03}", i % 17),
+            1 => format!("orders:{}", i * 7919),
+            2 => format!("10.0.0.{i}"),
+            _ => format!("batch-{}", "0".repeat(1 + (i % 3) as usize)),
+        })
+        .collect()
+}
+
+/// Strings that end in digits after a prefix the file met before (format
+/// version 7 writes them as the prefix's reference and the number) print
+/// as they were logged, in text and in JSON.
+#[test]
+fn numbered_strings_print_as_logged_in_text_and_json() {
+    let f = fixtures();
+    let keys = numbered_keys();
+    let text = ok(&["decode", p(&f.numbered)]);
+    let msgs: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_once("]: ").map_or(l, |(_, m)| m))
+        .collect();
+    let want: Vec<String> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| format!("key {k} of {i}"))
+        .collect();
+    assert_eq!(msgs, want);
+    let all = json_lines(&["decode", "--format", "json", p(&f.numbered)]);
+    assert_eq!(all.len(), keys.len());
+    for ((j, k), i) in all.iter().zip(&keys).zip(0u64..) {
+        assert_eq!(j["args"], serde_json::json!([k, i]));
+    }
+    // Most of them were packed (their prefixes met before).
+    let log = nanolog::reader::LogFile::open(&f.numbered).unwrap();
+    let packed = log
+        .records()
+        .filter(|r| {
+            r.as_ref()
+                .unwrap()
+                .args()
+                .any(|v| matches!(v, nanolog::reader::Value::Numbered(_)))
+        })
+        .count();
+    assert!(packed >= 40, "{packed} of {} packed", keys.len());
 }
 
 fn json_lines(args: &[&str]) -> Vec<Json> {
@@ -570,7 +630,7 @@ fn info_shows_dictionary_threads_and_counts() {
     let out = ok(&["info", p(&f.main)]);
     for want in [
         // The version this build writes (FORMAT.md).
-        "format version:  6",
+        "format version:  7",
         "ticks/s",
         "Hello World # {}",
         "alpha",

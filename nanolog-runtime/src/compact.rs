@@ -241,6 +241,11 @@ impl CompactArg for &str {
             Some(id) => put_unsigned(out, (u64::from(id) << 1) | 1),
             None => {
                 let inline = record::InlineStr::of(bytes);
+                if let Some((id, tail)) = inline.numbered(strings) {
+                    let code = put_unsigned(out, record::numbered_number(id))?;
+                    out.put_varint(tail)?;
+                    return Some(code);
+                }
                 let code = put_unsigned(out, inline.number())?;
                 let mut room = true;
                 inline.bytes(|b| room &= out.put(b).is_some());

@@ -1044,12 +1044,15 @@ fn out_limit(w: &Writer) -> usize {
 }
 
 /// A context switch in the open extent `o` if its records are not in
-/// context `ctx` already.
+/// context `ctx` already: the context as its difference from the one the
+/// extent was in (0 as it opens). A worker of a service moves among the
+/// requests in flight, whose contexts were given out lately: a byte or two
+/// where the context itself grew to three and four as a file went on.
 #[inline]
 fn switch_to(out: &mut Vec<u8>, o: &mut Open, ctx: u32) {
     if ctx != o.ctx {
         put_varint(out, u64::from(crate::wire::CONTEXT_SWITCH));
-        put_varint(out, u64::from(ctx));
+        put_varint(out, crate::wire::zigzag(i64::from(ctx) - i64::from(o.ctx)));
         o.ctx = ctx;
     }
 }

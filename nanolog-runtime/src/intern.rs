@@ -362,6 +362,69 @@ mod tests {
             assert_eq!(end, out.len());
         }
         // A reference to a string the file does not define: an error.
-        assert!(decode_args(&kinds, &second, &mut 0, Strings::PACKED, |_| {}).is_none());
+        assert!(decode_args(&kinds, &second, &mut 0, Strings::NUMBERED, |_| {}).is_none());
+    }
+
+    #[test]
+    fn strings_that_end_in_digits_after_a_defined_prefix_are_packed_and_read_as_written() {
+        use crate::wire::format::ArgKind;
+        use crate::wire::record::{compact_with, decode_args, raw_strs, skip_args, Value};
+        let kinds = [ArgKind::Str];
+        let mut table = Interner::new();
+        let one = |table: &mut Interner, s: &str| {
+            let mut out = Vec::new();
+            compact_with(&kinds, &raw_strs(&[s]), &mut out, table).unwrap();
+            let mut got = Vec::new();
+            decode_args(&kinds, &out, &mut 0, table.strings(), |v| got.push(v)).unwrap();
+            assert_eq!(got.len(), 1);
+            let text = match got[0] {
+                Value::Str(t) => t.to_string(),
+                Value::Numbered(n) => n.to_string(),
+                Value::Hex(h) => h.to_string(),
+                v => panic!("{v:?}"),
+            };
+            assert_eq!(text, s, "{out:?}");
+            let mut end = 0;
+            skip_args(&kinds, &out, &mut end, &table.strings()).unwrap();
+            assert_eq!(end, out.len(), "{s}");
+            let packed = matches!(got[0], Value::Numbered(_));
+            (out, packed)
+        };
+        // Each key is new; their prefix is defined at its third sighting
+        // (the prefix of a string is looked up once the string is not).
+        let keys = ["orders:48213", "orders:7", "orders:100000", "orders:0"];
+        let (first, packed) = one(&mut table, keys[0]);
+        assert!(!packed);
+        assert!(!one(&mut table, keys[1]).1);
+        let (third, packed) = one(&mut table, keys[2]);
+        assert!(packed, "{third:?}");
+        assert!(third.len() + 6 < first.len(), "{first:?} {third:?}");
+        assert!(one(&mut table, keys[3]).1);
+        // Zeros before the number, and digits that are all zeros, come back.
+        for s in ["orders:007", "orders:000", "orders:00000000000000001"] {
+            let (_, packed) = one(&mut table, s);
+            assert_eq!(packed, s.len() - "orders:".len() <= 17, "{s}");
+        }
+        // Not numbered: all digits, no digits, a prefix too short to define,
+        // a tail longer than 17 digits, hex digits (packed as such).
+        for s in [
+            "48213",
+            "orders:",
+            "a1",
+            "orders:123456789012345678",
+            "0123456789abcdef",
+        ] {
+            for _ in 0..3 {
+                assert!(!one(&mut table, s).1, "{s}");
+            }
+        }
+        // A prefix the file does not define: an error, not a wrong string.
+        let mut out = Vec::new();
+        compact_with(&kinds, &raw_strs(&["orders:5"]), &mut out, &mut table).unwrap();
+        assert!(decode_args(&kinds, &out, &mut 0, Strings::NUMBERED, |_| {}).is_none());
+        // Cut anywhere: an error, never a panic.
+        for n in 0..out.len() {
+            assert!(decode_args(&kinds, &out[..n], &mut 0, table.strings(), |_| {}).is_none());
+        }
     }
 }

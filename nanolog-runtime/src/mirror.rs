@@ -123,7 +123,7 @@ impl Mirror {
         let mut text = String::new();
         let mut args = Vec::new();
         if record::compact(&reg.kinds, raw, &mut args).is_some()
-            && record::decode_args(&reg.kinds, &args, &mut 0, Strings::PACKED, |v| {
+            && record::decode_args(&reg.kinds, &args, &mut 0, Strings::NUMBERED, |v| {
                 values.push(v)
             })
             .is_some()

@@ -381,6 +381,8 @@ pub fn json_value(v: &Value<'_>, out: &mut String) {
             h.for_each_piece(|d| out.push_str(d));
             out.push('"');
         }
+        // A prefix and digits (format version 7).
+        Value::Numbered(n) => json_string(&n.to_string(), out),
         Value::Rendered(r) => {
             // One value per argument: the first rendering (they differ only
             // when the argument is formatted by several placeholders).

@@ -368,6 +368,8 @@ enum Val<'a> {
     Str(&'a str),
     /// Packed hex digits: the digits.
     Hex(nanolog_runtime::reader::HexStr<'a>),
+    /// A prefix and decimal digits: the text.
+    Numbered(nanolog_runtime::reader::NumberedStr<'a>),
     Char(char),
     /// An integer outside OTLP's `int64`: its decimal text.
     Wide(i128),
@@ -385,6 +387,7 @@ impl<'a> Val<'a> {
             Value::Char(c) => Val::Char(c),
             Value::Str(s) => Val::Str(s),
             Value::Hex(h) => Val::Hex(h),
+            Value::Numbered(n) => Val::Numbered(n),
             // One value per argument: the first rendering (they differ
             // only when several placeholders format the argument).
             Value::Rendered(r) => Val::Str(r.get(0).unwrap_or("")),
@@ -410,6 +413,9 @@ fn put(attrs: &mut Vec<KeyValue>, n: &mut usize, key: &str, v: Val<'_>) {
             match text {
                 Val::Str(t) => s.push_str(t),
                 Val::Hex(h) => h.for_each_piece(|d| s.push_str(d)),
+                Val::Numbered(n) => {
+                    let _ = write!(s, "{n}");
+                }
                 Val::Char(c) => s.push(c),
                 Val::Wide(i) => {
                     let _ = write!(s, "{i}");

@@ -204,6 +204,12 @@ pub(crate) struct Extent<'a> {
     /// The context of its next record (see `Item::Extent`): where the
     /// extent starts, then its last context switch.
     ctx: u32,
+    /// The context its last switch named, as the file numbers contexts (0
+    /// before its first): a switch of format version 7 states its context
+    /// as the difference from it.
+    switched: u32,
+    /// Its file is of version 7 on (see `switched`).
+    relative_switches: bool,
     body: &'a [u8],
     body_offset: usize,
     pos: usize,
@@ -262,6 +268,8 @@ impl<'a> Extent<'a> {
             file,
             thread,
             ctx,
+            switched: 0,
+            relative_switches: file.header().version >= 7,
             body,
             body_offset: start,
             pos: base.map_or(body.len(), |(_, pos)| pos),
@@ -314,12 +322,20 @@ impl<'a> Extent<'a> {
                 break;
             }
             // The thread's context changes here (version 2): the records
-            // after are in the context it names.
-            let Some(ctx) =
-                get_varint(self.body, &mut self.pos).and_then(|c| u32::try_from(c).ok())
-            else {
+            // after are in the context it names (from version 7, by its
+            // difference from the one the extent's previous switch named).
+            let Some(v) = get_varint(self.body, &mut self.pos) else {
                 return Some(Err(self.fail("truncated context switch")));
             };
+            let ctx = if self.relative_switches {
+                u32::try_from(i64::from(self.switched) + wire::unzigzag(v)).ok()
+            } else {
+                u32::try_from(v).ok()
+            };
+            let Some(ctx) = ctx else {
+                return Some(Err(self.fail("context switch out of range")));
+            };
+            self.switched = ctx;
             self.ctx = self.file.context_of(ctx);
         }
         let delta = get_varint(self.body, &mut self.pos);

@@ -1395,7 +1395,7 @@ impl LogFile {
         let mut defs = Vec::new();
         let all = dict::get_spans(
             body,
-            dict::span_tick_shift(self.header.version, self.header.ticks_per_second),
+            dict::SpanForm::of(self.header.version, self.header.ticks_per_second),
             &Strings::of_version(self.header.version),
             kinds_of,
             |e| defs.push(e),

@@ -34,7 +34,7 @@ pub use crate::text::utc::rfc3339;
 pub use crate::wire::dict::SiteEntry;
 pub use crate::wire::format::{Align, ArgKind, Count, Piece, Role, Spec, Ty};
 pub use crate::wire::header::{Header, HeaderError};
-pub use crate::wire::record::{HexStr, PreformattedStrs, Value};
+pub use crate::wire::record::{HexStr, NumberedStr, PreformattedStrs, Value};
 pub use error::ReadError;
 pub use extent::ExtentRecords;
 pub use file::{__set_read_resident, Gap, LogFile, Refresh, SpanRef, ThreadInfo, Wave};

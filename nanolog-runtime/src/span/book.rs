@@ -266,7 +266,7 @@ impl Book {
         let key = match kinds
             .len()
             .checked_sub(1)
-            .and_then(|i| record::nth_arg(kinds, &args, 0, i, record::Strings::PACKED))
+            .and_then(|i| record::nth_arg(kinds, &args, 0, i, record::Strings::NUMBERED))
         {
             Some(Value::Uint(v)) => v as u64,
             _ => {

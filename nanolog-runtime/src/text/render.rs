@@ -51,6 +51,11 @@ fn render_arg(spec: &Spec, kind: ArgKind, v: &Value<'_>, args: &[Value<'_>], out
             h.for_each_piece(|d| out.push_str(d));
         }
         Value::Hex(h) => render_str(&h.to_string(), spec, alt, width, precision, out),
+        // A prefix and digits (format version 7): as its text.
+        Value::Numbered(n) if spec.ty != Ty::Debug && width.is_none() && precision.is_none() => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Numbered(n) => render_str(&n.to_string(), spec, alt, width, precision, out),
         Value::Char(c) => {
             if spec.ty == Ty::Debug {
                 let _ = write!(out, "{c:?}");

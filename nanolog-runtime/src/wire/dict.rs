@@ -326,13 +326,36 @@ pub fn span_tick_shift(version: u16, ticks_per_second: f64) -> u32 {
     (per_us.min(9.2e18) as u64).ilog2()
 }
 
-/// The SPAN body of format version 3, several spans in one entry, built a
-/// span at a time: `count: varint`, then each span as `ctx: varint` (less
-/// the previous span's in the entry, wrapping at 2^32), `parent: varint`
-/// (0: none, else `ctx` less the parent, wrapping), `site: varint`, `tick:
+/// How a file's SPAN entries state their spans, by its format version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpanForm {
+    /// Bits a span's tick drops (see [`span_tick_shift`]).
+    pub shift: u32,
+    /// Version 7: a span's site comes first, shifted left by one; its low
+    /// bit clear, the span's context is the previous span's plus one (the
+    /// writer numbers spans as it writes them) and is not written.
+    pub numbered: bool,
+}
+
+impl SpanForm {
+    /// The form of a file of `version` whose clock runs `ticks_per_second`.
+    pub fn of(version: u16, ticks_per_second: f64) -> SpanForm {
+        SpanForm {
+            shift: span_tick_shift(version, ticks_per_second),
+            numbered: version >= 7,
+        }
+    }
+}
+
+/// The SPAN body of format version 7, several spans in one entry, built a
+/// span at a time: `count: varint`, then each span as `site: varint`
+/// (shifted left by one, plus 1 when `ctx` follows), `ctx: varint` (less
+/// the previous span's in the entry, wrapping at 2^32; when it is not 1),
+/// `parent: varint` (0: none, else `ctx` less the parent, wrapping), `tick:
 /// varint` (zigzag of the tick less the previous span's in the entry, both
 /// in units of `2^shift` ticks: see [`span_tick_shift`]), then its
-/// arguments as a record stores them.
+/// arguments as a record stores them. (Versions 3 to 6: `ctx`, `parent`,
+/// `site`, `tick`, each always there.)
 #[derive(Debug, Default)]
 pub(crate) struct SpanBatch {
     body: Vec<u8>,
@@ -363,14 +386,19 @@ impl SpanBatch {
         put_args: impl FnOnce(&mut Vec<u8>),
     ) {
         let b = &mut self.body;
-        put_varint(b, u64::from(ctx.wrapping_sub(self.prev_ctx)));
+        // Contexts are given out one after another as spans are written:
+        // the next one is most spans' own (a byte a span, before).
+        let step = ctx.wrapping_sub(self.prev_ctx);
+        put_varint(b, (u64::from(site) << 1) | u64::from(step != 1));
+        if step != 1 {
+            put_varint(b, u64::from(step));
+        }
         let up = if parent == 0 {
             0
         } else {
             ctx.wrapping_sub(parent)
         };
         put_varint(b, u64::from(up));
-        put_varint(b, u64::from(site));
         let units = tick >> self.shift;
         put_varint(b, zigzag(units.wrapping_sub(self.prev_tick) as i64));
         put_args(b);
@@ -406,15 +434,15 @@ impl SpanBatch {
     }
 }
 
-/// Reads a SPAN body of format version 3 (FORMAT.md, "SPAN"), calling `f`
-/// with each span; `kinds_of` gives a site's argument kinds (to find where
-/// a span's arguments end); its ticks drop `shift` bits (see
-/// [`span_tick_shift`]: a span's tick is given as the start of its unit).
+/// Reads a SPAN body of format version 3 on (FORMAT.md, "SPAN") in the
+/// file's `form`, calling `f` with each span; `kinds_of` gives a site's
+/// argument kinds (to find where a span's arguments end); a span's tick is
+/// given as the start of its unit (see [`span_tick_shift`]).
 /// `None` when the body is damaged or a span's site is unknown: the spans
 /// before it were given to `f`.
 pub fn get_spans<'a, 'k>(
     b: &'a [u8],
-    shift: u32,
+    form: SpanForm,
     strings: &super::record::Strings<'_>,
     kinds_of: impl Fn(u32) -> Option<&'k [ArgKind]>,
     mut f: impl FnMut(SpanEntry<'a>),
@@ -423,10 +451,26 @@ pub fn get_spans<'a, 'k>(
     let count = get_varint(b, pos)?;
     let (mut ctx, mut tick) = (0u32, 0u64);
     for _ in 0..count {
-        ctx = ctx.wrapping_add(get_u32(b, pos)?);
+        let site = if form.numbered {
+            let flagged = get_varint(b, pos)?;
+            let step = if flagged & 1 == 1 {
+                get_u32(b, pos)?
+            } else {
+                1
+            };
+            ctx = ctx.wrapping_add(step);
+            u32::try_from(flagged >> 1).ok()?
+        } else {
+            ctx = ctx.wrapping_add(get_u32(b, pos)?);
+            0
+        };
         let up = get_u32(b, pos)?;
         let parent = if up == 0 { 0 } else { ctx.wrapping_sub(up) };
-        let site = get_u32(b, pos)?;
+        let site = if form.numbered {
+            site
+        } else {
+            get_u32(b, pos)?
+        };
         tick = tick.wrapping_add(unzigzag(get_varint(b, pos)?) as u64);
         let at = *pos;
         // Only the file's form of strings matters for skipping (references
@@ -436,7 +480,7 @@ pub fn get_spans<'a, 'k>(
             ctx,
             parent,
             site,
-            tick: tick.checked_shl(shift).unwrap_or(0),
+            tick: tick.checked_shl(form.shift).unwrap_or(0),
             args: &b[at..*pos],
         });
     }
@@ -617,10 +661,11 @@ mod tests {
             panic!("not an entry");
         };
         let mut got = Vec::new();
+        let form = SpanForm::of(7, 2.4e9);
         get_spans(
             body,
-            shift,
-            &Strings::PACKED,
+            form,
+            &Strings::NUMBERED,
             |_| Some(&[][..]),
             |e| got.push((e.ctx, e.tick)),
         )
@@ -636,12 +681,59 @@ mod tests {
         let mut v5 = Vec::new();
         get_spans(
             body,
-            0,
-            &Strings::PACKED,
+            SpanForm { shift: 0, ..form },
+            &Strings::NUMBERED,
             |_| Some(&[][..]),
             |e| v5.push(e.tick),
         )
         .unwrap();
         assert_ne!(v5[0], want[0].1);
+    }
+
+    #[test]
+    fn spans_numbered_one_after_another_carry_no_context_of_their_own() {
+        let form = SpanForm::of(7, 2.4e9);
+        // (ctx, parent, site): a run, a gap, a root, a site past one byte.
+        let spans = [
+            (10, 0, 3),
+            (11, 10, 4),
+            (12, 10, 4),
+            (40, 11, 3),
+            (41, 0, 200),
+            (42, 41, 5),
+        ];
+        let mut batch = SpanBatch::new(form.shift);
+        for &(ctx, parent, site) in &spans {
+            batch.push(ctx, parent, site, 1 << 30, |_| {});
+        }
+        let mut out = Vec::new();
+        batch.put_entry(&mut out);
+        let Frame::Ok { body, .. } = frame_at(&out, 0) else {
+            panic!("not an entry");
+        };
+        let mut got = Vec::new();
+        get_spans(
+            body,
+            form,
+            &Strings::NUMBERED,
+            |_| Some(&[][..]),
+            |e| got.push((e.ctx, e.parent, e.site)),
+        )
+        .unwrap();
+        assert_eq!(got, spans);
+        // The count, then per span: site and flag (site 200 in two bytes),
+        // its context where it is not the next one (10 and 40 only), the
+        // parent, the tick (the first's, then no change).
+        assert_eq!(body.len(), 1 + 7 + 2 + 6 + (3 + 5), "{body:?}");
+        // Read in the form of version 6 (the context first): not these spans.
+        let mut v6 = Vec::new();
+        let _ = get_spans(
+            body,
+            SpanForm::of(6, 2.4e9),
+            &Strings::NUMBERED,
+            |_| Some(&[][..]),
+            |e| v6.push((e.ctx, e.parent, e.site)),
+        );
+        assert_ne!(v6, spans);
     }
 }

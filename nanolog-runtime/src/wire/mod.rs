@@ -29,8 +29,13 @@ pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
 /// Version 5 packs a string of lowercase hex digits two a byte (a reader of
 /// version 4 would read it as text of another length). Version 6 states a
 /// span's tick in units of the largest power of two of ticks not over a
-/// microsecond (a reader of version 5 would take them for ticks).
-pub const VERSION: u16 = 6;
+/// microsecond (a reader of version 5 would take them for ticks). Version 7
+/// packs a string that ends in decimal digits after a prefix the file
+/// defines as the prefix's id and the number (a reader of version 6 would
+/// take it for hex digits), numbers a SPAN entry's spans one after another
+/// unless a span says otherwise, and states a context switch's context as
+/// its difference from the extent's previous one.
+pub const VERSION: u16 = 7;
 /// The oldest format version this crate reads.
 pub const MIN_VERSION: u16 = 1;
 /// The site id of an extent's context switch (no call site has id 0).

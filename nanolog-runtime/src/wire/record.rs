@@ -20,7 +20,13 @@
 //! even `v` says more: `v % 4 == 0`, `v / 4` bytes of UTF-8; `v % 4 == 2`,
 //! `v / 4` bytes holding twice as many lowercase hex digits, two a byte,
 //! the first in the high half (a request id, a trace id, a digest: half
-//! the bytes). [`Strings`] says which.
+//! the bytes). From version 7 the hex digits' number is `v / 8` bytes
+//! with `v % 8 == 2`, and `v % 8 == 6` is a string that ends in decimal
+//! digits after a prefix the file defines (`orders:48213`, `user-07`,
+//! `10.0.0.12`): the prefix is string id `v >> 3`, and a varint follows,
+//! the number the digits make shifted left by 5 bits, plus how many zeros
+//! stand before it (a few bytes where the text took a dozen). [`Strings`]
+//! says which.
 
 use crate::wire::format::ArgKind;
 
@@ -46,6 +52,9 @@ pub enum Value<'a> {
     /// A string of lowercase hex digits, as the file packs it (format
     /// version 5): shown as the digits.
     Hex(HexStr<'a>),
+    /// A string of a prefix the file defines and decimal digits, as the
+    /// file packs it (format version 7): shown as the prefix and the digits.
+    Numbered(NumberedStr<'a>),
     /// A value rendered at the call site: one string per placeholder using it.
     Rendered(PreformattedStrs<'a>),
 }
@@ -98,6 +107,80 @@ impl std::fmt::Display for HexStr<'_> {
     }
 }
 
+/// A string that is a prefix and decimal digits, as a file packs it (format
+/// version 7): `Display` shows the prefix, then the digits (leading zeros
+/// included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NumberedStr<'a> {
+    prefix: &'a str,
+    /// Zeros before the number's digits (`user-007`: 2).
+    zeros: u8,
+    number: u64,
+}
+
+impl<'a> NumberedStr<'a> {
+    /// The text before the digits.
+    pub fn prefix(&self) -> &'a str {
+        self.prefix
+    }
+
+    /// The number the digits make.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// How many zeros stand before the number's digits.
+    pub fn zeros(&self) -> usize {
+        usize::from(self.zeros)
+    }
+}
+
+impl std::fmt::Display for NumberedStr<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.prefix)?;
+        for _ in 0..self.zeros {
+            f.write_str("0")?;
+        }
+        write!(f, "{}", self.number)
+    }
+}
+
+/// The most digits a numbered string's tail holds (its number then fits
+/// in 57 bits, and with its count of zeros in a `u64`).
+const MAX_TAIL_DIGITS: usize = 17;
+
+/// Bits of a numbered string's varint that count its zeros.
+const ZERO_BITS: u32 = 5;
+
+/// `s` as a prefix and its decimal tail, if it is one a writer packs so
+/// (format version 7): at least one byte of prefix, ending in a byte that
+/// is not a digit, then 1 to [`MAX_TAIL_DIGITS`] digits; with the varint
+/// the tail is written as (the number shifted left by [`ZERO_BITS`], plus
+/// the zeros before it; all zeros: the number 0 after the others).
+#[inline]
+pub(crate) fn numbered_parts(s: &[u8]) -> Option<(&[u8], u64)> {
+    let digits = s.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 || digits > MAX_TAIL_DIGITS || digits == s.len() {
+        return None;
+    }
+    let (prefix, tail) = s.split_at(s.len() - digits);
+    let zeros = tail[..digits - 1]
+        .iter()
+        .take_while(|&&c| c == b'0')
+        .count();
+    let number = tail[zeros..]
+        .iter()
+        .fold(0u64, |n, &c| n * 10 + u64::from(c - b'0'));
+    Some((prefix, (number << ZERO_BITS) | zeros as u64))
+}
+
+/// The nibble-coded number of a numbered string whose prefix is string
+/// `id` (format version 7).
+#[inline]
+pub(crate) fn numbered_number(id: u32) -> u64 {
+    (u64::from(id) << 3) | 6
+}
+
 /// The longest string a writer packs as hex digits.
 const MAX_HEX: usize = 1024;
 
@@ -120,11 +203,23 @@ impl<'a> InlineStr<'a> {
         InlineStr { s, hex }
     }
 
+    /// Its prefix's string id and its tail's varint, if it is a numbered
+    /// string whose prefix `strings` defines (see [`numbered_parts`]);
+    /// packed hex digits are not.
+    #[inline]
+    pub(crate) fn numbered(&self, strings: &mut impl StringRefs) -> Option<(u32, u64)> {
+        if self.hex {
+            return None;
+        }
+        let (prefix, tail) = numbered_parts(self.s)?;
+        Some((strings.lookup(prefix)?, tail))
+    }
+
     /// Its number (the nibble-coded value before its bytes).
     #[inline]
     pub(crate) fn number(&self) -> u64 {
         if self.hex {
-            ((self.s.len() as u64 / 2) << 2) | 2
+            ((self.s.len() as u64 / 2) << 3) | 2
         } else {
             (self.s.len() as u64) << 2
         }
@@ -200,9 +295,13 @@ enum Form {
     Length,
     /// Versions 3 and 4: odd, a reference; even, twice its length.
     Tagged,
-    /// Version 5: odd, a reference; else four times its length, plus 2
-    /// for packed hex digits.
+    /// Versions 5 and 6: odd, a reference; else four times its length,
+    /// plus 2 for packed hex digits.
     Packed,
+    /// Version 7: odd, a reference; four times its length for text; eight
+    /// times it, plus 2, for packed hex digits; eight times a prefix's id,
+    /// plus 6, for a numbered string.
+    Numbered,
 }
 
 impl<'a> Strings<'a> {
@@ -223,10 +322,18 @@ impl<'a> Strings<'a> {
         spans: &[],
     };
 
-    /// Version 5 (this writer's) with no strings defined: what the
-    /// writer's own inline encoding decodes by.
+    /// Versions 5 and 6 with no strings defined.
     pub const PACKED: Strings<'static> = Strings {
         form: Form::Packed,
+        bytes: &[],
+        inflated: &[],
+        spans: &[],
+    };
+
+    /// Version 7 (this writer's) with no strings defined: what the
+    /// writer's own inline encoding decodes by.
+    pub const NUMBERED: Strings<'static> = Strings {
+        form: Form::Numbered,
         bytes: &[],
         inflated: &[],
         spans: &[],
@@ -238,7 +345,8 @@ impl<'a> Strings<'a> {
         match version {
             0..=2 => Strings::UNTAGGED,
             3 | 4 => Strings::TAGGED,
-            _ => Strings::PACKED,
+            5 | 6 => Strings::PACKED,
+            _ => Strings::NUMBERED,
         }
     }
 
@@ -452,9 +560,18 @@ fn compact_impl<L: StringRefs>(
                     }
                     None => {
                         let inline = InlineStr::of(bytes);
-                        let code = put_small(out, false, 8, inline.number());
-                        set_nibble(out, code);
-                        inline.bytes(|b| out.extend_from_slice(b));
+                        match inline.numbered(strings) {
+                            Some((id, tail)) => {
+                                let code = put_small(out, false, 8, numbered_number(id));
+                                set_nibble(out, code);
+                                put_varint(out, tail);
+                            }
+                            None => {
+                                let code = put_small(out, false, 8, inline.number());
+                                set_nibble(out, code);
+                                inline.bytes(|b| out.extend_from_slice(b));
+                            }
+                        }
                     }
                 }
                 pos += 4 + len;
@@ -624,6 +741,9 @@ enum StrForm {
     Text(u128),
     /// This many bytes of packed hex digits follow.
     Hex(u128),
+    /// The prefix is the string the file defines with this id; the tail's
+    /// varint follows.
+    Numbered(u128),
     /// The string the file defines with this id.
     Ref(u128),
 }
@@ -637,6 +757,9 @@ fn string_form(v: u128, strings: &Strings<'_>) -> StrForm {
         Form::Tagged => StrForm::Text(v >> 1),
         Form::Packed if v & 2 == 0 => StrForm::Text(v >> 2),
         Form::Packed => StrForm::Hex(v >> 2),
+        Form::Numbered if v & 2 == 0 => StrForm::Text(v >> 2),
+        Form::Numbered if v & 4 == 0 => StrForm::Hex(v >> 3),
+        Form::Numbered => StrForm::Numbered(v >> 3),
     }
 }
 
@@ -662,6 +785,15 @@ fn decode_one<'a>(
                 StrForm::Text(len) => (len, false),
                 StrForm::Hex(len) => (len, true),
                 StrForm::Ref(id) => return strings.get(u64::try_from(id).ok()?).map(Value::Str),
+                StrForm::Numbered(id) => {
+                    let prefix = strings.get(u64::try_from(id).ok()?)?;
+                    let tail = get_varint(buf, pos)?;
+                    return Some(Value::Numbered(NumberedStr {
+                        prefix,
+                        zeros: (tail & ((1 << ZERO_BITS) - 1)) as u8,
+                        number: tail >> ZERO_BITS,
+                    }));
+                }
             };
             if len > (buf.len() - *pos) as u128 {
                 return None;
@@ -777,6 +909,11 @@ fn skip_nibbled(
         let len = match string_form(v, strings) {
             StrForm::Text(len) | StrForm::Hex(len) => len,
             StrForm::Ref(_) => 0,
+            // (Its prefix is a reference, and its tail a varint.)
+            StrForm::Numbered(_) => {
+                get_varint(buf, pos)?;
+                0
+            }
         };
         if neg || len > (buf.len().saturating_sub(*pos)) as u128 {
             return None;
@@ -949,7 +1086,7 @@ mod tests {
         let mut out = Vec::new();
         compact(&kinds, &raw, &mut out).unwrap();
         let mut got = Vec::new();
-        decode_args(&kinds, &out, &mut 0, Strings::PACKED, |v| got.push(v)).unwrap();
+        decode_args(&kinds, &out, &mut 0, Strings::NUMBERED, |v| got.push(v)).unwrap();
         assert_eq!(got[0], Value::Str(s));
         assert!(matches!(got[1], Value::F64(f) if f == 0.0 && f.is_sign_negative()));
         assert_eq!(got[2], Value::Bool(true));
@@ -960,11 +1097,11 @@ mod tests {
         // Truncated anywhere: an error, never a panic or a wrong value.
         for n in 0..out.len() {
             assert!(
-                decode_args(&kinds, &out[..n], &mut 0, Strings::PACKED, |_| {}).is_none(),
+                decode_args(&kinds, &out[..n], &mut 0, Strings::NUMBERED, |_| {}).is_none(),
                 "prefix {n}"
             );
             assert!(
-                skip_args(&kinds, &out[..n], &mut 0, &Strings::PACKED).is_none(),
+                skip_args(&kinds, &out[..n], &mut 0, &Strings::NUMBERED).is_none(),
                 "prefix {n}"
             );
         }
@@ -1015,7 +1152,7 @@ mod tests {
             let mut out = Vec::new();
             compact(&kinds, &raw, &mut out).unwrap();
             let mut got = Vec::new();
-            decode_args(&kinds, &out, &mut 0, Strings::PACKED, |v| got.push(v)).unwrap();
+            decode_args(&kinds, &out, &mut 0, Strings::NUMBERED, |v| got.push(v)).unwrap();
             assert_eq!(got.len(), 3);
             match got[0] {
                 Value::Hex(h) => {
@@ -1040,14 +1177,16 @@ mod tests {
                 "{s}"
             );
             let mut end = 0;
-            skip_args(&kinds, &out, &mut end, &Strings::PACKED).unwrap();
+            skip_args(&kinds, &out, &mut end, &Strings::NUMBERED).unwrap();
             assert_eq!(end, out.len());
             assert_eq!(
-                nth_arg(&kinds, &out, 0, 2, Strings::PACKED),
+                nth_arg(&kinds, &out, 0, 2, Strings::NUMBERED),
                 Some(Value::Uint(7))
             );
             for n in 0..out.len() {
-                assert!(decode_args(&kinds, &out[..n], &mut 0, Strings::PACKED, |_| {}).is_none());
+                assert!(
+                    decode_args(&kinds, &out[..n], &mut 0, Strings::NUMBERED, |_| {}).is_none()
+                );
             }
         }
     }
