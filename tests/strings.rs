@@ -6,7 +6,7 @@
 mod common;
 
 use common::serial;
-use nanolog::reader::{finished_files, LogFile, Value};
+use nanolog::reader::{finished_files, LogFile, Record, SpanRef, Value};
 
 const ROUTES: [&str; 6] = [
     "/api/v1/orders",
@@ -286,24 +286,12 @@ fn a_version_5_file_reads_as_its_writer_wrote_it() {
         ));
         want.push(format!("done {i} [{request}]"));
     }
-    let mut got = Vec::new();
     let mut span_ticks = std::collections::HashSet::new();
-    for r in log.records() {
-        let r = r.unwrap();
-        let spans: Vec<String> = r
-            .spans()
-            .iter()
-            .map(|s| {
-                let mut t = String::new();
-                s.render(&mut t);
-                // Entered before the record, after the file began.
-                assert!(s.tick() <= r.tick() && s.tick() > log.header().base_tick);
-                span_ticks.insert(s.tick());
-                t
-            })
-            .collect();
-        got.push(format!("{} [{}]", r.message(), spans.join(" ")));
-    }
+    let got = lines_of(&log, |r, s| {
+        // Entered before the record, after the file began.
+        assert!(s.tick() <= r.tick() && s.tick() > log.header().base_tick);
+        span_ticks.insert(s.tick());
+    });
     assert_eq!(got, want);
     // Version 5 states them to the tick (a `nanolog::span!` is stated from
     // its first record: a request and its query share that record's tick),
@@ -312,19 +300,26 @@ fn a_version_5_file_reads_as_its_writer_wrote_it() {
     assert!(span_ticks.iter().filter(|&&t| t % 2048 == 0).count() < 10);
 }
 
+/// A logger writing a new file of this process in the temporary directory
+/// (`nanolog-NAME-PID.nlog`), its blocks compressed or not.
+fn fresh_log(name: &str, compress: bool) -> (std::path::PathBuf, nanolog::Logger) {
+    let path = std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(compress)
+        .start()
+        .unwrap();
+    (path, logger)
+}
+
 /// A file written now (format version 6 on) states its spans' ticks in units
 /// of about a microsecond: each span reads as the start of its unit, at
 /// most one unit before its first record.
 #[test]
 fn spans_of_a_version_6_file_are_stated_to_their_unit() {
     let _s = serial();
-    let path = std::env::temp_dir().join(format!("nanolog-span-units-{}.nlog", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let logger = nanolog::Logger::builder()
-        .path(&path)
-        .compress(true)
-        .start()
-        .unwrap();
+    let (path, logger) = fresh_log("span-units", true);
     for i in 0..500u64 {
         let _r = nanolog::span!("request", id = i);
         nanolog::info!("req {}", i);
@@ -370,8 +365,9 @@ fn version6_workload_lines() -> Vec<String> {
     want
 }
 
-/// Each record of `log` as its message and its spans.
-fn lines_of(log: &LogFile) -> Vec<String> {
+/// Each record of `log` as its message and its spans (`each_span` is
+/// shown each record's spans first).
+fn lines_of(log: &LogFile, mut each_span: impl FnMut(&Record<'_>, &SpanRef<'_>)) -> Vec<String> {
     log.records()
         .map(|r| {
             let r = r.unwrap();
@@ -379,6 +375,7 @@ fn lines_of(log: &LogFile) -> Vec<String> {
                 .spans()
                 .iter()
                 .map(|s| {
+                    each_span(&r, s);
                     let mut t = String::new();
                     s.render(&mut t);
                     t
@@ -419,7 +416,7 @@ fn a_version_6_file_reads_as_its_writer_wrote_it() {
     let log = LogFile::open(&path).unwrap();
     assert_eq!(log.header().version, 6);
     assert!(log.warnings().is_empty(), "{:?}", log.warnings());
-    assert_eq!(lines_of(&log), version6_workload_lines());
+    assert_eq!(lines_of(&log, |_, _| {}), version6_workload_lines());
     // Version 6 packs no numbered strings.
     for r in log.records() {
         assert!(r.unwrap().args().all(|v| !matches!(v, Value::Numbered(_))));
@@ -434,13 +431,7 @@ fn a_version_6_file_reads_as_its_writer_wrote_it() {
 #[test]
 fn a_version_7_file_packs_numbered_strings_and_reads_as_logged() {
     let _s = serial();
-    let path = std::env::temp_dir().join(format!("nanolog-numbered-{}.nlog", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let logger = nanolog::Logger::builder()
-        .path(&path)
-        .compress(false)
-        .start()
-        .unwrap();
+    let (path, logger) = fresh_log("numbered", false);
     for i in 0..200u64 {
         let user = format!("user-{:02}", i % 12);
         let key = format!("orders:{}", i * 7919 % 100_000);
@@ -456,7 +447,7 @@ fn a_version_7_file_packs_numbered_strings_and_reads_as_logged() {
     let log = LogFile::open(&path).unwrap();
     assert_eq!(log.header().version, 7);
     assert!(log.warnings().is_empty(), "{:?}", log.warnings());
-    assert_eq!(lines_of(&log), version6_workload_lines());
+    assert_eq!(lines_of(&log, |_, _| {}), version6_workload_lines());
     // Every key past the first sightings of its prefix is packed.
     let numbered = log
         .records()
