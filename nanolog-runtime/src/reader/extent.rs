@@ -328,7 +328,9 @@ impl<'a> Extent<'a> {
                 return Some(Err(self.fail("truncated context switch")));
             };
             let ctx = if self.relative_switches {
-                u32::try_from(i64::from(self.switched) + wire::unzigzag(v)).ok()
+                i64::from(self.switched)
+                    .checked_add(wire::unzigzag(v))
+                    .and_then(|c| u32::try_from(c).ok())
             } else {
                 u32::try_from(v).ok()
             };
