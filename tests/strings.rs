@@ -199,6 +199,17 @@ fn damage_and_read(good: &[u8], tags: [u8; 2]) {
     }
 }
 
+/// `tests/fixtures/version{version}.nlog`, opened: of that version, with no
+/// warning.
+fn fixture(version: u16) -> LogFile {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/version{version}.nlog"));
+    let log = LogFile::open(&path).unwrap();
+    assert_eq!(log.header().version, version);
+    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    log
+}
+
 /// A file of format version 4 (`tests/fixtures/version4.nlog`, written by
 /// this crate at fc29547: 306 records in 7 compressed blocks, its routes
 /// defined at their second sighting, its hex ids as text) reads as its
@@ -219,11 +230,7 @@ fn damage_and_read(good: &[u8], tags: [u8; 2]) {
 /// ```
 #[test]
 fn a_version_4_file_reads_as_its_writer_wrote_it() {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/version4.nlog");
-    let log = LogFile::open(&path).unwrap();
-    assert_eq!(log.header().version, 4);
-    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    let log = fixture(4);
     let routes = ["/api/v1/orders", "/api/v1/accounts", "/healthz"];
     let mut want = Vec::new();
     for i in 0..300u64 {
@@ -276,11 +283,7 @@ fn a_version_4_file_reads_as_its_writer_wrote_it() {
 /// ```
 #[test]
 fn a_version_5_file_reads_as_its_writer_wrote_it() {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/version5.nlog");
-    let log = LogFile::open(&path).unwrap();
-    assert_eq!(log.header().version, 5);
-    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    let log = fixture(5);
     let routes = ["/api/v1/orders", "/api/v1/accounts", "/healthz"];
     let mut want = Vec::new();
     for i in 0..200u64 {
@@ -418,11 +421,7 @@ fn lines_of(log: &LogFile, mut each_span: impl FnMut(&Record<'_>, &SpanRef<'_>))
 /// ```
 #[test]
 fn a_version_6_file_reads_as_its_writer_wrote_it() {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/version6.nlog");
-    let log = LogFile::open(&path).unwrap();
-    assert_eq!(log.header().version, 6);
-    assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+    let log = fixture(6);
     assert_eq!(lines_of(&log, |_, _| {}), version6_workload_lines());
     // Version 6 packs no numbered strings.
     for r in log.records() {

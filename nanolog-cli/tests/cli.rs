@@ -163,14 +163,16 @@ fn build_fixtures() -> Fixtures {
 }
 
 /// The keys of the `numbered` fixture: a user with zeros before its number,
-/// an order, an address, and a number that is all zeros.
+/// an order, an address, a number that is all zeros, and a prefix that JSON
+/// escapes.
 fn numbered_keys() -> Vec<String> {
-    (0..60u64)
-        .map(|i| match i % 4 {
+    (0..75u64)
+        .map(|i| match i % 5 {
             0 => format!("user-{:03}", i % 17),
             1 => format!("orders:{}", i * 7919),
             2 => format!("10.0.0.{i}"),
-            _ => format!("batch-{}", "0".repeat(1 + (i % 3) as usize)),
+            3 => format!("batch-{}", "0".repeat(1 + (i % 3) as usize)),
+            _ => format!("tag \"x\"\\{i}"),
         })
         .collect()
 }
@@ -200,16 +202,23 @@ fn numbered_strings_print_as_logged_in_text_and_json() {
     }
     // Most of them were packed (their prefixes met before).
     let log = nanolog::reader::LogFile::open(&f.numbered).unwrap();
-    let packed = log
+    let prefixes: Vec<String> = log
         .records()
-        .filter(|r| {
-            r.as_ref()
-                .unwrap()
-                .args()
-                .any(|v| matches!(v, nanolog::reader::Value::Numbered(_)))
+        .filter_map(|r| {
+            r.unwrap().args().find_map(|v| match v {
+                nanolog::reader::Value::Numbered(n) => Some(n.prefix().to_owned()),
+                _ => None,
+            })
         })
-        .count();
-    assert!(packed >= 40, "{packed} of {} packed", keys.len());
+        .collect();
+    assert!(
+        prefixes.len() >= 50,
+        "{} of {} packed",
+        prefixes.len(),
+        keys.len()
+    );
+    // The one JSON escapes among them (its text above came out whole).
+    assert!(prefixes.iter().filter(|p| *p == "tag \"x\"\\").count() >= 5);
 }
 
 fn json_lines(args: &[&str]) -> Vec<Json> {

@@ -381,8 +381,14 @@ pub fn json_value(v: &Value<'_>, out: &mut String) {
             h.for_each_piece(|d| out.push_str(d));
             out.push('"');
         }
-        // A prefix and digits (format version 7).
-        Value::Numbered(n) => json_string(&n.to_string(), out),
+        // A prefix and digits (format version 7): the digits need no
+        // escaping, and nothing is allocated for them.
+        Value::Numbered(n) => {
+            out.push('"');
+            json_escape_into(n.prefix(), out);
+            out.extend(std::iter::repeat_n('0', n.zeros()));
+            let _ = write!(out, "{}\"", n.number());
+        }
         Value::Rendered(r) => {
             // One value per argument: the first rendering (they differ only
             // when the argument is formatted by several placeholders).
