@@ -131,8 +131,8 @@ pub use nanolog_macros::span;
 pub use nanolog_runtime::capture_log;
 pub use nanolog_runtime::SpanGuard;
 pub use nanolog_runtime::{
-    flush, reader, set_filter, set_level, set_thread_name, sync, Builder, Error, Level, Logger,
-    OnFull, ParseLevelError, Rotation, Stats,
+    flush, reader, set_filter, set_level, set_thread_name, sync, Builder, Compression, Error,
+    Level, Logger, OnFull, ParseLevelError, Rotation, Stats,
 };
 #[cfg(feature = "tracing")]
 pub use nanolog_runtime::{tracing_layer, NanologFilter, NanologLayer};

@@ -137,6 +137,70 @@ fn compressed_and_plain_files_hold_the_same_records() {
     remove_with_kept(&packed);
 }
 
+/// Each `Compression` writes the blocks it says, and every file holds the
+/// same records: `None` no block; `Fast` LZ4 blocks (codec 2) only;
+/// `Small`, with a flusher that idles between batches, deflate blocks
+/// (codec 3), in fewer bytes than `Fast`'s.
+#[test]
+fn each_compression_writes_its_codec_and_the_same_records() {
+    let _s = serial();
+    let mut sizes = Vec::new();
+    let mut read = Vec::new();
+    for (name, compression) in [
+        ("none", nanolog::Compression::None),
+        ("fast", nanolog::Compression::Fast),
+        ("small", nanolog::Compression::Small),
+    ] {
+        let path = temp(&format!("blocks-codec-{name}"));
+        remove_with_kept(&path);
+        let logger = nanolog::Logger::builder()
+            .path(&path)
+            .compression(compression)
+            .start()
+            .unwrap();
+        for i in 0..3_000 {
+            request(i);
+            if i % 100 == 99 {
+                logger.flush().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        drop(logger);
+        let bytes = std::fs::read(&path).unwrap();
+        let codecs: Vec<u8> = entries(&bytes)
+            .into_iter()
+            .filter(|e| e.2 == tag::BLOCK)
+            .map(|e| bytes[e.0 + 9])
+            .collect();
+        match compression {
+            nanolog::Compression::None => assert!(codecs.is_empty(), "{codecs:?}"),
+            nanolog::Compression::Fast => {
+                assert!(
+                    codecs.len() > 10 && codecs.iter().all(|&c| c == 2),
+                    "{codecs:?}"
+                )
+            }
+            _ => assert!(
+                codecs.iter().filter(|&&c| c == 3).count() > 10,
+                "{codecs:?}"
+            ),
+        }
+        let log = LogFile::open(&path).unwrap();
+        assert!(log.warnings().is_empty(), "{:?}", log.warnings());
+        let mut m: Vec<String> = messages(&log)
+            .into_iter()
+            .map(|s| s.split_once(' ').unwrap().1.to_owned())
+            .collect();
+        m.sort();
+        assert_eq!(m.len(), 3_000);
+        read.push(m);
+        sizes.push(bytes.len());
+        remove_with_kept(&path);
+    }
+    assert!(read[0] == read[1] && read[1] == read[2]);
+    assert!(sizes[2] < sizes[1] && sizes[1] < sizes[0], "{sizes:?}");
+}
+
 /// A reader taking the file in batches (as `ship` and a follower's cursor
 /// do) gets every record once: a batch ends between blocks, never in one.
 #[test]

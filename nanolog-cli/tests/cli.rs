@@ -639,7 +639,7 @@ fn info_shows_dictionary_threads_and_counts() {
     let out = ok(&["info", p(&f.main)]);
     for want in [
         // The version this build writes (FORMAT.md).
-        "format version:  7",
+        "format version:  8",
         "ticks/s",
         "Hello World # {}",
         "alpha",

@@ -192,7 +192,8 @@ fn the_readme_export_loop_runs_as_pasted() {
                 .path(dir.join("logs").join(host).join("app.nlog"))
                 .level(Level::Info);
             if roll {
-                b = b.rotate_bytes(8 << 10);
+                // 2,000 records compressed: about 5 KB.
+                b = b.rotate_bytes(2 << 10);
             }
             let logger = b.start().unwrap();
             for i in 0..2_000u64 {

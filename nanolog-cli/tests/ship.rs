@@ -453,7 +453,9 @@ fn child_rolling_writer() {
     };
     let logger = nanolog::Logger::builder()
         .path(&path)
-        .rotate_bytes(32 << 10)
+        // 30,000 records compressed (deflate, as the flusher idles between
+        // bursts): more than two files a run.
+        .rotate_bytes(8 << 10)
         .start()
         .unwrap();
     for i in 0..CHILD_RECORDS {
@@ -1202,7 +1204,7 @@ fn a_ship_begun_deep_in_a_set_times_records_as_decode_of_the_whole_set() {
     let base = d.join("app.nlog");
     let logger = nanolog::Logger::builder()
         .path(&base)
-        .rotate_bytes(4 << 10)
+        .rotate_bytes(2 << 10)
         .start()
         .unwrap();
     // Four threads at once: a file often begins with records its rings

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::channel::Shared;
 use crate::clock;
 use crate::compact::CompactFn;
+use crate::logger::Compression;
 use crate::mirror::Mirror;
 use crate::ring::{self, Consumer};
 use crate::site::{self, Registration};
@@ -44,7 +45,7 @@ const NAPS: u32 = 4;
 pub(crate) struct Config {
     pub(crate) wake_delay: Duration,
     pub(crate) clock_interval: Duration,
-    pub(crate) compress: bool,
+    pub(crate) compression: Compression,
     pub(crate) mirror: Option<Mirror>,
 }
 
@@ -159,8 +160,8 @@ struct State {
     /// Threads named (THREAD entries, in `out`) since the last write.
     named: Vec<u32>,
     /// Batches go into the file as one compressed BLOCK entry while the
-    /// flusher has the time (`Builder::compress`).
-    compress: bool,
+    /// flusher has the time (`Builder::compression`).
+    compression: Compression,
     /// The share of its time the flusher works, in 1/1024ths, averaged over
     /// about its last [`DUTY_SPAN`] (each pass's share: from its start to
     /// its nap, against from its start to the next pass's start). Below
@@ -184,6 +185,11 @@ const MAX_BLOCK: usize = 128 << 10;
 /// Batches are compressed while the flusher works less than this share of
 /// its time (in 1/1024ths): half.
 const DUTY_COMPRESS: u64 = 512;
+/// Below this share (an eighth) they are compressed with deflate (codec 3,
+/// about 16% smaller than LZ4 on a service's entries, and 7 times its
+/// work: BENCHMARKS.md, session 18); above it, with LZ4. The deflating is
+/// counted in the flusher's work, so a flusher it keeps busy turns to LZ4.
+const DUTY_DEFLATE: u64 = 128;
 /// The time over which the flusher's share of work is averaged.
 const DUTY_SPAN: Duration = Duration::from_millis(1);
 
@@ -264,7 +270,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         restate: Vec::new(),
         fresh: Vec::new(),
         named: Vec::new(),
-        compress: config.compress,
+        compression: config.compression,
         duty: 0,
         raw: Vec::new(),
         packer: crate::wire::block::Packer::new(),
@@ -545,7 +551,7 @@ impl State {
             head.splice(0..0, gap);
         }
         // (Not under loom: the duty cycle is measured by the clock.)
-        let packed = if self.compress
+        let packed = if self.compression != Compression::None
             && !cfg!(loom)
             && self.duty < DUTY_COMPRESS
             && (MIN_BLOCK..=MAX_BLOCK).contains(&(head.len() + self.out.len()))
@@ -553,6 +559,12 @@ impl State {
             self.raw.clear();
             self.raw.extend_from_slice(&head);
             self.raw.extend_from_slice(&self.out);
+            let small = self.compression == Compression::Small && self.duty < DUTY_DEFLATE;
+            self.packer.set_codec(if small {
+                crate::wire::block::DEFLATE_COMPACT
+            } else {
+                crate::wire::block::LZ4_COMPACT
+            });
             self.packer.pack(&self.raw)
         } else {
             None

@@ -62,7 +62,7 @@ pub use channel::OnFull;
 pub use error::Error;
 pub use filter::{set_filter, set_level};
 pub use level::{Level, ParseLevelError};
-pub use logger::{flush, sync, Builder, Logger};
+pub use logger::{flush, sync, Builder, Compression, Logger};
 pub use producer::set_thread_name;
 pub use set::{finished_files, finished_path};
 pub use shared::Stats;

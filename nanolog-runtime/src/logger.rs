@@ -18,6 +18,27 @@ use crate::producer::report_own_drops;
 use crate::shared::{self, Stats};
 use crate::{flusher, hooks};
 
+/// How the flusher compresses the batches it writes
+/// ([`Builder::compression`]). Measured on a tokio service's log and on
+/// 10 M records of the benchmarks' mix (BENCHMARKS.md, session 18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Every batch as it is: the largest file, the fastest to read.
+    None,
+    /// LZ4 (FORMAT.md, BLOCK codec 2): the file about 45% smaller than
+    /// [`None`](Compression::None); `stats` of it takes about 1.2 times, and
+    /// `decode` 1.1 times, a plain file's time.
+    Fast,
+    /// Deflate (codec 3) while the flusher works less than an eighth of
+    /// its time, LZ4 when busier: a service's log 10-30% smaller than
+    /// [`Fast`](Compression::Fast) makes it. Deflate is read at about
+    /// 250 MB of entries a second a core: `stats` of a file all of it
+    /// takes about twice, and `decode` 1.4 times, a plain file's time.
+    #[default]
+    Small,
+}
+
 /// Configures and starts a [`Logger`].
 #[derive(Debug, Clone)]
 pub struct Builder {
@@ -31,7 +52,7 @@ pub struct Builder {
     pub(crate) wake_delay: Duration,
     pub(crate) clock_interval: Duration,
     pub(crate) flush_on_signals: bool,
-    compress: bool,
+    compression: Compression,
     mirror: Option<mirror::Config>,
     /// `console`: no file, the mirror is the output.
     console: bool,
@@ -51,7 +72,7 @@ impl Default for Builder {
             wake_delay: Duration::from_millis(1),
             clock_interval: Duration::from_secs(1),
             flush_on_signals: false,
-            compress: true,
+            compression: Compression::Small,
             console: false,
         }
     }
@@ -395,13 +416,8 @@ impl Builder {
         self
     }
 
-    /// Whether the flusher compresses what it writes (default `true`): a
-    /// batch goes into the file as one LZ4 block when that makes it smaller
-    /// (FORMAT.md, BLOCK), so the file is about a quarter smaller for a
-    /// service's events. The work is the flusher's alone, and only while it works
-    /// less than half its time (its compressing counted): busier, it
-    /// writes batches as they are, so compression never slows a call or
-    /// makes one wait for ring space. `false` writes every batch as it is.
+    /// Whether the flusher compresses what it writes (default `true`):
+    /// `true` is [`Compression::Small`], `false` [`Compression::None`].
     ///
     /// ```
     /// # use nanolog_runtime as nanolog;
@@ -415,7 +431,36 @@ impl Builder {
     /// # Ok::<(), nanolog::Error>(())
     /// ```
     pub fn compress(mut self, on: bool) -> Self {
-        self.compress = on;
+        self.compression = if on {
+            Compression::Small
+        } else {
+            Compression::None
+        };
+        self
+    }
+
+    /// How the flusher compresses what it writes (default
+    /// [`Compression::Small`]): a batch goes into the file as one
+    /// compressed block when that makes it smaller (FORMAT.md, BLOCK). The
+    /// work is the flusher's alone, and only while it works less than half
+    /// its time (its compressing counted): busier, it writes batches as
+    /// they are, so compression never slows a call or makes one wait for
+    /// ring space.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-compression-{}", std::process::id()));
+    /// // A log read more than it is kept: blocks that inflate fastest.
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .compression(nanolog::Compression::Fast)
+    ///     .start()?;
+    /// drop(logger);
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
+    pub fn compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
         self
     }
 
@@ -513,7 +558,7 @@ impl Builder {
         let config = flusher::Config {
             wake_delay: self.wake_delay,
             clock_interval: self.clock_interval,
-            compress: self.compress,
+            compression: self.compression,
             mirror,
         };
         let s2 = Arc::clone(&shared);

@@ -14,8 +14,14 @@
 //! (from 0 for the first). Inflated, they are expanded to the entries as
 //! the file would hold them (9-byte frames, base ticks whole; the frames'
 //! checksums left 0, as a reader checks no entry inside a block on its
-//! own), `raw length` bytes exactly: what a reader sees of either codec is
+//! own), `raw length` bytes exactly: what a reader sees of any codec is
 //! the same.
+//!
+//! Codec 3 (version 8) is codec 2 with deflate (RFC 1951, raw: no zlib
+//! header) in place of LZ4: the entries of a service's log are dense, and
+//! most of what compresses in them is entropy (which deflate's Huffman
+//! codes take and LZ4 does not), not repeats. A flusher with time to spare
+//! writes it.
 
 use std::cell::RefCell;
 
@@ -27,6 +33,19 @@ pub const LZ4: u8 = 1;
 
 /// Codec 2: an LZ4 block of entries framed compactly (format version 5).
 pub const LZ4_COMPACT: u8 = 2;
+
+/// Codec 3: a deflate stream of entries framed compactly (format version 8).
+pub const DEFLATE_COMPACT: u8 = 3;
+
+/// The deflate level of codec 3 (miniz's scale, 0 to 10). On the tokio
+/// service bench's blocks, against LZ4: level 1 13% smaller, 2 16%, 3 18%,
+/// 6 19%; compressing at 151, 90, 79 and 60 MB/s, against LZ4's 650
+/// (BENCHMARKS.md, session 18).
+const DEFLATE_LEVEL: i32 = 2;
+
+/// The most bytes deflate makes of one byte of its stream (258-byte
+/// matches of 1 bit each, and a little): a block saying more is damage.
+const DEFLATE_MOST: usize = 1032;
 
 /// A reader's positions from here on are in a file's inflated blocks (the
 /// entries they hold, one block after another), not in the file: an entry
@@ -57,6 +76,8 @@ pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) -> bool {
 /// grows (a safe compressor writes into initialised bytes).
 pub(crate) struct Packer {
     table: lz4_flex::block::CompressTable,
+    /// Codec 3's compressor (its tables, about 300 KB), made when first used.
+    deflater: Option<Box<miniz_oxide::deflate::core::CompressorOxide>>,
     /// The codec it makes blocks of.
     codec: u8,
     /// The entry's frame, codec and lengths, made for each block.
@@ -77,11 +98,19 @@ impl Packer {
     pub(crate) fn of(codec: u8) -> Packer {
         Packer {
             table: lz4_flex::block::CompressTable::default(),
+            deflater: None,
             codec,
             head: Vec::new(),
             compact: Vec::new(),
             room: Vec::new(),
         }
+    }
+
+    /// Makes its next blocks of `codec` (2 or 3: both frame the entries
+    /// compactly).
+    pub(crate) fn set_codec(&mut self, codec: u8) {
+        debug_assert!(codec == LZ4_COMPACT || codec == DEFLATE_COMPACT);
+        self.codec = codec;
     }
 
     /// The BLOCK entry holding `raw` (whole entries), if it is smaller than
@@ -96,7 +125,7 @@ impl Packer {
         begin_entry(&mut self.head, tag::BLOCK);
         self.head.push(self.codec);
         put_varint(&mut self.head, raw.len() as u64);
-        let input = if self.codec == LZ4_COMPACT {
+        let input = if self.codec != LZ4 {
             self.compact.clear();
             compact_entries(raw, &mut self.compact)?;
             put_varint(&mut self.head, self.compact.len() as u64);
@@ -105,17 +134,39 @@ impl Packer {
             raw
         };
         let at = self.head.len();
-        let most = at + lz4_flex::block::get_maximum_output_size(input.len());
+        let most = if self.codec == DEFLATE_COMPACT {
+            // A stream that does not fit before `raw`'s length is no gain.
+            at.max(raw.len())
+        } else {
+            at + lz4_flex::block::get_maximum_output_size(input.len())
+        };
         if self.room.len() < most {
             self.room.resize(most, 0);
         }
         self.room[..at].copy_from_slice(&self.head);
-        let n = lz4_flex::block::compress_into_with_table(
-            input,
-            &mut self.room[at..most],
-            &mut self.table,
-        )
-        .ok()?;
+        let n = if self.codec == DEFLATE_COMPACT {
+            use miniz_oxide::deflate::core as deflate;
+            let d = self.deflater.get_or_insert_with(|| {
+                Box::new(deflate::CompressorOxide::new(
+                    deflate::create_comp_flags_from_zip_params(DEFLATE_LEVEL, -15, 0),
+                ))
+            });
+            d.reset();
+            let (status, _, n) = deflate::compress(
+                d,
+                input,
+                &mut self.room[at..most],
+                deflate::TDEFLFlush::Finish,
+            );
+            (status == deflate::TDEFLStatus::Done).then_some(n)?
+        } else {
+            lz4_flex::block::compress_into_with_table(
+                input,
+                &mut self.room[at..most],
+                &mut self.table,
+            )
+            .ok()?
+        };
         let len = at + n;
         if len >= raw.len() {
             return None;
@@ -141,9 +192,12 @@ pub enum BlockError {
 pub(crate) struct Parts<'a> {
     /// The size of its entries as the file would hold them.
     pub(crate) raw: usize,
-    /// Codec 2: the size of its compact entries, which LZ4 makes.
+    /// Codecs 2 and 3: the size of its compact entries, which LZ4 or
+    /// deflate makes.
     compact: Option<usize>,
-    /// Its LZ4 bytes.
+    /// Its codec.
+    codec: u8,
+    /// Its LZ4 or deflate bytes.
     packed: &'a [u8],
 }
 
@@ -164,19 +218,20 @@ impl<'a> Parts<'a> {
         Parts {
             raw,
             compact: None,
+            codec: LZ4,
             packed,
         }
     }
 }
 
 /// The parts of the BLOCK body `body`. A size over [`MAX_RAW`], over what
-/// LZ4 can make of that many bytes (under 256 bytes a byte), or (codec 2)
-/// a raw size over what its compact entries can expand to (15 bytes more
-/// an entry of 2 bytes or more), is damage: refused before any memory is
-/// taken for it.
+/// LZ4 can make of that many bytes (under 256 bytes a byte) or deflate
+/// (about 1,000), or (codecs 2 and 3) a raw size over what its compact
+/// entries can expand to (15 bytes more an entry of 2 bytes or more), is
+/// damage: refused before any memory is taken for it.
 pub(crate) fn block_parts(body: &[u8]) -> Result<Parts<'_>, BlockError> {
     let (&codec, _) = body.split_first().ok_or(BlockError::Damaged)?;
-    if codec != LZ4 && codec != LZ4_COMPACT {
+    if !matches!(codec, LZ4 | LZ4_COMPACT | DEFLATE_COMPACT) {
         return Err(BlockError::Codec(codec));
     }
     let mut pos = 1;
@@ -187,7 +242,7 @@ pub(crate) fn block_parts(body: &[u8]) -> Result<Parts<'_>, BlockError> {
             .ok_or(BlockError::Damaged)
     };
     let raw = size(&mut pos)?;
-    let compact = if codec == LZ4_COMPACT {
+    let compact = if codec != LZ4 {
         let c = size(&mut pos)?;
         if raw > c.saturating_mul(8) {
             return Err(BlockError::Damaged);
@@ -197,12 +252,18 @@ pub(crate) fn block_parts(body: &[u8]) -> Result<Parts<'_>, BlockError> {
         None
     };
     let packed = &body[pos..];
-    if compact.unwrap_or(raw) > packed.len().saturating_mul(256) {
+    let most = if codec == DEFLATE_COMPACT {
+        DEFLATE_MOST
+    } else {
+        256
+    };
+    if compact.unwrap_or(raw) > packed.len().saturating_mul(most) {
         return Err(BlockError::Damaged);
     }
     Ok(Parts {
         raw,
         compact,
+        codec,
         packed,
     })
 }
@@ -310,12 +371,13 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
     let Some((&codec, _)) = bytes.split_first() else {
         return Walk::Cut;
     };
-    if codec != LZ4 && codec != LZ4_COMPACT {
+    if !matches!(codec, LZ4 | LZ4_COMPACT | DEFLATE_COMPACT) {
         return Walk::Bad;
     }
     let mut i = 1;
-    // The raw length, and codec 2's compact one: LZ4 makes the last.
-    let lengths = if codec == LZ4_COMPACT { 2 } else { 1 };
+    // The raw length, and codec 2's or 3's compact one: the codec makes
+    // the last.
+    let lengths = if codec == LZ4 { 1 } else { 2 };
     let mut raw = 0;
     for _ in 0..lengths {
         let at = i;
@@ -331,6 +393,9 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
             Ok(r) if r > 0 && r <= MAX_RAW => r,
             _ => return Walk::Bad,
         };
+    }
+    if codec == DEFLATE_COMPACT {
+        return walk_deflate(bytes, i, raw);
     }
     // A length of 15 goes on in bytes of 255 and a last one below it.
     let more = |i: &mut usize, mut n: usize| -> Option<usize> {
@@ -387,6 +452,41 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
     }
 }
 
+/// [`walk`] of a deflate stream that starts at `bytes[i..]` and makes
+/// `made` bytes: inflated into a window of its own (deflate's 32 KiB
+/// reach back), what it makes counted and let go, so a damaged block costs
+/// no more memory than a whole one.
+fn walk_deflate(bytes: &[u8], mut i: usize, made: usize) -> Walk {
+    use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
+    use miniz_oxide::inflate::TINFLStatus;
+    const WINDOW: usize = 32 << 10;
+    let mut state = Box::new(DecompressorOxide::new());
+    let mut window = vec![0u8; WINDOW];
+    let (mut at, mut total) = (0, 0usize);
+    loop {
+        let (status, read, wrote) = decompress(
+            &mut state,
+            &bytes[i..],
+            &mut window,
+            at,
+            inflate_flags::TINFL_FLAG_HAS_MORE_INPUT,
+        );
+        i += read;
+        at = (at + wrote) % WINDOW;
+        total += wrote;
+        if total > made {
+            return Walk::Bad;
+        }
+        match status {
+            TINFLStatus::Done if total == made => return Walk::Whole(i),
+            TINFLStatus::Done => return Walk::Bad,
+            TINFLStatus::NeedsMoreInput => return Walk::Cut,
+            TINFLStatus::HasMoreOutput => {}
+            _ => return Walk::Bad,
+        }
+    }
+}
+
 /// Where a BLOCK body that starts `bytes` ends, found from its own
 /// contents ([`walk`]); `None` when `bytes` do not begin with a whole body.
 pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
@@ -396,10 +496,18 @@ pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
     }
 }
 
+/// What a thread keeps to inflate blocks with.
+#[derive(Default)]
+struct Inflater {
+    /// Compact entries (codecs 2 and 3), inflated before they are expanded.
+    compact: Vec<u8>,
+    /// Codec 3's decompressor (11 KB of tables), made when first used.
+    deflate: Option<Box<miniz_oxide::inflate::core::DecompressorOxide>>,
+}
+
 thread_local! {
-    /// A thread's compact entries of codec 2, inflated before they are
-    /// expanded (kept for its memory).
-    static COMPACT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// A thread's [`Inflater`] (kept for its memory).
+    static INFLATER: RefCell<Inflater> = RefCell::new(Inflater::default());
 }
 
 /// Inflates a block into `out`, which is as long as the raw size the block
@@ -412,10 +520,18 @@ pub(crate) fn inflate(parts: &Parts<'_>, out: &mut [u8]) -> Result<(), BlockErro
     let Some(compact) = parts.compact else {
         return lz4(parts.packed, out);
     };
-    let mut expand = |buf: &mut Vec<u8>| {
+    let codec = parts.codec;
+    let mut expand = |inf: &mut Inflater| {
+        let buf = &mut inf.compact;
         buf.clear();
         buf.resize(compact, 0);
-        let r = lz4(parts.packed, buf).and_then(|()| expand_entries(buf, out));
+        let r = if codec == DEFLATE_COMPACT {
+            let state = inf.deflate.get_or_insert_with(Default::default);
+            inflate_deflate(state, parts.packed, buf)
+        } else {
+            lz4(parts.packed, buf)
+        };
+        let r = r.and_then(|()| expand_entries(buf, out));
         // A block larger than the writer makes (a damaged or crafted one)
         // leaves no memory behind.
         if buf.capacity() > 4 << 20 {
@@ -423,11 +539,37 @@ pub(crate) fn inflate(parts: &Parts<'_>, out: &mut [u8]) -> Result<(), BlockErro
         }
         r
     };
-    let done = COMPACT.try_with(|c| c.try_borrow_mut().ok().map(|mut buf| expand(&mut buf)));
+    let done = INFLATER.try_with(|c| c.try_borrow_mut().ok().map(|mut inf| expand(&mut inf)));
     match done {
         Ok(Some(r)) => r,
-        // A thread being torn down: a buffer of its own.
-        _ => expand(&mut Vec::new()),
+        // A thread being torn down: buffers of its own.
+        _ => expand(&mut Inflater::default()),
+    }
+}
+
+/// Inflates the deflate stream `packed` into `out`: an error unless it
+/// makes exactly `out`'s length and ends where `packed` does.
+fn inflate_deflate(
+    state: &mut miniz_oxide::inflate::core::DecompressorOxide,
+    packed: &[u8],
+    out: &mut [u8],
+) -> Result<(), BlockError> {
+    use miniz_oxide::inflate::core::{decompress, inflate_flags};
+    use miniz_oxide::inflate::TINFLStatus;
+    state.init();
+    // `out` holds the whole stream: matches reach back into it, never
+    // around it.
+    let (status, read, wrote) = decompress(
+        state,
+        packed,
+        out,
+        0,
+        inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
+    );
+    if status == TINFLStatus::Done && read == packed.len() && wrote == out.len() {
+        Ok(())
+    } else {
+        Err(BlockError::Damaged)
     }
 }
 
@@ -471,7 +613,7 @@ mod tests {
 
     #[test]
     fn a_body_says_where_it_ends() {
-        for codec in [LZ4, LZ4_COMPACT] {
+        for codec in [LZ4, LZ4_COMPACT, DEFLATE_COMPACT] {
             let raw = batch(600);
             let mut out = Vec::new();
             assert!(put_block_of(codec, &mut out, &raw));
@@ -487,14 +629,94 @@ mod tests {
             }
             assert_eq!(walk(body), Walk::Whole(body.len()));
             let mut other = body.to_vec();
-            other[0] = 3;
+            other[0] = 9;
             assert_eq!(walk(&other), Walk::Bad);
-            // The codec and lengths, then a token of 1 literal and a match
-            // 2 bytes back: only 1 byte was made.
             let head = body.len() - block_parts(body).unwrap().packed().len();
             let mut far = body[..head].to_vec();
-            far.extend_from_slice(&[0x10, b'x', 2, 0, 0]);
+            if codec == DEFLATE_COMPACT {
+                // A stored block (final, 1 byte, its length's complement
+                // wrong): not deflate.
+                far.extend_from_slice(&[0x01, 1, 0, 0, 0, b'x']);
+            } else {
+                // The codec and lengths, then a token of 1 literal and a
+                // match 2 bytes back: only 1 byte was made.
+                far.extend_from_slice(&[0x10, b'x', 2, 0, 0]);
+            }
             assert_eq!(walk(&far), Walk::Bad);
+            // A whole deflate stream (it says where it ends) that makes
+            // fewer or more bytes than its block says.
+            let parts = block_parts(body).unwrap();
+            if let (DEFLATE_COMPACT, Some(compact)) = (codec, parts.compact) {
+                for says in [compact - 1, compact + 1] {
+                    let mut other = vec![codec];
+                    put_varint(&mut other, parts.raw as u64);
+                    put_varint(&mut other, says as u64);
+                    other.extend_from_slice(parts.packed());
+                    assert_eq!(walk(&other), Walk::Bad, "{says}");
+                }
+            }
+        }
+    }
+
+    /// Codec 3 (deflate) holds the same entries as codec 2, in fewer bytes
+    /// where the entries' bytes are uneven (as a service's are), and the
+    /// same packer makes blocks of either codec in turn.
+    #[test]
+    fn deflate_blocks_inflate_to_the_entries_written() {
+        let raw = batch(2000);
+        let mut packer = Packer::new();
+        let mut sizes = Vec::new();
+        for codec in [LZ4_COMPACT, DEFLATE_COMPACT, LZ4_COMPACT, DEFLATE_COMPACT] {
+            packer.set_codec(codec);
+            let entry = packer.pack(&raw).expect("a batch that shrinks").to_vec();
+            let Frame::Ok { body, .. } = frame_at(&entry, 0) else {
+                panic!("not a whole entry")
+            };
+            assert_eq!(body[0], codec);
+            let mut back = Vec::new();
+            get_block(body, &mut back).unwrap();
+            assert!(back == unchecked(&raw), "codec {codec}");
+            sizes.push(entry.len());
+        }
+        assert!(sizes[1] < sizes[0], "{sizes:?}");
+        assert_eq!((sizes[0], sizes[1]), (sizes[2], sizes[3]));
+    }
+
+    /// A deflate stream that makes 250 times its size (zeros), whatever
+    /// sizes its block says: refused or inflated to what it says, with no
+    /// more memory than that.
+    #[test]
+    fn a_deflate_bomb_is_held_to_the_size_its_block_says() {
+        let compact = 4 << 20;
+        let mut packer = Packer::new();
+        packer.set_codec(DEFLATE_COMPACT);
+        let mut d = miniz_oxide::deflate::core::CompressorOxide::new(
+            miniz_oxide::deflate::core::create_comp_flags_from_zip_params(9, -15, 0),
+        );
+        let mut packed = vec![0u8; compact];
+        let (_, _, n) = miniz_oxide::deflate::core::compress(
+            &mut d,
+            &vec![0u8; compact],
+            &mut packed,
+            miniz_oxide::deflate::core::TDEFLFlush::Finish,
+        );
+        packed.truncate(n);
+        assert!(compact / n >= 250, "{n} bytes");
+        for says in [compact / 2, compact, compact * 2] {
+            let mut body = vec![DEFLATE_COMPACT];
+            put_varint(&mut body, (says / 2 * 9) as u64);
+            put_varint(&mut body, says as u64);
+            body.extend_from_slice(&packed);
+            let mut into = Vec::new();
+            let r = get_block(&body, &mut into);
+            if says == compact {
+                assert_eq!(r, Ok(()));
+                assert_eq!(into.len(), says / 2 * 9);
+            } else {
+                assert_eq!(r, Err(BlockError::Damaged), "{says}");
+                assert!(into.is_empty());
+            }
+            assert_eq!(walk(&body).ne(&Walk::Bad), says == compact, "{says}");
         }
     }
 
@@ -614,7 +836,7 @@ mod tests {
 
     #[test]
     fn damaged_or_unknown_blocks_are_refused_without_a_panic() {
-        for codec in [LZ4, LZ4_COMPACT] {
+        for codec in [LZ4, LZ4_COMPACT, DEFLATE_COMPACT] {
             damaged_blocks_of(codec);
         }
     }

@@ -34,8 +34,10 @@ pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
 /// defines as the prefix's id and the number (a reader of version 6 would
 /// take it for hex digits), numbers a SPAN entry's spans one after another
 /// unless a span says otherwise, and states a context switch's context as
-/// its difference from the extent's previous one.
-pub const VERSION: u16 = 7;
+/// its difference from the extent's previous one. Version 8 may compress a
+/// BLOCK with deflate (codec 3; a reader of version 7 would skip the block
+/// as a codec it does not know, and lose its records).
+pub const VERSION: u16 = 8;
 /// The oldest format version this crate reads.
 pub const MIN_VERSION: u16 = 1;
 /// The site id of an extent's context switch (no call site has id 0).
