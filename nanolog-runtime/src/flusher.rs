@@ -8,7 +8,6 @@ use std::time::Duration;
 use crate::channel::Shared;
 use crate::clock;
 use crate::compact::CompactFn;
-use crate::logger::Compression;
 use crate::mirror::Mirror;
 use crate::ring::{self, Consumer};
 use crate::site::{self, Registration};
@@ -41,6 +40,28 @@ const NAP_BELOW: u64 = 4096;
 /// Idle passes that end with a [`NAP`] before the flusher sleeps for its
 /// `wake_delay`.
 const NAPS: u32 = 4;
+
+/// How the flusher compresses the batches it writes
+/// ([`Builder::compression`](crate::Builder::compression)). Measured on a
+/// tokio service's log and on 10 M records of the benchmarks' mix
+/// (BENCHMARKS.md, session 18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Compression {
+    /// Every batch as it is: the largest file, the fastest to read.
+    None,
+    /// LZ4 (FORMAT.md, BLOCK codec 2): the file about 45% smaller than
+    /// [`None`](Compression::None); `stats` of it takes about 1.2 times, and
+    /// `decode` 1.1 times, a plain file's time.
+    Fast,
+    /// Deflate (codec 3) while the flusher works less than an eighth of
+    /// its time, LZ4 when busier: a service's log 10-30% smaller than
+    /// [`Fast`](Compression::Fast) makes it. Deflate is read at about
+    /// 250 MB of entries a second a core: `stats` of a file all of it
+    /// takes about twice, and `decode` 1.4 times, a plain file's time.
+    #[default]
+    Small,
+}
 
 pub(crate) struct Config {
     pub(crate) wake_delay: Duration,

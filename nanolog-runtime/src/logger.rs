@@ -12,32 +12,12 @@ use crate::channel::{
 };
 use crate::error::Error;
 use crate::filter::{self, Directives};
+use crate::flusher::{self, Compression};
+use crate::hooks;
 use crate::level::Level;
 use crate::mirror::{self, Mirror};
 use crate::producer::report_own_drops;
 use crate::shared::{self, Stats};
-use crate::{flusher, hooks};
-
-/// How the flusher compresses the batches it writes
-/// ([`Builder::compression`]). Measured on a tokio service's log and on
-/// 10 M records of the benchmarks' mix (BENCHMARKS.md, session 18).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Compression {
-    /// Every batch as it is: the largest file, the fastest to read.
-    None,
-    /// LZ4 (FORMAT.md, BLOCK codec 2): the file about 45% smaller than
-    /// [`None`](Compression::None); `stats` of it takes about 1.2 times, and
-    /// `decode` 1.1 times, a plain file's time.
-    Fast,
-    /// Deflate (codec 3) while the flusher works less than an eighth of
-    /// its time, LZ4 when busier: a service's log 10-30% smaller than
-    /// [`Fast`](Compression::Fast) makes it. Deflate is read at about
-    /// 250 MB of entries a second a core: `stats` of a file all of it
-    /// takes about twice, and `decode` 1.4 times, a plain file's time.
-    #[default]
-    Small,
-}
 
 /// Configures and starts a [`Logger`].
 #[derive(Debug, Clone)]

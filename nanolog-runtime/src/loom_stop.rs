@@ -54,7 +54,7 @@ fn loom_stop_races_a_blocked_producer_and_a_flush() {
             let config = flusher::Config {
                 wake_delay: Duration::from_millis(1),
                 clock_interval: Duration::from_secs(3600),
-                compression: crate::logger::Compression::Small,
+                compression: crate::flusher::Compression::Small,
                 mirror: None,
             };
             loom::thread::spawn(move || flusher::run(s, writer, config))
