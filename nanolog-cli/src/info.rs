@@ -124,6 +124,18 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             if let Some(n) = log.rotated_to() {
                 let _ = writeln!(s, "continues in:    {n}");
             }
+            let b = log.block_stats();
+            if b.lz4 + b.deflate > 0 {
+                let _ = writeln!(
+                    s,
+                    "blocks:          {} ({} deflate, {} LZ4): {} bytes, {} inflated",
+                    b.lz4 + b.deflate,
+                    b.deflate,
+                    b.lz4,
+                    b.bytes,
+                    b.raw
+                );
+            }
             let _ = writeln!(s, "\ncall sites:");
             let _ = writeln!(
                 s,
@@ -157,9 +169,10 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             }
         }
         Format::Json => {
+            let blocks = log.block_stats();
             let _ = write!(
                 s,
-                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"lost\":{lost},\"spans_lost\":{spans_lost},\"seq\":{},\"host\":{},\"complete\":{},\"state\":\"{}\",\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
+                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"lost\":{lost},\"spans_lost\":{spans_lost},\"seq\":{},\"host\":{},\"complete\":{},\"state\":\"{}\",\"blocks\":{{\"lz4\":{},\"deflate\":{},\"bytes\":{},\"raw\":{}}},\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
                 json(&log.path().to_string_lossy()),
                 h.version,
                 h.pid,
@@ -174,6 +187,10 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
                     State::Live => "live",
                     State::CutOff => "cut off",
                 },
+                blocks.lz4,
+                blocks.deflate,
+                blocks.bytes,
+                blocks.raw,
                 if records > 0 { first.to_string() } else { "null".into() },
                 if records > 0 { last.to_string() } else { "null".into() },
             );

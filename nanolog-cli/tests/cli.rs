@@ -613,6 +613,7 @@ fn stats_of_an_argument_are_the_same_on_every_run() {
     let path = dir.join("floats.nlog");
     // The fixtures' loggers first: one logger at a time in a process.
     let _ = fixtures();
+    let _s = common::serial();
     let logger = nanolog::Logger::builder().path(&path).start().unwrap();
     // Many small extents (a flush every 25 records), values whose sum
     // rounds differently in different orders.
@@ -652,6 +653,62 @@ fn info_shows_dictionary_threads_and_counts() {
     let j: Json = serde_json::from_str(&ok(&["info", "--format", "json", p(&f.main)])).unwrap();
     assert_eq!(j["records"], 4003);
     assert_eq!(j["threads"].as_array().unwrap().len(), 3);
+}
+
+/// `info` says how many of a file's batches went into blocks of each
+/// codec (the flusher picks deflate or LZ4 as it has time, so a user asks):
+/// in text, a line only a compressed file has; in JSON, always.
+#[test]
+fn info_counts_the_blocks_of_each_codec() {
+    let dir = common::fresh_dir("cli", "info-blocks");
+    // The fixtures' loggers first: one logger at a time in a process.
+    let _ = fixtures();
+    let mut seen = Vec::new();
+    for (name, compression) in [
+        ("none", nanolog::Compression::None),
+        ("fast", nanolog::Compression::Fast),
+        ("small", nanolog::Compression::Small),
+    ] {
+        let path = dir.join(format!("{name}.nlog"));
+        let _s = common::serial();
+        let logger = nanolog::Logger::builder()
+            .path(&path)
+            .compression(compression)
+            .start()
+            .unwrap();
+        for i in 0..2_000u64 {
+            nanolog::info!("request {} took {} us", i, i * 37 % 1000);
+            if i % 100 == 99 {
+                logger.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        drop(logger);
+        let text = ok(&["info", p(&path)]);
+        let j: Json = serde_json::from_str(&ok(&["info", "--format", "json", p(&path)])).unwrap();
+        let (lz4, deflate) = (
+            j["blocks"]["lz4"].as_u64().unwrap(),
+            j["blocks"]["deflate"].as_u64().unwrap(),
+        );
+        let line = text.lines().find(|l| l.starts_with("blocks:"));
+        match line {
+            None => assert_eq!(lz4 + deflate, 0, "{text}"),
+            Some(l) => {
+                let want = format!(
+                    "blocks:          {} ({deflate} deflate, {lz4} LZ4): ",
+                    lz4 + deflate
+                );
+                assert!(l.starts_with(&want), "{l}");
+                let raw = j["blocks"]["raw"].as_u64().unwrap();
+                assert!(raw > j["blocks"]["bytes"].as_u64().unwrap(), "{j}");
+            }
+        }
+        seen.push((lz4, deflate));
+    }
+    assert_eq!(seen[0], (0, 0));
+    assert!(seen[1].0 >= 10 && seen[1].1 == 0, "{seen:?}");
+    assert!(seen[2].1 >= 10, "{seen:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn write(path: &Path, bytes: &[u8]) {

@@ -241,6 +241,22 @@ fn next_wave<'t>(data: &[u8], tops: &'t [Top], wave: usize) -> (&'t [Top], usize
     (&tops[..n], raw)
 }
 
+/// A file's compressed blocks ([`LogFile::block_stats`]): those a reader
+/// inflated (a damaged one is not counted).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BlockStats {
+    /// Blocks of LZ4 (codecs 1 and 2: `Compression::Fast`, and a busier
+    /// flusher's blocks under `Compression::Small`).
+    pub lz4: usize,
+    /// Blocks of deflate (codec 3, format version 8).
+    pub deflate: usize,
+    /// What the blocks take in the file, their frames included.
+    pub bytes: usize,
+    /// What their entries take inflated.
+    pub raw: usize,
+}
+
 /// A run of a file's records as [`LogFile::open_streamed`] indexes it:
 /// the extents the index reached since the last run, with the bytes of the
 /// blocks it inflated for them, held only while the run is read.
@@ -1718,6 +1734,24 @@ impl LogFile {
             .iter()
             .filter(|(_, it)| matches!(it, Item::Extent { .. }))
             .count()
+    }
+
+    /// The file's compressed blocks that were read: how many of each codec,
+    /// and what they take in the file and inflated (`nanolog info`).
+    pub fn block_stats(&self) -> BlockStats {
+        let mut st = BlockStats {
+            bytes: self.block_bytes,
+            raw: self.block_raw,
+            ..BlockStats::default()
+        };
+        for b in &self.blocks {
+            match self.data.get(b.start) {
+                Some(&wire::block::DEFLATE_COMPACT) => st.deflate += 1,
+                Some(_) => st.lz4 += 1,
+                None => {}
+            }
+        }
+        st
     }
 
     /// The file's length with its compressed blocks counted at their
