@@ -1094,12 +1094,17 @@ impl LogFile {
                             .then(|| wire::block::body_len(body))
                             .flatten()
                     };
-                    let next = [stated_len(data, pos), block_body()]
-                        .into_iter()
-                        .flatten()
-                        .filter(|_| skipped_from.is_none())
-                        .map(|len| pos + wire::FRAME_LEN + len)
-                        .find(|&next| lands(next));
+                    // (The block's body walked only when its stated length
+                    // does not land, and never while searching past damage:
+                    // a deflate body is walked by inflating it.)
+                    let next = skipped_from.is_none().then(|| {
+                        stated_len(data, pos)
+                            .into_iter()
+                            .chain(std::iter::once_with(block_body).flatten())
+                            .map(|len| pos + wire::FRAME_LEN + len)
+                            .find(|&next| lands(next))
+                    });
+                    let next = next.flatten();
                     if let Some(next) = next {
                         tops.push(skipped(pos, next));
                         pos = next;
