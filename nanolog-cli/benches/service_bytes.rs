@@ -354,6 +354,8 @@ fn codec_levers(file: &[u8], records: usize) {
     let mut raws: Vec<Vec<u8>> = Vec::new();
     let mut at = 48.min(file.len());
     let mut blocked = 0usize;
+    // Blocks of LZ4 (codecs 1, 2) and of deflate (3), as the flusher chose.
+    let (mut lz4, mut deflate) = (0, 0);
     while at + 9 <= file.len() {
         let tag = file[at];
         let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap_or_default()) as usize;
@@ -361,6 +363,11 @@ fn codec_levers(file: &[u8], records: usize) {
         if let Some(inner) = (tag == 12).then(|| inflated(body)).flatten() {
             blocked += 9 + len;
             raws.push(inner);
+            if body.first() == Some(&3) {
+                deflate += 1;
+            } else {
+                lz4 += 1;
+            }
         }
         at += 9 + len;
     }
@@ -399,7 +406,10 @@ fn codec_levers(file: &[u8], records: usize) {
             total as f64 / records as f64
         );
     };
-    row("LZ4 (as written)", blocked);
+    row(
+        &format!("as written ({deflate} of deflate, {lz4} of LZ4)"),
+        blocked,
+    );
     row("zstd -1, block by block", level(1));
     row("zstd -3, block by block", level(3));
     if let Some(d) = with_dict {
