@@ -307,10 +307,10 @@ fn main() {
             bytes as f64 / records as f64
         );
     }
-    codec_levers(&nlog, records);
+    let file = nanolog::reader::LogFile::open(&path).expect("the log opens");
+    codec_levers(&nlog, records, file.block_stats());
     // The records' own bytes by call site (header, nibbles, payloads); the
     // rest of the extents is their frames and headers, and context switches.
-    let file = nanolog::reader::LogFile::open(&path).expect("the log opens");
     // Messages formatted at the call are written at their sites' templates
     // (`log` records: `pool checkout conn={} wait_us={}`); a site's first
     // record, before its template is learnt, is at `{}`.
@@ -349,13 +349,12 @@ fn main() {
 /// blocks"): each block's entries, as inflated, compressed on their own by
 /// zstd at levels 1 and 3, and at level 3 with a dictionary trained on the
 /// file's first eighth of blocks (the dictionary's bytes counted once).
-/// Frames, unblocked entries and the header are as written.
-fn codec_levers(file: &[u8], records: usize) {
+/// Frames, unblocked entries and the header are as written; `written` says
+/// how many of the blocks the flusher deflated.
+fn codec_levers(file: &[u8], records: usize, written: nanolog::reader::BlockStats) {
     let mut raws: Vec<Vec<u8>> = Vec::new();
     let mut at = 48.min(file.len());
     let mut blocked = 0usize;
-    // Blocks of LZ4 (codecs 1, 2) and of deflate (3), as the flusher chose.
-    let (mut lz4, mut deflate) = (0, 0);
     while at + 9 <= file.len() {
         let tag = file[at];
         let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap_or_default()) as usize;
@@ -363,11 +362,6 @@ fn codec_levers(file: &[u8], records: usize) {
         if let Some(inner) = (tag == 12).then(|| inflated(body)).flatten() {
             blocked += 9 + len;
             raws.push(inner);
-            if body.first() == Some(&3) {
-                deflate += 1;
-            } else {
-                lz4 += 1;
-            }
         }
         at += 9 + len;
     }
@@ -407,7 +401,10 @@ fn codec_levers(file: &[u8], records: usize) {
         );
     };
     row(
-        &format!("as written ({deflate} of deflate, {lz4} of LZ4)"),
+        &format!(
+            "as written ({} of deflate, {} of LZ4)",
+            written.deflate, written.lz4
+        ),
         blocked,
     );
     row("zstd -1, block by block", level(1));

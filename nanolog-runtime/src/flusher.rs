@@ -583,12 +583,12 @@ impl State {
             self.raw.extend_from_slice(&head);
             self.raw.extend_from_slice(&self.out);
             let small = self.compression == Compression::Small && self.duty < DUTY_DEFLATE;
-            self.packer.set_codec(if small {
+            let codec = if small {
                 crate::wire::block::DEFLATE_COMPACT
             } else {
                 crate::wire::block::LZ4_COMPACT
-            });
-            self.packer.pack(&self.raw)
+            };
+            self.packer.pack(&self.raw, codec)
         } else {
             None
         };

@@ -1104,8 +1104,7 @@ impl LogFile {
                             .map(|len| pos + wire::FRAME_LEN + len)
                             .find(|&next| lands(next))
                     });
-                    let next = next.flatten();
-                    if let Some(next) = next {
+                    if let Some(next) = next.flatten() {
                         tops.push(skipped(pos, next));
                         pos = next;
                         continue;

@@ -60,7 +60,7 @@ pub const MAX_RAW: usize = MAX_BODY;
 /// when not).
 #[cfg(test)]
 pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) -> bool {
-    match Packer::new().pack(raw) {
+    match Packer::new().pack(raw, LZ4_COMPACT) {
         Some(entry) => {
             out.extend_from_slice(entry);
             true
@@ -78,44 +78,30 @@ pub(crate) struct Packer {
     table: lz4_flex::block::CompressTable,
     /// Codec 3's compressor (its tables, about 300 KB), made when first used.
     deflater: Option<Box<miniz_oxide::deflate::core::CompressorOxide>>,
-    /// The codec it makes blocks of.
-    codec: u8,
     /// The entry's frame, codec and lengths, made for each block.
     head: Vec<u8>,
-    /// The batch's entries framed compactly (codec 2).
+    /// The batch's entries framed compactly (codecs 2 and 3).
     compact: Vec<u8>,
     /// The entry is `room[..len]` of it.
     room: Vec<u8>,
 }
 
 impl Packer {
-    /// A packer of this writer's blocks (codec 2).
+    /// A packer with no block made yet (its tables are made as needed).
     pub(crate) fn new() -> Packer {
-        Packer::of(LZ4_COMPACT)
-    }
-
-    /// A packer of blocks of `codec` (1: as a version 4 writer made them).
-    pub(crate) fn of(codec: u8) -> Packer {
         Packer {
             table: lz4_flex::block::CompressTable::default(),
             deflater: None,
-            codec,
             head: Vec::new(),
             compact: Vec::new(),
             room: Vec::new(),
         }
     }
 
-    /// Makes its next blocks of `codec` (2 or 3: both frame the entries
-    /// compactly).
-    pub(crate) fn set_codec(&mut self, codec: u8) {
-        debug_assert!(codec == LZ4_COMPACT || codec == DEFLATE_COMPACT);
-        self.codec = codec;
-    }
-
-    /// The BLOCK entry holding `raw` (whole entries), if it is smaller than
-    /// `raw` is.
-    pub(crate) fn pack(&mut self, raw: &[u8]) -> Option<&[u8]> {
+    /// The BLOCK entry of `codec` holding `raw` (whole entries), if it is
+    /// smaller than `raw` is. (The writer makes codecs 2 and 3; codec 1 is
+    /// made as a version 4 writer made it, for tests.)
+    pub(crate) fn pack(&mut self, raw: &[u8], codec: u8) -> Option<&[u8]> {
         if raw.is_empty() || raw.len() > MAX_RAW {
             return None;
         }
@@ -123,9 +109,9 @@ impl Packer {
         // compact one), then the LZ4 block.
         self.head.clear();
         begin_entry(&mut self.head, tag::BLOCK);
-        self.head.push(self.codec);
+        self.head.push(codec);
         put_varint(&mut self.head, raw.len() as u64);
-        let input = if self.codec != LZ4 {
+        let input = if codec != LZ4 {
             self.compact.clear();
             compact_entries(raw, &mut self.compact)?;
             put_varint(&mut self.head, self.compact.len() as u64);
@@ -134,7 +120,7 @@ impl Packer {
             raw
         };
         let at = self.head.len();
-        let most = if self.codec == DEFLATE_COMPACT {
+        let most = if codec == DEFLATE_COMPACT {
             // A stream that does not fit before `raw`'s length is no gain.
             at.max(raw.len())
         } else {
@@ -144,7 +130,7 @@ impl Packer {
             self.room.resize(most, 0);
         }
         self.room[..at].copy_from_slice(&self.head);
-        let n = if self.codec == DEFLATE_COMPACT {
+        let n = if codec == DEFLATE_COMPACT {
             use miniz_oxide::deflate::core as deflate;
             let d = self.deflater.get_or_insert_with(|| {
                 Box::new(deflate::CompressorOxide::new(
@@ -667,8 +653,10 @@ mod tests {
         let mut packer = Packer::new();
         let mut sizes = Vec::new();
         for codec in [LZ4_COMPACT, DEFLATE_COMPACT, LZ4_COMPACT, DEFLATE_COMPACT] {
-            packer.set_codec(codec);
-            let entry = packer.pack(&raw).expect("a batch that shrinks").to_vec();
+            let entry = packer
+                .pack(&raw, codec)
+                .expect("a batch that shrinks")
+                .to_vec();
             let Frame::Ok { body, .. } = frame_at(&entry, 0) else {
                 panic!("not a whole entry")
             };
@@ -688,8 +676,6 @@ mod tests {
     #[test]
     fn a_deflate_bomb_is_held_to_the_size_its_block_says() {
         let compact = 4 << 20;
-        let mut packer = Packer::new();
-        packer.set_codec(DEFLATE_COMPACT);
         let mut d = miniz_oxide::deflate::core::CompressorOxide::new(
             miniz_oxide::deflate::core::create_comp_flags_from_zip_params(9, -15, 0),
         );
@@ -748,7 +734,7 @@ mod tests {
 
     /// [`put_block`] with a packer of `codec`.
     fn put_block_of(codec: u8, out: &mut Vec<u8>, raw: &[u8]) -> bool {
-        match Packer::of(codec).pack(raw) {
+        match Packer::new().pack(raw, codec) {
             Some(entry) => {
                 out.extend_from_slice(entry);
                 true
@@ -802,8 +788,11 @@ mod tests {
         // 100 KiB and more (LZ4's larger table), then small ones again.
         for (n, salt) in [(40u32, 3u64), (4_000, 7), (300, 11), (5_000, 13), (20, 17)] {
             let raw = batch(n, salt);
-            let entry = kept.pack(&raw).expect("a batch that shrinks").to_vec();
-            let fresh = Packer::new().pack(&raw).map(<[u8]>::len);
+            let entry = kept
+                .pack(&raw, LZ4_COMPACT)
+                .expect("a batch that shrinks")
+                .to_vec();
+            let fresh = Packer::new().pack(&raw, LZ4_COMPACT).map(<[u8]>::len);
             // (After a batch of 64 KiB or more the kept table has 32-bit
             // slots: its matches, and so its bytes, may differ a little.)
             assert!(
