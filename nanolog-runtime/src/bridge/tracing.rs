@@ -1041,13 +1041,110 @@ fn learnt_key_of<S: Subscriber + for<'a> LookupSpan<'a>>(
     if let Some(key) = hit {
         return key;
     }
-    let key = key_of(ctx, id);
+    // Made on another thread (tokio moves tasks between workers, and the
+    // blocking pool runs their closures): its maker published its key.
+    let key = match MADE[made_slot(raw)].read(owner, raw, closes) {
+        Some(key) => key,
+        None => key_of(ctx, id),
+    };
     // Only spans of this layer: a span it never saw (filtered out by a
     // wrapper) may close unseen, and its id come back as one of ours.
     if key != 0 {
         let _ = LEARNT.try_with(|l| l[at].set((owner, raw, key, closes)));
     }
     key
+}
+
+/// Keys of spans as their makers learnt them, for every thread: a span
+/// entered first on another thread than its maker's (every request's span
+/// in a tokio service, whose tasks move between workers) finds its key
+/// here, not through the registry's lookup of its extensions (a slot's
+/// reference count and a lock taken and released, lines every worker
+/// writes: the most of the layer's samples on the workers after the
+/// event's own). A cache: a slot taken by another span, or one being
+/// written, is a miss, and the registry answers.
+static MADE: [Made; MADE_SLOTS] = [const { Made::empty() }; MADE_SLOTS];
+const MADE_SLOTS: usize = 1024;
+
+/// The slot of `MADE` for span id `raw`.
+#[inline]
+fn made_slot(raw: u64) -> usize {
+    (raw.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize % MADE_SLOTS
+}
+
+/// One published key: (owner, id, key, the id's close count then), under
+/// a sequence count (a seqlock: odd while a writer is inside). Each on a
+/// line of its own: slots are written by the threads that make spans.
+#[repr(align(64))]
+struct Made {
+    seq: AtomicU64,
+    owner: AtomicU64,
+    id: AtomicU64,
+    key: AtomicU64,
+    closes: AtomicU64,
+}
+
+impl Made {
+    const fn empty() -> Made {
+        Made {
+            seq: AtomicU64::new(0),
+            owner: AtomicU64::new(0),
+            id: AtomicU64::new(0),
+            key: AtomicU64::new(0),
+            closes: AtomicU64::new(0),
+        }
+    }
+
+    /// Publishes `key` for span `id` of layer `owner`, made while its close
+    /// count was `closes`; skipped while another writer holds the slot.
+    fn write(&self, owner: u64, id: u64, key: u64, closes: u64) {
+        let seq = self.seq.load(Ordering::Relaxed);
+        if seq & 1 == 1
+            || self
+                .seq
+                .compare_exchange(seq, seq + 1, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        // Release fence: a reader that sees any of the stores below also
+        // sees the odd count, so it cannot take a half-written slot as
+        // whole (the seqlock's writer side).
+        std::sync::atomic::fence(Ordering::Release);
+        self.owner.store(owner, Ordering::Relaxed);
+        self.id.store(id, Ordering::Relaxed);
+        self.key.store(key, Ordering::Relaxed);
+        self.closes.store(closes, Ordering::Relaxed);
+        // Release: a reader that sees the even count sees every store above.
+        self.seq.store(seq + 2, Ordering::Release);
+    }
+
+    /// The key published for span `id` of layer `owner`, if it was made
+    /// while its close count stood at `closes` (it still does: the caller
+    /// holds the span open, and a close bumps the count before the id is
+    /// reused) and the slot was not being written meanwhile.
+    #[inline]
+    fn read(&self, owner: u64, id: u64, closes: u64) -> Option<u64> {
+        // Acquire: pairs with the writer's final Release store.
+        let before = self.seq.load(Ordering::Acquire);
+        let entry = (
+            self.owner.load(Ordering::Relaxed),
+            self.id.load(Ordering::Relaxed),
+            self.key.load(Ordering::Relaxed),
+            self.closes.load(Ordering::Relaxed),
+        );
+        // Acquire fence: the loads above happen before the second read of
+        // the count, so a write that overlapped them changed it.
+        std::sync::atomic::fence(Ordering::Acquire);
+        let after = self.seq.load(Ordering::Relaxed);
+        (before & 1 == 0
+            && before == after
+            && entry.0 == owner
+            && entry.1 == id
+            && entry.3 == closes
+            && entry.2 != 0)
+            .then_some(entry.2)
+    }
 }
 
 /// This thread learns that span `id` of the layer `owner` has `key` (a span
@@ -1059,6 +1156,7 @@ fn learn_key(owner: u64, id: &Id, key: u64) {
     let closes = CLOSES[close_slot(raw)].load(Ordering::Acquire);
     let at = learnt_slot(raw);
     let _ = LEARNT.try_with(|l| l[at].set((owner, raw, key, closes)));
+    MADE[made_slot(raw)].write(owner, raw, key, closes);
 }
 
 /// The slot of `LEARNT` for span id `raw`.
@@ -1214,5 +1312,40 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         // Before the registry frees the id (it does once every layer has
         // seen the close): threads that learnt its key learn it again.
         CLOSES[close_slot(id.into_u64())].fetch_add(1, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Made;
+
+    #[test]
+    fn a_published_key_is_found_only_for_its_layer_id_and_close_count() {
+        let slot = Made::empty();
+        assert_eq!(slot.read(7, 42, 0), None, "an empty slot answers nothing");
+        slot.write(7, 42, 1001, 3);
+        assert_eq!(slot.read(7, 42, 3), Some(1001));
+        // Another layer's span with the same id, the id reused after a
+        // close, another id in the same slot: the registry must answer.
+        assert_eq!(slot.read(8, 42, 3), None);
+        assert_eq!(slot.read(7, 42, 4), None);
+        assert_eq!(slot.read(7, 43, 3), None);
+        // A newer span takes the slot.
+        slot.write(7, 43, 1002, 5);
+        assert_eq!(slot.read(7, 42, 3), None);
+        assert_eq!(slot.read(7, 43, 5), Some(1002));
+    }
+
+    #[test]
+    fn a_slot_being_written_is_a_miss_not_a_torn_key() {
+        let slot = Made::empty();
+        slot.write(1, 10, 100, 0);
+        // A writer inside (odd count): readers miss, other writers skip.
+        slot.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(slot.read(1, 10, 0), None);
+        slot.write(1, 11, 110, 0);
+        slot.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(slot.read(1, 10, 0), Some(100));
+        assert_eq!(slot.read(1, 11, 0), None);
     }
 }

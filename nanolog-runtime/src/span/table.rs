@@ -228,7 +228,7 @@ pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
 /// before now are written, or at once when no logger runs.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn close(key: u64) {
-    let running = crate::channel::running().is_some();
+    let running = crate::channel::live();
     table(key, |t| {
         if running {
             t.closed.push(key);
