@@ -310,18 +310,6 @@ pub(crate) static SLOT_FREED: std::sync::Condvar = std::sync::Condvar::new();
 pub(crate) static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 pub(crate) static NEXT_GENERATION: std::sync::atomic::AtomicU64 =
     std::sync::atomic::AtomicU64::new(1);
-/// A logger runs and is not stopping: set and cleared under the CURRENT
-/// lock where [`running`] would begin or cease to find one, read without
-/// it by calls too frequent for that lock (every span's close: a lock and
-/// an `Arc` count shared by every worker of a service). Relaxed: a stale
-/// answer costs what [`running`] racing a start or a stop costs.
-pub(crate) static LIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether a logger runs, without its lock (see [`LIVE`]).
-#[inline]
-pub(crate) fn live() -> bool {
-    LIVE.load(Ordering::Relaxed)
-}
 /// An generation no logger has: every call takes the slow path.
 pub(crate) const EXIT_GENERATION: u64 = u64::MAX;
 /// Set by the exit hook: from then on each call flushes its own record.

@@ -385,6 +385,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
                 m.finish();
             }
             // Spans closed while this logger ran need no more records.
+            st.book.finish_mail();
             crate::span::book::forget_all_closed();
             return;
         }

@@ -48,6 +48,7 @@ pub(crate) fn flush_from_hook() {
 pub(crate) fn on_fork_child() {
     crate::channel::FORKED.store(true, Ordering::Relaxed);
     GENERATION.store(EXIT_GENERATION, Ordering::Relaxed);
+    crate::span::mail::forked();
 }
 
 /// Installs the exit hook, the panic hook and the fork handler, once.

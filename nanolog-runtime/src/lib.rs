@@ -71,6 +71,14 @@ pub use span::SpanGuard;
 pub use wire::format::{Align, ArgKind, Count, Piece, Spec, Ty};
 pub use writer::{host_name, Rotation};
 
+/// Tests only: the `tracing` span definitions the process holds for the
+/// flusher, and the changes to them waiting in threads' mailboxes.
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn __tracing_spans_held() -> (usize, usize) {
+    span::mail::held()
+}
+
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::channel::{
-    lock_current, running, OnFull, Shared, EXITING, GENERATION, LIVE, NEXT_GENERATION, SLOT_FREED,
+    lock_current, running, OnFull, Shared, EXITING, GENERATION, NEXT_GENERATION, SLOT_FREED,
 };
 use crate::error::Error;
 use crate::filter::{self, Directives};
@@ -559,7 +559,9 @@ impl Builder {
         // Relaxed: producers compare their ring's generation with this one; a
         // stale read only sends them to the slow path, which takes the lock.
         GENERATION.store(generation, Ordering::Relaxed);
-        LIVE.store(true, Ordering::Relaxed);
+        // `tracing` spans' changes to their threads' mailboxes, for the
+        // flusher (see `span::mail`).
+        crate::span::mail::go_live();
         drop(current);
         filter::activate(filter);
         Ok(Logger {
@@ -639,7 +641,8 @@ impl Drop for Logger {
             {
                 filter::deactivate();
                 GENERATION.store(0, Ordering::Relaxed);
-                LIVE.store(false, Ordering::Relaxed);
+                // The mailboxes into the table, and changes to it directly.
+                crate::span::mail::go_direct();
             }
             self.shared.begin_stop();
         }

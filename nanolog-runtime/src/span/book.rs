@@ -11,6 +11,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::mail::Mail;
 use super::table::{self, KeyMap, Version};
 use crate::wire::format::{ArgKind, Role};
 use crate::wire::record::{self, Value};
@@ -139,6 +140,9 @@ pub(crate) struct Book {
     /// from the table (each kept for its allocation).
     chain: Vec<u64>,
     copied: Vec<Version>,
+    /// The threads' changes to the table, emptied into it before it is
+    /// read.
+    mail: Mail,
 }
 
 /// A span the flusher knows.
@@ -484,10 +488,18 @@ impl Book {
         // kept for it (a clone of the definition allocated for each span).
         let mut copied = std::mem::take(&mut self.copied);
         copied.clear();
-        let parent = table::table(key, |t| {
-            let d = t.spans.get(&key)?;
-            copied.extend(d.versions.iter().cloned());
-            Some(d.parent)
+        let copy = |copied: &mut Vec<Version>| {
+            table::table(key, |t| {
+                let d = t.spans.get(&key)?;
+                copied.extend(d.versions.iter().cloned());
+                Some(d.parent)
+            })
+        };
+        // Not in the table: its definition may be in a mailbox still (a
+        // span made since the last emptying).
+        let parent = copy(&mut copied).or_else(|| {
+            self.mail.deliver();
+            copy(&mut copied)
         });
         let Some(parent) = parent else {
             self.copied = copied;
@@ -503,7 +515,7 @@ impl Book {
             resolved: None,
             stamp: 0,
         };
-        copy_versions(&mut known, &copied, file);
+        copy_versions(&mut known, copied.drain(..), file);
         self.copied = copied;
         self.insert(key, known);
         Some(parent)
@@ -512,6 +524,8 @@ impl Book {
     /// Brings the book's copies of `tracing` spans up to date with the
     /// table (values were recorded into some spans).
     fn refresh_tracing(&mut self, epoch: u64, file: &mut impl SpanFile) {
+        // The new values posted before the epoch moved.
+        self.mail.deliver();
         let book = &self.spans;
         let mut defs: Vec<(u64, table::Def)> = Vec::new();
         let changed_in = table::CHANGED_IN.swap(0, Ordering::Acquire);
@@ -538,7 +552,7 @@ impl Book {
             let Some(mut known) = self.spans.remove(&k) else {
                 continue;
             };
-            copy_versions(&mut known, &def.versions, file);
+            copy_versions(&mut known, def.versions.into_iter(), file);
             known.stamp = epoch;
             self.spans.insert(k, known);
         }
@@ -644,6 +658,7 @@ impl Book {
     /// read: forgotten at the end of the pass (`forget_spans`), once every
     /// record logged before their close is drained.
     pub(crate) fn take_closed(&mut self) {
+        self.mail.deliver();
         let closed_in = table::CLOSED_IN.swap(0, Ordering::Acquire);
         if closed_in != 0 {
             let closed = &mut self.closed;
@@ -682,6 +697,13 @@ impl Book {
     }
 }
 
+impl Book {
+    /// The flusher ends: the changes it holds go to the table.
+    pub(crate) fn finish_mail(&mut self) {
+        self.mail.finish();
+    }
+}
+
 /// Spans closed while a logger ran need no more records once it stopped:
 /// out of the table.
 pub(crate) fn forget_all_closed() {
@@ -694,9 +716,15 @@ pub(crate) fn forget_all_closed() {
 
 /// The table's `versions` of a `tracing` span into `known` (a version
 /// already copied is kept as it is).
-fn copy_versions(known: &mut Known, versions: &[Version], file: &mut impl SpanFile) {
+fn copy_versions(
+    known: &mut Known,
+    versions: impl Iterator<Item = Version>,
+    file: &mut impl SpanFile,
+) {
     let mut old = std::mem::take(&mut known.versions);
+    let mut first_site = None;
     for v in versions {
+        first_site.get_or_insert(v.site);
         if let Some(i) = old
             .iter()
             .position(|o| o.tick == v.tick && o.site == v.site)
@@ -711,7 +739,7 @@ fn copy_versions(known: &mut Known, versions: &[Version], file: &mut impl SpanFi
             known.versions.push(KnownVersion {
                 tick: v.tick,
                 site: v.site,
-                raw: v.raw.clone(),
+                raw: v.raw,
             });
         }
     }
@@ -719,7 +747,7 @@ fn copy_versions(known: &mut Known, versions: &[Version], file: &mut impl SpanFi
         // (A version of a site not found: the span shows no fields.)
         known.versions.push(KnownVersion {
             tick: 0,
-            site: versions.first().map_or(0, |v| v.site),
+            site: first_site.unwrap_or(0),
             raw: Arc::from(&[][..]),
         });
     }
@@ -759,8 +787,8 @@ mod tests {
     fn a_chain_cut_short_hangs_from_the_lost_context() {
         // Keys no other test defines; 0x5EED_0001 is never defined.
         let (inner, middle, unknown) = (0x5EED_0003u64, 0x5EED_0002u64, 0x5EED_0001u64);
-        table::define(middle, unknown, 7, Arc::from(&[][..]));
-        table::define(inner, middle, 8, Arc::from(&[][..]));
+        crate::span::mail::define(middle, unknown, 7, Arc::from(&[][..]));
+        crate::span::mail::define(inner, middle, 8, Arc::from(&[][..]));
         let mut book = Book::default();
         let mut file = Spans::default();
         let mut ctx = Context::default();
@@ -782,7 +810,7 @@ mod tests {
         );
 
         let root = 0x5EED_0004u64;
-        table::define(root, 0, 9, Arc::from(&[][..]));
+        crate::span::mail::define(root, 0, 9, Arc::from(&[][..]));
         let mut whole = Context::default();
         whole.switch_to(root);
         assert_eq!(book.resolve(&mut whole, 12, false, &mut file), Some(3));
@@ -798,7 +826,7 @@ mod tests {
     #[test]
     fn closes_held_while_rings_wait_are_forgotten_after_a_grace() {
         let key = 0x5EED_0010u64;
-        table::define(key, 0, 7, Arc::from(&[][..]));
+        crate::span::mail::define(key, 0, 7, Arc::from(&[][..]));
         let mut book = Book::default();
         let mut file = Spans::default();
         let mut ctx = Context::default();

@@ -16,18 +16,21 @@
 //!   exit names the span it restores;
 //! - a `tracing` span's definition goes into the process's [`table`] when
 //!   it is made, with a new version (and its tick) whenever a value is
-//!   recorded into it, so that every thread's records see it from then on.
+//!   recorded into it, so that every thread's records see it from then on;
+//!   while a logger runs, through its thread's mailbox ([`mail`]), which
+//!   the flusher empties into the table before it reads it.
 //!
 //! The flusher follows each thread's switches, resolves the chain of its
 //! leaf at the tick of each record, and writes the SPAN entries a file
 //! needs before their first use (see [`book`]).
 
 pub(crate) mod book;
+pub(crate) mod mail;
 mod stack;
 pub(crate) mod table;
 
 #[cfg_attr(not(feature = "tracing"), allow(unused_imports))]
+pub(crate) use mail::{close, define, redefine};
+#[cfg_attr(not(feature = "tracing"), allow(unused_imports))]
 pub(crate) use stack::{current_for, switch_for_record, tracing_enter, tracing_exit};
 pub use stack::{span_key, SpanGuard};
-#[cfg_attr(not(feature = "tracing"), allow(unused_imports))]
-pub(crate) use table::{close, define, redefine};

@@ -1,6 +1,8 @@
 //! The process's table of `tracing` spans: each span's definition (its
-//! parent and the versions of its fields), written by the threads that
-//! make, record into and close spans, read by the flusher (`book.rs`).
+//! parent and the versions of its fields), read by the flusher
+//! (`book.rs`); written by the threads that make, record into and close
+//! spans while no logger runs, and by the flusher from their mailboxes
+//! while one does (`mail.rs`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,61 +182,137 @@ fn shard_bit(key: u64) -> u64 {
     1 << shard_of(key)
 }
 
+/// Sets the bit of span `key`'s shard in `bits`, under that shard's lock.
+/// Most calls find it set already (many spans close between two of the
+/// flusher's passes): a load then spares every worker's close a write to
+/// the line all of them share. Sound under the lock: a flusher that took
+/// the bits (`swap`) and then this shard's lock before us released that
+/// lock before we took it, so our load sees its swap (or a later set).
+#[inline]
+fn flag(bits: &AtomicU64, key: u64) {
+    let bit = shard_bit(key);
+    if bits.load(Ordering::Relaxed) & bit == 0 {
+        bits.fetch_or(bit, Ordering::Release);
+    }
+}
+
 /// Bumped whenever a span gets a new version (Release, after the shard's
 /// lock is released; the flusher's Acquire load then finds it there).
 pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
 
-/// A new `tracing` span `key` inside `parent` (0: a root).
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
-    table(key, |t| {
-        t.spans.insert(
-            key,
-            Def {
-                parent,
-                versions: smallvec::smallvec![Version { tick: 0, site, raw }],
-            },
-        )
-    });
+/// One change to the table (see `mail`).
+#[derive(Debug)]
+pub(crate) enum Op {
+    /// A new span `key` inside `parent` (0: a root).
+    Define {
+        key: u64,
+        parent: u64,
+        site: u32,
+        raw: Arc<[u8]>,
+    },
+    /// Values recorded into span `key`: its fields from `tick` on.
+    Version {
+        key: u64,
+        tick: u64,
+        site: u32,
+        raw: Arc<[u8]>,
+    },
+    /// Span `key` closed.
+    Close { key: u64 },
 }
 
-/// Values recorded into span `key`: its fields from now on.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
-    let tick = crate::clock::now();
-    let known = table(key, |t| {
-        let Some(d) = t.spans.get_mut(&key) else {
-            return false;
-        };
-        if d.versions.len() >= MAX_VERSIONS {
-            d.versions.remove(1);
+impl Op {
+    fn key(&self) -> u64 {
+        match self {
+            Op::Define { key, .. } | Op::Version { key, .. } | Op::Close { key } => *key,
         }
-        d.versions.push(Version { tick, site, raw });
-        t.versioned.insert(key);
-        match &mut t.changed {
-            Some(c) if c.len() < MAX_CHANGED => c.push(key),
-            c => *c = None,
-        }
-        CHANGED_IN.fetch_or(shard_bit(key), Ordering::Release);
-        VERSIONED_IN.fetch_or(shard_bit(key), Ordering::Release);
-        true
-    });
-    if known {
-        EPOCH.fetch_add(1, Ordering::Release);
     }
 }
 
-/// Span `key` was closed: forgotten by the flusher once the records logged
-/// before now are written, or at once when no logger runs.
-#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn close(key: u64) {
-    let running = crate::channel::live();
-    table(key, |t| {
-        if running {
-            t.closed.push(key);
-            CLOSED_IN.fetch_or(shard_bit(key), Ordering::Release);
-        } else {
-            t.spans.remove(&key);
+/// Applies change `op` to the table, with a logger `live` (a closed span
+/// is then listed for the flusher, not dropped); hands back a new value or
+/// a close of a span the table does not know.
+pub(crate) fn apply(op: Op, live: bool) -> Result<(), Op> {
+    table(op.key(), |t| apply_in(t, op, live))
+}
+
+/// [`apply`], on the shard of the span's key, locked.
+fn apply_in(t: &mut Table, op: Op, live: bool) -> Result<(), Op> {
+    match op {
+        Op::Define {
+            key,
+            parent,
+            site,
+            raw,
+        } => {
+            t.spans.insert(
+                key,
+                Def {
+                    parent,
+                    versions: smallvec::smallvec![Version { tick: 0, site, raw }],
+                },
+            );
         }
-    });
+        Op::Version {
+            key,
+            tick,
+            site,
+            raw,
+        } => {
+            let Some(d) = t.spans.get_mut(&key) else {
+                return Err(Op::Version {
+                    key,
+                    tick,
+                    site,
+                    raw,
+                });
+            };
+            if d.versions.len() >= MAX_VERSIONS {
+                d.versions.remove(1);
+            }
+            // In tick order (two threads recording into one span post to
+            // two mailboxes).
+            let at = d.versions.partition_point(|v| v.tick <= tick).max(1);
+            d.versions.insert(at, Version { tick, site, raw });
+            t.versioned.insert(key);
+            match &mut t.changed {
+                Some(c) if c.len() < MAX_CHANGED => c.push(key),
+                c => *c = None,
+            }
+            flag(&CHANGED_IN, key);
+            flag(&VERSIONED_IN, key);
+        }
+        Op::Close { key } => {
+            if !t.spans.contains_key(&key) {
+                return Err(Op::Close { key });
+            }
+            if live {
+                t.closed.push(key);
+                flag(&CLOSED_IN, key);
+            } else {
+                t.spans.remove(&key);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` with every shard of the table locked, and applies the changes
+/// it returns before the locks are released (definitions first).
+pub(crate) fn with_all_locked(f: impl FnOnce() -> Vec<Op>) {
+    let mut guards: Vec<_> = TABLE
+        .iter()
+        .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
+        .collect();
+    let mut ops = f();
+    ops.sort_by_key(|op| !matches!(op, Op::Define { .. }));
+    for op in ops {
+        let t = guards[shard_of(op.key())].get_or_insert_with(|| Table {
+            changed: Some(Vec::new()),
+            ..Table::default()
+        });
+        // A change to a span not known is dropped: its definition was
+        // never made (past the sites' cap), or went with a thread's locals.
+        let _ = apply_in(t, op, true);
+    }
 }
