@@ -336,7 +336,10 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             f.st.duty = (duty + (sample - duty) * weight / 1024) as u64;
         }
         last_start = pass_start;
-        f.st.book.take_closed();
+        {
+            let (book, mut file) = f.st.split();
+            book.take_closed(&mut file);
+        }
         f.adopt_new_rings();
         let mut n = 0;
         for r in f.rings.iter_mut() {
@@ -385,7 +388,8 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
                 m.finish();
             }
             // Spans closed while this logger ran need no more records.
-            st.book.finish_mail();
+            let (book, mut file) = st.split();
+            book.hand_back(&mut file);
             crate::span::book::forget_all_closed();
             return;
         }

@@ -641,8 +641,6 @@ impl Drop for Logger {
             {
                 filter::deactivate();
                 GENERATION.store(0, Ordering::Relaxed);
-                // The mailboxes into the table, and changes to it directly.
-                crate::span::mail::go_direct();
             }
             self.shared.begin_stop();
         }
@@ -664,6 +662,10 @@ impl Drop for Logger {
             );
             self.shared.running.store(false, Ordering::Release);
         }
+        // `tracing` spans' changes to the table directly from now on: the
+        // flusher handed its spans back as it ended; one that stalled (or
+        // died) did not, and what the mailboxes hold goes there now.
+        crate::span::mail::go_direct();
         let mut current = lock_current();
         if current
             .as_ref()

@@ -11,8 +11,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::mail::Mail;
-use super::table::{self, KeyMap, Version};
+use super::mail;
+use super::table::{self, KeyMap, Op, Version};
 use crate::wire::format::{ArgKind, Role};
 use crate::wire::record::{self, Value};
 use crate::wire::LOST_CONTEXT;
@@ -140,16 +140,27 @@ pub(crate) struct Book {
     /// from the table (each kept for its allocation).
     chain: Vec<u64>,
     copied: Vec<Version>,
-    /// The threads' changes to the table, emptied into it before it is
-    /// read.
-    mail: Mail,
+    /// The threads' changes to `tracing` spans from their mailboxes, as
+    /// taken, and those held for the next taking (a new value or a close
+    /// of a span whose definition came in a mailbox taken before it was
+    /// posted: see `mail`).
+    taken: Vec<Op>,
+    later: Vec<Op>,
+    /// Closes from mailboxes, taken into `closed` at the next pass's start
+    /// (one taken in the middle of a pass may follow records in rings
+    /// whose tails this pass read already).
+    mail_closed: Vec<u64>,
+    /// Spans defined through the mailboxes with more than one version.
+    mail_versioned: std::collections::HashSet<u64, std::hash::BuildHasherDefault<table::KeyHasher>>,
 }
 
 /// A span the flusher knows.
 struct Known {
     parent: u64,
-    /// A `tracing` span (a copy of the table's definition).
+    /// A `tracing` span: defined through a mailbox, or copied from the
+    /// table (`in_table`).
     tracing: bool,
+    in_table: bool,
     /// Its field values from each version's tick on, the first from 0
     /// (most spans have one: inline).
     versions: smallvec::SmallVec<[KnownVersion; 1]>,
@@ -221,6 +232,11 @@ struct KnownVersion {
     raw: Arc<[u8]>,
 }
 
+/// The spans the flusher's book held at the end of its last pass (for the
+/// tests' count of memory held for spans).
+pub(crate) static SPANS_KNOWN: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// The longest chain of spans followed (a deeper one is cut at its root end).
 const MAX_DEPTH: usize = 256;
 
@@ -285,6 +301,7 @@ impl Book {
             Known {
                 parent: r.key,
                 tracing: false,
+                in_table: false,
                 versions: smallvec::smallvec![KnownVersion {
                     tick: 0,
                     site,
@@ -478,28 +495,33 @@ impl Book {
     }
 
     /// Span `key`'s parent, with the span in the book (a `tracing` span
-    /// copied from the process's table); `None` for a span not known (its
-    /// definition lost: the chain is cut there).
+    /// from a mailbox, or copied from the process's table); `None` for a
+    /// span not known (its definition lost: the chain is cut there).
     fn known(&mut self, key: u64, file: &mut impl SpanFile) -> Option<u64> {
         if let Some(sp) = self.spans.get(&key) {
             return Some(sp.parent);
         }
+        // Not known: its definition may be in a mailbox (a span made
+        // since they were last emptied), or in the table (made while no
+        // logger ran).
+        self.deliver(file);
+        if let Some(sp) = self.spans.get(&key) {
+            return Some(sp.parent);
+        }
+        self.copy_from_table(key, file)
+    }
+
+    /// Span `key` copied from the table into the book, if the table has
+    /// it: its parent.
+    fn copy_from_table(&mut self, key: u64, file: &mut impl SpanFile) -> Option<u64> {
         // Its versions copied out under the shard's lock into a buffer
         // kept for it (a clone of the definition allocated for each span).
         let mut copied = std::mem::take(&mut self.copied);
         copied.clear();
-        let copy = |copied: &mut Vec<Version>| {
-            table::table(key, |t| {
-                let d = t.spans.get(&key)?;
-                copied.extend(d.versions.iter().cloned());
-                Some(d.parent)
-            })
-        };
-        // Not in the table: its definition may be in a mailbox still (a
-        // span made since the last emptying).
-        let parent = copy(&mut copied).or_else(|| {
-            self.mail.deliver();
-            copy(&mut copied)
+        let parent = table::table(key, |t| {
+            let d = t.spans.get(&key)?;
+            copied.extend(d.versions.iter().cloned());
+            Some(d.parent)
         });
         let Some(parent) = parent else {
             self.copied = copied;
@@ -508,6 +530,7 @@ impl Book {
         let mut known = Known {
             parent,
             tracing: true,
+            in_table: true,
             versions: smallvec::SmallVec::with_capacity(copied.len()),
             entries: smallvec::SmallVec::new(),
             children: 0,
@@ -525,7 +548,7 @@ impl Book {
     /// table (values were recorded into some spans).
     fn refresh_tracing(&mut self, epoch: u64, file: &mut impl SpanFile) {
         // The new values posted before the epoch moved.
-        self.mail.deliver();
+        self.deliver(file);
         let book = &self.spans;
         let mut defs: Vec<(u64, table::Def)> = Vec::new();
         let changed_in = table::CHANGED_IN.swap(0, Ordering::Acquire);
@@ -565,6 +588,12 @@ impl Book {
     /// still need those spans (their closes and exits wait for a pass that
     /// takes every ring's records, or a grace: see `held`).
     pub(crate) fn forget_spans(&mut self, pass_start: u64, waiting: bool) {
+        self.forget_spans_at(pass_start, waiting);
+        // Relaxed: a count for tests, read after a flush.
+        SPANS_KNOWN.store(self.spans.len(), Ordering::Relaxed);
+    }
+
+    fn forget_spans_at(&mut self, pass_start: u64, waiting: bool) {
         // Versions no record can need any more: followed by one older than
         // this pass's start, less a grace for producers that waited.
         let grace = (table::VERSION_GRACE.as_secs_f64() * crate::clock::ticks_per_second()) as u64;
@@ -587,7 +616,23 @@ impl Book {
         // pass (thousands a second) locked each shard holding versions.
         let epoch = table::EPOCH.load(Ordering::Acquire);
         let due = pass_start.saturating_sub(b.pruned_at) >= grace / 10;
-        if (epoch != b.pruned_epoch || b.versioned) && due {
+        if due && !b.mail_versioned.is_empty() {
+            // The same for the versions that came from mailboxes.
+            let spans = &mut b.spans;
+            b.mail_versioned.retain(|k| {
+                let Some(sp) = spans.get_mut(k) else {
+                    return false;
+                };
+                let j = sp
+                    .versions
+                    .iter()
+                    .rposition(|v| v.tick < horizon)
+                    .unwrap_or(0);
+                sp.versions.drain(..j);
+                sp.versions.len() > 1
+            });
+        }
+        if (epoch != b.pruned_epoch || b.versioned || !b.mail_versioned.is_empty()) && due {
             b.pruned_epoch = epoch;
             b.pruned_at = pass_start;
             let mut versioned = false;
@@ -621,9 +666,13 @@ impl Book {
     /// `tracing` spans closed that no record can need any more: out of the
     /// book and the table; `keys` is left empty.
     fn forget_closed(&mut self, keys: &mut Vec<u64>) {
-        for &k in keys.iter() {
+        // Out of the table too, unless the span came from a mailbox (the
+        // table never had it).
+        keys.retain(|&k| {
+            let in_table = self.spans.get(&k).is_none_or(|sp| sp.in_table);
             self.forget(k);
-        }
+            in_table
+        });
         if !keys.is_empty() {
             table::remove(keys);
         }
@@ -657,8 +706,9 @@ impl Book {
     /// Spans closed since the last pass, taken before the rings' tails are
     /// read: forgotten at the end of the pass (`forget_spans`), once every
     /// record logged before their close is drained.
-    pub(crate) fn take_closed(&mut self) {
-        self.mail.deliver();
+    pub(crate) fn take_closed(&mut self, file: &mut impl SpanFile) {
+        self.deliver(file);
+        self.closed.append(&mut self.mail_closed);
         let closed_in = table::CLOSED_IN.swap(0, Ordering::Acquire);
         if closed_in != 0 {
             let closed = &mut self.closed;
@@ -698,9 +748,212 @@ impl Book {
 }
 
 impl Book {
-    /// The flusher ends: the changes it holds go to the table.
-    pub(crate) fn finish_mail(&mut self) {
-        self.mail.finish();
+    /// Takes the threads' changes to `tracing` spans from their mailboxes
+    /// into the book: definitions first, then the changes held from the
+    /// last taking, then this one's (held for the next if their span is
+    /// not known yet).
+    fn deliver(&mut self, file: &mut impl SpanFile) {
+        let mut ops = std::mem::take(&mut self.taken);
+        mail::take(&mut ops);
+        if ops.is_empty() && self.later.is_empty() {
+            self.taken = ops;
+            return;
+        }
+        let mut rest = Vec::new();
+        for op in ops.drain(..) {
+            match op {
+                Op::Define {
+                    key,
+                    parent,
+                    site,
+                    raw,
+                } => self.define(key, parent, site, raw, file),
+                op => rest.push(op),
+            }
+        }
+        self.taken = ops;
+        let mut versioned = false;
+        for op in std::mem::take(&mut self.later) {
+            // Held once already: a change to a span never defined (past
+            // the sites' cap) is dropped.
+            versioned |= matches!(op, Op::Version { .. });
+            let _ = self.change(op, file);
+        }
+        if versioned {
+            // The epoch its poster moved went by before the book had the
+            // new value: moved again, so contexts resolved since see it.
+            table::EPOCH.fetch_add(1, Ordering::Release);
+        }
+        for op in rest {
+            if let Err(op) = self.change(op, file) {
+                self.later.push(op);
+            }
+        }
+    }
+
+    /// A `tracing` span made while a logger runs (from its maker's
+    /// mailbox).
+    fn define(
+        &mut self,
+        key: u64,
+        parent: u64,
+        site: u32,
+        raw: Arc<[u8]>,
+        file: &mut impl SpanFile,
+    ) {
+        let mut known = Known {
+            parent,
+            tracing: true,
+            in_table: false,
+            versions: smallvec::SmallVec::new(),
+            entries: smallvec::SmallVec::new(),
+            children: 0,
+            exited: false,
+            resolved: None,
+            stamp: 0,
+        };
+        copy_versions(
+            &mut known,
+            std::iter::once(Version { tick: 0, site, raw }),
+            file,
+        );
+        self.insert(key, known);
+    }
+
+    /// A new value or a close of a `tracing` span, from a mailbox; handed
+    /// back if the span is known neither to the book nor to the table.
+    fn change(&mut self, op: Op, file: &mut impl SpanFile) -> Result<(), Op> {
+        let key = match &op {
+            Op::Define { key, .. } | Op::Version { key, .. } | Op::Close { key } => *key,
+        };
+        if !self.spans.contains_key(&key) && self.copy_from_table(key, file).is_none() {
+            return Err(op);
+        }
+        match op {
+            Op::Close { key } => self.mail_closed.push(key),
+            Op::Version {
+                key,
+                tick,
+                site,
+                raw,
+            } => {
+                let Some(sp) = self.spans.get_mut(&key) else {
+                    return Err(Op::Version {
+                        key,
+                        tick,
+                        site,
+                        raw,
+                    });
+                };
+                if !file.knows_site(site) {
+                    return Ok(());
+                }
+                if sp.versions.len() >= table::MAX_VERSIONS {
+                    sp.versions.remove(1);
+                }
+                // In tick order (two threads recording into one span post
+                // to two mailboxes).
+                let at = sp.versions.partition_point(|v| v.tick <= tick).max(1);
+                sp.versions.insert(at, KnownVersion { tick, site, raw });
+                // Past the epoch now: contexts resolved before hold no
+                // more for it (see `unchanged_since`).
+                sp.stamp = table::EPOCH.load(Ordering::Acquire) + 1;
+                self.mail_versioned.insert(key);
+            }
+            Op::Define { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// The flusher ends (every record written): the changes still in
+    /// mailboxes come to the book, closed spans go, and the `tracing`
+    /// spans still open go to the table, where the threads' changes go
+    /// from now on (and the next logger's flusher finds them).
+    pub(crate) fn hand_back(&mut self, file: &mut impl SpanFile) {
+        let mut taken = std::mem::take(&mut self.taken);
+        let mut later = std::mem::take(&mut self.later);
+        let mut closed = std::mem::take(&mut self.closed);
+        closed.append(&mut self.mail_closed);
+        let spans = &mut self.spans;
+        mail::go_direct_with(|mut ops| {
+            // (The table is locked: spans not in the book are left to it.)
+            ops.append(&mut later);
+            let mut out = Vec::new();
+            for op in ops.drain(..) {
+                match op {
+                    Op::Define {
+                        key,
+                        parent,
+                        site,
+                        raw,
+                    } => {
+                        let mut known = Known {
+                            parent,
+                            tracing: true,
+                            in_table: false,
+                            versions: smallvec::SmallVec::new(),
+                            entries: smallvec::SmallVec::new(),
+                            children: 0,
+                            exited: false,
+                            resolved: None,
+                            stamp: 0,
+                        };
+                        copy_versions(
+                            &mut known,
+                            std::iter::once(Version { tick: 0, site, raw }),
+                            file,
+                        );
+                        spans.insert(key, known);
+                    }
+                    op => taken.push(op),
+                }
+            }
+            for op in taken.drain(..) {
+                match op {
+                    Op::Close { key } if spans.contains_key(&key) => {
+                        spans.remove(&key);
+                    }
+                    Op::Version {
+                        key,
+                        tick,
+                        site,
+                        raw,
+                    } if spans.contains_key(&key) => {
+                        if let Some(sp) = spans.get_mut(&key) {
+                            let at = sp.versions.partition_point(|v| v.tick <= tick).max(1);
+                            sp.versions.insert(at, KnownVersion { tick, site, raw });
+                        }
+                    }
+                    op => out.push(op),
+                }
+            }
+            for key in closed {
+                if spans.remove(&key).is_none_or(|sp| sp.in_table) {
+                    out.push(Op::Close { key });
+                }
+            }
+            for (&key, sp) in spans.iter().filter(|(_, sp)| sp.tracing) {
+                let mut versions = sp.versions.iter();
+                let Some(first) = versions.next() else {
+                    continue;
+                };
+                out.push(Op::Define {
+                    key,
+                    parent: sp.parent,
+                    site: first.site,
+                    raw: Arc::clone(&first.raw),
+                });
+                out.extend(versions.map(|v| Op::Version {
+                    key,
+                    tick: v.tick,
+                    site: v.site,
+                    raw: Arc::clone(&v.raw),
+                }));
+            }
+            out
+        });
+        self.spans.retain(|_, sp| !sp.tracing);
+        SPANS_KNOWN.store(self.spans.len(), Ordering::Relaxed);
     }
 }
 

@@ -1,15 +1,17 @@
-//! The threads' changes to the table of `tracing` spans while a logger
-//! runs: each thread posts them (a span made, a value recorded, a span
-//! closed) to a mailbox of its own, which the flusher empties into the
-//! table before it looks a span up there.
+//! The threads' changes to `tracing` spans while a logger runs: each
+//! thread posts them (a span made, a value recorded, a span closed) to a
+//! mailbox of its own, which the flusher empties into its book of spans
+//! (`book.rs`) before it looks a span up there. Without a logger the
+//! changes go to the process's table (`table.rs`) at once.
 //!
 //! The table's shard locks were the most of what a span cost a tokio
 //! service's workers: every span made or closed took a lock whose line
 //! another core had written last (a worker, or the flusher looking spans
-//! up), so each was a cache miss and an atomic write on a shared line. A
-//! mailbox's lock is its own thread's; the flusher takes it once a pass
-//! (or when it misses a span), not once a span, and the table is then
-//! touched by the flusher alone.
+//! up), so each was a cache miss and an atomic write on a shared line; and
+//! the flusher then copied each definition from the table into its book.
+//! A mailbox's lock is its own thread's; the flusher takes it once a pass
+//! (or when it misses a span) if something was posted, not once a span,
+//! and a span lives in one map, the book's.
 //!
 //! Why the flusher finds every span a record needs: a span's definition is
 //! posted before the layer returns the span's id, so before any thread can
@@ -21,10 +23,12 @@
 //! so in one emptying a close (or a new value) may come from a mailbox
 //! taken after the span's own definition was posted to a mailbox taken
 //! before it. Such a change is applied at the next emptying, after the
-//! definitions that one brings (see [`Mail`]).
+//! definitions that one brings (`Book::deliver`).
 //!
-//! Without a logger, or while one stops, the changes go to the table at
-//! once, as they always did (see [`go_direct`]).
+//! When a logger stops, its flusher hands the spans still open back to the
+//! table, with every shard locked, and changes go there at once from then
+//! on (see [`go_direct_with`]): a span made while it ran and closed after
+//! it leaves the table, and the next logger finds the spans still open.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -112,76 +116,22 @@ pub(crate) fn live() -> bool {
     LIVE.load(Ordering::Relaxed)
 }
 
-/// The flusher's side: emptying the mailboxes into the table, and the
-/// changes held for the next emptying (see the module's documentation).
-#[derive(Default)]
-pub(crate) struct Mail {
-    taken: Vec<Op>,
-    later: Vec<Op>,
-}
-
-impl Mail {
-    /// Empties every mailbox into the table: definitions first, then the
-    /// changes held from the last emptying, then this one's (a new value
-    /// or a close of a span the table does not know yet is held for the
-    /// next: its definition may be in a mailbox emptied before it was
-    /// posted).
-    pub(crate) fn deliver(&mut self) {
-        {
-            let mut all = BOXES.lock().unwrap_or_else(PoisonError::into_inner);
-            let taken = &mut self.taken;
-            all.retain(|b| {
-                let ended = Arc::strong_count(b) == 1;
-                if b.posted.load(Ordering::Acquire) || ended {
-                    let mut ops = b.ops.lock().unwrap_or_else(PoisonError::into_inner);
-                    b.posted.store(false, Ordering::Relaxed);
-                    taken.append(&mut ops);
-                }
-                // Only the list holds it: its thread ended, and it is
-                // empty now.
-                !ended
-            });
+/// The changes posted to every mailbox since the flusher last took them,
+/// appended to `out` in each mailbox's order (the flusher's side: it
+/// applies them to the spans it knows, see `Book::deliver`).
+pub(crate) fn take(out: &mut Vec<Op>) {
+    let mut all = BOXES.lock().unwrap_or_else(PoisonError::into_inner);
+    all.retain(|b| {
+        let ended = Arc::strong_count(b) == 1;
+        // Acquire: pairs with the Release of the post that set it.
+        if b.posted.load(Ordering::Acquire) || ended {
+            let mut ops = b.ops.lock().unwrap_or_else(PoisonError::into_inner);
+            b.posted.store(false, Ordering::Relaxed);
+            out.append(&mut ops);
         }
-        if self.taken.is_empty() && self.later.is_empty() {
-            return;
-        }
-        let mut rest = Vec::new();
-        for op in self.taken.drain(..) {
-            match op {
-                Op::Define { .. } => {
-                    let _ = table::apply(op, true);
-                }
-                op => rest.push(op),
-            }
-        }
-        let mut versioned = false;
-        for op in std::mem::take(&mut self.later) {
-            versioned |= matches!(op, Op::Version { .. });
-            // Held once already: a span never defined (past the sites'
-            // cap) is dropped.
-            let _ = table::apply(op, true);
-        }
-        if versioned {
-            // The epoch its poster moved went by before the table had the
-            // new value: moved again, so contexts resolved since see it.
-            EPOCH.fetch_add(1, Ordering::Release);
-        }
-        for op in rest {
-            if let Err(op) = table::apply(op, true) {
-                self.later.push(op);
-            }
-        }
-    }
-
-    /// The flusher ends: what the mailboxes still hold, and the changes
-    /// held for a next emptying, go to the table now.
-    pub(crate) fn finish(&mut self) {
-        self.deliver();
-        let live = live();
-        for op in std::mem::take(&mut self.later) {
-            let _ = table::apply(op, live);
-        }
-    }
+        // Only the list holds it: its thread ended, and it is empty now.
+        !ended
+    });
 }
 
 /// A logger starts: changes go to mailboxes from now on (the table holds
@@ -193,21 +143,32 @@ pub(crate) fn go_live() {
     });
 }
 
-/// A logger stops: changes go to the table at once from now on, and what
-/// the mailboxes hold goes there first, every shard of the table locked
-/// meanwhile. A thread that finds changes direct (`post` hands its change
-/// back) and then takes a shard's lock does so after this: it cannot close
-/// a span whose definition is still in another thread's mailbox.
-pub(crate) fn go_direct() {
+/// Changes go to the table at once from now on. Every shard of the table
+/// is locked meanwhile; `hand_back` is given what the mailboxes still
+/// hold and returns the changes that put the flusher's spans into the
+/// table (with those it did not take), applied before the locks go. A
+/// thread that finds changes direct (`post` hands its change back) and
+/// then takes a shard's lock does so after this: it cannot close a span
+/// whose definition is still in a mailbox, or only in the flusher's book.
+pub(crate) fn go_direct_with(hand_back: impl FnOnce(Vec<Op>) -> Vec<Op>) {
     table::with_all_locked(|| {
         LIVE.store(false, Ordering::SeqCst);
-        let all = BOXES.lock().unwrap_or_else(PoisonError::into_inner);
         let mut ops = Vec::new();
-        for b in all.iter() {
+        for b in BOXES.lock().unwrap_or_else(PoisonError::into_inner).iter() {
             ops.append(&mut b.ops.lock().unwrap_or_else(PoisonError::into_inner));
+            b.posted.store(false, Ordering::Relaxed);
         }
-        ops
+        hand_back(ops)
     });
+}
+
+/// [`go_direct_with`], the mailboxes' changes to the table as they are: a
+/// logger stopped without its flusher's hand-back (it stalled), or
+/// already after it (then nothing is left to move).
+pub(crate) fn go_direct() {
+    if LIVE.load(Ordering::SeqCst) {
+        go_direct_with(|ops| ops);
+    }
 }
 
 /// A new `tracing` span `key` inside `parent` (0: a root).
@@ -258,11 +219,12 @@ pub(crate) fn forked() {
     LIVE.store(false, Ordering::Relaxed);
 }
 
-/// Tests only: `tracing` span definitions the process holds (the table's)
-/// and changes waiting in mailboxes.
+/// Tests only: `tracing` span definitions the process holds (the table's
+/// and the flusher's book's, as of its last pass) and changes waiting in
+/// mailboxes.
 #[cfg(feature = "test-hooks")]
 pub(crate) fn held() -> (usize, usize) {
-    let mut spans = 0;
+    let mut spans = super::book::SPANS_KNOWN.load(Ordering::Relaxed);
     table::tables(|t| spans += t.spans.len());
     let waiting = BOXES
         .lock()

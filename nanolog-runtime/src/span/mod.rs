@@ -17,8 +17,8 @@
 //! - a `tracing` span's definition goes into the process's [`table`] when
 //!   it is made, with a new version (and its tick) whenever a value is
 //!   recorded into it, so that every thread's records see it from then on;
-//!   while a logger runs, through its thread's mailbox ([`mail`]), which
-//!   the flusher empties into the table before it reads it.
+//!   while a logger runs, through its thread's mailbox ([`mail`]) to the
+//!   flusher's book instead.
 //!
 //! The flusher follows each thread's switches, resolves the chain of its
 //! leaf at the tick of each record, and writes the SPAN entries a file

@@ -1,8 +1,9 @@
 //! The process's table of `tracing` spans: each span's definition (its
-//! parent and the versions of its fields), read by the flusher
-//! (`book.rs`); written by the threads that make, record into and close
-//! spans while no logger runs, and by the flusher from their mailboxes
-//! while one does (`mail.rs`).
+//! parent and the versions of its fields), written by the threads that
+//! make, record into and close spans while no logger runs (while one runs
+//! they post to the flusher instead, see `mail.rs`), read by the flusher
+//! (`book.rs`) for spans made before it started, and given the spans
+//! still open when it ends.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -298,7 +299,8 @@ fn apply_in(t: &mut Table, op: Op, live: bool) -> Result<(), Op> {
 }
 
 /// Runs `f` with every shard of the table locked, and applies the changes
-/// it returns before the locks are released (definitions first).
+/// it returns before the locks are released (definitions first; no logger
+/// runs them: a closed span goes at once).
 pub(crate) fn with_all_locked(f: impl FnOnce() -> Vec<Op>) {
     let mut guards: Vec<_> = TABLE
         .iter()
@@ -313,6 +315,6 @@ pub(crate) fn with_all_locked(f: impl FnOnce() -> Vec<Op>) {
         });
         // A change to a span not known is dropped: its definition was
         // never made (past the sites' cap), or went with a thread's locals.
-        let _ = apply_in(t, op, true);
+        let _ = apply_in(t, op, false);
     }
 }
