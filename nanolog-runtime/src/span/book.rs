@@ -801,23 +801,27 @@ impl Book {
         raw: Arc<[u8]>,
         file: &mut impl SpanFile,
     ) {
-        let mut known = Known {
-            parent,
-            tracing: true,
-            in_table: false,
-            versions: smallvec::SmallVec::new(),
-            entries: smallvec::SmallVec::new(),
-            children: 0,
-            exited: false,
-            resolved: None,
-            stamp: 0,
+        // (A site the flusher cannot find: the span shows no fields, as
+        // `copy_versions` has it.)
+        let raw = if file.knows_site(site) {
+            raw
+        } else {
+            Arc::from(&[][..])
         };
-        copy_versions(
-            &mut known,
-            std::iter::once(Version { tick: 0, site, raw }),
-            file,
+        self.insert(
+            key,
+            Known {
+                parent,
+                tracing: true,
+                in_table: false,
+                versions: smallvec::smallvec![KnownVersion { tick: 0, site, raw }],
+                entries: smallvec::SmallVec::new(),
+                children: 0,
+                exited: false,
+                resolved: None,
+                stamp: 0,
+            },
         );
-        self.insert(key, known);
     }
 
     /// A new value or a close of a `tracing` span, from a mailbox; handed
