@@ -180,6 +180,30 @@ struct Known {
     stamp: u64,
 }
 
+impl Known {
+    /// A `tracing` span made while a logger runs, as its maker's mailbox
+    /// brought it: its one version (a site the flusher cannot find shows
+    /// no fields, as `copy_versions` has it).
+    fn from_mail(parent: u64, site: u32, raw: Arc<[u8]>, file: &mut impl SpanFile) -> Known {
+        let raw = if file.knows_site(site) {
+            raw
+        } else {
+            Arc::from(&[][..])
+        };
+        Known {
+            parent,
+            tracing: true,
+            in_table: false,
+            versions: smallvec::smallvec![KnownVersion { tick: 0, site, raw }],
+            entries: smallvec::SmallVec::new(),
+            children: 0,
+            exited: false,
+            resolved: None,
+            stamp: 0,
+        }
+    }
+}
+
 /// A SPAN entry of a span, in the file of generation `generation`: the
 /// version of tick `vtick`, under context `parent`, as context `ctx`, said
 /// to begin at `from`.
@@ -620,16 +644,9 @@ impl Book {
             // The same for the versions that came from mailboxes.
             let spans = &mut b.spans;
             b.mail_versioned.retain(|k| {
-                let Some(sp) = spans.get_mut(k) else {
-                    return false;
-                };
-                let j = sp
-                    .versions
-                    .iter()
-                    .rposition(|v| v.tick < horizon)
-                    .unwrap_or(0);
-                sp.versions.drain(..j);
-                sp.versions.len() > 1
+                spans
+                    .get_mut(k)
+                    .is_some_and(|sp| table::prune_versions(&mut sp.versions, |v| v.tick, horizon))
             });
         }
         if (epoch != b.pruned_epoch || b.versioned || !b.mail_versioned.is_empty()) && due {
@@ -801,35 +818,13 @@ impl Book {
         raw: Arc<[u8]>,
         file: &mut impl SpanFile,
     ) {
-        // (A site the flusher cannot find: the span shows no fields, as
-        // `copy_versions` has it.)
-        let raw = if file.knows_site(site) {
-            raw
-        } else {
-            Arc::from(&[][..])
-        };
-        self.insert(
-            key,
-            Known {
-                parent,
-                tracing: true,
-                in_table: false,
-                versions: smallvec::smallvec![KnownVersion { tick: 0, site, raw }],
-                entries: smallvec::SmallVec::new(),
-                children: 0,
-                exited: false,
-                resolved: None,
-                stamp: 0,
-            },
-        );
+        self.insert(key, Known::from_mail(parent, site, raw, file));
     }
 
     /// A new value or a close of a `tracing` span, from a mailbox; handed
     /// back if the span is known neither to the book nor to the table.
     fn change(&mut self, op: Op, file: &mut impl SpanFile) -> Result<(), Op> {
-        let key = match &op {
-            Op::Define { key, .. } | Op::Version { key, .. } | Op::Close { key } => *key,
-        };
+        let key = op.key();
         if !self.spans.contains_key(&key) && self.copy_from_table(key, file).is_none() {
             return Err(op);
         }
@@ -841,28 +836,20 @@ impl Book {
                 site,
                 raw,
             } => {
-                let Some(sp) = self.spans.get_mut(&key) else {
-                    return Err(Op::Version {
-                        key,
-                        tick,
-                        site,
-                        raw,
-                    });
-                };
                 if !file.knows_site(site) {
                     return Ok(());
                 }
-                if sp.versions.len() >= table::MAX_VERSIONS {
-                    sp.versions.remove(1);
+                if let Some(sp) = self.spans.get_mut(&key) {
+                    table::add_version(
+                        &mut sp.versions,
+                        |v| v.tick,
+                        KnownVersion { tick, site, raw },
+                    );
+                    // Past the epoch now: contexts resolved before hold no
+                    // more for it (see `unchanged_since`).
+                    sp.stamp = table::EPOCH.load(Ordering::Acquire) + 1;
+                    self.mail_versioned.insert(key);
                 }
-                // In tick order (two threads recording into one span post
-                // to two mailboxes).
-                let at = sp.versions.partition_point(|v| v.tick <= tick).max(1);
-                sp.versions.insert(at, KnownVersion { tick, site, raw });
-                // Past the epoch now: contexts resolved before hold no
-                // more for it (see `unchanged_since`).
-                sp.stamp = table::EPOCH.load(Ordering::Acquire) + 1;
-                self.mail_versioned.insert(key);
             }
             Op::Define { .. } => {}
         }
@@ -891,23 +878,7 @@ impl Book {
                         site,
                         raw,
                     } => {
-                        let mut known = Known {
-                            parent,
-                            tracing: true,
-                            in_table: false,
-                            versions: smallvec::SmallVec::new(),
-                            entries: smallvec::SmallVec::new(),
-                            children: 0,
-                            exited: false,
-                            resolved: None,
-                            stamp: 0,
-                        };
-                        copy_versions(
-                            &mut known,
-                            std::iter::once(Version { tick: 0, site, raw }),
-                            file,
-                        );
-                        spans.insert(key, known);
+                        spans.insert(key, Known::from_mail(parent, site, raw, file));
                     }
                     op => taken.push(op),
                 }
@@ -924,8 +895,11 @@ impl Book {
                         raw,
                     } if spans.contains_key(&key) => {
                         if let Some(sp) = spans.get_mut(&key) {
-                            let at = sp.versions.partition_point(|v| v.tick <= tick).max(1);
-                            sp.versions.insert(at, KnownVersion { tick, site, raw });
+                            table::add_version(
+                                &mut sp.versions,
+                                |v| v.tick,
+                                KnownVersion { tick, site, raw },
+                            );
                         }
                     }
                     op => out.push(op),

@@ -90,20 +90,28 @@ impl Table {
     pub(crate) fn prune(&mut self, horizon: u64) {
         let spans = &mut self.spans;
         self.versioned.retain(|k| {
-            let Some(d) = spans.get_mut(k) else {
-                return false;
-            };
-            // The newest version begun before the horizon is the oldest a
-            // record can still need.
-            let j = d
-                .versions
-                .iter()
-                .rposition(|v| v.tick < horizon)
-                .unwrap_or(0);
-            d.versions.drain(..j);
-            d.versions.len() > 1
+            spans
+                .get_mut(k)
+                .is_some_and(|d| prune_versions(&mut d.versions, |v| v.tick, horizon))
         });
     }
+}
+
+/// Forgets a span's `versions` (in tick order, `tick` of each) that no
+/// record can need any more: those followed by one begun before `horizon`
+/// (the newest such is the oldest a record can still need). Whether it
+/// keeps more than one.
+pub(crate) fn prune_versions<V>(
+    versions: &mut smallvec::SmallVec<[V; 1]>,
+    tick: impl Fn(&V) -> u64,
+    horizon: u64,
+) -> bool {
+    let j = versions
+        .iter()
+        .rposition(|v| tick(v) < horizon)
+        .unwrap_or(0);
+    versions.drain(..j);
+    versions.len() > 1
 }
 
 /// Shards of the table, each under its own lock: the threads that make,
@@ -223,7 +231,8 @@ pub(crate) enum Op {
 }
 
 impl Op {
-    fn key(&self) -> u64 {
+    /// The span it changes.
+    pub(crate) fn key(&self) -> u64 {
         match self {
             Op::Define { key, .. } | Op::Version { key, .. } | Op::Close { key } => *key,
         }
@@ -239,6 +248,9 @@ pub(crate) fn apply(op: Op, live: bool) -> Result<(), Op> {
 
 /// [`apply`], on the shard of the span's key, locked.
 fn apply_in(t: &mut Table, op: Op, live: bool) -> Result<(), Op> {
+    if !matches!(op, Op::Define { .. }) && !t.spans.contains_key(&op.key()) {
+        return Err(op);
+    }
     match op {
         Op::Define {
             key,
@@ -260,21 +272,9 @@ fn apply_in(t: &mut Table, op: Op, live: bool) -> Result<(), Op> {
             site,
             raw,
         } => {
-            let Some(d) = t.spans.get_mut(&key) else {
-                return Err(Op::Version {
-                    key,
-                    tick,
-                    site,
-                    raw,
-                });
-            };
-            if d.versions.len() >= MAX_VERSIONS {
-                d.versions.remove(1);
+            if let Some(d) = t.spans.get_mut(&key) {
+                add_version(&mut d.versions, |v| v.tick, Version { tick, site, raw });
             }
-            // In tick order (two threads recording into one span post to
-            // two mailboxes).
-            let at = d.versions.partition_point(|v| v.tick <= tick).max(1);
-            d.versions.insert(at, Version { tick, site, raw });
             t.versioned.insert(key);
             match &mut t.changed {
                 Some(c) if c.len() < MAX_CHANGED => c.push(key),
@@ -284,9 +284,6 @@ fn apply_in(t: &mut Table, op: Op, live: bool) -> Result<(), Op> {
             flag(&VERSIONED_IN, key);
         }
         Op::Close { key } => {
-            if !t.spans.contains_key(&key) {
-                return Err(Op::Close { key });
-            }
             if live {
                 t.closed.push(key);
                 flag(&CLOSED_IN, key);
@@ -296,6 +293,22 @@ fn apply_in(t: &mut Table, op: Op, live: bool) -> Result<(), Op> {
         }
     }
     Ok(())
+}
+
+/// Adds version `v` to a span's `versions` (`tick` of each), in tick
+/// order (two threads recording into one span post to two mailboxes),
+/// the second oldest dropped past [`MAX_VERSIONS`].
+pub(crate) fn add_version<V>(
+    versions: &mut smallvec::SmallVec<[V; 1]>,
+    tick: impl Fn(&V) -> u64,
+    v: V,
+) {
+    if versions.len() >= MAX_VERSIONS {
+        versions.remove(1);
+    }
+    let t = tick(&v);
+    let at = versions.partition_point(|o| tick(o) <= t).max(1);
+    versions.insert(at, v);
 }
 
 /// Runs `f` with every shard of the table locked, and applies the changes
@@ -316,5 +329,37 @@ pub(crate) fn with_all_locked(f: impl FnOnce() -> Vec<Op>) {
         // A change to a span not known is dropped: its definition was
         // never made (past the sites' cap), or went with a thread's locals.
         let _ = apply_in(t, op, false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_stay_in_tick_order_and_capped_with_the_first_kept() {
+        let mut v: smallvec::SmallVec<[u64; 1]> = smallvec::smallvec![0];
+        // Posted out of order by two threads.
+        for t in [30, 10, 20] {
+            add_version(&mut v, |&t| t, t);
+        }
+        assert_eq!(&v[..], [0, 10, 20, 30]);
+        for t in 100..100 + MAX_VERSIONS as u64 {
+            add_version(&mut v, |&t| t, t);
+        }
+        assert_eq!(v.len(), MAX_VERSIONS);
+        assert_eq!(v[0], 0, "the first version is kept");
+        assert_eq!(*v.last().unwrap(), 99 + MAX_VERSIONS as u64);
+    }
+
+    #[test]
+    fn pruning_keeps_the_newest_version_begun_before_the_horizon() {
+        let mut v: smallvec::SmallVec<[u64; 1]> = smallvec::smallvec![0, 10, 20, 30];
+        assert!(prune_versions(&mut v, |&t| t, 25));
+        assert_eq!(&v[..], [20, 30], "a record at 21..25 still needs 20");
+        assert!(!prune_versions(&mut v, |&t| t, 1000));
+        assert_eq!(&v[..], [30]);
+        assert!(!prune_versions(&mut v, |&t| t, 5));
+        assert_eq!(&v[..], [30], "never the last");
     }
 }
