@@ -214,7 +214,13 @@ fn direct(posted: Result<(), Op>) {
 }
 
 /// In a forked child: the child has no flusher, so changes go to the table
-/// at once (one store: async-signal-safe).
+/// at once (one store: async-signal-safe). Where `fork` is caught.
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_vendor = "apple",
+    target_os = "freebsd"
+))]
 pub(crate) fn forked() {
     LIVE.store(false, Ordering::Relaxed);
 }
