@@ -115,6 +115,39 @@ fn closed_spans_leave_memory_while_running_across_a_stop_and_from_before_a_start
     workload(2, 5_000);
     assert_eq!(held(), 0, "spans closed without a logger still held");
 
+    // Loggers started and stopped while threads make, move and close
+    // spans: whatever a stop races (a span made in one thread's mailbox
+    // and closed from another's, or directly), nothing is left once the
+    // threads are done.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..3)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    workload(2, 200);
+                }
+            })
+        })
+        .collect();
+    for cycle in 0..8 {
+        let p = common::temp(&format!("span-memory-cycle-{cycle}"));
+        let logger = nanolog::Logger::builder().path(&p).start().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        drop(logger);
+        common::remove_with_kept(&p);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for b in busy {
+        b.join().expect("busy thread");
+    }
+    assert_eq!(
+        held(),
+        0,
+        "spans left behind by loggers started and stopped beside them"
+    );
+
     // Every record of the running phase is in its span.
     let records = common::messages_and_spans(&path);
     // (By the message's first word: the fields follow it.)
