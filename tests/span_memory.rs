@@ -90,6 +90,21 @@ fn closed_spans_leave_memory_while_running_across_a_stop_and_from_before_a_start
 
     // Running: 4 threads x 20,000 spans, half of them closed elsewhere.
     workload(4, 20_000);
+    // A span closed as its thread ends, by a thread-local's destructor
+    // that runs after nanolog's own thread-locals are gone.
+    std::thread::spawn(|| {
+        thread_local! {
+            static HOLD: std::cell::RefCell<Option<tracing::Span>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        HOLD.with(|h| {
+            let s = tracing::info_span!("held");
+            s.in_scope(|| tracing::info!("in a held span"));
+            *h.borrow_mut() = Some(s);
+        });
+    })
+    .join()
+    .expect("the holding thread");
     let left = settle(0);
     assert_eq!(left, 0, "closed spans still held while the logger runs");
 
@@ -161,4 +176,5 @@ fn closed_spans_leave_memory_while_running_across_a_stop_and_from_before_a_start
     assert_eq!(count("here", "req"), 40_000);
     assert_eq!(count("moved", "req"), 40_000);
     assert_eq!(count("in", "open"), 100);
+    assert_eq!(count("in", "held"), 1);
 }

@@ -38,7 +38,6 @@ use super::table::{self, Op, EPOCH};
 /// A thread's mailbox (on lines of its own: its thread writes it at every
 /// span, the flusher once a pass).
 #[repr(align(128))]
-#[derive(Default)]
 struct Mailbox {
     ops: Mutex<Vec<Op>>,
     /// It holds changes: set with the first one posted since the flusher
@@ -69,13 +68,51 @@ impl std::ops::Deref for Live {
     }
 }
 
+impl Mailbox {
+    const fn new() -> Mailbox {
+        Mailbox {
+            ops: Mutex::new(Vec::new()),
+            posted: AtomicBool::new(false),
+        }
+    }
+
+    /// Posts `op` unless changes go direct (see `LIVE`); `op` is taken
+    /// if posted.
+    fn post(&self, op: &mut Option<Op>) {
+        let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        // SeqCst: see `LIVE`.
+        if LIVE.load(Ordering::SeqCst) {
+            ops.extend(op.take());
+            // Release: a flusher that sees it (Acquire) and then takes
+            // the lock finds the change; one that read the ring of a
+            // record made after this post sees it by then.
+            if !self.posted.load(Ordering::Relaxed) {
+                self.posted.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// Its changes, appended to `out`.
+    fn take(&self, out: &mut Vec<Op>) {
+        let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+        self.posted.store(false, Ordering::Relaxed);
+        out.append(&mut ops);
+    }
+}
+
 /// Every thread's mailbox: the flusher empties each, and forgets those of
 /// threads that ended once they are empty.
 static BOXES: Mutex<Vec<Arc<Mailbox>>> = Mutex::new(Vec::new());
 
+/// The mailbox of changes made where a thread's own is gone: a span closed
+/// by another thread-local's destructor as its thread ends. (Going to the
+/// table, the close of a span the table never had was lost, and the span
+/// kept in the flusher's book.)
+static ORPHANS: Mailbox = Mailbox::new();
+
 thread_local! {
     static MINE: Arc<Mailbox> = {
-        let b = Arc::new(Mailbox::default());
+        let b = Arc::new(Mailbox::new());
         BOXES
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -84,9 +121,9 @@ thread_local! {
     };
 }
 
-/// Posts `op` to this thread's mailbox while a logger runs; otherwise (or
-/// on a thread whose locals are gone) hands it back, to be applied to the
-/// table at once.
+/// Posts `op` to this thread's mailbox while a logger runs (to the orphans'
+/// on a thread whose locals are gone); otherwise hands it back, to be
+/// applied to the table at once.
 pub(crate) fn post(op: Op) -> Result<(), Op> {
     // Relaxed is enough to skip the mailbox: a stale `true` is settled
     // under its lock below, a stale `false` applies `op` to the table,
@@ -95,19 +132,9 @@ pub(crate) fn post(op: Op) -> Result<(), Op> {
         return Err(op);
     }
     let mut op = Some(op);
-    let _ = MINE.try_with(|b| {
-        let mut ops = b.ops.lock().unwrap_or_else(PoisonError::into_inner);
-        // SeqCst: see `LIVE`.
-        if LIVE.load(Ordering::SeqCst) {
-            ops.extend(op.take());
-            // Release: a flusher that sees it (Acquire) and then takes
-            // the lock finds the change; one that read the ring of a
-            // record made after this post sees it by then.
-            if !b.posted.load(Ordering::Relaxed) {
-                b.posted.store(true, Ordering::Release);
-            }
-        }
-    });
+    if MINE.try_with(|b| b.post(&mut op)).is_err() {
+        ORPHANS.post(&mut op);
+    }
     op.map_or(Ok(()), Err)
 }
 
@@ -125,13 +152,15 @@ pub(crate) fn take(out: &mut Vec<Op>) {
         let ended = Arc::strong_count(b) == 1;
         // Acquire: pairs with the Release of the post that set it.
         if b.posted.load(Ordering::Acquire) || ended {
-            let mut ops = b.ops.lock().unwrap_or_else(PoisonError::into_inner);
-            b.posted.store(false, Ordering::Relaxed);
-            out.append(&mut ops);
+            b.take(out);
         }
         // Only the list holds it: its thread ended, and it is empty now.
         !ended
     });
+    drop(all);
+    if ORPHANS.posted.load(Ordering::Acquire) {
+        ORPHANS.take(out);
+    }
 }
 
 /// A logger starts: changes go to mailboxes from now on (the table holds
@@ -155,9 +184,9 @@ pub(crate) fn go_direct_with(hand_back: impl FnOnce(Vec<Op>) -> Vec<Op>) {
         LIVE.store(false, Ordering::SeqCst);
         let mut ops = Vec::new();
         for b in BOXES.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            ops.append(&mut b.ops.lock().unwrap_or_else(PoisonError::into_inner));
-            b.posted.store(false, Ordering::Relaxed);
+            b.take(&mut ops);
         }
+        ORPHANS.take(&mut ops);
         hand_back(ops)
     });
 }
@@ -237,6 +266,11 @@ pub(crate) fn held() -> (usize, usize) {
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
         .map(|b| b.ops.lock().unwrap_or_else(PoisonError::into_inner).len())
-        .sum();
+        .sum::<usize>()
+        + ORPHANS
+            .ops
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
     (spans, waiting)
 }
