@@ -48,10 +48,10 @@ struct Mailbox {
 }
 
 /// Whether changes go to mailboxes (a logger runs). Read under a mailbox's
-/// lock, stored (by `go_live` and `go_direct`) with every shard of the
+/// lock, stored (by `go_live` and `go_direct_with`) with every shard of the
 /// table locked: SeqCst, so a thread that reads `false` and then takes a
-/// shard's lock finds there everything the mailboxes held (see
-/// [`go_direct`]).
+/// shard's lock finds there everything the mailboxes and the flusher held
+/// (see [`go_direct_with`]).
 ///
 /// On a line of its own: every span's change reads it, and a counter the
 /// linker put beside it (a benchmark's, bumped at every event) made that
@@ -233,8 +233,8 @@ pub(crate) fn close(key: u64) {
     direct(post(Op::Close { key }));
 }
 
-/// A change no mailbox took (no logger runs, or one stops): to the table
-/// now.
+/// A change no mailbox took (no logger runs, or its flusher has handed
+/// its spans back): to the table now.
 fn direct(posted: Result<(), Op>) {
     if let Err(op) = posted {
         let live = live();
