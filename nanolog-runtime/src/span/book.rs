@@ -256,11 +256,6 @@ struct KnownVersion {
     raw: Arc<[u8]>,
 }
 
-/// The spans the flusher's book held at the end of its last pass (for the
-/// tests' count of memory held for spans).
-pub(crate) static SPANS_KNOWN: std::sync::atomic::AtomicUsize =
-    std::sync::atomic::AtomicUsize::new(0);
-
 /// The longest chain of spans followed (a deeper one is cut at its root end).
 const MAX_DEPTH: usize = 256;
 
@@ -614,7 +609,7 @@ impl Book {
     pub(crate) fn forget_spans(&mut self, pass_start: u64, waiting: bool) {
         self.forget_spans_at(pass_start, waiting);
         // Relaxed: a count for tests, read after a flush.
-        SPANS_KNOWN.store(self.spans.len(), Ordering::Relaxed);
+        mail::SPANS_KNOWN.store(self.spans.len(), Ordering::Relaxed);
     }
 
     fn forget_spans_at(&mut self, pass_start: u64, waiting: bool) {
@@ -931,7 +926,7 @@ impl Book {
             out
         });
         self.spans.retain(|_, sp| !sp.tracing);
-        SPANS_KNOWN.store(self.spans.len(), Ordering::Relaxed);
+        mail::SPANS_KNOWN.store(self.spans.len(), Ordering::Relaxed);
     }
 }
 
