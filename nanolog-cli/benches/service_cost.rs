@@ -23,7 +23,7 @@
 //!   of a file, its worker's guard dropped (flushed) at the end.
 //!
 //! ```text
-//! cargo bench -p nanolog-cli --bench service_cost [-- REQUESTS ROUNDS]
+//! cargo bench -p nanolog-cli --bench service_cost [-- REQUESTS ROUNDS] [compression none|fast|small]
 //! ```
 //!
 //! Prints each subscriber's median time, its added cost over the registry,
@@ -336,10 +336,22 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("nanolog-service-cost-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temporary directory");
+    // `compression none|fast|small`: the logger's (default: the builder's,
+    // `small`), to see what compressing costs the service.
+    let compression = match std::env::args()
+        .skip_while(|a| a != "compression")
+        .nth(1)
+        .as_deref()
+    {
+        Some("none") => nanolog::Compression::None,
+        Some("fast") => nanolog::Compression::Fast,
+        _ => nanolog::Compression::Small,
+    };
     let logger = std::sync::Arc::new(
         nanolog::Logger::builder()
             .path(dir.join("service.nlog"))
             .filter("debug")
+            .compression(compression)
             .start()
             .expect("the logger starts"),
     );
