@@ -1060,8 +1060,8 @@ fn learnt_key_of<S: Subscriber + for<'a> LookupSpan<'a>>(
 /// in a tokio service, whose tasks move between workers) finds its key
 /// here, not through the registry's lookup of its extensions (a slot's
 /// reference count and a lock taken and released, lines every worker
-/// writes: the most of the layer's samples on the workers after the
-/// event's own). A cache: a slot taken by another span, or one being
+/// writes: most of `learnt_key_of`'s samples, the largest item of the
+/// layer's on the workers, BENCHMARKS.md session 19). A cache: a slot taken by another span, or one being
 /// written, is a miss, and the registry answers.
 static MADE: [Made; MADE_SLOTS] = [const { Made::empty() }; MADE_SLOTS];
 const MADE_SLOTS: usize = 1024;

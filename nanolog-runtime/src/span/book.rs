@@ -145,6 +145,7 @@ pub(crate) struct Book {
     /// of a span whose definition came in a mailbox taken before it was
     /// posted: see `mail`).
     taken: Vec<Op>,
+    rest: Vec<Op>,
     later: Vec<Op>,
     /// Closes from mailboxes, taken into `closed` at the next pass's start
     /// (one taken in the middle of a pass may follow records in rings
@@ -609,6 +610,7 @@ impl Book {
     pub(crate) fn forget_spans(&mut self, pass_start: u64, waiting: bool) {
         self.forget_spans_at(pass_start, waiting);
         // Relaxed: a count for tests, read after a flush.
+        #[cfg(feature = "test-hooks")]
         mail::SPANS_KNOWN.store(self.spans.len(), Ordering::Relaxed);
     }
 
@@ -771,7 +773,9 @@ impl Book {
             self.taken = ops;
             return;
         }
-        let mut rest = Vec::new();
+        // (Both buffers kept for their allocations: the flusher takes mail
+        // most passes.)
+        let mut rest = std::mem::take(&mut self.rest);
         for op in ops.drain(..) {
             match op {
                 Op::Define {
@@ -779,7 +783,7 @@ impl Book {
                     parent,
                     site,
                     raw,
-                } => self.define(key, parent, site, raw, file),
+                } => self.insert(key, Known::from_mail(parent, site, raw, file)),
                 op => rest.push(op),
             }
         }
@@ -796,24 +800,12 @@ impl Book {
             // new value: moved again, so contexts resolved since see it.
             table::EPOCH.fetch_add(1, Ordering::Release);
         }
-        for op in rest {
+        for op in rest.drain(..) {
             if let Err(op) = self.change(op, file) {
                 self.later.push(op);
             }
         }
-    }
-
-    /// A `tracing` span made while a logger runs (from its maker's
-    /// mailbox).
-    fn define(
-        &mut self,
-        key: u64,
-        parent: u64,
-        site: u32,
-        raw: Arc<[u8]>,
-        file: &mut impl SpanFile,
-    ) {
-        self.insert(key, Known::from_mail(parent, site, raw, file));
+        self.rest = rest;
     }
 
     /// A new value or a close of a `tracing` span, from a mailbox; handed
@@ -926,6 +918,7 @@ impl Book {
             out
         });
         self.spans.retain(|_, sp| !sp.tracing);
+        #[cfg(feature = "test-hooks")]
         mail::SPANS_KNOWN.store(self.spans.len(), Ordering::Relaxed);
     }
 }

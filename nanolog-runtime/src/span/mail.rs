@@ -4,8 +4,9 @@
 //! (`book.rs`) before it looks a span up there. Without a logger the
 //! changes go to the process's table (`table.rs`) at once.
 //!
-//! The table's shard locks were the most of what a span cost a tokio
-//! service's workers: every span made or closed took a lock whose line
+//! The table's shard locks were the largest part of what a span cost a
+//! tokio service's workers (BENCHMARKS.md, session 19): every span made or
+//! closed took a lock whose line
 //! another core had written last (a worker, or the flusher looking spans
 //! up), so each was a cache miss and an atomic write on a shared line; and
 //! the flusher then copied each definition from the table into its book.
@@ -53,9 +54,9 @@ struct Mailbox {
 /// shard's lock finds there everything the mailboxes and the flusher held
 /// (see [`go_direct_with`]).
 ///
-/// On a line of its own: every span's change reads it, and a counter the
-/// linker put beside it (a benchmark's, bumped at every event) made that
-/// load a miss.
+/// On a line of its own: every span's change reads it, and in a benchmark
+/// the linker put it beside a counter bumped at every event (its load
+/// stood out in `perf annotate`; the padding alone was not timed).
 static LIVE: Live = Live(AtomicBool::new(false));
 
 #[repr(align(128))]
@@ -256,6 +257,7 @@ pub(crate) fn forked() {
 
 /// The spans the flusher's book held at the end of its last pass (for the
 /// tests' count of memory held for spans, `held`).
+#[cfg(feature = "test-hooks")]
 pub(crate) static SPANS_KNOWN: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(0);
 
