@@ -442,6 +442,18 @@ fn a_version_7_file_reads_as_its_writer_wrote_it() {
     assert!(packed >= 190, "{packed} keys packed");
 }
 
+/// A file of format version 8 (`tests/fixtures/version8.nlog`, written by
+/// this crate at b09bb57 by the program of
+/// [`a_version_6_file_reads_as_its_writer_wrote_it`] with
+/// `Compression::Small`: its 5 blocks deflated by `miniz_oxide`, the codec
+/// 3 compressor before zlib-rs) reads as its writer wrote it.
+#[test]
+fn a_version_8_file_deflated_by_the_earlier_compressor_reads_as_written() {
+    let log = fixture(8);
+    assert_eq!(log.block_stats().deflate, 5, "{:?}", log.block_stats());
+    assert_eq!(lines_of(&log, |_, _| {}), version6_workload_lines());
+}
+
 /// The same workload written now (format version 7 on): strings that end
 /// in digits after a prefix seen before are packed as the prefix's id and
 /// the number, spans numbered one after another carry no context of their

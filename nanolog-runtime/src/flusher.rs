@@ -59,8 +59,8 @@ pub enum Compression {
     /// [`Fast`](Compression::Fast) makes it by as much as deflate gets to
     /// do (a tokio service's log 8-10%, 10 M records of the benchmarks'
     /// mix 23%, the same all deflated 31%). Deflate is read at about
-    /// 250 MB of entries a second a core: `stats` of a file all of it
-    /// takes about twice, and `decode` 1.4 times, a plain file's time.
+    /// 450-800 MB of entries a second a core: `stats` of a file all of it
+    /// takes about twice, and `decode` 1.3 times, a plain file's time.
     #[default]
     Small,
 }
@@ -209,9 +209,10 @@ const MAX_BLOCK: usize = 128 << 10;
 /// its time (in 1/1024ths): half.
 const DUTY_COMPRESS: u64 = 512;
 /// Below this share (an eighth) they are compressed with deflate (codec 3,
-/// about 16% smaller than LZ4 on a service's entries, and 7 times its
-/// work: BENCHMARKS.md, session 18); above it, with LZ4. The deflating is
-/// counted in the flusher's work, so a flusher it keeps busy turns to LZ4.
+/// about 17% smaller than LZ4 on a service's entries, and 3 to 6 times its
+/// work: BENCHMARKS.md, sessions 18 and 20); above it, with LZ4. The
+/// deflating is counted in the flusher's work, so a flusher it keeps busy
+/// turns to LZ4.
 const DUTY_DEFLATE: u64 = 128;
 /// The time over which the flusher's share of work is averaged.
 const DUTY_SPAN: Duration = Duration::from_millis(1);

@@ -37,11 +37,11 @@ pub const LZ4_COMPACT: u8 = 2;
 /// Codec 3: a deflate stream of entries framed compactly (format version 8).
 pub const DEFLATE_COMPACT: u8 = 3;
 
-/// The deflate level of codec 3 (miniz's scale, 0 to 10). On the tokio
-/// service bench's blocks, against LZ4: level 1 13% smaller, 2 16%, 3 18%,
-/// 6 19%; compressing at 151, 90, 79 and 60 MB/s, against LZ4's 650
-/// (BENCHMARKS.md, session 18).
-const DEFLATE_LEVEL: i32 = 2;
+/// The deflate level of codec 3 (zlib's scale). On the tokio service
+/// bench's blocks, against LZ4 (BENCHMARKS.md, session 20): level 1 5%
+/// smaller, 2 17%, 3 18%; compressing at 250, 111 and 101 MB/s against
+/// LZ4's 685 (level 1 is zlib's quick strategy, which keeps far less).
+const DEFLATE_LEVEL: u32 = 2;
 
 /// The most bytes deflate makes of one byte of its stream (258-byte
 /// matches of 1 bit each, and a little): a block saying more is damage.
@@ -76,8 +76,9 @@ pub(crate) fn put_block(out: &mut Vec<u8>, raw: &[u8]) -> bool {
 /// grows (a safe compressor writes into initialised bytes).
 pub(crate) struct Packer {
     table: lz4_flex::block::CompressTable,
-    /// Codec 3's compressor (its tables, about 300 KB), made when first used.
-    deflater: Option<Box<miniz_oxide::deflate::core::CompressorOxide>>,
+    /// Codec 3's compressor (its window and tables, about 300 KB), made
+    /// when first used.
+    deflater: Option<flate2::Compress>,
     /// The entry's frame, codec and lengths, made for each block.
     head: Vec<u8>,
     /// The batch's entries framed compactly (codecs 2 and 3).
@@ -131,20 +132,20 @@ impl Packer {
         }
         self.room[..at].copy_from_slice(&self.head);
         let n = if codec == DEFLATE_COMPACT {
-            use miniz_oxide::deflate::core as deflate;
+            // A raw stream (no zlib header or trailer: the frame's
+            // checksum covers the block).
             let d = self.deflater.get_or_insert_with(|| {
-                Box::new(deflate::CompressorOxide::new(
-                    deflate::create_comp_flags_from_zip_params(DEFLATE_LEVEL, -15, 0),
-                ))
+                flate2::Compress::new(flate2::Compression::new(DEFLATE_LEVEL), false)
             });
             d.reset();
-            let (status, _, n) = deflate::compress(
-                d,
+            let status = d.compress(
                 input,
                 &mut self.room[at..most],
-                deflate::TDEFLFlush::Finish,
+                flate2::FlushCompress::Finish,
             );
-            (status == deflate::TDEFLStatus::Done).then_some(n)?
+            // Anything but the stream's end: it did not fit in `most`.
+            let done = matches!(status, Ok(flate2::Status::StreamEnd));
+            done.then_some(d.total_out() as usize)?
         } else {
             lz4_flex::block::compress_into_with_table(
                 input,
@@ -442,32 +443,35 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
 /// `made` bytes: inflated into a window of its own (deflate's 32 KiB
 /// reach back), what it makes counted and let go, so a damaged block costs
 /// no more memory than a whole one.
-fn walk_deflate(bytes: &[u8], mut i: usize, made: usize) -> Walk {
-    use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
-    use miniz_oxide::inflate::TINFLStatus;
-    const WINDOW: usize = 32 << 10;
-    let mut state = Box::new(DecompressorOxide::new());
-    let mut window = vec![0u8; WINDOW];
-    let (mut at, mut total) = (0, 0usize);
+fn walk_deflate(bytes: &[u8], i: usize, made: usize) -> Walk {
+    // What is made goes into `out` a piece at a time and is let go: the
+    // decompressor keeps the window its matches reach back into.
+    let mut state = flate2::Decompress::new(false);
+    let mut out = vec![0u8; 32 << 10];
+    let stream = &bytes[i..];
     loop {
-        let (status, read, wrote) = decompress(
-            &mut state,
-            &bytes[i..],
-            &mut window,
-            at,
-            inflate_flags::TINFL_FLAG_HAS_MORE_INPUT,
+        let (read, wrote) = (state.total_in(), state.total_out());
+        let status = state.decompress(
+            &stream[read as usize..],
+            &mut out,
+            flate2::FlushDecompress::None,
         );
-        i += read;
-        at = (at + wrote) % WINDOW;
-        total += wrote;
+        let total = state.total_out() as usize;
         if total > made {
             return Walk::Bad;
         }
         match status {
-            TINFLStatus::Done if total == made => return Walk::Whole(i),
-            TINFLStatus::Done => return Walk::Bad,
-            TINFLStatus::NeedsMoreInput => return Walk::Cut,
-            TINFLStatus::HasMoreOutput => {}
+            Ok(flate2::Status::StreamEnd) if total == made => {
+                return Walk::Whole(i + state.total_in() as usize);
+            }
+            Ok(flate2::Status::Ok | flate2::Status::BufError)
+                if (state.total_in(), state.total_out()) != (read, wrote) => {}
+            // No progress: the stream wants bytes after the last one.
+            Ok(flate2::Status::Ok | flate2::Status::BufError)
+                if state.total_in() as usize == stream.len() =>
+            {
+                return Walk::Cut;
+            }
             _ => return Walk::Bad,
         }
     }
@@ -487,8 +491,8 @@ pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
 struct Inflater {
     /// Compact entries (codecs 2 and 3), inflated before they are expanded.
     compact: Vec<u8>,
-    /// Codec 3's decompressor (11 KB of tables), made when first used.
-    deflate: Option<Box<miniz_oxide::inflate::core::DecompressorOxide>>,
+    /// Codec 3's decompressor (its tables), made when first used.
+    deflate: Option<flate2::Decompress>,
 }
 
 thread_local! {
@@ -512,7 +516,9 @@ pub(crate) fn inflate(parts: &Parts<'_>, out: &mut [u8]) -> Result<(), BlockErro
         buf.clear();
         buf.resize(compact, 0);
         let r = if codec == DEFLATE_COMPACT {
-            let state = inf.deflate.get_or_insert_with(Default::default);
+            let state = inf
+                .deflate
+                .get_or_insert_with(|| flate2::Decompress::new(false));
             inflate_deflate(state, parts.packed, buf)
         } else {
             lz4(parts.packed, buf)
@@ -536,23 +542,18 @@ pub(crate) fn inflate(parts: &Parts<'_>, out: &mut [u8]) -> Result<(), BlockErro
 /// Inflates the deflate stream `packed` into `out`: an error unless it
 /// makes exactly `out`'s length and ends where `packed` does.
 fn inflate_deflate(
-    state: &mut miniz_oxide::inflate::core::DecompressorOxide,
+    state: &mut flate2::Decompress,
     packed: &[u8],
     out: &mut [u8],
 ) -> Result<(), BlockError> {
-    use miniz_oxide::inflate::core::{decompress, inflate_flags};
-    use miniz_oxide::inflate::TINFLStatus;
-    state.init();
-    // `out` holds the whole stream: matches reach back into it, never
-    // around it.
-    let (status, read, wrote) = decompress(
-        state,
-        packed,
-        out,
-        0,
-        inflate_flags::TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
-    );
-    if status == TINFLStatus::Done && read == packed.len() && wrote == out.len() {
+    state.reset(false);
+    // In one call: `out` holds the whole stream, so it never writes past
+    // it, whatever the stream says (a bomb stops at `out`'s end).
+    let status = state.decompress(packed, out, flate2::FlushDecompress::Finish);
+    let whole = matches!(status, Ok(flate2::Status::StreamEnd))
+        && state.total_in() == packed.len() as u64
+        && state.total_out() == out.len() as u64;
+    if whole {
         Ok(())
     } else {
         Err(BlockError::Damaged)
@@ -676,16 +677,15 @@ mod tests {
     #[test]
     fn a_deflate_bomb_is_held_to_the_size_its_block_says() {
         let compact = 4 << 20;
-        let mut d = miniz_oxide::deflate::core::CompressorOxide::new(
-            miniz_oxide::deflate::core::create_comp_flags_from_zip_params(9, -15, 0),
-        );
+        let mut d = flate2::Compress::new(flate2::Compression::best(), false);
         let mut packed = vec![0u8; compact];
-        let (_, _, n) = miniz_oxide::deflate::core::compress(
-            &mut d,
+        let status = d.compress(
             &vec![0u8; compact],
             &mut packed,
-            miniz_oxide::deflate::core::TDEFLFlush::Finish,
+            flate2::FlushCompress::Finish,
         );
+        assert!(matches!(status, Ok(flate2::Status::StreamEnd)));
+        let n = d.total_out() as usize;
         packed.truncate(n);
         assert!(compact / n >= 250, "{n} bytes");
         for says in [compact / 2, compact, compact * 2] {
