@@ -192,9 +192,7 @@ struct State {
     /// (the compressing counts in its work, so it turns itself off before it
     /// could make a producer wait).
     duty: u64,
-    /// A batch's entries in one piece (kept for its memory), and what
-    /// makes their BLOCK entry.
-    raw: Vec<u8>,
+    /// What makes a batch's BLOCK entry (kept for its memory).
     packer: crate::wire::block::Packer,
 }
 
@@ -296,7 +294,6 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         named: Vec::new(),
         compression: config.compression,
         duty: 0,
-        raw: Vec::new(),
         packer: crate::wire::block::Packer::new(),
     };
     let mut f = Flusher {
@@ -585,16 +582,13 @@ impl State {
             && self.duty < DUTY_COMPRESS
             && (MIN_BLOCK..=MAX_BLOCK).contains(&(head.len() + self.out.len()))
         {
-            self.raw.clear();
-            self.raw.extend_from_slice(&head);
-            self.raw.extend_from_slice(&self.out);
             let small = self.compression == Compression::Small && self.duty < DUTY_DEFLATE;
             let codec = if small {
                 crate::wire::block::DEFLATE_COMPACT
             } else {
                 crate::wire::block::LZ4_COMPACT
             };
-            self.packer.pack(&self.raw, codec)
+            self.packer.pack_parts([&head, &self.out], codec)
         } else {
             None
         };

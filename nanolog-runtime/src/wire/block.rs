@@ -102,8 +102,17 @@ impl Packer {
     /// The BLOCK entry of `codec` holding `raw` (whole entries), if it is
     /// smaller than `raw` is. (The writer makes codecs 2 and 3; codec 1 is
     /// made as a version 4 writer made it, for tests.)
+    #[cfg(test)]
     pub(crate) fn pack(&mut self, raw: &[u8], codec: u8) -> Option<&[u8]> {
-        if raw.is_empty() || raw.len() > MAX_RAW {
+        self.pack_parts([raw, &[]], codec)
+    }
+
+    /// [`pack`](Packer::pack) of the entries `parts[0]` then `parts[1]`
+    /// (each whole entries), read where they are: the flusher's batch is
+    /// its definitions and its records, not copied together first.
+    pub(crate) fn pack_parts(&mut self, parts: [&[u8]; 2], codec: u8) -> Option<&[u8]> {
+        let raw_len = parts[0].len() + parts[1].len();
+        if raw_len == 0 || raw_len > MAX_RAW {
             return None;
         }
         // The frame (filled in below), the codec, the raw length (and the
@@ -111,19 +120,27 @@ impl Packer {
         self.head.clear();
         begin_entry(&mut self.head, tag::BLOCK);
         self.head.push(codec);
-        put_varint(&mut self.head, raw.len() as u64);
+        put_varint(&mut self.head, raw_len as u64);
+        self.compact.clear();
         let input = if codec != LZ4 {
-            self.compact.clear();
-            compact_entries(raw, &mut self.compact)?;
+            let mut prev = 0;
+            for part in parts {
+                compact_entries(part, &mut prev, &mut self.compact)?;
+            }
             put_varint(&mut self.head, self.compact.len() as u64);
             &self.compact[..]
+        } else if parts[1].is_empty() {
+            parts[0]
         } else {
-            raw
+            // (Codec 1 is made for tests only: in one piece.)
+            self.compact.extend_from_slice(parts[0]);
+            self.compact.extend_from_slice(parts[1]);
+            &self.compact[..]
         };
         let at = self.head.len();
         let most = if codec == DEFLATE_COMPACT {
             // A stream that does not fit before `raw`'s length is no gain.
-            at.max(raw.len())
+            at.max(raw_len)
         } else {
             at + lz4_flex::block::get_maximum_output_size(input.len())
         };
@@ -155,7 +172,7 @@ impl Packer {
             .ok()?
         };
         let len = at + n;
-        if len >= raw.len() {
+        if len >= raw_len {
             return None;
         }
         let entry = &mut self.room[..len];
@@ -257,9 +274,9 @@ pub(crate) fn block_parts(body: &[u8]) -> Result<Parts<'_>, BlockError> {
 
 /// `raw` (whole entries as the file holds them, the writer's own) framed
 /// compactly, as codec 2 compresses them, onto `out`; `None` if `raw` is
-/// not whole entries.
-fn compact_entries(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let mut prev = 0u64;
+/// not whole entries. `prev`: the base tick of the block's last extent so
+/// far (0 before the first), which each extent's is stated against.
+fn compact_entries(raw: &[u8], prev: &mut u64, out: &mut Vec<u8>) -> Option<()> {
     let mut entries = Entries::inflated(raw, 0);
     for (_, t, body) in entries.by_ref() {
         out.push(t);
@@ -270,8 +287,8 @@ fn compact_entries(raw: &[u8], out: &mut Vec<u8>) -> Option<()> {
             let (thread, rest) = body.split_at(at);
             let (tick, records) = rest.split_first_chunk::<8>()?;
             let tick = u64::from_le_bytes(*tick);
-            let delta = zigzag(tick.wrapping_sub(prev) as i64);
-            prev = tick;
+            let delta = zigzag(tick.wrapping_sub(*prev) as i64);
+            *prev = tick;
             put_varint(out, (at + varint_len(delta) + records.len()) as u64);
             out.extend_from_slice(thread);
             put_varint(out, delta);
@@ -596,6 +613,40 @@ mod tests {
             });
         }
         raw
+    }
+
+    /// The flusher packs its definitions and its records where they are:
+    /// the block is the one their entries make in one piece (extent ticks
+    /// stated against the one before across the two), and inflates to them.
+    #[test]
+    fn a_block_of_two_parts_is_the_block_of_their_entries_in_one_piece() {
+        let whole = batch(300);
+        // Split after the 101st entry pair: a CLOCK and an EXTENT each.
+        let mut entries = Entries::inflated(&whole, 0);
+        for _ in 0..202 {
+            entries.next().unwrap();
+        }
+        let (a, b) = whole.split_at(entries.pos);
+        for codec in [LZ4, LZ4_COMPACT, DEFLATE_COMPACT] {
+            let one = Packer::new().pack(&whole, codec).unwrap().to_vec();
+            let two = Packer::new().pack_parts([a, b], codec).unwrap().to_vec();
+            assert_eq!(one, two, "codec {codec}");
+            let Frame::Ok { body, .. } = frame_at(&two, 0) else {
+                panic!("not a whole entry")
+            };
+            let mut back = Vec::new();
+            get_block(body, &mut back).unwrap();
+            let want = if codec == LZ4 {
+                whole.clone()
+            } else {
+                unchecked(&whole)
+            };
+            assert!(back == want, "codec {codec}");
+        }
+        // A part that is not whole entries makes no block.
+        let cut = entries.pos - 3;
+        let (a, b) = whole.split_at(cut);
+        assert!(Packer::new().pack_parts([a, b], LZ4_COMPACT).is_none());
     }
 
     #[test]
