@@ -17,7 +17,6 @@ use super::{Arg, Key, Shape};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// The `tracing_subscriber::Layer` that records `tracing` events as nanolog
 /// records: level, target, file, line, its message and its fields (shown
@@ -228,16 +227,15 @@ struct SpanData {
     key: u64,
     /// Its site, and its fields' shape; `None` past the sites' cap.
     site: Option<(u32, Shape)>,
-    /// The fields' values, then the key, as the ring holds them (shared
-    /// with the table: one allocation a span).
-    raw: Arc<[u8]>,
+    /// The fields' values, then the key, as the ring holds them (a
+    /// copy goes to the flusher: no allocation a span up to 64 bytes).
+    raw: crate::span::SpanBytes,
 }
 
 impl SpanData {
     /// A span of `meta`'s callsite with fields of `shape` whose values are
     /// encoded in `values`: its site, and its bytes with the key after them
-    /// (appended to `values`, so that the span's bytes are one allocation,
-    /// copied once: a `Vec` made an `Arc` is a second allocation and copy).
+    /// (appended to `values`, then copied once).
     fn new(
         key: u64,
         meta: &'static tracing_core::Metadata<'static>,
@@ -249,7 +247,7 @@ impl SpanData {
         SpanData {
             key,
             site,
-            raw: Arc::from(&values[..]),
+            raw: crate::span::SpanBytes::from_slice(values),
         }
     }
 
@@ -403,6 +401,35 @@ fn with_encoded<R>(f: impl Fn(&mut Encoded) -> R) -> R {
     match done {
         Ok(Some(r)) => r,
         _ => f(&mut Encoded::default()),
+    }
+}
+
+/// A span's fields and their shape as a value recorded into it merges
+/// them (see [`SpanData::merge`]): into this thread's buffers, kept for
+/// their memory, so a `record` allocates nothing but what a span of more
+/// than 64 bytes of fields keeps.
+fn with_merged<R>(f: impl Fn(&mut Vec<u8>, &mut Vec<(&'static str, ArgKind, bool)>) -> R) -> R {
+    type Merged = (Vec<u8>, Vec<(&'static str, ArgKind, bool)>);
+    thread_local! {
+        static MERGED: std::cell::RefCell<Merged> =
+            const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    }
+    let done = MERGED.try_with(|m| {
+        let mut m = m.try_borrow_mut().ok()?;
+        let (raw, shape) = &mut *m;
+        raw.clear();
+        shape.clear();
+        let r = f(raw, shape);
+        // A span of very large values leaves no memory behind.
+        if raw.capacity() > 64 << 10 {
+            *raw = Vec::new();
+        }
+        Some(r)
+    });
+    match done {
+        Ok(Some(r)) => r,
+        // A thread being torn down, or a record inside one.
+        _ => f(&mut Vec::new(), &mut Vec::new()),
     }
 }
 
@@ -1264,7 +1291,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
             SpanData::new(key, meta, &e.shape, &mut e.values)
         });
         if let Some((site, _)) = data.site {
-            crate::span::define(data.key, parent, site, Arc::clone(&data.raw));
+            crate::span::define(data.key, parent, site, data.raw.clone());
         }
         span.extensions_mut().insert(data);
     }
@@ -1278,15 +1305,14 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         if let Some(data) = ext.get_mut::<SpanData>() {
             let new = with_encoded(|e| {
                 values.record(e);
-                let mut raw = Vec::with_capacity(data.raw.len() + e.values.len());
-                let old = data.site.map_or(0, |(_, shape)| shape.len());
-                let mut shape = Vec::with_capacity(old + e.shape.len());
-                data.merge(e, &mut raw, &mut shape);
-                SpanData::new(data.key, meta, &shape, &mut raw)
+                with_merged(|raw, shape| {
+                    data.merge(e, raw, shape);
+                    SpanData::new(data.key, meta, shape, raw)
+                })
             });
             *data = new;
             if let Some((site, _)) = data.site {
-                crate::span::redefine(data.key, site, Arc::clone(&data.raw));
+                crate::span::redefine(data.key, site, data.raw.clone());
             }
         }
     }

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::mail;
-use super::table::{self, KeyMap, Op, Version};
+use super::table::{self, KeyMap, Op, SpanBytes, Version};
 use crate::wire::format::{ArgKind, Role};
 use crate::wire::record::{self, Value};
 use crate::wire::LOST_CONTEXT;
@@ -185,12 +185,8 @@ impl Known {
     /// A `tracing` span made while a logger runs, as its maker's mailbox
     /// brought it: its one version (a site the flusher cannot find shows
     /// no fields, as `copy_versions` has it).
-    fn from_mail(parent: u64, site: u32, raw: Arc<[u8]>, file: &mut impl SpanFile) -> Known {
-        let raw = if file.knows_site(site) {
-            raw
-        } else {
-            Arc::from(&[][..])
-        };
+    fn from_mail(parent: u64, site: u32, raw: &[u8], file: &mut impl SpanFile) -> Known {
+        let raw = Arc::from(if file.knows_site(site) { raw } else { &[] });
         Known {
             parent,
             tracing: true,
@@ -783,7 +779,7 @@ impl Book {
                     parent,
                     site,
                     raw,
-                } => self.insert(key, Known::from_mail(parent, site, raw, file)),
+                } => self.insert(key, Known::from_mail(parent, site, &raw, file)),
                 op => rest.push(op),
             }
         }
@@ -830,7 +826,11 @@ impl Book {
                     table::add_version(
                         &mut sp.versions,
                         |v| v.tick,
-                        KnownVersion { tick, site, raw },
+                        KnownVersion {
+                            tick,
+                            site,
+                            raw: Arc::from(&raw[..]),
+                        },
                     );
                     // Past the epoch now: contexts resolved before hold no
                     // more for it (see `unchanged_since`).
@@ -865,7 +865,7 @@ impl Book {
                         site,
                         raw,
                     } => {
-                        spans.insert(key, Known::from_mail(parent, site, raw, file));
+                        spans.insert(key, Known::from_mail(parent, site, &raw, file));
                     }
                     op => taken.push(op),
                 }
@@ -885,7 +885,11 @@ impl Book {
                             table::add_version(
                                 &mut sp.versions,
                                 |v| v.tick,
-                                KnownVersion { tick, site, raw },
+                                KnownVersion {
+                                    tick,
+                                    site,
+                                    raw: Arc::from(&raw[..]),
+                                },
                             );
                         }
                     }
@@ -906,13 +910,13 @@ impl Book {
                     key,
                     parent: sp.parent,
                     site: first.site,
-                    raw: Arc::clone(&first.raw),
+                    raw: SpanBytes::from_slice(&first.raw),
                 });
                 out.extend(versions.map(|v| Op::Version {
                     key,
                     tick: v.tick,
                     site: v.site,
-                    raw: Arc::clone(&v.raw),
+                    raw: SpanBytes::from_slice(&v.raw),
                 }));
             }
             out
@@ -1006,8 +1010,8 @@ mod tests {
     fn a_chain_cut_short_hangs_from_the_lost_context() {
         // Keys no other test defines; 0x5EED_0001 is never defined.
         let (inner, middle, unknown) = (0x5EED_0003u64, 0x5EED_0002u64, 0x5EED_0001u64);
-        crate::span::mail::define(middle, unknown, 7, Arc::from(&[][..]));
-        crate::span::mail::define(inner, middle, 8, Arc::from(&[][..]));
+        crate::span::mail::define(middle, unknown, 7, SpanBytes::new());
+        crate::span::mail::define(inner, middle, 8, SpanBytes::new());
         let mut book = Book::default();
         let mut file = Spans::default();
         let mut ctx = Context::default();
@@ -1029,7 +1033,7 @@ mod tests {
         );
 
         let root = 0x5EED_0004u64;
-        crate::span::mail::define(root, 0, 9, Arc::from(&[][..]));
+        crate::span::mail::define(root, 0, 9, SpanBytes::new());
         let mut whole = Context::default();
         whole.switch_to(root);
         assert_eq!(book.resolve(&mut whole, 12, false, &mut file), Some(3));
@@ -1045,7 +1049,7 @@ mod tests {
     #[test]
     fn closes_held_while_rings_wait_are_forgotten_after_a_grace() {
         let key = 0x5EED_0010u64;
-        crate::span::mail::define(key, 0, 7, Arc::from(&[][..]));
+        crate::span::mail::define(key, 0, 7, SpanBytes::new());
         let mut book = Book::default();
         let mut file = Spans::default();
         let mut ctx = Context::default();

@@ -34,7 +34,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::table::{self, Op, EPOCH};
+use super::table::{self, Op, SpanBytes, EPOCH};
 
 /// A thread's mailbox (on lines of its own: its thread writes it at every
 /// span, the flusher once a pass).
@@ -203,7 +203,7 @@ pub(crate) fn go_direct() {
 
 /// A new `tracing` span `key` inside `parent` (0: a root).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
+pub(crate) fn define(key: u64, parent: u64, site: u32, raw: SpanBytes) {
     direct(post(Op::Define {
         key,
         parent,
@@ -214,7 +214,7 @@ pub(crate) fn define(key: u64, parent: u64, site: u32, raw: Arc<[u8]>) {
 
 /// Values recorded into span `key`: its fields from now on.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn redefine(key: u64, site: u32, raw: Arc<[u8]>) {
+pub(crate) fn redefine(key: u64, site: u32, raw: SpanBytes) {
     let tick = crate::clock::now();
     direct(post(Op::Version {
         key,

@@ -34,3 +34,5 @@ pub(crate) use mail::{close, define, redefine};
 #[cfg_attr(not(feature = "tracing"), allow(unused_imports))]
 pub(crate) use stack::{current_for, switch_for_record, tracing_enter, tracing_exit};
 pub use stack::{span_key, SpanGuard};
+#[cfg_attr(not(feature = "tracing"), allow(unused_imports))]
+pub(crate) use table::SpanBytes;

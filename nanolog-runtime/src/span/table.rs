@@ -209,6 +209,14 @@ fn flag(bits: &AtomicU64, key: u64) {
 /// lock is released; the flusher's Acquire load then finds it there).
 pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
 
+/// A span's fields, then its key, as a change carries them from the thread
+/// that made it: inline up to 64 bytes (a service's spans, a few ids and
+/// short strings, fit), so making a span allocates nothing for them on
+/// its thread, and the flusher, which keeps them, allocates and frees its
+/// own copy (a `Arc` made by the worker was freed on the flusher, in the
+/// worker's allocator arena, and its count was a line both wrote).
+pub(crate) type SpanBytes = smallvec::SmallVec<[u8; 64]>;
+
 /// One change to the table (see `mail`).
 #[derive(Debug)]
 pub(crate) enum Op {
@@ -217,14 +225,14 @@ pub(crate) enum Op {
         key: u64,
         parent: u64,
         site: u32,
-        raw: Arc<[u8]>,
+        raw: SpanBytes,
     },
     /// Values recorded into span `key`: its fields from `tick` on.
     Version {
         key: u64,
         tick: u64,
         site: u32,
-        raw: Arc<[u8]>,
+        raw: SpanBytes,
     },
     /// Span `key` closed.
     Close { key: u64 },
@@ -262,7 +270,11 @@ fn apply_in(t: &mut Table, op: Op, live: bool) -> Result<(), Op> {
                 key,
                 Def {
                     parent,
-                    versions: smallvec::smallvec![Version { tick: 0, site, raw }],
+                    versions: smallvec::smallvec![Version {
+                        tick: 0,
+                        site,
+                        raw: Arc::from(&raw[..]),
+                    }],
                 },
             );
         }
@@ -273,6 +285,7 @@ fn apply_in(t: &mut Table, op: Op, live: bool) -> Result<(), Op> {
             raw,
         } => {
             if let Some(d) = t.spans.get_mut(&key) {
+                let raw = Arc::from(&raw[..]);
                 add_version(&mut d.versions, |v| v.tick, Version { tick, site, raw });
             }
             t.versioned.insert(key);
