@@ -9,7 +9,6 @@
 //! keeps it: this room knows no writer, buffer or mirror.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 use super::mail;
 use super::table::{self, KeyMap, Op, SpanBytes, Version};
@@ -185,8 +184,12 @@ impl Known {
     /// A `tracing` span made while a logger runs, as its maker's mailbox
     /// brought it: its one version (a site the flusher cannot find shows
     /// no fields, as `copy_versions` has it).
-    fn from_mail(parent: u64, site: u32, raw: &[u8], file: &mut impl SpanFile) -> Known {
-        let raw = Arc::from(if file.knows_site(site) { raw } else { &[] });
+    fn from_mail(parent: u64, site: u32, raw: SpanBytes, file: &mut impl SpanFile) -> Known {
+        let raw = if file.knows_site(site) {
+            raw
+        } else {
+            SpanBytes::new()
+        };
         Known {
             parent,
             tracing: true,
@@ -249,8 +252,9 @@ struct KnownVersion {
     tick: u64,
     site: u32,
     /// Its arguments as its ring record (or the table) held them: each
-    /// file compacts them against its own strings.
-    raw: Arc<[u8]>,
+    /// file compacts them against its own strings. Inline up to 64 bytes:
+    /// the flusher allocates nothing for most spans, and frees nothing.
+    raw: SpanBytes,
 }
 
 /// The longest chain of spans followed (a deeper one is cut at its root end).
@@ -321,7 +325,7 @@ impl Book {
                 versions: smallvec::smallvec![KnownVersion {
                     tick: 0,
                     site,
-                    raw: Arc::from(raw),
+                    raw: SpanBytes::from_slice(raw),
                 }],
                 entries: smallvec::SmallVec::new(),
                 children: 0,
@@ -779,7 +783,7 @@ impl Book {
                     parent,
                     site,
                     raw,
-                } => self.insert(key, Known::from_mail(parent, site, &raw, file)),
+                } => self.insert(key, Known::from_mail(parent, site, raw, file)),
                 op => rest.push(op),
             }
         }
@@ -826,11 +830,7 @@ impl Book {
                     table::add_version(
                         &mut sp.versions,
                         |v| v.tick,
-                        KnownVersion {
-                            tick,
-                            site,
-                            raw: Arc::from(&raw[..]),
-                        },
+                        KnownVersion { tick, site, raw },
                     );
                     // Past the epoch now: contexts resolved before hold no
                     // more for it (see `unchanged_since`).
@@ -865,7 +865,7 @@ impl Book {
                         site,
                         raw,
                     } => {
-                        spans.insert(key, Known::from_mail(parent, site, &raw, file));
+                        spans.insert(key, Known::from_mail(parent, site, raw, file));
                     }
                     op => taken.push(op),
                 }
@@ -885,11 +885,7 @@ impl Book {
                             table::add_version(
                                 &mut sp.versions,
                                 |v| v.tick,
-                                KnownVersion {
-                                    tick,
-                                    site,
-                                    raw: Arc::from(&raw[..]),
-                                },
+                                KnownVersion { tick, site, raw },
                             );
                         }
                     }
@@ -962,7 +958,7 @@ fn copy_versions(
             known.versions.push(KnownVersion {
                 tick: v.tick,
                 site: v.site,
-                raw: v.raw,
+                raw: SpanBytes::from_slice(&v.raw),
             });
         }
     }
@@ -971,7 +967,7 @@ fn copy_versions(
         known.versions.push(KnownVersion {
             tick: 0,
             site: first_site.unwrap_or(0),
-            raw: Arc::from(&[][..]),
+            raw: SpanBytes::new(),
         });
     }
 }
