@@ -212,9 +212,10 @@ pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
 /// A span's fields, then its key, as a change carries them from the thread
 /// that made it: inline up to 64 bytes (a service's spans, a few ids and
 /// short strings, fit), so making a span allocates nothing for them on
-/// its thread, and the flusher, which keeps them, allocates and frees its
-/// own copy (a `Arc` made by the worker was freed on the flusher, in the
-/// worker's allocator arena, and its count was a line both wrote).
+/// its thread, nor does the flusher's book, which keeps them as they came
+/// (an `Arc` made by the worker was freed on the flusher, in the worker's
+/// allocator arena, and its count was a line both wrote). The table, for
+/// the spans made while no logger runs, keeps an `Arc` of them.
 pub(crate) type SpanBytes = smallvec::SmallVec<[u8; 64]>;
 
 /// One change to the table (see `mail`).
