@@ -40,7 +40,7 @@ pub const DEFLATE_COMPACT: u8 = 3;
 /// The deflate level of codec 3 (zlib's scale). On the tokio service
 /// bench's blocks, against LZ4 (BENCHMARKS.md, session 20): level 1 5%
 /// smaller, 2 17%, 3 18%; compressing at 250, 111 and 101 MB/s against
-/// LZ4's 685 (level 1 is zlib's quick strategy, which keeps far less).
+/// LZ4's 685.
 const DEFLATE_LEVEL: u32 = 2;
 
 /// The most bytes deflate makes of one byte of its stream (258-byte
