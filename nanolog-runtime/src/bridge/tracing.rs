@@ -1291,7 +1291,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
             SpanData::new(key, meta, &e.shape, &mut e.values)
         });
         if let Some((site, _)) = data.site {
-            crate::span::define(data.key, parent, site, data.raw.clone());
+            crate::span::define(data.key, parent, site, &data.raw);
         }
         span.extensions_mut().insert(data);
     }
@@ -1312,7 +1312,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
             });
             *data = new;
             if let Some((site, _)) = data.site {
-                crate::span::redefine(data.key, site, data.raw.clone());
+                crate::span::redefine(data.key, site, &data.raw);
             }
         }
     }

@@ -1006,8 +1006,8 @@ mod tests {
     fn a_chain_cut_short_hangs_from_the_lost_context() {
         // Keys no other test defines; 0x5EED_0001 is never defined.
         let (inner, middle, unknown) = (0x5EED_0003u64, 0x5EED_0002u64, 0x5EED_0001u64);
-        crate::span::mail::define(middle, unknown, 7, SpanBytes::new());
-        crate::span::mail::define(inner, middle, 8, SpanBytes::new());
+        crate::span::mail::define(middle, unknown, 7, &[]);
+        crate::span::mail::define(inner, middle, 8, &[]);
         let mut book = Book::default();
         let mut file = Spans::default();
         let mut ctx = Context::default();
@@ -1029,7 +1029,7 @@ mod tests {
         );
 
         let root = 0x5EED_0004u64;
-        crate::span::mail::define(root, 0, 9, SpanBytes::new());
+        crate::span::mail::define(root, 0, 9, &[]);
         let mut whole = Context::default();
         whole.switch_to(root);
         assert_eq!(book.resolve(&mut whole, 12, false, &mut file), Some(3));
@@ -1045,7 +1045,7 @@ mod tests {
     #[test]
     fn closes_held_while_rings_wait_are_forgotten_after_a_grace() {
         let key = 0x5EED_0010u64;
-        crate::span::mail::define(key, 0, 7, SpanBytes::new());
+        crate::span::mail::define(key, 0, 7, &[]);
         let mut book = Book::default();
         let mut file = Spans::default();
         let mut ctx = Context::default();

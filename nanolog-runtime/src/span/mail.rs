@@ -38,9 +38,16 @@ use super::table::{self, Op, SpanBytes, EPOCH};
 
 /// A thread's mailbox (on lines of its own: its thread writes it at every
 /// span, the flusher once a pass).
+///
+/// The changes are kept as bytes (see [`Letters`]), not as `Op`s: what
+/// crosses from the worker's core to the flusher's is what the change
+/// holds, about 40 bytes for a span's definition and 9 for a close, not
+/// an `Op` of 104 bytes each (two cache lines the worker writes and the
+/// flusher reads, then the worker writes again: the largest item of the
+/// layer's own on the workers in a slow phase, BENCHMARKS.md session 21).
 #[repr(align(128))]
 struct Mailbox {
-    ops: Mutex<Vec<Op>>,
+    ops: Mutex<Letters>,
     /// It holds changes: set with the first one posted since the flusher
     /// last emptied it, cleared as it does, both under the lock, so that
     /// the flusher locks only the mailboxes with something in them (a
@@ -72,32 +79,213 @@ impl std::ops::Deref for Live {
 impl Mailbox {
     const fn new() -> Mailbox {
         Mailbox {
-            ops: Mutex::new(Vec::new()),
+            ops: Mutex::new(Letters::new()),
             posted: AtomicBool::new(false),
         }
     }
 
-    /// Posts `op` unless changes go direct (see `LIVE`); `op` is taken
-    /// if posted.
-    fn post(&self, op: &mut Option<Op>) {
+    /// Posts `change` unless changes go direct (see `LIVE`); returns
+    /// whether it did.
+    fn post(&self, change: &Change<'_>) -> bool {
         let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
         // SeqCst: see `LIVE`.
-        if LIVE.load(Ordering::SeqCst) {
-            ops.extend(op.take());
-            // Release: a flusher that sees it (Acquire) and then takes
-            // the lock finds the change; one that read the ring of a
-            // record made after this post sees it by then.
-            if !self.posted.load(Ordering::Relaxed) {
-                self.posted.store(true, Ordering::Release);
-            }
+        if !LIVE.load(Ordering::SeqCst) {
+            return false;
         }
+        ops.push(change);
+        // Release: a flusher that sees it (Acquire) and then takes
+        // the lock finds the change; one that read the ring of a
+        // record made after this post sees it by then.
+        if !self.posted.load(Ordering::Relaxed) {
+            self.posted.store(true, Ordering::Release);
+        }
+        true
     }
 
     /// Its changes, appended to `out`.
     fn take(&self, out: &mut Vec<Op>) {
         let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
         self.posted.store(false, Ordering::Relaxed);
-        out.append(&mut ops);
+        ops.read_into(out);
+    }
+}
+
+/// A change as its thread posts it, its fields borrowed.
+pub(crate) enum Change<'a> {
+    Define {
+        key: u64,
+        parent: u64,
+        site: u32,
+        raw: &'a [u8],
+    },
+    Version {
+        key: u64,
+        tick: u64,
+        site: u32,
+        raw: &'a [u8],
+    },
+    Close {
+        key: u64,
+    },
+}
+
+impl Change<'_> {
+    /// The change as the table takes it.
+    fn to_op(&self) -> Op {
+        match *self {
+            Change::Define {
+                key,
+                parent,
+                site,
+                raw,
+            } => Op::Define {
+                key,
+                parent,
+                site,
+                raw: SpanBytes::from_slice(raw),
+            },
+            Change::Version {
+                key,
+                tick,
+                site,
+                raw,
+            } => Op::Version {
+                key,
+                tick,
+                site,
+                raw: SpanBytes::from_slice(raw),
+            },
+            Change::Close { key } => Op::Close { key },
+        }
+    }
+}
+
+/// A mailbox's changes, one after another in bytes (native byte order: a
+/// process reads what it wrote): a kind byte, then a close's key; a
+/// definition's key, parent, site and its fields' length and bytes; a
+/// version's key, tick, site, length and bytes.
+struct Letters {
+    bytes: Vec<u8>,
+    /// How many changes (for the tests' count of changes waiting).
+    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+    count: usize,
+}
+
+const DEFINE: u8 = 0;
+const VERSION: u8 = 1;
+const CLOSE: u8 = 2;
+
+impl Letters {
+    const fn new() -> Letters {
+        Letters {
+            bytes: Vec::new(),
+            count: 0,
+        }
+    }
+
+    fn push(&mut self, change: &Change<'_>) {
+        let b = &mut self.bytes;
+        match *change {
+            Change::Define {
+                key,
+                parent,
+                site,
+                raw,
+            } => {
+                b.reserve(25 + raw.len());
+                b.push(DEFINE);
+                b.extend_from_slice(&key.to_ne_bytes());
+                b.extend_from_slice(&parent.to_ne_bytes());
+                b.extend_from_slice(&site.to_ne_bytes());
+                b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+                b.extend_from_slice(raw);
+            }
+            Change::Version {
+                key,
+                tick,
+                site,
+                raw,
+            } => {
+                b.reserve(25 + raw.len());
+                b.push(VERSION);
+                b.extend_from_slice(&key.to_ne_bytes());
+                b.extend_from_slice(&tick.to_ne_bytes());
+                b.extend_from_slice(&site.to_ne_bytes());
+                b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+                b.extend_from_slice(raw);
+            }
+            Change::Close { key } => {
+                b.push(CLOSE);
+                b.extend_from_slice(&key.to_ne_bytes());
+            }
+        }
+        self.count += 1;
+    }
+
+    /// The changes as `Op`s, appended to `out`; empties the letters (their
+    /// allocation kept).
+    fn read_into(&mut self, out: &mut Vec<Op>) {
+        let mut r = &self.bytes[..];
+        while let Some((&kind, rest)) = r.split_first() {
+            r = rest;
+            let key = take_u64(&mut r);
+            match kind {
+                DEFINE | VERSION => {
+                    let second = take_u64(&mut r);
+                    let site = take_u32(&mut r);
+                    let len = (take_u32(&mut r) as usize).min(r.len());
+                    let raw = SpanBytes::from_slice(&r[..len]);
+                    r = &r[len..];
+                    out.push(if kind == DEFINE {
+                        Op::Define {
+                            key,
+                            parent: second,
+                            site,
+                            raw,
+                        }
+                    } else {
+                        Op::Version {
+                            key,
+                            tick: second,
+                            site,
+                            raw,
+                        }
+                    });
+                }
+                _ => out.push(Op::Close { key }),
+            }
+        }
+        self.bytes.clear();
+        self.count = 0;
+    }
+}
+
+/// The next 8 bytes of `r` as a `u64` (0 past its end: `Letters` writes
+/// whole changes, so never).
+fn take_u64(r: &mut &[u8]) -> u64 {
+    match r.split_first_chunk::<8>() {
+        Some((v, rest)) => {
+            *r = rest;
+            u64::from_ne_bytes(*v)
+        }
+        None => {
+            *r = &[];
+            0
+        }
+    }
+}
+
+/// [`take_u64`] for a `u32`.
+fn take_u32(r: &mut &[u8]) -> u32 {
+    match r.split_first_chunk::<4>() {
+        Some((v, rest)) => {
+            *r = rest;
+            u32::from_ne_bytes(*v)
+        }
+        None => {
+            *r = &[];
+            0
+        }
     }
 }
 
@@ -122,21 +310,20 @@ thread_local! {
     };
 }
 
-/// Posts `op` to this thread's mailbox while a logger runs (to the orphans'
-/// on a thread whose locals are gone); otherwise hands it back, to be
-/// applied to the table at once.
-pub(crate) fn post(op: Op) -> Result<(), Op> {
+/// Posts `change` to this thread's mailbox while a logger runs (to the
+/// orphans' on a thread whose locals are gone); otherwise applies it to
+/// the table at once.
+fn post(change: Change<'_>) {
     // Relaxed is enough to skip the mailbox: a stale `true` is settled
-    // under its lock below, a stale `false` applies `op` to the table,
-    // which `go_live` leaves as valid as the mailboxes.
-    if !LIVE.load(Ordering::Relaxed) {
-        return Err(op);
+    // under its lock below, a stale `false` applies the change to the
+    // table, which `go_live` leaves as valid as the mailboxes.
+    let posted = LIVE.load(Ordering::Relaxed)
+        && MINE
+            .try_with(|b| b.post(&change))
+            .unwrap_or_else(|_| ORPHANS.post(&change));
+    if !posted {
+        let _ = table::apply(change.to_op(), live());
     }
-    let mut op = Some(op);
-    if MINE.try_with(|b| b.post(&mut op)).is_err() {
-        ORPHANS.post(&mut op);
-    }
-    op.map_or(Ok(()), Err)
 }
 
 /// Whether a logger runs (changes go to mailboxes).
@@ -201,27 +388,28 @@ pub(crate) fn go_direct() {
     }
 }
 
-/// A new `tracing` span `key` inside `parent` (0: a root).
+/// A new `tracing` span `key` inside `parent` (0: a root), its fields
+/// `raw`.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn define(key: u64, parent: u64, site: u32, raw: SpanBytes) {
-    direct(post(Op::Define {
+pub(crate) fn define(key: u64, parent: u64, site: u32, raw: &[u8]) {
+    post(Change::Define {
         key,
         parent,
         site,
         raw,
-    }));
+    });
 }
 
 /// Values recorded into span `key`: its fields from now on.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn redefine(key: u64, site: u32, raw: SpanBytes) {
+pub(crate) fn redefine(key: u64, site: u32, raw: &[u8]) {
     let tick = crate::clock::now();
-    direct(post(Op::Version {
+    post(Change::Version {
         key,
         tick,
         site,
         raw,
-    }));
+    });
     // Release, after the version is in a mailbox or the table: the
     // flusher's Acquire load that sees the new epoch finds it there.
     EPOCH.fetch_add(1, Ordering::Release);
@@ -231,16 +419,7 @@ pub(crate) fn redefine(key: u64, site: u32, raw: SpanBytes) {
 /// before now are written, or at once when no logger runs.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn close(key: u64) {
-    direct(post(Op::Close { key }));
-}
-
-/// A change no mailbox took (no logger runs, or its flusher has handed
-/// its spans back): to the table now.
-fn direct(posted: Result<(), Op>) {
-    if let Err(op) = posted {
-        let live = live();
-        let _ = table::apply(op, live);
-    }
+    post(Change::Close { key });
 }
 
 /// In a forked child: the child has no flusher, so changes go to the table
@@ -272,12 +451,12 @@ pub(crate) fn held() -> (usize, usize) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
-        .map(|b| b.ops.lock().unwrap_or_else(PoisonError::into_inner).len())
+        .map(|b| b.ops.lock().unwrap_or_else(PoisonError::into_inner).count)
         .sum::<usize>()
         + ORPHANS
             .ops
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .len();
+            .count;
     (spans, waiting)
 }
