@@ -146,6 +146,8 @@ pub(crate) struct Book {
     taken: Vec<Op>,
     rest: Vec<Op>,
     later: Vec<Op>,
+    /// A mailbox's bytes, swapped out of it to be read (see `mail::take`).
+    letters: Vec<u8>,
     /// Closes from mailboxes, taken into `closed` at the next pass's start
     /// (one taken in the middle of a pass may follow records in rings
     /// whose tails this pass read already).
@@ -768,7 +770,7 @@ impl Book {
     /// not known yet).
     fn deliver(&mut self, file: &mut impl SpanFile) {
         let mut ops = std::mem::take(&mut self.taken);
-        mail::take(&mut ops);
+        mail::take(&mut ops, &mut self.letters);
         if ops.is_empty() && self.later.is_empty() {
             self.taken = ops;
             return;

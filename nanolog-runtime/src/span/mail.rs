@@ -102,11 +102,19 @@ impl Mailbox {
         true
     }
 
-    /// Its changes, appended to `out`.
-    fn take(&self, out: &mut Vec<Op>) {
-        let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
-        self.posted.store(false, Ordering::Relaxed);
-        ops.read_into(out);
+    /// Its changes, appended to `out`. Under its lock only to swap its
+    /// bytes with `spare` (empty; it holds them after, emptied again): the
+    /// lock is held for a few instructions, not while the changes are read
+    /// (a thread posting meanwhile would wait for the flusher).
+    fn take(&self, out: &mut Vec<Op>, spare: &mut Vec<u8>) {
+        {
+            let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
+            self.posted.store(false, Ordering::Relaxed);
+            std::mem::swap(&mut ops.bytes, spare);
+            ops.count = 0;
+        }
+        read_letters(spare, out);
+        spare.clear();
     }
 }
 
@@ -221,42 +229,40 @@ impl Letters {
         }
         self.count += 1;
     }
+}
 
-    /// The changes as `Op`s, appended to `out`; empties the letters (their
-    /// allocation kept).
-    fn read_into(&mut self, out: &mut Vec<Op>) {
-        let mut r = &self.bytes[..];
-        while let Some((&kind, rest)) = r.split_first() {
-            r = rest;
-            let key = take_u64(&mut r);
-            match kind {
-                DEFINE | VERSION => {
-                    let second = take_u64(&mut r);
-                    let site = take_u32(&mut r);
-                    let len = (take_u32(&mut r) as usize).min(r.len());
-                    let raw = SpanBytes::from_slice(&r[..len]);
-                    r = &r[len..];
-                    out.push(if kind == DEFINE {
-                        Op::Define {
-                            key,
-                            parent: second,
-                            site,
-                            raw,
-                        }
-                    } else {
-                        Op::Version {
-                            key,
-                            tick: second,
-                            site,
-                            raw,
-                        }
-                    });
-                }
-                _ => out.push(Op::Close { key }),
+/// The changes written by [`Letters::push`] in `bytes`, as `Op`s appended
+/// to `out`.
+fn read_letters(bytes: &[u8], out: &mut Vec<Op>) {
+    let mut r = bytes;
+    while let Some((&kind, rest)) = r.split_first() {
+        r = rest;
+        let key = take_u64(&mut r);
+        match kind {
+            DEFINE | VERSION => {
+                let second = take_u64(&mut r);
+                let site = take_u32(&mut r);
+                let len = (take_u32(&mut r) as usize).min(r.len());
+                let raw = SpanBytes::from_slice(&r[..len]);
+                r = &r[len..];
+                out.push(if kind == DEFINE {
+                    Op::Define {
+                        key,
+                        parent: second,
+                        site,
+                        raw,
+                    }
+                } else {
+                    Op::Version {
+                        key,
+                        tick: second,
+                        site,
+                        raw,
+                    }
+                });
             }
+            _ => out.push(Op::Close { key }),
         }
-        self.bytes.clear();
-        self.count = 0;
     }
 }
 
@@ -334,20 +340,20 @@ pub(crate) fn live() -> bool {
 /// The changes posted to every mailbox since the flusher last took them,
 /// appended to `out` in each mailbox's order (the flusher's side: it
 /// applies them to the spans it knows, see `Book::deliver`).
-pub(crate) fn take(out: &mut Vec<Op>) {
+pub(crate) fn take(out: &mut Vec<Op>, spare: &mut Vec<u8>) {
     let mut all = BOXES.lock().unwrap_or_else(PoisonError::into_inner);
     all.retain(|b| {
         let ended = Arc::strong_count(b) == 1;
         // Acquire: pairs with the Release of the post that set it.
         if b.posted.load(Ordering::Acquire) || ended {
-            b.take(out);
+            b.take(out, spare);
         }
         // Only the list holds it: its thread ended, and it is empty now.
         !ended
     });
     drop(all);
     if ORPHANS.posted.load(Ordering::Acquire) {
-        ORPHANS.take(out);
+        ORPHANS.take(out, spare);
     }
 }
 
@@ -370,11 +376,11 @@ pub(crate) fn go_live() {
 pub(crate) fn go_direct_with(hand_back: impl FnOnce(Vec<Op>) -> Vec<Op>) {
     table::with_all_locked(|| {
         LIVE.store(false, Ordering::SeqCst);
-        let mut ops = Vec::new();
+        let (mut ops, mut spare) = (Vec::new(), Vec::new());
         for b in BOXES.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-            b.take(&mut ops);
+            b.take(&mut ops, &mut spare);
         }
-        ORPHANS.take(&mut ops);
+        ORPHANS.take(&mut ops, &mut spare);
         hand_back(ops)
     });
 }
