@@ -192,41 +192,36 @@ impl Letters {
     }
 
     fn push(&mut self, change: &Change<'_>) {
-        let b = &mut self.bytes;
-        match *change {
+        // A definition and a version are laid out alike: the kind, the key,
+        // the parent or the tick, the site, the fields.
+        let (kind, key, second, site, raw) = match *change {
             Change::Define {
                 key,
                 parent,
                 site,
                 raw,
-            } => {
-                b.reserve(25 + raw.len());
-                b.push(DEFINE);
-                b.extend_from_slice(&key.to_ne_bytes());
-                b.extend_from_slice(&parent.to_ne_bytes());
-                b.extend_from_slice(&site.to_ne_bytes());
-                b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
-                b.extend_from_slice(raw);
-            }
+            } => (DEFINE, key, parent, site, raw),
             Change::Version {
                 key,
                 tick,
                 site,
                 raw,
-            } => {
-                b.reserve(25 + raw.len());
-                b.push(VERSION);
-                b.extend_from_slice(&key.to_ne_bytes());
-                b.extend_from_slice(&tick.to_ne_bytes());
-                b.extend_from_slice(&site.to_ne_bytes());
-                b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
-                b.extend_from_slice(raw);
-            }
+            } => (VERSION, key, tick, site, raw),
             Change::Close { key } => {
-                b.push(CLOSE);
-                b.extend_from_slice(&key.to_ne_bytes());
+                self.bytes.push(CLOSE);
+                self.bytes.extend_from_slice(&key.to_ne_bytes());
+                self.count += 1;
+                return;
             }
-        }
+        };
+        let b = &mut self.bytes;
+        b.reserve(25 + raw.len());
+        b.push(kind);
+        b.extend_from_slice(&key.to_ne_bytes());
+        b.extend_from_slice(&second.to_ne_bytes());
+        b.extend_from_slice(&site.to_ne_bytes());
+        b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+        b.extend_from_slice(raw);
         self.count += 1;
     }
 }
@@ -465,4 +460,50 @@ pub(crate) fn held() -> (usize, usize) {
             .unwrap_or_else(PoisonError::into_inner)
             .count;
     (spans, waiting)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a thread posts is what the flusher reads back, in order: every
+    /// kind, fields empty, short and past the inline 64 bytes.
+    #[test]
+    fn changes_read_back_as_they_were_posted() {
+        let long: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+        let mut letters = Letters::new();
+        letters.push(&Change::Define {
+            key: 7,
+            parent: 0,
+            site: 3,
+            raw: &[],
+        });
+        letters.push(&Change::Close { key: u64::MAX });
+        letters.push(&Change::Version {
+            key: 7,
+            tick: 1 << 40,
+            site: 4,
+            raw: &long,
+        });
+        letters.push(&Change::Define {
+            key: 8,
+            parent: 7,
+            site: u32::MAX,
+            raw: b"ab",
+        });
+        assert_eq!(letters.count, 4);
+        let mut out = Vec::new();
+        read_letters(&letters.bytes, &mut out);
+        assert_eq!(out.len(), 4);
+        assert!(
+            matches!(&out[0], Op::Define { key: 7, parent: 0, site: 3, raw } if raw.is_empty())
+        );
+        assert!(matches!(&out[1], Op::Close { key: u64::MAX }));
+        assert!(
+            matches!(&out[2], Op::Version { key: 7, tick, site: 4, raw } if *tick == 1 << 40 && raw[..] == long[..])
+        );
+        assert!(
+            matches!(&out[3], Op::Define { key: 8, parent: 7, site: u32::MAX, raw } if &raw[..] == b"ab")
+        );
+    }
 }
