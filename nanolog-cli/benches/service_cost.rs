@@ -33,9 +33,10 @@
 //! Prints each subscriber's median time, its added cost over the registry,
 //! and nanolog's added cost as a share of fmt JSON's (BENCHMARKS.md).
 //!
-//! 30 rounds by default (REQUESTS 5,000; about 45 s): the ratio of one
-//! 7-round run moved between 0.10 and 0.18 within minutes on the CI
-//! machine, the medians of 30 rounds by a few hundredths (session 21).
+//! 30 rounds by default (REQUESTS 5,000; about 45 s): on the CI machine
+//! one build's 7-round runs gave 0.104-0.182 within minutes, its 30-round
+//! runs 0.124-0.161 within the hour (session 21; the machine's phase
+//! still moves it).
 
 use std::io::Write;
 use std::path::Path;
