@@ -34,9 +34,10 @@
 //! and nanolog's added cost as a share of fmt JSON's (BENCHMARKS.md).
 //!
 //! 30 rounds by default (REQUESTS 5,000; about 45 s): on the CI machine
-//! one build's 7-round runs gave 0.104-0.182 within minutes, its 30-round
-//! runs 0.124-0.161 within the hour (session 21; the machine's phase
-//! still moves it).
+//! the session-21 build's 7-round runs gave 0.104-0.182 within minutes;
+//! 30-round runs gave 0.126, and an earlier build of the same runtime
+//! 0.124-0.161 in three, within the hour (the machine's phase still moves
+//! them).
 
 use std::io::Write;
 use std::path::Path;
@@ -59,9 +60,10 @@ const ROUTES: [&str; 4] = [
 /// each thread counts its own, on a line of its own, and the counts are
 /// summed when read. One counter that every worker bumped was a line passed
 /// between the cores at every event, which cost a subscriber the more the
-/// faster it let events come: `perf annotate` put 194 samples of the 2,800
-/// nanolog's rounds added over the registry's on that `lock xadd`, in a
-/// slow phase of session 21.
+/// faster it let events come: in a slow phase of session 21,
+/// `Instrumented::poll` (where it is inlined) was 194 samples dearer in
+/// nanolog's rounds than in the registry's, of the ~2,800 nanolog added,
+/// and `perf annotate` put most of its samples on that `lock xadd`.
 static COUNTS: std::sync::Mutex<Vec<std::sync::Arc<Count>>> = std::sync::Mutex::new(Vec::new());
 
 #[repr(align(128))]

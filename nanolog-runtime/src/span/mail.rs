@@ -39,7 +39,7 @@ use super::table::{self, Op, SpanBytes, EPOCH};
 /// A thread's mailbox (on lines of its own: its thread writes it at every
 /// span, the flusher once a pass).
 ///
-/// The changes are kept as bytes (see [`Letters`]), not as `Op`s: what
+/// The changes are kept as bytes (see [`put_letter`]), not as `Op`s: what
 /// crosses from the worker's core to the flusher's is what the change
 /// holds, about 40 bytes for a span's definition and 9 for a close, not
 /// an `Op` of 104 bytes each (two cache lines the worker writes and the
@@ -47,7 +47,7 @@ use super::table::{self, Op, SpanBytes, EPOCH};
 /// layer's own on the workers in a slow phase, BENCHMARKS.md session 21).
 #[repr(align(128))]
 struct Mailbox {
-    ops: Mutex<Letters>,
+    ops: Mutex<Vec<u8>>,
     /// It holds changes: set with the first one posted since the flusher
     /// last emptied it, cleared as it does, both under the lock, so that
     /// the flusher locks only the mailboxes with something in them (a
@@ -79,7 +79,7 @@ impl std::ops::Deref for Live {
 impl Mailbox {
     const fn new() -> Mailbox {
         Mailbox {
-            ops: Mutex::new(Letters::new()),
+            ops: Mutex::new(Vec::new()),
             posted: AtomicBool::new(false),
         }
     }
@@ -92,7 +92,7 @@ impl Mailbox {
         if !LIVE.load(Ordering::SeqCst) {
             return false;
         }
-        ops.push(change);
+        put_letter(&mut ops, change);
         // Release: a flusher that sees it (Acquire) and then takes
         // the lock finds the change; one that read the ring of a
         // record made after this post sees it by then.
@@ -110,8 +110,7 @@ impl Mailbox {
         {
             let mut ops = self.ops.lock().unwrap_or_else(PoisonError::into_inner);
             self.posted.store(false, Ordering::Relaxed);
-            std::mem::swap(&mut ops.bytes, spare);
-            ops.count = 0;
+            std::mem::swap(&mut *ops, spare);
         }
         read_letters(spare, out);
         spare.clear();
@@ -168,76 +167,56 @@ impl Change<'_> {
     }
 }
 
-/// A mailbox's changes, one after another in bytes (native byte order: a
-/// process reads what it wrote): a kind byte, then a close's key; a
-/// definition's key, parent, site and its fields' length and bytes; a
-/// version's key, tick, site, length and bytes.
-struct Letters {
-    bytes: Vec<u8>,
-    /// How many changes (for the tests' count of changes waiting).
-    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
-    count: usize,
+/// Appends `change` to a mailbox's bytes, one change after another
+/// (native byte order: a process reads what it wrote): a kind byte, then a
+/// close's key; a definition's key, parent, site and its fields' length
+/// and bytes; a version's key, tick, site, length and bytes (laid out as a
+/// definition's, the tick where the parent is).
+fn put_letter(b: &mut Vec<u8>, change: &Change<'_>) {
+    let (kind, key, second, site, raw) = match *change {
+        Change::Define {
+            key,
+            parent,
+            site,
+            raw,
+        } => (DEFINE, key, parent, site, raw),
+        Change::Version {
+            key,
+            tick,
+            site,
+            raw,
+        } => (VERSION, key, tick, site, raw),
+        Change::Close { key } => {
+            b.push(CLOSE);
+            b.extend_from_slice(&key.to_ne_bytes());
+            return;
+        }
+    };
+    b.reserve(25 + raw.len());
+    b.push(kind);
+    b.extend_from_slice(&key.to_ne_bytes());
+    b.extend_from_slice(&second.to_ne_bytes());
+    b.extend_from_slice(&site.to_ne_bytes());
+    b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+    b.extend_from_slice(raw);
 }
 
 const DEFINE: u8 = 0;
 const VERSION: u8 = 1;
 const CLOSE: u8 = 2;
 
-impl Letters {
-    const fn new() -> Letters {
-        Letters {
-            bytes: Vec::new(),
-            count: 0,
-        }
-    }
-
-    fn push(&mut self, change: &Change<'_>) {
-        // A definition and a version are laid out alike: the kind, the key,
-        // the parent or the tick, the site, the fields.
-        let (kind, key, second, site, raw) = match *change {
-            Change::Define {
-                key,
-                parent,
-                site,
-                raw,
-            } => (DEFINE, key, parent, site, raw),
-            Change::Version {
-                key,
-                tick,
-                site,
-                raw,
-            } => (VERSION, key, tick, site, raw),
-            Change::Close { key } => {
-                self.bytes.push(CLOSE);
-                self.bytes.extend_from_slice(&key.to_ne_bytes());
-                self.count += 1;
-                return;
-            }
-        };
-        let b = &mut self.bytes;
-        b.reserve(25 + raw.len());
-        b.push(kind);
-        b.extend_from_slice(&key.to_ne_bytes());
-        b.extend_from_slice(&second.to_ne_bytes());
-        b.extend_from_slice(&site.to_ne_bytes());
-        b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
-        b.extend_from_slice(raw);
-        self.count += 1;
-    }
-}
-
-/// The changes written by [`Letters::push`] in `bytes`, as `Op`s appended
+/// The changes written by [`put_letter`] in `bytes`, as `Op`s appended
 /// to `out`.
 fn read_letters(bytes: &[u8], out: &mut Vec<Op>) {
     let mut r = bytes;
     while let Some((&kind, rest)) = r.split_first() {
         r = rest;
-        let key = take_u64(&mut r);
+        let key = u64::from_ne_bytes(next_bytes(&mut r));
         match kind {
             DEFINE | VERSION => {
-                let second = take_u64(&mut r);
-                let site = take_u32(&mut r);
-                let len = (take_u32(&mut r) as usize).min(r.len());
+                let second = u64::from_ne_bytes(next_bytes(&mut r));
+                let site = u32::from_ne_bytes(next_bytes(&mut r));
+                let len = (u32::from_ne_bytes(next_bytes(&mut r)) as usize).min(r.len());
                 let raw = SpanBytes::from_slice(&r[..len]);
                 r = &r[len..];
                 out.push(if kind == DEFINE {
@@ -261,31 +240,17 @@ fn read_letters(bytes: &[u8], out: &mut Vec<Op>) {
     }
 }
 
-/// The next 8 bytes of `r` as a `u64` (0 past its end: `Letters` writes
+/// The next `N` bytes of `r` (zeros past its end: `put_letter` writes
 /// whole changes, so never).
-fn take_u64(r: &mut &[u8]) -> u64 {
-    match r.split_first_chunk::<8>() {
+fn next_bytes<const N: usize>(r: &mut &[u8]) -> [u8; N] {
+    match r.split_first_chunk::<N>() {
         Some((v, rest)) => {
             *r = rest;
-            u64::from_ne_bytes(*v)
+            *v
         }
         None => {
             *r = &[];
-            0
-        }
-    }
-}
-
-/// [`take_u64`] for a `u32`.
-fn take_u32(r: &mut &[u8]) -> u32 {
-    match r.split_first_chunk::<4>() {
-        Some((v, rest)) => {
-            *r = rest;
-            u32::from_ne_bytes(*v)
-        }
-        None => {
-            *r = &[];
-            0
+            [0; N]
         }
     }
 }
@@ -448,17 +413,22 @@ pub(crate) static SPANS_KNOWN: std::sync::atomic::AtomicUsize =
 pub(crate) fn held() -> (usize, usize) {
     let mut spans = SPANS_KNOWN.load(Ordering::Relaxed);
     table::tables(|t| spans += t.spans.len());
+    // (Counted by reading them: nothing keeps a count for the tests alone.)
+    let count = |b: &Mailbox| {
+        let mut ops = Vec::new();
+        read_letters(
+            &b.ops.lock().unwrap_or_else(PoisonError::into_inner),
+            &mut ops,
+        );
+        ops.len()
+    };
     let waiting = BOXES
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .iter()
-        .map(|b| b.ops.lock().unwrap_or_else(PoisonError::into_inner).count)
+        .map(|b| count(b))
         .sum::<usize>()
-        + ORPHANS
-            .ops
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .count;
+        + count(&ORPHANS);
     (spans, waiting)
 }
 
@@ -471,29 +441,37 @@ mod tests {
     #[test]
     fn changes_read_back_as_they_were_posted() {
         let long: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
-        let mut letters = Letters::new();
-        letters.push(&Change::Define {
-            key: 7,
-            parent: 0,
-            site: 3,
-            raw: &[],
-        });
-        letters.push(&Change::Close { key: u64::MAX });
-        letters.push(&Change::Version {
-            key: 7,
-            tick: 1 << 40,
-            site: 4,
-            raw: &long,
-        });
-        letters.push(&Change::Define {
-            key: 8,
-            parent: 7,
-            site: u32::MAX,
-            raw: b"ab",
-        });
-        assert_eq!(letters.count, 4);
+        let mut letters = Vec::new();
+        put_letter(
+            &mut letters,
+            &Change::Define {
+                key: 7,
+                parent: 0,
+                site: 3,
+                raw: &[],
+            },
+        );
+        put_letter(&mut letters, &Change::Close { key: u64::MAX });
+        put_letter(
+            &mut letters,
+            &Change::Version {
+                key: 7,
+                tick: 1 << 40,
+                site: 4,
+                raw: &long,
+            },
+        );
+        put_letter(
+            &mut letters,
+            &Change::Define {
+                key: 8,
+                parent: 7,
+                site: u32::MAX,
+                raw: b"ab",
+            },
+        );
         let mut out = Vec::new();
-        read_letters(&letters.bytes, &mut out);
+        read_letters(&letters, &mut out);
         assert_eq!(out.len(), 4);
         assert!(
             matches!(&out[0], Op::Define { key: 7, parent: 0, site: 3, raw } if raw.is_empty())
