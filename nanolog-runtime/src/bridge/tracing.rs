@@ -16,7 +16,7 @@ use super::template::Pieces;
 use super::{Arg, Key, Shape};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The `tracing_subscriber::Layer` that records `tracing` events as nanolog
 /// records: level, target, file, line, its message and its fields (shown
@@ -1025,17 +1025,28 @@ fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(ctx: &Context<'_, S>, id: &Id)
 /// to the span that now has the id (a thread that enters a span holds it
 /// open: it cannot close in between).
 ///
-/// Each count on a line of its own: every enter reads its span's count,
-/// and with eight to a line a close of any of seven other ids made that
-/// line another core's (the tokio service's 30,000 closes a round over
-/// 128 lines: each changed about every 200 us, worked out; each span
-/// entered about every poll).
-static CLOSES: [CloseCount; CLOSE_SLOTS] = [const { CloseCount(AtomicU64::new(0)) }; CLOSE_SLOTS];
-const CLOSE_SLOTS: usize = 1024;
+/// A close of any other id of the slot makes the keys learnt for it look
+/// stale too, and the next enter asks the registry (a lookup of the span's
+/// extensions, in lines every worker writes). With 1,024 slots each took a
+/// close about every 2 ms in the tokio service (30,000 closes a round), so
+/// a request's span, open for tens of milliseconds, was looked up again
+/// and again: 26% as many lookups as spans. 16,384 slots of 4 bytes (the
+/// same 64 KiB, sixteen to a line) make each slot's closes 16 times rarer
+/// (15,000 lookups for 200,000 spans, from 50,000) while each line changes
+/// as often as a line of the 1,024 did (BENCHMARKS.md, session 22). A
+/// count wraps after 2^32 closes of its slot's ids: never, in practice.
+static CLOSES: CloseCounts = CloseCounts([const { AtomicU32::new(0) }; CLOSE_SLOTS]);
+const CLOSE_SLOTS: usize = 16384;
 
-/// A count of [`CLOSES`] (64 KiB in all).
+/// The counts of [`CLOSES`] (64 KiB in all).
 #[repr(align(64))]
-struct CloseCount(AtomicU64);
+struct CloseCounts([AtomicU32; CLOSE_SLOTS]);
+
+/// The close count of span id `raw`.
+#[inline]
+fn close_count(raw: u64) -> &'static AtomicU32 {
+    &CLOSES.0[close_slot(raw)]
+}
 
 /// One key a thread learnt: (owner, id, key, its slot's close count then).
 type Learnt = std::cell::Cell<(u64, u64, u64, u64)>;
@@ -1051,7 +1062,7 @@ thread_local! {
 
 /// The slot of `CLOSES` for span `id`.
 fn close_slot(id: u64) -> usize {
-    (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize % CLOSE_SLOTS
+    (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 50) as usize % CLOSE_SLOTS
 }
 
 /// [`key_of`], from the keys this thread learnt while they still hold, for
@@ -1066,7 +1077,7 @@ fn learnt_key_of<S: Subscriber + for<'a> LookupSpan<'a>>(
     let raw = id.into_u64();
     // Acquire: pairs with the Release bump of a close, so a key learnt
     // before it is seen as stale.
-    let closes = CLOSES[close_slot(raw)].0.load(Ordering::Acquire);
+    let closes = u64::from(close_count(raw).load(Ordering::Acquire));
     let at = learnt_slot(raw);
     let hit = LEARNT
         .try_with(|l| {
@@ -1190,7 +1201,7 @@ impl Made {
 fn learn_key(owner: u64, id: &Id, key: u64) {
     let raw = id.into_u64();
     // Acquire: as in `learnt_key_of`.
-    let closes = CLOSES[close_slot(raw)].0.load(Ordering::Acquire);
+    let closes = u64::from(close_count(raw).load(Ordering::Acquire));
     let at = learnt_slot(raw);
     let _ = LEARNT.try_with(|l| l[at].set((owner, raw, key, closes)));
     MADE[made_slot(raw)].write(owner, raw, key, closes);
@@ -1347,9 +1358,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         }
         // Before the registry frees the id (it does once every layer has
         // seen the close): threads that learnt its key learn it again.
-        CLOSES[close_slot(id.into_u64())]
-            .0
-            .fetch_add(1, Ordering::Release);
+        close_count(id.into_u64()).fetch_add(1, Ordering::Release);
     }
 }
 
