@@ -37,6 +37,19 @@ const NAP: Duration = Duration::from_micros(20);
 /// caught up with its producers. (A pass of 4096 records is 64 KiB of a
 /// ring or more.)
 const NAP_BELOW: u64 = 4096;
+/// The nap instead of [`NAP`] while the machine's threads wait for cores
+/// (Linux's pressure stall information says so: `crate::pressure`). Each
+/// wake of the flusher then takes a core from a thread that was waiting
+/// for it, and a flusher that wakes every 20 us to take a few hundred
+/// records wakes thousands of times a second: in the tokio service of
+/// `service_cost` (4 workers on 2 cores, crowded most of each round),
+/// naps of 250 us took the process's CPU samples down 4% in a fast phase
+/// and up to 10% in a slow one, about a tenth of what nanolog adds
+/// (BENCHMARKS.md, session 22). Records wait up to this long more in
+/// their rings; the file is written once a millisecond under load either
+/// way ([`WRITE_EVERY`]), and a full ring wakes the flusher at once. With
+/// cores to spare, naps stay short.
+const CROWDED_NAP: Duration = Duration::from_micros(250);
 /// Idle passes that end with a [`NAP`] before the flusher sleeps for its
 /// `wake_delay`.
 const NAPS: u32 = 4;
@@ -194,6 +207,8 @@ struct State {
     duty: u64,
     /// What makes a batch's BLOCK entry (kept for its memory).
     packer: crate::wire::block::Packer,
+    /// Whether the machine's threads wait for cores (see [`CROWDED_NAP`]).
+    pressure: crate::pressure::Pressure,
 }
 
 /// A batch smaller than this is written as it is (a block of it would
@@ -295,6 +310,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         compression: config.compression,
         duty: 0,
         packer: crate::wire::block::Packer::new(),
+        pressure: crate::pressure::Pressure::open(),
     };
     let mut f = Flusher {
         rings: Vec::new(),
@@ -308,6 +324,8 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     let (mut last_start, mut last_work) = (0u64, 0u64);
     let duty_span = ((DUTY_SPAN.as_secs_f64() * hz) as u64).max(1);
     let write_every = (WRITE_EVERY.as_secs_f64() * hz) as u64;
+    let pressure_every = (crate::pressure::EVERY.as_secs_f64() * hz) as u64;
+    let mut pressure_read = 0u64;
     loop {
         f.st.shared.heartbeat.fetch_add(1, Ordering::Relaxed);
         // Acquire pairs with the SeqCst increments in `request_flush`: records
@@ -334,6 +352,18 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             f.st.duty = (duty + (sample - duty) * weight / 1024) as u64;
         }
         last_start = pass_start;
+        // Whether threads wait for cores (a system call every few
+        // milliseconds): the naps between light passes are longer then.
+        // (Not under loom: a model must branch the same way on every run.)
+        if !cfg!(loom) && pass_start.wrapping_sub(pressure_read) > pressure_every {
+            pressure_read = pass_start;
+            f.st.pressure.sample();
+        }
+        let nap = if f.st.pressure.crowded() {
+            CROWDED_NAP
+        } else {
+            NAP
+        };
         {
             let (book, mut file) = f.st.split();
             book.take_closed(&mut file);
@@ -395,12 +425,12 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         if n > 0 {
             idle = 0;
             if n < NAP_BELOW && !urgent {
-                crate::sync::park_timeout(NAP);
+                crate::sync::park_timeout(nap);
             }
             continue;
         }
         idle += 1;
-        crate::sync::park_timeout(if idle <= NAPS { NAP } else { config.wake_delay });
+        crate::sync::park_timeout(if idle <= NAPS { nap } else { config.wake_delay });
     }
 }
 

@@ -30,6 +30,7 @@ mod logger;
 #[cfg(all(test, loom))]
 mod loom_stop;
 mod mirror;
+mod pressure;
 mod producer;
 pub mod reader;
 mod ring;
