@@ -31,8 +31,7 @@ const SHORT_CROWDED: u64 = 512;
 /// ... and until the share of the last [`READS`]' time is under this: a
 /// quarter. The tokio service of `service_cost` read 0.24 / 0.58 / 0.73 /
 /// 0.89 (tenth, quartile, median, three quarters) over 32 ms in its
-/// rounds, 0 between them; a producer and the flusher alone on two cores
-/// about 0.
+/// rounds, 0 between them.
 const LONG_CROWDED: u64 = 256;
 
 /// The pressure file, and what it said last.
