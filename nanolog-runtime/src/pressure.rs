@@ -25,7 +25,7 @@ pub(crate) const EVERY: Duration = Duration::from_millis(4);
 const READS: usize = 9;
 
 /// Crowded once some thread waited for a core this share (in 1/1024ths)
-/// of the last two reads' time: half.
+/// of the last two intervals between reads (about 8 ms): half.
 const SHORT_CROWDED: u64 = 512;
 
 /// ... and until the share of the last [`READS`]' time is under this: a
@@ -61,7 +61,8 @@ impl Pressure {
         }
     }
 
-    /// Whether threads waited for a core over most of the last interval.
+    /// Whether threads wait for cores, as [`Pressure::note`] judged the
+    /// last reads.
     pub(crate) fn crowded(&self) -> bool {
         self.crowded
     }
