@@ -161,6 +161,41 @@ fn fields_and_records() {
     child.in_scope(|| tracing::info!(own = 2u64, "in the child"));
 }
 
+/// More spans open at once than the layer's table of open spans holds
+/// (4,096 slots; those past a full neighbourhood are kept in the registry's
+/// extensions), across threads: each entered from another thread than its
+/// maker's, given a value recorded later, made the parent of a span, and
+/// closed in another order than it was made in.
+fn many_open(n: u64) {
+    let spans: Vec<tracing::Span> = (0..n)
+        .map(|i| tracing::info_span!("open", i, later = tracing::field::Empty))
+        .collect();
+    let spans = std::sync::Arc::new(spans);
+    let workers: Vec<_> = (0..2u64)
+        .map(|w| {
+            let spans = std::sync::Arc::clone(&spans);
+            std::thread::spawn(move || {
+                for (i, s) in spans.iter().enumerate().skip(w as usize).step_by(2) {
+                    if i % 3 == 0 {
+                        s.record("later", i as u64 * 10);
+                    }
+                    s.in_scope(|| tracing::info!(seq = seq(), "in an open span"));
+                    if i % 500 == 0 {
+                        let child = tracing::info_span!(parent: s, "child", w);
+                        child.in_scope(|| tracing::info!(seq = seq(), "in its child"));
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    // Closed from the last made to the first.
+    let mut spans = std::sync::Arc::into_inner(spans).unwrap();
+    while spans.pop().is_some() {}
+}
+
 /// nanolog's lines of the `own=N` events of [`fields_and_records`].
 const OWN: [&str; 2] = [
     r#"conn{host="db-1" port="now a string" ratio=0.5 delta=-3 tls=false peer=Peer { port: 9 } shown=db-1:7 quoted "name"="a \"b\"" rows=3}: kinds changed own=1"#,
@@ -218,6 +253,7 @@ fn span_cases_match_tracing_subscriber() {
 
     explicit_first(16);
     fields_and_records();
+    many_open(12_000);
     std::thread::Builder::new()
         .name("reentered".into())
         .spawn(reentered)

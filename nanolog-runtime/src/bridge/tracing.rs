@@ -12,11 +12,11 @@ use tracing_subscriber::registry::LookupSpan;
 
 use std::sync::PoisonError;
 
+use super::open_spans::OpenSpans;
 use super::template::Pieces;
 use super::{Arg, Key, Shape};
 use crate::level::Level;
 use crate::wire::format::ArgKind;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The `tracing_subscriber::Layer` that records `tracing` events as nanolog
 /// records: level, target, file, line, its message and its fields (shown
@@ -216,7 +216,8 @@ impl Visit for Fields {
     }
 }
 
-/// A span as the layer keeps it (in the span's extensions): its key, and
+/// A span as the layer keeps it (in the table of open spans, or past its
+/// room in the span's extensions in the registry): its key, and
 /// its fields encoded once, as the ring and the table hold them, with the
 /// site of their kinds. Nothing else is kept: the values are not held
 /// apart as owned text (a span of two `&str` fields cost four allocations
@@ -1012,206 +1013,34 @@ impl EventLayer {
     }
 }
 
-/// The key of span `id` (0: not one of ours).
-fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(ctx: &Context<'_, S>, id: &Id) -> u64 {
-    ctx.span(id)
-        .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
-        .unwrap_or(0)
-}
+/// The spans this process's layers hold open, with their keys and data
+/// (see `open_spans.rs`; a span past its slots' room keeps them in the
+/// registry's extensions of the span instead). 4,096 slots of 192 bytes,
+/// 768 KiB, touched as spans use them: room for a service's open spans
+/// without a slot's neighbours filling up (the tokio service bench holds
+/// a few hundred at a time).
+static OPEN: OpenSpans<SpanData, 4096> = OpenSpans::new();
 
-/// Counts of closes of span ids, by a hash of the id: a span's close bumps
-/// its slot (Release) before the registry frees its id for another span,
-/// so a key a thread learnt for an id while that count stood still belongs
-/// to the span that now has the id (a thread that enters a span holds it
-/// open: it cannot close in between).
-///
-/// A close of any other id of the slot makes the keys learnt for it look
-/// stale too, and the next enter asks the registry (a lookup of the span's
-/// extensions, in lines every worker writes). With 1,024 slots each took a
-/// close about every 2 ms in the tokio service (worked out: 30,000 closes
-/// in a round of about 60 ms), so
-/// a request's span, open for tens of milliseconds, was looked up again
-/// and again: 26% as many lookups as spans. 16,384 slots of 4 bytes (the
-/// same 64 KiB, sixteen to a line) make each slot's closes 16 times rarer
-/// (15,000 lookups for 200,000 spans, from 50,000) while each line changes
-/// as often as a line of the 1,024 did (BENCHMARKS.md, session 22). A
-/// count wraps after 2^32 closes of its slot's ids: never, in practice.
-static CLOSES: CloseCounts = CloseCounts([const { AtomicU32::new(0) }; CLOSE_SLOTS]);
-const CLOSE_SLOTS: usize = 16384;
-
-/// The counts of [`CLOSES`] (64 KiB in all).
-#[repr(align(64))]
-struct CloseCounts([AtomicU32; CLOSE_SLOTS]);
-
-/// The close count of span id `raw`.
+/// The key of span `id` of layer `owner` (0: not one of its spans), for a
+/// span the caller holds open: one being entered, a parent handed in, one
+/// being closed. From the table of open spans: a span is entered on other
+/// threads than its maker's (tokio moves tasks between workers, and the
+/// blocking pool runs their closures), and the registry's lookup of its
+/// extensions took a slot's reference count and a lock, on lines every
+/// worker writes. A span past the table's room: from the registry.
 #[inline]
-fn close_count(raw: u64) -> &'static AtomicU32 {
-    &CLOSES.0[close_slot(raw)]
-}
-
-/// One key a thread learnt: (owner, id, key, its slot's close count then).
-type Learnt = std::cell::Cell<(u64, u64, u64, u64)>;
-const LEARNT_SLOTS: usize = 64;
-
-thread_local! {
-    /// Keys of spans this thread entered lately: a task's span is entered
-    /// at every poll, and the registry's lookup of its extensions (about
-    /// 200 instructions) is then paid once.
-    static LEARNT: [Learnt; LEARNT_SLOTS] =
-        const { [const { std::cell::Cell::new((0, 0, 0, 0)) }; LEARNT_SLOTS] };
-}
-
-/// The slot of `CLOSES` for span `id`.
-fn close_slot(id: u64) -> usize {
-    (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 50) as usize % CLOSE_SLOTS
-}
-
-/// [`key_of`], from the keys this thread learnt while they still hold, for
-/// a span the caller holds open: one being entered, a parent handed in, or
-/// the one being closed (its close count is bumped after this).
-#[inline]
-fn learnt_key_of<S: Subscriber + for<'a> LookupSpan<'a>>(
+fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(
     ctx: &Context<'_, S>,
     owner: u64,
     id: &Id,
 ) -> u64 {
-    let raw = id.into_u64();
-    // Acquire: pairs with the Release bump of a close, so a key learnt
-    // before it is seen as stale.
-    let closes = u64::from(close_count(raw).load(Ordering::Acquire));
-    let at = learnt_slot(raw);
-    let hit = LEARNT
-        .try_with(|l| {
-            let (o, i, key, c) = l[at].get();
-            (o == owner && i == raw && c == closes).then_some(key)
-        })
-        .ok()
-        .flatten();
-    if let Some(key) = hit {
-        return key;
-    }
-    // Made on another thread (tokio moves tasks between workers, and the
-    // blocking pool runs their closures): its maker published its key.
-    let key = match MADE[made_slot(raw)].read(owner, raw, closes) {
+    match OPEN.key(owner, id.into_u64()) {
         Some(key) => key,
-        None => key_of(ctx, id),
-    };
-    // Only spans of this layer: a span it never saw (filtered out by a
-    // wrapper) may close unseen, and its id come back as one of ours.
-    if key != 0 {
-        let _ = LEARNT.try_with(|l| l[at].set((owner, raw, key, closes)));
+        None => ctx
+            .span(id)
+            .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
+            .unwrap_or(0),
     }
-    key
-}
-
-/// Keys of spans as their makers learnt them, for every thread: a span
-/// entered first on another thread than its maker's (every request's span
-/// in a tokio service, whose tasks move between workers) finds its key
-/// here, not through the registry's lookup of its extensions (a slot's
-/// reference count and a lock taken and released, lines every worker
-/// writes: most of `learnt_key_of`'s samples, the largest item of the
-/// layer's on the workers, BENCHMARKS.md session 19). A cache: a slot taken by another span, or one being
-/// written, is a miss, and the registry answers.
-static MADE: [Made; MADE_SLOTS] = [const { Made::empty() }; MADE_SLOTS];
-const MADE_SLOTS: usize = 1024;
-
-/// The slot of `MADE` for span id `raw`.
-#[inline]
-fn made_slot(raw: u64) -> usize {
-    (raw.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) as usize % MADE_SLOTS
-}
-
-/// One published key: (owner, id, key, the id's close count then), under
-/// a sequence count (a seqlock: odd while a writer is inside). Each on a
-/// line of its own: slots are written by the threads that make spans.
-#[repr(align(64))]
-struct Made {
-    seq: AtomicU64,
-    owner: AtomicU64,
-    id: AtomicU64,
-    key: AtomicU64,
-    closes: AtomicU64,
-}
-
-impl Made {
-    const fn empty() -> Made {
-        Made {
-            seq: AtomicU64::new(0),
-            owner: AtomicU64::new(0),
-            id: AtomicU64::new(0),
-            key: AtomicU64::new(0),
-            closes: AtomicU64::new(0),
-        }
-    }
-
-    /// Publishes `key` for span `id` of layer `owner`, made while its close
-    /// count was `closes`; skipped while another writer holds the slot.
-    fn write(&self, owner: u64, id: u64, key: u64, closes: u64) {
-        let seq = self.seq.load(Ordering::Relaxed);
-        if seq & 1 == 1
-            || self
-                .seq
-                .compare_exchange(seq, seq + 1, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-        {
-            return;
-        }
-        // Release fence: a reader that sees any of the stores below also
-        // sees the odd count, so it cannot take a half-written slot as
-        // whole (the seqlock's writer side).
-        std::sync::atomic::fence(Ordering::Release);
-        self.owner.store(owner, Ordering::Relaxed);
-        self.id.store(id, Ordering::Relaxed);
-        self.key.store(key, Ordering::Relaxed);
-        self.closes.store(closes, Ordering::Relaxed);
-        // Release: a reader that sees the even count sees every store above.
-        self.seq.store(seq + 2, Ordering::Release);
-    }
-
-    /// The key published for span `id` of layer `owner`, if it was made
-    /// while its close count stood at `closes` (it still does: the caller
-    /// holds the span open, and a close bumps the count before the id is
-    /// reused) and the slot was not being written meanwhile.
-    #[inline]
-    fn read(&self, owner: u64, id: u64, closes: u64) -> Option<u64> {
-        // Acquire: pairs with the writer's final Release store.
-        let before = self.seq.load(Ordering::Acquire);
-        let entry = (
-            self.owner.load(Ordering::Relaxed),
-            self.id.load(Ordering::Relaxed),
-            self.key.load(Ordering::Relaxed),
-            self.closes.load(Ordering::Relaxed),
-        );
-        // Acquire fence: the loads above happen before the second read of
-        // the count, so a write that overlapped them changed it.
-        std::sync::atomic::fence(Ordering::Acquire);
-        let after = self.seq.load(Ordering::Relaxed);
-        (before & 1 == 0
-            && before == after
-            && entry.0 == owner
-            && entry.1 == id
-            && entry.3 == closes
-            && entry.2 != 0)
-            .then_some(entry.2)
-    }
-}
-
-/// This thread learns that span `id` of the layer `owner` has `key` (a span
-/// it just made: the registry holds its id until it closes).
-#[inline]
-fn learn_key(owner: u64, id: &Id, key: u64) {
-    let raw = id.into_u64();
-    // Acquire: as in `learnt_key_of`.
-    let closes = u64::from(close_count(raw).load(Ordering::Acquire));
-    let at = learnt_slot(raw);
-    let _ = LEARNT.try_with(|l| l[at].set((owner, raw, key, closes)));
-    MADE[made_slot(raw)].write(owner, raw, key, closes);
-}
-
-/// The slot of `LEARNT` for span id `raw`.
-#[inline]
-fn learnt_slot(raw: u64) -> usize {
-    (raw as usize ^ (raw >> 16) as usize) % LEARNT_SLOTS
 }
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
@@ -1227,9 +1056,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
         let leaf = if event.is_contextual() {
             crate::span::current_for(self.owner)
         } else {
-            event
-                .parent()
-                .map_or(0, |p| learnt_key_of(&ctx, self.owner, p))
+            event.parent().map_or(0, |p| key_of(&ctx, self.owner, p))
         };
         let elsewhere = leaf != current;
         if elsewhere {
@@ -1298,15 +1125,12 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     /// the span current on this thread, a `tracing` one or a
     /// `nanolog::span!`), and its fields, into the process's table of spans.
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
         let parent = match attrs.parent() {
-            Some(p) => learnt_key_of(&ctx, self.owner, p),
+            Some(p) => key_of(&ctx, self.owner, p),
             None if attrs.is_contextual() => crate::span::current_for(self.owner),
             None => 0,
         };
         let key = crate::span::span_key();
-        // Learnt here: a span is mostly entered first where it was made.
-        learn_key(self.owner, id, key);
         let meta = attrs.metadata();
         let data = with_encoded(|e| {
             attrs.record(e);
@@ -1315,34 +1139,47 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         if let Some((site, _)) = data.site {
             crate::span::define(data.key, parent, site, &data.raw);
         }
-        span.extensions_mut().insert(data);
+        // In the table of open spans; past its room, in the registry's
+        // extensions of the span.
+        if let Err(data) = OPEN.insert(self.owner, id.into_u64(), key, data) {
+            if let Some(span) = ctx.span(id) {
+                span.extensions_mut().insert(data);
+            }
+        }
     }
 
     /// Values recorded later (`span.record("rows", 3)`): every record made
     /// in the span from now on, on any thread, shows them.
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        let Some(span) = ctx.span(id) else { return };
-        let meta = span.metadata();
-        let mut ext = span.extensions_mut();
-        if let Some(data) = ext.get_mut::<SpanData>() {
-            let new = with_encoded(|e| {
-                values.record(e);
-                with_merged(|raw, shape| {
+        let Some(meta) = ctx.metadata(id) else { return };
+        // The values are encoded before the span's data is taken (their
+        // `Debug` is the program's code, and may record into it too).
+        with_encoded(|e| {
+            values.record(e);
+            let recorded = |data: &mut SpanData| {
+                let new = with_merged(|raw, shape| {
                     data.merge(e, raw, shape);
                     SpanData::new(data.key, meta, shape, raw)
-                })
-            });
-            *data = new;
-            if let Some((site, _)) = data.site {
-                crate::span::redefine(data.key, site, &data.raw);
+                });
+                *data = new;
+                if let Some((site, _)) = data.site {
+                    crate::span::redefine(data.key, site, &data.raw);
+                }
+            };
+            if OPEN.with(self.owner, id.into_u64(), recorded).is_none() {
+                if let Some(span) = ctx.span(id) {
+                    if let Some(data) = span.extensions_mut().get_mut::<SpanData>() {
+                        recorded(data);
+                    }
+                }
             }
-        }
+        });
     }
 
     /// Entered on this thread: current here (stated in its ring before
     /// its next record).
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
-        let key = learnt_key_of(&ctx, self.owner, id);
+        let key = key_of(&ctx, self.owner, id);
         crate::span::tracing_enter(self.owner, id.into_u64(), key);
     }
 
@@ -1350,50 +1187,16 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         crate::span::tracing_exit(self.owner, id.into_u64());
     }
 
+    /// Closed: out of the table of open spans (before the registry frees
+    /// its id for another span, which it does once every layer has seen
+    /// the close), and forgotten once the records made in it are written.
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        // (A span is mostly closed where it was last exited: its key is
-        // then known here without the registry's lookup.)
-        let key = learnt_key_of(&ctx, self.owner, &id);
+        let key = match OPEN.remove(self.owner, id.into_u64()) {
+            Some((key, _)) => key,
+            None => key_of(&ctx, self.owner, &id),
+        };
         if key != 0 {
             crate::span::close(key);
         }
-        // Before the registry frees the id (it does once every layer has
-        // seen the close): threads that learnt its key learn it again.
-        close_count(id.into_u64()).fetch_add(1, Ordering::Release);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Made;
-
-    #[test]
-    fn a_published_key_is_found_only_for_its_layer_id_and_close_count() {
-        let slot = Made::empty();
-        assert_eq!(slot.read(7, 42, 0), None, "an empty slot answers nothing");
-        slot.write(7, 42, 1001, 3);
-        assert_eq!(slot.read(7, 42, 3), Some(1001));
-        // Another layer's span with the same id, the id reused after a
-        // close, another id in the same slot: the registry must answer.
-        assert_eq!(slot.read(8, 42, 3), None);
-        assert_eq!(slot.read(7, 42, 4), None);
-        assert_eq!(slot.read(7, 43, 3), None);
-        // A newer span takes the slot.
-        slot.write(7, 43, 1002, 5);
-        assert_eq!(slot.read(7, 42, 3), None);
-        assert_eq!(slot.read(7, 43, 5), Some(1002));
-    }
-
-    #[test]
-    fn a_slot_being_written_is_a_miss_not_a_torn_key() {
-        let slot = Made::empty();
-        slot.write(1, 10, 100, 0);
-        // A writer inside (odd count): readers miss, other writers skip.
-        slot.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(slot.read(1, 10, 0), None);
-        slot.write(1, 11, 110, 0);
-        slot.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        assert_eq!(slot.read(1, 10, 0), Some(100));
-        assert_eq!(slot.read(1, 11, 0), None);
     }
 }

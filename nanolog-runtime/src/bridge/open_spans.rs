@@ -1,0 +1,339 @@
+//! The `tracing` spans the layer holds open: each one's key and the layer's
+//! data for it, found by its id from any thread, in a fixed table of the
+//! process's own.
+//!
+//! The registry's extensions held them before. Each span then cost a boxed
+//! value: an allocation where it was made, a map insertion under the span's
+//! lock, and a free, mostly on another thread (tokio closes a span where
+//! its task last ran), at its close. In the tokio service bench, leaving the
+//! extension out cut the process's user time by about a fifth of what the
+//! layer adds (BENCHMARKS.md, session 23). A slot here costs a few stores on
+//! lines of the table's own, and nothing at all to allocate.
+//!
+//! A span goes into one of [`PROBE`] slots its id hashes to. When all of
+//! them hold open spans, the caller keeps it elsewhere (the registry's
+//! extensions): the table is a fast home for most spans, not a limit on
+//! how many may be open.
+//!
+//! Why a lookup finds a span that is in the table: a span's slot changes
+//! only when it goes in (before its id is handed out, so before anyone can
+//! look for it) and when it comes out (at its close, after which nobody
+//! holds it). Readers take a slot's identity under its sequence count (a
+//! seqlock): a slot being filled or emptied is another span's, never the
+//! one looked for.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+
+/// The slots a span may go to: its id's and the next ones.
+pub(crate) const PROBE: usize = 4;
+
+/// Open spans of every layer: `N` slots (a power of two).
+pub(crate) struct OpenSpans<T, const N: usize> {
+    slots: [Slot<T>; N],
+}
+
+/// One span: its layer, id and key, and the layer's data for it. A slot is
+/// empty while its id is 0 (tracing's ids are never 0).
+#[repr(align(64))]
+struct Slot<T> {
+    /// Odd while a span goes in or comes out (a seqlock's count).
+    seq: AtomicU64,
+    owner: AtomicU64,
+    id: AtomicU64,
+    key: AtomicU64,
+    /// Held while the data is changed in place (values recorded into the
+    /// span, from any thread holding it).
+    busy: AtomicBool,
+    data: UnsafeCell<Option<T>>,
+}
+
+// SAFETY: `data` is only touched by the thread that holds the slot: with
+// its count odd (a span going in or coming out, see `OpenSpans::insert`
+// and `remove`) or with `busy` held (`OpenSpans::with`), never both at
+// once for one span (it is in the table from before anyone can reach it
+// until its close, and nobody holds a closed span). So it is shared
+// between threads as a `Mutex<Option<T>>` would be, which needs `T: Send`.
+unsafe impl<T: Send> Sync for Slot<T> {}
+
+impl<T> Slot<T> {
+    const fn empty() -> Slot<T> {
+        Slot {
+            seq: AtomicU64::new(0),
+            owner: AtomicU64::new(0),
+            id: AtomicU64::new(0),
+            key: AtomicU64::new(0),
+            busy: AtomicBool::new(false),
+            data: UnsafeCell::new(None),
+        }
+    }
+
+    /// Whether it holds span `id` of `owner` (its key then), read as a
+    /// whole: a slot being filled or emptied holds no span that is looked
+    /// for (see the module's note).
+    #[inline]
+    fn holds(&self, owner: u64, id: u64) -> Option<u64> {
+        // Acquire: pairs with the Release store that ended the last change,
+        // so the fields read below are at least that change's.
+        let before = self.seq.load(Ordering::Acquire);
+        let (o, i, key) = (
+            self.owner.load(Ordering::Relaxed),
+            self.id.load(Ordering::Relaxed),
+            self.key.load(Ordering::Relaxed),
+        );
+        // Acquire fence: the loads above happen before the count's second
+        // read, so a change that overlapped them moved it.
+        fence(Ordering::Acquire);
+        let after = self.seq.load(Ordering::Relaxed);
+        (before & 1 == 0 && before == after && i == id && o == owner).then_some(key)
+    }
+
+    /// Takes the slot for a change: its count made odd; `None` if another
+    /// thread is changing it.
+    #[inline]
+    fn lock(&self) -> Option<u64> {
+        let seq = self.seq.load(Ordering::Relaxed);
+        if seq & 1 == 1 {
+            return None;
+        }
+        // Acquire: this change comes after the last one (and its data).
+        self.seq
+            .compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
+        // Release fence: a reader that sees any store of this change also
+        // sees the odd count, so it cannot take a half-changed slot as whole.
+        fence(Ordering::Release);
+        Some(seq)
+    }
+
+    /// Ends the change begun when the count was `seq`.
+    #[inline]
+    fn unlock(&self, seq: u64) {
+        // Release: whoever sees the new count sees every store of the change.
+        self.seq.store(seq + 2, Ordering::Release);
+    }
+}
+
+impl<T, const N: usize> OpenSpans<T, N> {
+    pub(crate) const fn new() -> Self {
+        assert!(N.is_power_of_two() && N >= PROBE);
+        OpenSpans {
+            slots: [const { Slot::empty() }; N],
+        }
+    }
+
+    /// The slots span `id` may be in.
+    #[inline]
+    fn window(&self, id: u64) -> impl Iterator<Item = &Slot<T>> {
+        let first = (id.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
+        (0..PROBE).map(move |i| &self.slots[(first + i) & (N - 1)])
+    }
+
+    /// Span `id` of layer `owner`, made just now (its id not handed out
+    /// yet), with its key and data; the data back if its slots are full.
+    pub(crate) fn insert(&self, owner: u64, id: u64, key: u64, data: T) -> Result<(), T> {
+        for slot in self.window(id) {
+            if slot.id.load(Ordering::Relaxed) != 0 {
+                continue;
+            }
+            let Some(seq) = slot.lock() else { continue };
+            if slot.id.load(Ordering::Relaxed) != 0 {
+                // Taken meanwhile.
+                slot.unlock(seq);
+                continue;
+            }
+            // SAFETY: the slot's count is odd and it is empty, so no other
+            // thread touches its data (see the impl of `Sync`).
+            unsafe { *slot.data.get() = Some(data) };
+            slot.owner.store(owner, Ordering::Relaxed);
+            slot.key.store(key, Ordering::Relaxed);
+            slot.id.store(id, Ordering::Relaxed);
+            slot.unlock(seq);
+            return Ok(());
+        }
+        Err(data)
+    }
+
+    /// The key of span `id` of layer `owner`, if it is in the table; the
+    /// caller holds the span open.
+    #[inline]
+    pub(crate) fn key(&self, owner: u64, id: u64) -> Option<u64> {
+        self.window(id).find_map(|s| s.holds(owner, id))
+    }
+
+    /// `f` on the data of span `id` of layer `owner`, if it is in the
+    /// table; the caller holds the span open.
+    pub(crate) fn with<R>(&self, owner: u64, id: u64, f: impl FnOnce(&mut T) -> R) -> Option<R> {
+        let slot = self.window(id).find(|s| s.holds(owner, id).is_some())?;
+        let mut waited = Wait::default();
+        // Acquire: pairs with the Release that ended the last holder's
+        // change, which this one comes after.
+        while slot
+            .busy
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            if !waited.more() {
+                return None;
+            }
+        }
+        // The data is given back even if `f` panics (a panicking `Debug`
+        // of a recorded value is caught below it, so not expected).
+        struct Release<'a>(&'a AtomicBool);
+        impl Drop for Release<'_> {
+            fn drop(&mut self) {
+                // Release: the next holder sees this one's change.
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _held = Release(&slot.busy);
+        // SAFETY: `busy` is held and the span is open (the caller holds
+        // it), so it neither goes in nor comes out meanwhile: no other
+        // thread touches its data (see the impl of `Sync`).
+        let data = unsafe { &mut *slot.data.get() };
+        data.as_mut().map(f)
+    }
+
+    /// Span `id` of layer `owner` closes: its key and data, if it was in
+    /// the table, which no longer holds it.
+    pub(crate) fn remove(&self, owner: u64, id: u64) -> Option<(u64, T)> {
+        let slot = self.window(id).find(|s| s.holds(owner, id).is_some())?;
+        let mut waited = Wait::default();
+        let seq = loop {
+            // (Odd only while another span tries the slot, and finds it
+            // taken: a few instructions.)
+            if let Some(seq) = slot.lock() {
+                break seq;
+            }
+            if !waited.more() {
+                return None;
+            }
+        };
+        if slot.id.load(Ordering::Relaxed) != id || slot.owner.load(Ordering::Relaxed) != owner {
+            // (Never: only its close takes an open span out.)
+            slot.unlock(seq);
+            return None;
+        }
+        let key = slot.key.load(Ordering::Relaxed);
+        slot.id.store(0, Ordering::Relaxed);
+        // SAFETY: the slot's count is odd and its span is closing (nobody
+        // holds it to record into it), so no other thread touches its data.
+        let data = unsafe { (*slot.data.get()).take() };
+        slot.unlock(seq);
+        data.map(|d| (key, d))
+    }
+}
+
+/// A wait for a slot another thread holds for a few instructions: spins,
+/// then yields (the holder may have lost its core); given up after 100 ms,
+/// for a holder that will never let go (a thread that is not there in a
+/// forked child): the span's data is then not found, as if it were not in
+/// the table.
+#[derive(Default)]
+struct Wait {
+    spins: u32,
+    since: Option<std::time::Instant>,
+}
+
+impl Wait {
+    /// Waits a little; false once it is time to give up.
+    fn more(&mut self) -> bool {
+        self.spins += 1;
+        if self.spins < 64 {
+            std::hint::spin_loop();
+            return true;
+        }
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        std::thread::yield_now();
+        since.elapsed() < std::time::Duration::from_millis(100)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_is_found_by_its_layer_and_id_until_it_closes() {
+        let t: Box<OpenSpans<String, 16>> = Box::new(OpenSpans::new());
+        assert_eq!(t.key(1, 7), None);
+        t.insert(1, 7, 700, "seven".into()).unwrap();
+        // Another layer's span with the same id (a scoped subscriber's).
+        t.insert(2, 7, 701, "other".into()).unwrap();
+        assert_eq!(t.key(1, 7), Some(700));
+        assert_eq!(t.key(2, 7), Some(701));
+        assert_eq!(t.key(1, 8), None);
+        t.with(1, 7, |d| d.push('!'));
+        assert_eq!(t.remove(1, 7), Some((700, "seven!".to_string())));
+        assert_eq!(t.key(1, 7), None);
+        assert_eq!(t.with(1, 7, |_| ()), None);
+        assert_eq!(t.remove(1, 7), None);
+        assert_eq!(t.key(2, 7), Some(701));
+    }
+
+    #[test]
+    fn a_span_whose_slots_are_full_is_handed_back() {
+        let t: Box<OpenSpans<u32, 4>> = Box::new(OpenSpans::new());
+        for id in 1..=4 {
+            t.insert(1, id, id * 10, id as u32).unwrap();
+        }
+        assert_eq!(t.insert(1, 5, 50, 5), Err(5));
+        assert_eq!(t.remove(1, 3), Some((30, 3)));
+        t.insert(1, 5, 50, 5).unwrap();
+        for id in [1, 2, 4, 5] {
+            assert_eq!(t.key(1, id), Some(id * 10));
+        }
+    }
+
+    #[test]
+    fn a_slot_being_changed_is_skipped_not_read_half_written() {
+        let t: Box<OpenSpans<u32, 4>> = Box::new(OpenSpans::new());
+        t.insert(1, 9, 90, 0).unwrap();
+        let slot = t.window(9).find(|s| s.holds(1, 9).is_some()).unwrap();
+        let seq = slot.lock().unwrap();
+        assert_eq!(t.key(1, 9), None, "an odd count is no span");
+        slot.unlock(seq);
+        assert_eq!(t.key(1, 9), Some(90));
+    }
+
+    #[test]
+    fn a_slot_held_forever_is_given_up_not_waited_on() {
+        let t: Box<OpenSpans<u32, 4>> = Box::new(OpenSpans::new());
+        t.insert(1, 9, 90, 5).unwrap();
+        let slot = t.window(9).find(|s| s.holds(1, 9).is_some()).unwrap();
+        // A holder that never lets go (as in a forked child).
+        slot.busy.store(true, Ordering::Relaxed);
+        assert_eq!(t.with(1, 9, |d| *d), None);
+        slot.busy.store(false, Ordering::Relaxed);
+        assert_eq!(t.with(1, 9, |d| *d), Some(5));
+        // (`remove` finds the slot by a whole read, so a slot stuck odd
+        // holds no span it looks for.)
+        assert_eq!(t.remove(1, 9), Some((90, 5)));
+    }
+
+    #[test]
+    fn threads_making_and_closing_spans_find_their_own() {
+        let t: &'static OpenSpans<u64, 64> = Box::leak(Box::new(OpenSpans::new()));
+        let threads: Vec<_> = (0..4u64)
+            .map(|n| {
+                std::thread::spawn(move || {
+                    let mut kept = 0;
+                    for i in 0..20_000u64 {
+                        let id = n << 32 | (i + 1);
+                        if t.insert(7, id, id ^ 0x55, id).is_ok() {
+                            kept += 1;
+                            assert_eq!(t.key(7, id), Some(id ^ 0x55));
+                            assert_eq!(t.with(7, id, |d| *d), Some(id));
+                            assert_eq!(t.remove(7, id), Some((id ^ 0x55, id)));
+                        }
+                        assert_eq!(t.key(7, id), None);
+                    }
+                    kept
+                })
+            })
+            .collect();
+        for th in threads {
+            assert!(th.join().unwrap() > 0);
+        }
+    }
+}
