@@ -448,7 +448,7 @@ fn span_site_of(
             let c = c.try_borrow().ok()?;
             c[slot]
                 .as_ref()
-                .filter(|c| c.callsite == callsite && &*c.fields == shape)
+                .filter(|c| c.callsite == callsite && same_shape(&c.fields, shape))
                 .map(|c| c.site)
         })
         .ok()
@@ -489,6 +489,18 @@ struct CachedSite {
 }
 
 const SITE_SLOTS: usize = 64;
+
+/// Whether two spans' fields have the same names and kinds: a name is
+/// compared by its address first (a callsite's names are its metadata's
+/// `&'static str`s, the same every time), its text only when that differs
+/// (comparing the texts cost a `memcmp` a field on every span made).
+#[inline]
+fn same_shape(a: &[(&'static str, ArgKind, bool)], b: &[(&'static str, ArgKind, bool)]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.1 == y.1 && x.2 == y.2 && (std::ptr::eq(x.0, y.0) || x.0 == y.0))
+}
 
 thread_local! {
     /// Recent span sites, by a hash of their callsite and fields.
