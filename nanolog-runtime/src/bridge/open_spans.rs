@@ -5,10 +5,12 @@
 //! The registry's extensions held them before. Each span then cost a boxed
 //! value: an allocation where it was made, a map insertion under the span's
 //! lock, and a free, mostly on another thread (tokio closes a span where
-//! its task last ran), at its close. In the tokio service bench, leaving the
-//! extension out cut the process's user time by about a fifth of what the
-//! layer adds (BENCHMARKS.md, session 23). A slot here costs a few stores on
-//! lines of the table's own, and nothing at all to allocate.
+//! its task last ran), at its close. In the tokio service bench, a build
+//! that left the extension out (and lost recorded values: a bound, not a
+//! design) added 18% less user time than one with it; with this table the
+//! layer adds 9-20% less than before (fast and slow phases; BENCHMARKS.md,
+//! session 23). A slot costs a few stores on lines of the table's own, and
+//! nothing to allocate.
 //!
 //! A span goes into one of [`PROBE`] slots its id hashes to. When all of
 //! them hold open spans, the caller keeps it elsewhere (the registry's
