@@ -216,6 +216,15 @@ impl<T, const N: usize> OpenSpans<T, N> {
             slot.unlock(seq);
             return None;
         }
+        // Acquire: pairs with the Release that ended the last value's
+        // merge (`with`, on another thread), so the data taken is the one
+        // it left. (Never held here: nobody records into a closing span;
+        // a flag left held in a forked child is not waited on forever.)
+        while slot.busy.load(Ordering::Acquire) {
+            if !waited.more() {
+                break;
+            }
+        }
         let key = slot.key.load(Ordering::Relaxed);
         slot.id.store(0, Ordering::Relaxed);
         // SAFETY: the slot's count is odd and its span is closing (nobody
@@ -306,11 +315,14 @@ mod tests {
         // A holder that never lets go (as in a forked child).
         slot.busy.store(true, Ordering::Relaxed);
         assert_eq!(t.with(1, 9, |d| *d), None);
+        // Its close still takes it out (after the wait is given up).
+        assert_eq!(t.remove(1, 9), Some((90, 5)));
         slot.busy.store(false, Ordering::Relaxed);
-        assert_eq!(t.with(1, 9, |d| *d), Some(5));
+        t.insert(1, 9, 91, 6).unwrap();
+        assert_eq!(t.with(1, 9, |d| *d), Some(6));
         // (`remove` finds the slot by a whole read, so a slot stuck odd
         // holds no span it looks for.)
-        assert_eq!(t.remove(1, 9), Some((90, 5)));
+        assert_eq!(t.remove(1, 9), Some((91, 6)));
     }
 
     #[test]
