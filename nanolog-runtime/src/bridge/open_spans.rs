@@ -25,6 +25,7 @@
 //! one looked for.
 
 use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// The slots a span may go to: its id's and the next ones.
@@ -36,7 +37,9 @@ pub(crate) struct OpenSpans<T, const N: usize> {
 }
 
 /// One span: its layer, id and key, and the layer's data for it. A slot is
-/// empty while its id is 0 (tracing's ids are never 0).
+/// empty while its id is 0 (tracing's ids are never 0), and its data is
+/// initialized exactly while it is not (all of it zeros when empty: the
+/// table is in `.bss`, not 768 KiB of every binary's `.data`).
 #[repr(align(64))]
 struct Slot<T> {
     /// Odd while a span goes in or comes out (a seqlock's count).
@@ -47,7 +50,7 @@ struct Slot<T> {
     /// Held while the data is changed in place (values recorded into the
     /// span, from any thread holding it).
     busy: AtomicBool,
-    data: UnsafeCell<Option<T>>,
+    data: UnsafeCell<MaybeUninit<T>>,
 }
 
 // SAFETY: `data` is only touched by the thread that holds the slot: with
@@ -66,7 +69,7 @@ impl<T> Slot<T> {
             id: AtomicU64::new(0),
             key: AtomicU64::new(0),
             busy: AtomicBool::new(false),
-            data: UnsafeCell::new(None),
+            data: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
@@ -87,7 +90,8 @@ impl<T> Slot<T> {
         // read, so a change that overlapped them moved it.
         fence(Ordering::Acquire);
         let after = self.seq.load(Ordering::Relaxed);
-        (before & 1 == 0 && before == after && i == id && o == owner).then_some(key)
+        // (An id of 0 is an empty slot's, never a span's.)
+        (before & 1 == 0 && before == after && i == id && id != 0 && o == owner).then_some(key)
     }
 
     /// Takes the slot for a change: its count made odd; `None` if another
@@ -145,8 +149,9 @@ impl<T, const N: usize> OpenSpans<T, N> {
                 continue;
             }
             // SAFETY: the slot's count is odd and it is empty, so no other
-            // thread touches its data (see the impl of `Sync`).
-            unsafe { *slot.data.get() = Some(data) };
+            // thread touches its data (see the impl of `Sync`); its data is
+            // uninitialized (its id is 0), so nothing is overwritten unread.
+            unsafe { (*slot.data.get()).write(data) };
             slot.owner.store(owner, Ordering::Relaxed);
             slot.key.store(key, Ordering::Relaxed);
             slot.id.store(id, Ordering::Relaxed);
@@ -191,9 +196,10 @@ impl<T, const N: usize> OpenSpans<T, N> {
         let _held = Release(&slot.busy);
         // SAFETY: `busy` is held and the span is open (the caller holds
         // it), so it neither goes in nor comes out meanwhile: no other
-        // thread touches its data (see the impl of `Sync`).
-        let data = unsafe { &mut *slot.data.get() };
-        data.as_mut().map(f)
+        // thread touches its data (see the impl of `Sync`), which is
+        // initialized (the slot holds the span: its id is not 0).
+        let data = unsafe { (*slot.data.get()).assume_init_mut() };
+        Some(f(data))
     }
 
     /// Span `id` of layer `owner` closes: its key and data, if it was in
@@ -226,12 +232,27 @@ impl<T, const N: usize> OpenSpans<T, N> {
             }
         }
         let key = slot.key.load(Ordering::Relaxed);
-        slot.id.store(0, Ordering::Relaxed);
         // SAFETY: the slot's count is odd and its span is closing (nobody
-        // holds it to record into it), so no other thread touches its data.
-        let data = unsafe { (*slot.data.get()).take() };
+        // holds it to record into it), so no other thread touches its data;
+        // it is initialized (the id checked above is not 0) and is read
+        // once: the id set to 0 below marks it uninitialized again.
+        let data = unsafe { (*slot.data.get()).assume_init_read() };
+        slot.id.store(0, Ordering::Relaxed);
         slot.unlock(seq);
-        data.map(|d| (key, d))
+        Some((key, data))
+    }
+}
+
+impl<T, const N: usize> Drop for OpenSpans<T, N> {
+    /// (A table that is not the process's static: the spans still in it.)
+    fn drop(&mut self) {
+        for slot in &mut self.slots {
+            if *slot.id.get_mut() != 0 {
+                // SAFETY: `&mut self`: no other thread holds the table; a
+                // slot whose id is not 0 holds initialized data.
+                unsafe { slot.data.get_mut().assume_init_drop() };
+            }
+        }
     }
 }
 
