@@ -118,8 +118,8 @@ impl Mailbox {
 }
 
 /// A mailbox's bytes under a lock of their own: a flag taken with one
-/// compare-and-swap and given back with a plain store (std's `Mutex` gives its
-/// lock back with a swap too, to see whether a thread sleeps on it). The
+/// compare-and-swap and given back with a plain store (std's `Mutex` gives
+/// its lock back with a swap, to see whether a thread sleeps on it). The
 /// thread posts at every span made and closed; the flusher takes the lock
 /// once a pass, for a swap of two `Vec`s, so a post waits for it seldom and
 /// briefly. The swap that gave the lock back was most of a post's samples
@@ -145,7 +145,9 @@ impl Letters {
     }
 
     /// Takes the lock: spins while the other side holds it (a few
-    /// instructions), then yields (it may have lost its core).
+    /// instructions), then yields (it may have lost its core). Never taken
+    /// in a forked child, where the flusher that may hold it is not: posts
+    /// go to the table there (`forked`).
     #[inline]
     fn lock(&self) -> LettersGuard<'_> {
         let mut spins = 0u32;
