@@ -20,13 +20,21 @@
 //! Why a lookup finds a span that is in the table: a span's slot changes
 //! only when it goes in (before its id is handed out, so before anyone can
 //! look for it) and when it comes out (at its close, after which nobody
-//! holds it). Readers take a slot's identity under its sequence count (a
-//! seqlock): a slot being filled or emptied is another span's, never the
-//! one looked for.
+//! holds it), and no other change locks it meanwhile: a span looking for
+//! room takes only a slot whose count says it is empty. Readers take a
+//! slot's identity under that count (a seqlock): a slot being filled or
+//! emptied is another span's, never the one looked for.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+
+/// A slot's count: a span goes in or comes out (see `Slot::seq`).
+const CHANGING: u64 = 1;
+/// A slot's count: it holds a span.
+const HELD: u64 = 2;
+/// A slot's count: one change more.
+const CHANGE: u64 = 4;
 
 /// The slots a span may go to: its id's and the next ones.
 pub(crate) const PROBE: usize = 4;
@@ -42,7 +50,15 @@ pub(crate) struct OpenSpans<T, const N: usize> {
 /// table is in `.bss`, not 768 KiB of every binary's `.data`).
 #[repr(align(64))]
 struct Slot<T> {
-    /// Odd while a span goes in or comes out (a seqlock's count).
+    /// A seqlock's count, with the slot's state in its low bits:
+    /// [`CHANGING`] while a span goes in or comes out, [`HELD`] while one
+    /// is in. A span is taken in only by a compare-and-swap that finds the
+    /// slot neither, so a slot holding a span is never locked by another
+    /// span looking for room. (As first built, a probe that saw a slot
+    /// empty and locked it after another span had filled it made that
+    /// span's slot look changing for a moment: a lookup of the span could
+    /// miss, and its close wait. One run of the test of threads making and
+    /// closing spans failed at a close, in about 500; not reproduced since.)
     seq: AtomicU64,
     owner: AtomicU64,
     id: AtomicU64,
@@ -54,7 +70,7 @@ struct Slot<T> {
 }
 
 // SAFETY: `data` is only touched by the thread that holds the slot: with
-// its count odd (a span going in or coming out, see `OpenSpans::insert`
+// its count marked changing (a span going in or coming out, see `OpenSpans::insert`
 // and `remove`) or with `busy` held (`OpenSpans::with`), never both at
 // once for one span (it is in the table from before anyone can reach it
 // until its close, and nobody holds a closed span). So it is shared
@@ -91,32 +107,39 @@ impl<T> Slot<T> {
         fence(Ordering::Acquire);
         let after = self.seq.load(Ordering::Relaxed);
         // (An id of 0 is an empty slot's, never a span's.)
-        (before & 1 == 0 && before == after && i == id && id != 0 && o == owner).then_some(key)
+        (before & CHANGING == 0 && before == after && i == id && id != 0 && o == owner)
+            .then_some(key)
     }
 
-    /// Takes the slot for a change: its count made odd; `None` if another
-    /// thread is changing it.
+    /// Takes the slot for a change, if it holds a span (`held`) or is
+    /// empty (not `held`) and nobody else is changing it: its count, now
+    /// marked [`CHANGING`].
     #[inline]
-    fn lock(&self) -> Option<u64> {
+    fn lock(&self, held: bool) -> Option<u64> {
         let seq = self.seq.load(Ordering::Relaxed);
-        if seq & 1 == 1 {
+        if seq & CHANGING != 0 || (seq & HELD != 0) != held {
             return None;
         }
         // Acquire: this change comes after the last one (and its data).
         self.seq
-            .compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(seq, seq | CHANGING, Ordering::Acquire, Ordering::Relaxed)
             .ok()?;
         // Release fence: a reader that sees any store of this change also
-        // sees the odd count, so it cannot take a half-changed slot as whole.
+        // sees the count marked changing, so it cannot take a half-changed slot as whole.
         fence(Ordering::Release);
         Some(seq)
     }
 
-    /// Ends the change begun when the count was `seq`.
+    /// Ends the change begun when the count was `seq`, the slot now
+    /// holding a span or not.
     #[inline]
-    fn unlock(&self, seq: u64) {
+    fn unlock(&self, seq: u64, held: bool) {
+        let state = if held { HELD } else { 0 };
         // Release: whoever sees the new count sees every store of the change.
-        self.seq.store(seq + 2, Ordering::Release);
+        self.seq.store(
+            ((seq & !(CHANGING | HELD)) + CHANGE) | state,
+            Ordering::Release,
+        );
     }
 }
 
@@ -139,23 +162,18 @@ impl<T, const N: usize> OpenSpans<T, N> {
     /// yet), with its key and data; the data back if its slots are full.
     pub(crate) fn insert(&self, owner: u64, id: u64, key: u64, data: T) -> Result<(), T> {
         for slot in self.window(id) {
-            if slot.id.load(Ordering::Relaxed) != 0 {
+            // (Held or being changed: another span's.)
+            let Some(seq) = slot.lock(false) else {
                 continue;
-            }
-            let Some(seq) = slot.lock() else { continue };
-            if slot.id.load(Ordering::Relaxed) != 0 {
-                // Taken meanwhile.
-                slot.unlock(seq);
-                continue;
-            }
-            // SAFETY: the slot's count is odd and it is empty, so no other
-            // thread touches its data (see the impl of `Sync`); its data is
-            // uninitialized (its id is 0), so nothing is overwritten unread.
+            };
+            // SAFETY: the slot is empty and this thread is changing it, so
+            // no other thread touches its data (see the impl of `Sync`);
+            // its data is uninitialized, so nothing is overwritten unread.
             unsafe { (*slot.data.get()).write(data) };
             slot.owner.store(owner, Ordering::Relaxed);
             slot.key.store(key, Ordering::Relaxed);
             slot.id.store(id, Ordering::Relaxed);
-            slot.unlock(seq);
+            slot.unlock(seq, true);
             return Ok(());
         }
         Err(data)
@@ -207,10 +225,10 @@ impl<T, const N: usize> OpenSpans<T, N> {
     pub(crate) fn remove(&self, owner: u64, id: u64) -> Option<(u64, T)> {
         let slot = self.window(id).find(|s| s.holds(owner, id).is_some())?;
         let mut waited = Wait::default();
+        // (Nobody else changes a slot that holds an open span: taken at
+        // once. The wait is for what cannot happen, bounded.)
         let seq = loop {
-            // (Odd only while another span tries the slot, and finds it
-            // taken: a few instructions.)
-            if let Some(seq) = slot.lock() {
+            if let Some(seq) = slot.lock(true) {
                 break seq;
             }
             if !waited.more() {
@@ -219,7 +237,7 @@ impl<T, const N: usize> OpenSpans<T, N> {
         };
         if slot.id.load(Ordering::Relaxed) != id || slot.owner.load(Ordering::Relaxed) != owner {
             // (Never: only its close takes an open span out.)
-            slot.unlock(seq);
+            slot.unlock(seq, true);
             return None;
         }
         // Acquire: pairs with the Release that ended the last value's
@@ -232,13 +250,13 @@ impl<T, const N: usize> OpenSpans<T, N> {
             }
         }
         let key = slot.key.load(Ordering::Relaxed);
-        // SAFETY: the slot's count is odd and its span is closing (nobody
-        // holds it to record into it), so no other thread touches its data;
-        // it is initialized (the id checked above is not 0) and is read
-        // once: the id set to 0 below marks it uninitialized again.
+        // SAFETY: this thread is changing the slot and its span is closing
+        // (nobody holds it to record into it), so no other thread touches
+        // its data; it is initialized (the slot was held) and is read once:
+        // the slot is left empty below, its data uninitialized again.
         let data = unsafe { (*slot.data.get()).assume_init_read() };
         slot.id.store(0, Ordering::Relaxed);
-        slot.unlock(seq);
+        slot.unlock(seq, false);
         Some((key, data))
     }
 }
@@ -257,27 +275,27 @@ impl<T, const N: usize> Drop for OpenSpans<T, N> {
 }
 
 /// A wait for a slot another thread holds for a few instructions: spins,
-/// then yields (the holder may have lost its core); given up after 100 ms,
-/// for a holder that will never let go (a thread that is not there in a
-/// forked child): the span's data is then not found, as if it were not in
-/// the table.
+/// then yields (the holder may have lost its core; crossbeam's `Backoff`,
+/// as the mailboxes' lock waits); given up after 100 ms, for a holder that
+/// will never let go (a thread that is not there in a forked child): the
+/// span's data is then not found, as if it were not in the table.
 #[derive(Default)]
 struct Wait {
-    spins: u32,
+    backoff: crossbeam_utils::Backoff,
     since: Option<std::time::Instant>,
 }
 
 impl Wait {
     /// Waits a little; false once it is time to give up.
     fn more(&mut self) -> bool {
-        self.spins += 1;
-        if self.spins < 64 {
-            std::hint::spin_loop();
-            return true;
+        if self.backoff.is_completed() {
+            let since = *self.since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() >= std::time::Duration::from_millis(100) {
+                return false;
+            }
         }
-        let since = *self.since.get_or_insert_with(std::time::Instant::now);
-        std::thread::yield_now();
-        since.elapsed() < std::time::Duration::from_millis(100)
+        self.backoff.snooze();
+        true
     }
 }
 
@@ -322,9 +340,9 @@ mod tests {
         let t: Box<OpenSpans<u32, 4>> = Box::new(OpenSpans::new());
         t.insert(1, 9, 90, 0).unwrap();
         let slot = t.window(9).find(|s| s.holds(1, 9).is_some()).unwrap();
-        let seq = slot.lock().unwrap();
-        assert_eq!(t.key(1, 9), None, "an odd count is no span");
-        slot.unlock(seq);
+        let seq = slot.lock(true).unwrap();
+        assert_eq!(t.key(1, 9), None, "a slot being changed is no span");
+        slot.unlock(seq, true);
         assert_eq!(t.key(1, 9), Some(90));
     }
 
@@ -341,7 +359,7 @@ mod tests {
         slot.busy.store(false, Ordering::Relaxed);
         t.insert(1, 9, 91, 6).unwrap();
         assert_eq!(t.with(1, 9, |d| *d), Some(6));
-        // (`remove` finds the slot by a whole read, so a slot stuck odd
+        // (`remove` finds the slot by a whole read, so a slot stuck changing
         // holds no span it looks for.)
         assert_eq!(t.remove(1, 9), Some((91, 6)));
     }
