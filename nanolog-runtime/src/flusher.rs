@@ -43,9 +43,9 @@ const NAP_BELOW: u64 = 4096;
 /// for it, and a flusher that wakes every 20 us to take a few hundred
 /// records wakes thousands of times a second: in the tokio service of
 /// `service_cost` (4 workers on 2 cores, crowded most of each round),
-/// naps of 250 us took the process's CPU samples down 4-9% (about a sixth
-/// of what nanolog adds, in a fast phase; more in a slow one:
-/// BENCHMARKS.md, session 22). Records wait up to this long more in
+/// naps of 250 us took the process's CPU samples down 8% (median of 5
+/// pairs in a fast phase, 4 of them lower: about a sixth of what nanolog
+/// adds; BENCHMARKS.md, session 22). Records wait up to this long more in
 /// their rings; the file is written once a millisecond under load either
 /// way ([`WRITE_EVERY`]), and a full ring wakes the flusher at once. With
 /// cores to spare, naps stay short.

@@ -1028,9 +1028,9 @@ impl EventLayer {
 /// The spans this process's layers hold open, with their keys and data
 /// (see `open_spans.rs`; a span past its slots' room keeps them in the
 /// registry's extensions of the span instead). 4,096 slots of 192 bytes,
-/// 768 KiB, touched as spans use them: room for a service's open spans
-/// without a slot's neighbours filling up (the tokio service bench holds
-/// a few hundred at a time).
+/// 768 KiB of `.bss`, touched as spans use them: room for a service's
+/// open spans without a slot's neighbours filling up (the tokio service
+/// bench keeps 64 requests in flight, a few spans open in each).
 static OPEN: OpenSpans<SpanData, 4096> = OpenSpans::new();
 
 /// The key of span `id` of layer `owner` (0: not one of its spans), for a
@@ -1048,11 +1048,16 @@ fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(
 ) -> u64 {
     match OPEN.key(owner, id.into_u64()) {
         Some(key) => key,
-        None => ctx
-            .span(id)
-            .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
-            .unwrap_or(0),
+        None => overflow_key(ctx, id),
     }
+}
+
+/// The key of span `id` kept past the table's room, in the registry's
+/// extensions of the span (0: none).
+fn overflow_key<S: Subscriber + for<'a> LookupSpan<'a>>(ctx: &Context<'_, S>, id: &Id) -> u64 {
+    ctx.span(id)
+        .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
+        .unwrap_or(0)
 }
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for EventLayer {
@@ -1205,7 +1210,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         let key = match OPEN.remove(self.owner, id.into_u64()) {
             Some((key, _)) => key,
-            None => key_of(&ctx, self.owner, &id),
+            None => overflow_key(&ctx, &id),
         };
         if key != 0 {
             crate::span::close(key);

@@ -150,7 +150,7 @@ impl Letters {
     /// go to the table there (`forked`).
     #[inline]
     fn lock(&self) -> LettersGuard<'_> {
-        let mut spins = 0u32;
+        let backoff = crossbeam_utils::Backoff::new();
         // Acquire: pairs with the Release of the last guard's drop, so its
         // changes to the bytes are seen.
         while self
@@ -158,12 +158,7 @@ impl Letters {
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            backoff.snooze();
         }
         LettersGuard(self)
     }
