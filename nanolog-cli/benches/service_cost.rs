@@ -22,11 +22,13 @@
 //! - fmt JSON non-blocking: the same into `tracing_appender::non_blocking`
 //!   of a file, its worker's guard dropped (flushed) at the end;
 //! - registry + no-op layer: a second baseline. The bare registry never
-//!   frees a closed span (its slot is cleared by the close guard that a
-//!   layer over it takes), so "added over the registry" also counts the
-//!   registry's own close path, which any layer turns on. Only with the
-//!   argument `noop`; the ratio over this baseline is then printed after
-//!   the headline one, which stays the issue's: over the bare registry.
+//!   frees a closed span: its `try_close` only counts references down, and
+//!   the slot is cleared by the close guard that `Layered`, any layer over
+//!   it, takes (tracing-subscriber 0.3.23, `registry/sharded.rs`). So
+//!   "added over the registry" also counts the registry's own close path,
+//!   which any layer turns on. Only with the argument `noop`; the ratio
+//!   over this baseline is then printed after the headline one, which stays
+//!   the issue's: over the bare registry.
 //!
 //! fmt's files are emptied before each of their rounds (see
 //! `Service::round`), so a run of many rounds measures what its first
@@ -342,14 +344,9 @@ fn service(kind: usize, dir: &Path, logger: &std::sync::Arc<nanolog::Logger>) ->
             )
             .emptying(path)
         }
-        // The registry with a layer that does nothing. The bare registry
-        // never frees a span: its `try_close` only counts the references
-        // down, and the span's slot is cleared by the close guard that
-        // `Layered` (any layer over it) takes (tracing-subscriber 0.3.23,
-        // `registry/sharded.rs`); alone, it held 55 MB after 15 rounds
-        // (`only registry`, max RSS), with this no-op layer 6 MB. So "added over the registry" also counts
-        // the registry's own close path, which every layer turns on; this
-        // baseline has it without any layer's work.
+        // The registry with a layer that does nothing: the second baseline
+        // (see the module's list). Alone, the registry held 55 MB after 15
+        // rounds (`only registry`, max RSS); with this layer, 6 MB.
         NOOP => Service::new(
             Some(Dispatch::new(
                 tracing_subscriber::registry().with(tracing_subscriber::layer::Identity::new()),
