@@ -112,6 +112,9 @@ struct RingState {
     /// another ring (it waits once at a record); `None` when it took every
     /// record there was.
     deferred_at: Option<u64>,
+    /// The producer's position as this pass read it: the pass drains up to
+    /// here (see the pass in `run`).
+    tail: u64,
 }
 
 /// A site met in the current drain: its id (also its index in
@@ -369,6 +372,19 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             book.take_closed(&mut file);
         }
         f.adopt_new_rings();
+        // A pass takes what was there when it began: every ring's tail is
+        // read first, then the threads' span changes once, which hold every
+        // definition and value a record up to those tails needs (posted
+        // before the record was committed, so before its tail was read).
+        // No record of the pass then needs the mailboxes again, however
+        // fast threads keep posting, and a stop is answered within a pass.
+        for r in f.rings.iter_mut() {
+            r.tail = r.c.available();
+        }
+        {
+            let (book, mut file) = f.st.split();
+            book.take_mail(&mut file);
+        }
         let mut n = 0;
         for r in f.rings.iter_mut() {
             n += f.st.drain(r);
@@ -455,6 +471,7 @@ impl Flusher {
             name: String::new(),
             ctx: Context::default(),
             deferred_at: None,
+            tail: 0,
         }));
     }
 }
@@ -761,9 +778,10 @@ impl State {
         self.site_emitted[ix] = true;
     }
 
-    /// Drains a ring up to its current tail; returns the records taken.
+    /// Drains a ring up to the tail this pass read; returns the records
+    /// taken.
     fn drain(&mut self, r: &mut RingState) -> u64 {
-        let tail = r.c.available();
+        let tail = r.tail;
         if r.c.head() >= tail {
             r.deferred_at = None;
             return 0;

@@ -561,7 +561,7 @@ impl Builder {
         GENERATION.store(generation, Ordering::Relaxed);
         // `tracing` spans' changes to their threads' mailboxes, for the
         // flusher (see `span::mail`).
-        crate::span::mail::go_live();
+        crate::span::mail::go_live(&shared, capacity);
         drop(current);
         filter::activate(filter);
         Ok(Logger {

@@ -46,6 +46,12 @@ pub struct Stats {
     /// in `dropped`. The thread's next record restates its context, so no
     /// record is shown in the wrong spans.
     pub context_lost: u64,
+    /// Changes to `tracing` spans (a span's definition, or values recorded
+    /// into it) that `OnFull::Drop` dropped because their thread's span
+    /// changes had filled their budget (a sixteenth of the ring, at least
+    /// 16 KiB): not logging calls, so not in `dropped`. The records made in
+    /// such a span show their context as lost; a close is never dropped.
+    pub spans_dropped: u64,
 }
 
 /// Reads the channel's counters (each on its own, Relaxed: a snapshot for
@@ -64,5 +70,6 @@ pub(crate) fn snapshot(c: &Counters) -> Stats {
         mirror_skipped: r(&c.mirror_skipped),
         overflow: crate::channel::BRIDGE_OVERFLOW.load(Ordering::Relaxed),
         context_lost: r(&c.context_lost),
+        spans_dropped: r(&c.spans_dropped),
     }
 }

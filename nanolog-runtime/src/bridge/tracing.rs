@@ -228,6 +228,10 @@ struct SpanData {
     key: u64,
     /// Its site, and its fields' shape; `None` past the sites' cap.
     site: Option<(u32, Shape)>,
+    /// Its definition was dropped (`OnFull::Drop`, its thread's span
+    /// changes over their budget): nothing more of it is posted, its
+    /// values nor its close.
+    dropped: bool,
     /// The fields' values, then the key, as the ring holds them (a
     /// copy goes to the flusher: no allocation a span up to 64 bytes).
     raw: crate::span::SpanBytes,
@@ -248,6 +252,7 @@ impl SpanData {
         SpanData {
             key,
             site,
+            dropped: false,
             raw: crate::span::SpanBytes::from_slice(values),
         }
     }
@@ -1149,13 +1154,19 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         };
         let key = crate::span::span_key();
         let meta = attrs.metadata();
-        let data = with_encoded(|e| {
+        let mut data = with_encoded(|e| {
             attrs.record(e);
             SpanData::new(key, meta, &e.shape, &mut e.values)
         });
         if let Some((site, _)) = data.site {
-            crate::span::define(data.key, parent, site, &data.raw);
+            if !crate::span::define(data.key, parent, site, &data.raw) {
+                // Entered, and a parent, by a key that says so (see
+                // `DROPPED_KEY`).
+                data.dropped = true;
+                data.key |= crate::span::DROPPED_KEY;
+            }
         }
+        let key = data.key;
         // In the table of open spans; past its room, in the registry's
         // extensions of the span.
         if let Err(data) = OPEN.insert(self.owner, id.into_u64(), key, data) {
@@ -1174,11 +1185,15 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         with_encoded(|e| {
             values.record(e);
             let recorded = |data: &mut SpanData| {
-                let new = with_merged(|raw, shape| {
+                let mut new = with_merged(|raw, shape| {
                     data.merge(e, raw, shape);
                     SpanData::new(data.key, meta, shape, raw)
                 });
+                new.dropped = data.dropped;
                 *data = new;
+                if data.dropped {
+                    return;
+                }
                 if let Some((site, _)) = data.site {
                     crate::span::redefine(data.key, site, &data.raw);
                 }
@@ -1209,8 +1224,18 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     /// the close), and forgotten once the records made in it are written.
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         let key = match OPEN.remove(self.owner, id.into_u64()) {
+            // (Its definition dropped: nobody knows it.)
+            Some((_, data)) if data.dropped => 0,
             Some((key, _)) => key,
-            None => overflow_key(&ctx, &id),
+            None => ctx
+                .span(&id)
+                .and_then(|s| {
+                    s.extensions()
+                        .get::<SpanData>()
+                        .filter(|d| !d.dropped)
+                        .map(|d| d.key)
+                })
+                .unwrap_or(0),
         };
         if key != 0 {
             crate::span::close(key);

@@ -413,6 +413,11 @@ impl Book {
         // can be kept (a chain cut at a span not known yet cannot).
         let mut whole = true;
         while k != 0 && chain.len() < MAX_DEPTH && !chain.contains(&k) {
+            if k & super::DROPPED_KEY != 0 {
+                // Its definition was dropped: the chain is cut here, now.
+                whole = false;
+                break;
+            }
             let Some(parent) = self.known(k, file) else {
                 if !partial_ok {
                     self.chain = chain;
@@ -523,13 +528,9 @@ impl Book {
         if let Some(sp) = self.spans.get(&key) {
             return Some(sp.parent);
         }
-        // Not known: its definition may be in a mailbox (a span made
-        // since they were last emptied), or in the table (made while no
-        // logger ran).
-        self.deliver(file);
-        if let Some(sp) = self.spans.get(&key) {
-            return Some(sp.parent);
-        }
+        // Not known: it may be in the table (made while no logger ran). Not
+        // in a mailbox: the pass took them after it read the rings' tails
+        // (`take_mail`), so with every definition a record it drains needs.
         self.copy_from_table(key, file)
     }
 
@@ -569,8 +570,8 @@ impl Book {
     /// Brings the book's copies of `tracing` spans up to date with the
     /// table (values were recorded into some spans).
     fn refresh_tracing(&mut self, epoch: u64, file: &mut impl SpanFile) {
-        // The new values posted before the epoch moved.
-        self.deliver(file);
+        // (The new values posted through mailboxes came with the pass's
+        // `take_mail`: those a record of the pass can show.)
         let book = &self.spans;
         let mut defs: Vec<(u64, table::Def)> = Vec::new();
         let changed_in = table::CHANGED_IN.swap(0, Ordering::Acquire);
@@ -634,6 +635,13 @@ impl Book {
             // (Kept for its allocation: the next pass takes its closes into
             // it.)
             b.closed = closed;
+        }
+        // After a burst of spans the map's table is given back (a map
+        // never shrinks by itself): the flusher keeps what its open spans
+        // need, not the most it ever held.
+        let (len, cap) = (b.spans.len(), b.spans.capacity());
+        if cap > 4096 && len < cap / 8 {
+            b.spans.shrink_to(len * 2);
         }
         // Versions are pruned a tenth of their grace apart at most: every
         // pass (thousands a second) locked each shard holding versions.
@@ -719,6 +727,16 @@ impl Book {
             .push((pass_start, self.closed.len(), self.exited_now.len()));
     }
 
+    /// The threads' changes to `tracing` spans, taken once a pass after it
+    /// read the rings' tails (and before it drains them): every span a
+    /// record up to those tails is in was defined before it (see `mail`),
+    /// so the pass needs no other taking, and takes no more than the
+    /// mailboxes' budgets however fast threads post meanwhile. The closes
+    /// it brings wait for the next pass's `take_closed`.
+    pub(crate) fn take_mail(&mut self, file: &mut impl SpanFile) {
+        self.deliver(file);
+    }
+
     /// Spans closed since the last pass, taken before the rings' tails are
     /// read: forgotten at the end of the pass (`forget_spans`), once every
     /// record logged before their close is drained.
@@ -793,21 +811,23 @@ impl Book {
         let mut versioned = false;
         for op in std::mem::take(&mut self.later) {
             // Held once already: a change to a span never defined (past
-            // the sites' cap) is dropped.
+            // the sites' cap, or dropped under `OnFull::Drop`) is dropped.
             versioned |= matches!(op, Op::Version { .. });
             let _ = self.change(op, file);
         }
-        if versioned {
-            // The epoch its poster moved went by before the book had the
-            // new value: moved again, so contexts resolved since see it.
-            table::EPOCH.fetch_add(1, Ordering::Release);
-        }
         for op in rest.drain(..) {
+            versioned |= matches!(op, Op::Version { .. });
             if let Err(op) = self.change(op, file) {
                 self.later.push(op);
             }
         }
         self.rest = rest;
+        if versioned {
+            // The epoch its poster moved may have gone by before the book
+            // had the new value (contexts resolved at it, in this pass or
+            // the last, hold the old one): moved again, so they see it.
+            table::EPOCH.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// A new value or a close of a `tracing` span, from a mailbox; handed
@@ -1008,8 +1028,8 @@ mod tests {
     fn a_chain_cut_short_hangs_from_the_lost_context() {
         // Keys no other test defines; 0x5EED_0001 is never defined.
         let (inner, middle, unknown) = (0x5EED_0003u64, 0x5EED_0002u64, 0x5EED_0001u64);
-        crate::span::mail::define(middle, unknown, 7, &[]);
-        crate::span::mail::define(inner, middle, 8, &[]);
+        assert!(crate::span::mail::define(middle, unknown, 7, &[]));
+        assert!(crate::span::mail::define(inner, middle, 8, &[]));
         let mut book = Book::default();
         let mut file = Spans::default();
         let mut ctx = Context::default();
@@ -1031,7 +1051,7 @@ mod tests {
         );
 
         let root = 0x5EED_0004u64;
-        crate::span::mail::define(root, 0, 9, &[]);
+        assert!(crate::span::mail::define(root, 0, 9, &[]));
         let mut whole = Context::default();
         whole.switch_to(root);
         assert_eq!(book.resolve(&mut whole, 12, false, &mut file), Some(3));
@@ -1047,7 +1067,7 @@ mod tests {
     #[test]
     fn closes_held_while_rings_wait_are_forgotten_after_a_grace() {
         let key = 0x5EED_0010u64;
-        crate::span::mail::define(key, 0, 7, &[]);
+        assert!(crate::span::mail::define(key, 0, 7, &[]));
         let mut book = Book::default();
         let mut file = Spans::default();
         let mut ctx = Context::default();

@@ -31,10 +31,11 @@
 //! on (see [`go_direct_with`]): a span made while it ran and closed after
 //! it leaves the table, and the next logger finds the spans still open.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::table::{self, Op, SpanBytes, EPOCH};
+use crate::channel::{OnFull, Shared};
 
 /// A thread's mailbox (on lines of its own: its thread writes it at every
 /// span, the flusher once a pass).
@@ -69,6 +70,46 @@ static LIVE: Live = Live(AtomicBool::new(false));
 #[repr(align(128))]
 struct Live(AtomicBool);
 
+/// The bytes a thread's mailbox holds at most (a letter larger than that
+/// alone is taken when the mailbox is empty): set by [`go_live`] from the
+/// logger's ring size.
+static BUDGET: AtomicUsize = AtomicUsize::new(BUDGET_MIN);
+/// The logger's `OnFull::Drop`: a definition or value that finds its
+/// mailbox full is dropped and counted instead of waiting.
+static DROP_WHEN_FULL: AtomicBool = AtomicBool::new(false);
+/// The running logger, for a thread whose mailbox is full: to wake its
+/// flusher and to count drops (taken only then).
+static LOGGER: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
+
+/// A mailbox's budget: a sixteenth of the thread's ring, within these
+/// bounds. A definition of three fields is about 60 bytes, so the default
+/// ring's 64 KiB hold about a thousand spans: a worker that makes a span
+/// every 200 ns fills it in 200 us, about the flusher's nap between passes
+/// when it has work.
+const BUDGET_MIN: usize = 16 << 10;
+const BUDGET_MAX: usize = 256 << 10;
+
+/// `f` of the running logger (not stopping), if any; whether there was one.
+fn with_logger(f: impl FnOnce(&Shared)) -> bool {
+    let l = LOGGER.lock().unwrap_or_else(PoisonError::into_inner);
+    match l.as_deref() {
+        Some(s) if !s.stop.load(Ordering::Acquire) => {
+            f(s);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `f` of the last logger to go live, stopping or not.
+fn with_logger_any<T>(f: impl FnOnce(&Shared) -> T) -> Option<T> {
+    LOGGER
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_deref()
+        .map(f)
+}
+
 impl std::ops::Deref for Live {
     type Target = AtomicBool;
     fn deref(&self) -> &AtomicBool {
@@ -85,21 +126,101 @@ impl Mailbox {
     }
 
     /// Posts `change` unless changes go direct (see `LIVE`); returns
-    /// whether it did.
-    fn post(&self, change: &Change<'_>) -> bool {
-        let mut ops = self.ops.lock();
-        // SeqCst: see `LIVE`.
-        if !LIVE.load(Ordering::SeqCst) {
-            return false;
+    /// what became of it.
+    ///
+    /// A mailbox holds at most its budget (see [`BUDGET`]), as a ring
+    /// does: past it, the thread waits for the flusher to take what it
+    /// holds, or under `OnFull::Drop` a definition or a new value is
+    /// dropped and counted (`Stats::spans_dropped`; the records made in
+    /// the span show their context as lost). A close is never dropped: the
+    /// flusher would keep its span for ever; what closes can add is bounded
+    /// by the spans the flusher holds.
+    fn post(&self, change: &Change<'_>) -> Posted {
+        let need = change.letter_len();
+        // Relaxed: set before `LIVE` (SeqCst) by `go_live`.
+        let budget = BUDGET.load(Ordering::Relaxed);
+        {
+            let mut ops = self.ops.lock();
+            // SeqCst: see `LIVE`.
+            if !LIVE.load(Ordering::SeqCst) {
+                return Posted::Direct;
+            }
+            // (One letter always fits an empty mailbox, whatever its size.)
+            if ops.is_empty() || ops.len() + need <= budget {
+                self.put(&mut ops, change);
+                return Posted::Kept;
+            }
         }
-        put_letter(&mut ops, change);
+        self.post_full(change, need, budget)
+    }
+
+    /// [`Mailbox::post`] of a change that found the mailbox full.
+    #[cold]
+    #[inline(never)]
+    fn post_full(&self, change: &Change<'_>, need: usize, budget: usize) -> Posted {
+        let closing = matches!(change, Change::Close { .. });
+        // The flusher never waits for itself (a span made by its mirror's
+        // writer): it takes the mailboxes, so it admits past the budget.
+        let over = closing && DROP_WHEN_FULL.load(Ordering::Relaxed)
+            || crate::flusher::is_flusher_thread();
+        if !over && DROP_WHEN_FULL.load(Ordering::Relaxed) {
+            with_logger(|s| {
+                s.counters.spans_dropped.fetch_add(1, Ordering::Relaxed);
+                // A burst of drops wakes an idle flusher now and then.
+                s.wake_flusher();
+            });
+            return Posted::Dropped;
+        }
+        let mut spins = 0u32;
+        loop {
+            {
+                let mut ops = self.ops.lock();
+                // SeqCst: see `LIVE`.
+                if !LIVE.load(Ordering::SeqCst) {
+                    return Posted::Direct;
+                }
+                if over || ops.is_empty() || ops.len() + need <= budget {
+                    self.put(&mut ops, change);
+                    return Posted::Kept;
+                }
+            }
+            // Waiting for the flusher to take the mailbox: as a producer
+            // waits for room in its ring (it takes every mailbox once a
+            // pass; see `Book::take_mail`). A stopping logger's flusher
+            // takes them too, and the stop ends with changes going direct.
+            if spins.is_multiple_of(64) && !with_logger(|s| s.wake_flusher()) {
+                // No running logger (one stalled and was left behind, or
+                // it is stopping and will hand the mailboxes to the table):
+                // the change is kept past the budget rather than lost.
+                let running = with_logger_any(|s| s.running.load(Ordering::Acquire));
+                if !running.unwrap_or(false) {
+                    let mut ops = self.ops.lock();
+                    if !LIVE.load(Ordering::SeqCst) {
+                        return Posted::Direct;
+                    }
+                    self.put(&mut ops, change);
+                    return Posted::Kept;
+                }
+            }
+            spins = spins.wrapping_add(1);
+            if spins < 100 {
+                crate::sync::spin_loop();
+            } else {
+                crate::sync::yield_now();
+            }
+        }
+    }
+
+    /// Appends `change` to the mailbox's bytes `ops` (its lock held).
+    #[inline]
+    fn put(&self, ops: &mut Vec<u8>, change: &Change<'_>) {
+        put_letter(ops, change);
         // Release: a flusher that sees it (Acquire) and then takes
         // the lock finds the change; one that read the ring of a
         // record made after this post sees it by then.
         if !self.posted.load(Ordering::Relaxed) {
             self.posted.store(true, Ordering::Release);
         }
-        true
     }
 
     /// Its changes, appended to `out`. Under its lock only to swap its
@@ -190,6 +311,17 @@ impl Drop for LettersGuard<'_> {
     }
 }
 
+/// What became of a change posted to a mailbox.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Posted {
+    /// In the mailbox, for the flusher.
+    Kept,
+    /// Dropped and counted (`OnFull::Drop`, the mailbox full).
+    Dropped,
+    /// No logger runs: it goes to the table.
+    Direct,
+}
+
 /// A change as its thread posts it, its fields borrowed.
 pub(crate) enum Change<'a> {
     Define {
@@ -210,6 +342,14 @@ pub(crate) enum Change<'a> {
 }
 
 impl Change<'_> {
+    /// The bytes [`put_letter`] writes for it.
+    fn letter_len(&self) -> usize {
+        match *self {
+            Change::Define { raw, .. } | Change::Version { raw, .. } => 25 + raw.len(),
+            Change::Close { .. } => 9,
+        }
+    }
+
     /// The change as the table takes it.
     fn to_op(&self) -> Op {
         match *self {
@@ -351,18 +491,21 @@ thread_local! {
 
 /// Posts `change` to this thread's mailbox while a logger runs (to the
 /// orphans' on a thread whose locals are gone); otherwise applies it to
-/// the table at once.
-fn post(change: Change<'_>) {
+/// the table at once. False if it was dropped (see [`Mailbox::post`]).
+fn post(change: Change<'_>) -> bool {
     // Relaxed is enough to skip the mailbox: a stale `true` is settled
     // under its lock below, a stale `false` applies the change to the
     // table, which `go_live` leaves as valid as the mailboxes.
-    let posted = LIVE.load(Ordering::Relaxed)
-        && MINE
-            .try_with(|b| b.post(&change))
-            .unwrap_or_else(|_| ORPHANS.post(&change));
-    if !posted {
+    let posted = if LIVE.load(Ordering::Relaxed) {
+        MINE.try_with(|b| b.post(&change))
+            .unwrap_or_else(|_| ORPHANS.post(&change))
+    } else {
+        Posted::Direct
+    };
+    if posted == Posted::Direct {
         let _ = table::apply(change.to_op(), live());
     }
+    posted != Posted::Dropped
 }
 
 /// Whether a logger runs (changes go to mailboxes).
@@ -391,8 +534,16 @@ pub(crate) fn take(out: &mut Vec<Op>, spare: &mut Vec<u8>) {
 }
 
 /// A logger starts: changes go to mailboxes from now on (the table holds
-/// every change made before).
-pub(crate) fn go_live() {
+/// every change made before), each of at most a sixteenth of
+/// `ring_capacity` (see [`BUDGET`]), full ones waiting or dropping as
+/// `shared`'s `OnFull` says.
+pub(crate) fn go_live(shared: &Arc<Shared>, ring_capacity: usize) {
+    BUDGET.store(
+        (ring_capacity / 16).clamp(BUDGET_MIN, BUDGET_MAX),
+        Ordering::Relaxed,
+    );
+    DROP_WHEN_FULL.store(shared.on_full == OnFull::Drop, Ordering::Relaxed);
+    *LOGGER.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(shared));
     table::with_all_locked(|| {
         LIVE.store(true, Ordering::SeqCst);
         Vec::new()
@@ -407,6 +558,7 @@ pub(crate) fn go_live() {
 /// then takes a shard's lock does so after this: it cannot close a span
 /// whose definition is still in a mailbox, or only in the flusher's book.
 pub(crate) fn go_direct_with(hand_back: impl FnOnce(Vec<Op>) -> Vec<Op>) {
+    *LOGGER.lock().unwrap_or_else(PoisonError::into_inner) = None;
     table::with_all_locked(|| {
         LIVE.store(false, Ordering::SeqCst);
         let (mut ops, mut spare) = (Vec::new(), Vec::new());
@@ -428,22 +580,26 @@ pub(crate) fn go_direct() {
 }
 
 /// A new `tracing` span `key` inside `parent` (0: a root), its fields
-/// `raw`.
+/// `raw`. False if the definition was dropped (`OnFull::Drop`, its
+/// thread's span changes over their budget): its new values and its close
+/// need not be posted, and the records made in it show their context as
+/// lost.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn define(key: u64, parent: u64, site: u32, raw: &[u8]) {
+#[must_use]
+pub(crate) fn define(key: u64, parent: u64, site: u32, raw: &[u8]) -> bool {
     post(Change::Define {
         key,
         parent,
         site,
         raw,
-    });
+    })
 }
 
 /// Values recorded into span `key`: its fields from now on.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn redefine(key: u64, site: u32, raw: &[u8]) {
     let tick = crate::clock::now();
-    post(Change::Version {
+    let _ = post(Change::Version {
         key,
         tick,
         site,
@@ -458,7 +614,7 @@ pub(crate) fn redefine(key: u64, site: u32, raw: &[u8]) {
 /// before now are written, or at once when no logger runs.
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
 pub(crate) fn close(key: u64) {
-    post(Change::Close { key });
+    let _ = post(Change::Close { key });
 }
 
 /// In a forked child: the child has no flusher, so changes go to the table

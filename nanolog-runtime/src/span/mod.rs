@@ -25,6 +25,15 @@
 //! needs before their first use (see [`book`]).
 
 pub(crate) mod book;
+
+/// Marks the key of a `tracing` span whose definition was dropped
+/// (`OnFull::Drop`, its thread's span changes over their budget): the
+/// threads enter it, and make spans inside it, by the marked key, so the
+/// flusher knows at once that a chain through it is lost, rather than
+/// waiting a pass for a definition that may be in another ring, as for a
+/// key it does not know. (Keys count up from 1 in blocks: never this high.)
+pub(crate) const DROPPED_KEY: u64 = 1 << 63;
+
 pub(crate) mod mail;
 mod stack;
 pub(crate) mod table;
