@@ -240,6 +240,12 @@ impl Builder {
     /// power of two; at least 256. A record larger than the ring is dropped
     /// and counted (see `Stats::oversize`).
     ///
+    /// A thread's changes to `tracing` spans (spans made, values recorded,
+    /// spans closed) wait for the flusher in a budget of their own: a
+    /// sixteenth of the ring, between 16 and 256 KiB (64 KiB by default).
+    /// Like the ring, a full budget makes the thread wait, or drop under
+    /// [`OnFull::Drop`].
+    ///
     /// ```
     /// # use nanolog_runtime as nanolog;
     /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-staging_capacity-{}", std::process::id()));
@@ -256,7 +262,13 @@ impl Builder {
         self
     }
 
-    /// What a call does when its ring is full (default [`OnFull::Block`]).
+    /// What a call does when its ring is full (default [`OnFull::Block`]),
+    /// and a change to a `tracing` span when its thread's span budget is
+    /// (see [`Builder::staging_capacity`]): under `Drop` a span's definition
+    /// or a value recorded into it is dropped and counted in
+    /// `Stats::spans_dropped`, and the records made in that span show their
+    /// spans as lost; a span's close is never dropped (it goes past the
+    /// budget: there is one for each span the flusher keeps).
     ///
     /// ```
     /// # use nanolog_runtime as nanolog;
