@@ -55,6 +55,15 @@ pub struct DecodeArgs {
     /// it, records of a batch cut off by a kill possibly twice.
     #[arg(long, value_name = "FILE", requires = "follow")]
     pub cursor: Option<PathBuf>,
+    /// Only the last N records of the input (after the filters), in time
+    /// order, as `tail -n`; with -f, the last N, then what follows.
+    #[arg(
+        short = 'n',
+        long = "lines",
+        value_name = "N",
+        conflicts_with = "cursor"
+    )]
+    pub lines: Option<u64>,
     /// Colour the level in text lines: when stdout is a terminal (auto), always, never.
     #[arg(long, value_enum, default_value_t = Color::Auto)]
     pub color: Color,

@@ -116,6 +116,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
             printed: 0,
             live: LiveEdge::new(&a.files[0]),
             taken: 0,
+            tail: a.lines,
         };
         let cursor = Cursor::new(a.cursor.as_deref(), &a.files[0]);
         return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
@@ -126,6 +127,11 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     let mut inputs = crate::window::open(&a.files)?;
     let threads = inputs.threads();
     crate::warn_unknown_threads(&a.filters.thread, &threads);
+    if let Some(n) = a.lines {
+        print_last(&plan, &mut inputs, &threads, n, &mut w, &mut printed)?;
+        w.flush()?;
+        return Ok(());
+    }
     inputs.merges(
         plan.sorted,
         || plan.filter_in(&threads, 0),
@@ -133,6 +139,131 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     )?;
     w.flush()?;
     Ok(())
+}
+
+/// `-n N`: the last `n` records of the inputs that pass the filters, in the
+/// order of the read. The groups of files are counted from the last one
+/// back until they hold `n` records (a rolled set reads its last files
+/// only), then printed from there, the records before the last `n`
+/// merged but not rendered.
+fn print_last(
+    plan: &DecodePlan,
+    inputs: &mut crate::window::Inputs,
+    threads: &[ThreadInfo],
+    n: u64,
+    w: &mut impl Write,
+    printed: &mut u64,
+) -> anyhow::Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let groups = inputs.group_count(plan.sorted);
+    let (mut first, mut held) = (groups, 0u64);
+    while first > 0 && held < n {
+        first -= 1;
+        held += inputs.merge_group(plan.sorted, first, plan.filter_in(threads, 0), |m| {
+            count_records(plan, m)
+        });
+    }
+    let mut skip = held.saturating_sub(n);
+    for g in first..groups {
+        let filter = plan.filter_in(threads, 0);
+        let more = inputs.merge_group(plan.sorted, g, filter, |m| {
+            print_skipping(plan, m, &mut skip, w, printed)
+        })?;
+        if !more {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The records `merge` yields that pass the filters, `--grep` included.
+fn count_records(plan: &DecodePlan, merge: Merge<'_>) -> u64 {
+    let mut merge = merge.batches();
+    let mut batch = Batch::with_capacity(BATCH);
+    let mut msg = String::new();
+    let mut n = 0;
+    loop {
+        batch.clear();
+        let more = merge.fill(&mut batch, BATCH);
+        for ev in batch.events() {
+            if let Event::Record(rec) = ev {
+                n += u64::from(passes_grep(plan, rec, &mut msg));
+            }
+        }
+        if !more {
+            break;
+        }
+    }
+    // (Its warnings are said when it is printed, if it is.)
+    let _ = merge.take_errors();
+    n
+}
+
+/// Whether `rec` passes `--grep` (its message rendered into `msg`).
+fn passes_grep(
+    plan: &DecodePlan,
+    rec: &nanolog_runtime::reader::Record<'_>,
+    msg: &mut String,
+) -> bool {
+    match &plan.grep {
+        None => true,
+        Some(re) => {
+            msg.clear();
+            rec.render(msg);
+            re.is_match(msg)
+        }
+    }
+}
+
+/// Prints the events `merge` yields after its first `skip` records (the
+/// events among those are not printed; `skip` is counted down); returns
+/// false once `--limit` is reached.
+fn print_skipping(
+    plan: &DecodePlan,
+    merge: Merge<'_>,
+    skip: &mut u64,
+    w: &mut impl Write,
+    printed: &mut u64,
+) -> anyhow::Result<bool> {
+    let mut merge = merge.batches();
+    let mut r = Renderer::new(plan);
+    let mut line = String::with_capacity(1 << 17);
+    let mut msg = String::new();
+    let mut batch = Batch::with_capacity(BATCH);
+    let mut more = true;
+    'read: loop {
+        batch.clear();
+        let fill = merge.fill(&mut batch, BATCH);
+        for ev in batch.events() {
+            if plan.limit.is_some_and(|l| *printed >= l) {
+                more = false;
+                break 'read;
+            }
+            if *skip > 0 {
+                if let Event::Record(rec) = ev {
+                    *skip -= u64::from(passes_grep(plan, rec, &mut msg));
+                }
+                continue;
+            }
+            if r.event(plan, ev, &mut line) {
+                *printed += 1;
+            }
+            if line.len() >= 1 << 16 {
+                w.write_all(line.as_bytes())?;
+                line.clear();
+            }
+        }
+        if !fill {
+            break;
+        }
+    }
+    w.write_all(line.as_bytes())?;
+    for e in merge.take_errors() {
+        let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
+    }
+    Ok(more)
 }
 
 /// Renders events into output text, one call per event.
@@ -416,6 +547,8 @@ struct PrintSink<'p, W: Write> {
     live: LiveEdge,
     /// How far the last `take` printed its file.
     taken: usize,
+    /// `-n N`: the first `take` prints only its last N records.
+    tail: Option<u64>,
 }
 
 impl<W: Write> Sink for PrintSink<'_, W> {
@@ -426,15 +559,33 @@ impl<W: Write> Sink for PrintSink<'_, W> {
             return Ok(true);
         }
         let files = std::slice::from_ref(log);
-        let mut filter = self.plan.filter(files, from);
-        filter.max_offset = Some(end);
-        let mut merge = if self.plan.sorted {
-            Merge::new(files, filter)
-        } else {
-            Merge::unsorted(files, filter)
+        let clock = self.live.clock(log, from);
+        let plan = self.plan;
+        let merge = || {
+            let mut filter = plan.filter(files, from);
+            filter.max_offset = Some(end);
+            let mut merge = if plan.sorted {
+                Merge::new(files, filter)
+            } else {
+                Merge::unsorted(files, filter)
+            };
+            merge.set_clock(0, clock.clone());
+            merge
         };
-        merge.set_clock(0, self.live.clock(log, from));
-        let more = print_merge(self.plan, merge, &mut self.w, &mut self.printed)?;
+        let more = match self.tail.take() {
+            // The last N of what is there, then everything that follows.
+            Some(n) => {
+                let mut skip = count_records(self.plan, merge()).saturating_sub(n);
+                print_skipping(
+                    self.plan,
+                    merge(),
+                    &mut skip,
+                    &mut self.w,
+                    &mut self.printed,
+                )?
+            }
+            None => print_merge(self.plan, merge(), &mut self.w, &mut self.printed)?,
+        };
         self.w.flush()?;
         if more {
             cursor.save(log, end)?;

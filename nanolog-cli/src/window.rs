@@ -127,6 +127,53 @@ impl Inputs {
     }
 }
 
+impl Inputs {
+    /// How many merges [`Inputs::merges`] makes (each a group of files
+    /// whose records interleave, in time order; with `sorted` false, each a
+    /// file in the order given).
+    pub(crate) fn group_count(&self, sorted: bool) -> usize {
+        match self {
+            Inputs::All(_) => 1,
+            Inputs::Windows(w) if sorted => w.groups.len(),
+            Inputs::Windows(w) => w.files.len(),
+        }
+    }
+
+    /// `each` of the merge of group `i` alone (see [`Inputs::group_count`]):
+    /// a query that wants the end of the input reads its last groups only.
+    pub(crate) fn merge_group<R>(
+        &mut self,
+        sorted: bool,
+        i: usize,
+        filter: Filter,
+        each: impl FnOnce(Merge<'_>) -> R,
+    ) -> R {
+        fn merge(files: &[LogFile], filter: Filter, sorted: bool) -> Merge<'_> {
+            if sorted {
+                Merge::new(files, filter)
+            } else {
+                Merge::unsorted(files, filter)
+            }
+        }
+        match self {
+            Inputs::All(files) => each(merge(files, filter, sorted)),
+            Inputs::Windows(w) => {
+                let group = if sorted {
+                    w.groups.get(i).cloned().unwrap_or_default()
+                } else {
+                    vec![i]
+                };
+                let (files, clocks) = w.open(&group);
+                let mut m = merge(&files, filter, sorted);
+                for (k, c) in clocks.into_iter().enumerate() {
+                    m.set_clock(k, c);
+                }
+                each(m)
+            }
+        }
+    }
+}
+
 impl Windows {
     /// Every file in a group of its own, in the order given (the order of
     /// an unsorted read).

@@ -1005,3 +1005,123 @@ fn more_files_than_the_descriptor_limit_decode() {
     let lines: usize = stdout(&o).trim().parse().unwrap();
     assert_eq!(lines, one * n);
 }
+
+/// The last `n` lines of `full`.
+fn last_lines(full: &str, n: usize) -> Vec<&str> {
+    let lines: Vec<&str> = full.lines().collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
+/// `decode -n N` prints the last N records of the input after the filters,
+/// in time order: the tail of the whole decode filtered the same way, for
+/// any N (none, fewer than a file holds, more than the input holds), text
+/// or JSON, with `--level`, `--grep`, `--thread` and `--limit`.
+#[test]
+fn lines_prints_the_tail_of_the_filtered_decode() {
+    let f = fixtures();
+    let main = p(&f.main);
+    let filters: [&[&str]; 5] = [
+        &[],
+        &["--level", "warn"],
+        &["--grep", "7"],
+        &["--format", "json", "--thread", "beta"],
+        &["--unsorted"],
+    ];
+    for extra in filters {
+        let mut args = vec!["decode", main];
+        args.extend_from_slice(extra);
+        let full = ok(&args);
+        let total = full.lines().count();
+        assert!(total > 10, "{extra:?}: {total} records");
+        for n in [0, 1, 7, total - 1, total, total + 5] {
+            let n_s = n.to_string();
+            let mut with_n = args.clone();
+            with_n.extend_from_slice(&["-n", &n_s]);
+            let got = ok(&with_n);
+            assert_eq!(
+                got.lines().collect::<Vec<_>>(),
+                last_lines(&full, n),
+                "decode {extra:?} -n {n}"
+            );
+        }
+    }
+    // --limit applies to what -n leaves: the first 2 of the last 5.
+    let full = ok(&["decode", main]);
+    let got = ok(&["decode", main, "-n", "5", "--limit", "2"]);
+    assert_eq!(
+        got.lines().collect::<Vec<_>>(),
+        last_lines(&full, 5)[..2].to_vec()
+    );
+    // -n is the last records, not a follower's saved position.
+    let o = run(&["decode", main, "-f", "-n", "3", "--cursor", "c.json"]);
+    assert!(!o.status.success());
+}
+
+/// A rolled set read a file at a time (a read budget of 0 MB): `-n` reads
+/// the last files back until they hold N records, and prints the same lines
+/// as the tail of the whole set's decode, across the files' boundaries.
+#[test]
+fn lines_of_a_set_read_a_window_at_a_time_cross_its_files() {
+    let f = fixtures();
+    let set: Vec<&str> = f.rotated.iter().map(|x| p(x)).collect();
+    let decode = |extra: &[&str]| {
+        let mut c = Command::new(BIN);
+        c.arg("decode").args(&set).args(extra);
+        c.env("NANOLOG_READ_WINDOW_MB", "0");
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let full = decode(&[]);
+    let last_file = nanolog::reader::LogFile::open(f.rotated.last().unwrap())
+        .unwrap()
+        .records()
+        .count();
+    let total = full.lines().count();
+    assert!(
+        total > last_file + 10,
+        "the set has more than its last file"
+    );
+    for n in [3, last_file, last_file + 7, total, total + 1] {
+        let got = decode(&["-n", &n.to_string()]);
+        assert_eq!(
+            got.lines().collect::<Vec<_>>(),
+            last_lines(&full, n),
+            "-n {n} of a set whose last file holds {last_file}"
+        );
+    }
+}
+
+/// `decode -f -n N`: the last N records of the live file, then every record
+/// that follows (the next file of the set, whole).
+#[test]
+fn follow_with_lines_starts_at_the_last_records() {
+    let f = fixtures();
+    let dir = f.dir.join("follow-lines");
+    std::fs::create_dir_all(&dir).unwrap();
+    let live = dir.join("rot.nlog");
+    std::fs::copy(&f.rotated[0], &live).unwrap();
+    let full = ok(&["decode", p(&live)]);
+    let mut child = Command::new(BIN)
+        .args(["decode", "-f", "-n", "3", p(&live)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn_reaped();
+    let rx = common::line_reader(&mut child);
+    let got = collect(&rx, 3);
+    assert_eq!(got, last_lines(&full, 3));
+    // Nothing before them comes after.
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "more than the last 3 lines"
+    );
+    // The next file takes the live path: it is followed from its start.
+    let next_tmp = dir.join("rot.nlog.next");
+    std::fs::copy(&f.rotated[1], &next_tmp).unwrap();
+    std::fs::rename(&next_tmp, &live).unwrap();
+    let next = ok(&["decode", p(&f.rotated[1])]);
+    let got = collect(&rx, next.lines().count());
+    assert_eq!(got, next.lines().collect::<Vec<_>>());
+    let _ = child.kill();
+    let _ = child.wait();
+}
