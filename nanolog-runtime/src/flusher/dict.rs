@@ -1,0 +1,113 @@
+//! The file's dictionary as the flusher keeps it: the sites' entries put
+//! ahead of their first use, and the side of the file that resolving span
+//! contexts writes to (its sites, strings and SPAN entries).
+
+use std::sync::Arc;
+
+use super::drain::site_ix;
+use super::State;
+use crate::mirror::Mirror;
+use crate::site::Registration;
+use crate::span::book::{Book, SpanFile};
+use crate::wire::frame::{begin_entry, end_entry};
+use crate::wire::{dict, record, tag};
+
+impl State {
+    /// The spans the flusher knows, and the file being written as their
+    /// resolution needs it.
+    pub(super) fn split(&mut self) -> (&mut Book, FileSide<'_>) {
+        (
+            &mut self.book,
+            FileSide {
+                generation: self.file_generation,
+                sites: &mut self.sites,
+                site_emitted: &mut self.site_emitted,
+                defs: &mut self.defs,
+                strings: &mut self.strings,
+                spans_out: &mut self.spans_out,
+                mirror: self.mirror.is_some(),
+            },
+        )
+    }
+}
+
+/// The file being written, as the resolution of a span context needs it:
+/// its sites, its strings and its batch of SPAN entries.
+pub(super) struct FileSide<'a> {
+    generation: u64,
+    sites: &'a mut Vec<Option<Arc<Registration>>>,
+    site_emitted: &'a mut Vec<bool>,
+    defs: &'a mut Vec<u8>,
+    strings: &'a mut crate::intern::Interner,
+    spans_out: &'a mut dict::SpanBatch,
+    mirror: bool,
+}
+
+impl SpanFile for FileSide<'_> {
+    fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    fn knows_site(&mut self, site: u32) -> bool {
+        site_ix(self.sites, self.site_emitted, site).is_some()
+    }
+
+    fn put_span(&mut self, ctx: u32, parent: u32, site: u32, from: u64, raw: &[u8]) {
+        if let Some(ix) = site_ix(self.sites, self.site_emitted, site) {
+            if !self.site_emitted[ix] {
+                emit_site(self.defs, self.sites, ix);
+                self.site_emitted[ix] = true;
+            }
+        }
+        let reg = self.sites.get(site as usize).and_then(Option::as_deref);
+        let kinds = reg.map_or(&[][..], |r| &r.kinds[..]);
+        let strings = &mut *self.strings;
+        self.spans_out.push(ctx, parent, site, from, |b| {
+            let at = b.len();
+            if record::compact_with(kinds, raw, b, strings).is_none() {
+                // The layer encodes a span's fields for its site's kinds.
+                debug_assert!(false, "span fields do not match their site");
+                b.truncate(at);
+            }
+        });
+    }
+
+    fn span_text(&mut self, site: u32, raw: &[u8]) -> Option<String> {
+        if !self.mirror {
+            return None;
+        }
+        let reg = self.sites.get(site as usize).and_then(Option::as_deref)?;
+        Some(Mirror::span_text(reg, raw))
+    }
+
+    fn mirrored(&self) -> bool {
+        self.mirror
+    }
+}
+
+/// Appends the dictionary entry of site `ix` to `out`.
+pub(super) fn emit_site(out: &mut Vec<u8>, sites: &[Option<Arc<Registration>>], ix: usize) {
+    let Some(info) = sites.get(ix).and_then(Option::as_ref) else {
+        return;
+    };
+    let s = info.site;
+    let start = begin_entry(out, tag::SITE);
+    dict::put_site(
+        out,
+        &dict::SiteEntryRef {
+            id: ix as u32,
+            level: s.level,
+            file: s.file,
+            line: s.line,
+            module: s.module,
+            format: s.format,
+            kinds: &info.kinds,
+            pieces: s.pieces,
+            target: s.target,
+            names: s.names,
+            role: s.role,
+            message_pieces: s.message_pieces,
+        },
+    );
+    end_entry(out, start);
+}

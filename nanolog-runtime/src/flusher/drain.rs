@@ -1,0 +1,355 @@
+//! Draining a ring: its records compacted into the extents of the batch,
+//! each thread's span context resolved as it changes, the sites' dictionary
+//! entries put ahead of their first use.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use super::dict::emit_site;
+use super::{RingState, State};
+use crate::compact::CompactFn;
+use crate::ring;
+use crate::site::{self, Registration};
+use crate::wire::extent;
+use crate::wire::format::Role;
+use crate::wire::frame::{begin_entry, end_entry, put_entry};
+use crate::wire::{dict, put_varint, record, tag};
+
+/// Close an extent once its body passes this size.
+pub(super) const EXTENT_MAX: usize = 64 << 10;
+/// Hand ring space back to the producer every this fraction of the ring
+/// consumed ...
+const RELEASE_FRACTION: u64 = 8;
+/// ... but not less than this many bytes.
+const RELEASE_MIN: u64 = 4096;
+
+/// A site met in the current drain: its id (also its index in
+/// `State::sites`) and its own compaction of a run of records, if any.
+#[derive(Clone, Copy)]
+struct Current {
+    id: u32,
+    compact: Option<CompactFn>,
+    role: Role,
+}
+
+pub(super) struct Open {
+    start: usize,
+    prev_tick: u64,
+    /// The context (file id) its records are in now: where the thread was
+    /// placed when it was opened, then its last context switch.
+    ctx: u32,
+}
+
+impl State {
+    fn site(&mut self, id: u32) -> Option<usize> {
+        site_ix(&mut self.sites, &mut self.site_emitted, id)
+    }
+
+    /// The site `id` of the record being drained, with its dictionary entry
+    /// on its way to the file (ahead of the write's extents); `None` for an
+    /// unknown id. `cur` caches the answer for the next record.
+    #[inline(always)]
+    fn current(&mut self, id: u32, cur: &mut Option<Current>) -> Option<Current> {
+        if let Some(c) = *cur {
+            if c.id == id {
+                return Some(c);
+            }
+        }
+        let ix = self.site(id)?;
+        if !self.site_emitted[ix] {
+            self.emit_site(ix);
+        }
+        let reg = self.sites[ix].as_ref();
+        let c = Current {
+            id,
+            compact: reg.and_then(|r| r.compact),
+            role: reg.map_or(Role::Record, |r| r.site.role),
+        };
+        *cur = Some(c);
+        Some(c)
+    }
+
+    fn emit_site(&mut self, ix: usize) {
+        emit_site(&mut self.defs, &self.sites, ix);
+        self.site_emitted[ix] = true;
+    }
+
+    /// Drains a ring up to the tail this pass read; returns the records
+    /// taken.
+    pub(super) fn drain(&mut self, r: &mut RingState) -> u64 {
+        let tail = r.tail;
+        if r.c.head() >= tail {
+            r.deferred_at = None;
+            return 0;
+        }
+        let ring = Arc::clone(&r.c.ring);
+        let thread = ring.thread;
+        let mut open: Option<Open> = None;
+        let mut n = 0u64;
+        // Room goes back to the producer an eighth of the ring at a time (as
+        // C++ NanoLog's release threshold): a producer waiting on a full ring
+        // then writes a stretch the flusher has finished with, instead of
+        // following it record by record through lines both cores touch.
+        let release_bytes = (ring.capacity() as u64 / RELEASE_FRACTION).max(RELEASE_MIN);
+        let mut released_at = r.c.head();
+        // The THREAD entry is due at the start of a drain, and again after a
+        // write that may have started a new file or lost the last one.
+        let mut check_thread = true;
+        // The site of the record before: a run of one site's records skips
+        // the lookup and the dictionary check.
+        let mut cur: Option<Current> = None;
+        let mut deferred = false;
+        loop {
+            if check_thread {
+                check_thread = false;
+                let version = ring.name_version.load(Ordering::Acquire);
+                if r.thread_emitted != Some((self.file_generation, version)) {
+                    close(&mut self.out, &mut open);
+                    let name = ring
+                        .name
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
+                    let start = begin_entry(&mut self.out, tag::THREAD);
+                    dict::put_thread(&mut self.out, thread, &name);
+                    end_entry(&mut self.out, start);
+                    self.thread_names.insert(thread, name.clone());
+                    self.named.push(thread);
+                    r.thread_emitted = Some((self.file_generation, version));
+                    r.name = name;
+                }
+            }
+            let head = r.c.head();
+            let Some(rec) = r.c.peek(tail) else { break };
+            let mut len = rec.len();
+            let (mut site, tick) = (rec.site, rec.tick);
+            let mut args = rec.args;
+            // A record that says its thread's context first (see
+            // `ring::WITH_CONTEXT`): the switch is taken as a switch record
+            // before it would be (again, should the record wait a pass).
+            let fused = site != ring::DROPS && site & ring::WITH_CONTEXT != 0;
+            if fused {
+                site &= !ring::WITH_CONTEXT;
+                match args.split_first_chunk::<8>() {
+                    Some((key, rest)) => {
+                        r.ctx.switch_to(u64::from_le_bytes(*key));
+                        args = rest;
+                    }
+                    None => {
+                        debug_assert!(false, "a record with its context has no key");
+                        self.unreadable(thread, tick, &mut open);
+                        r.c.advance(len);
+                        continue;
+                    }
+                }
+            }
+            if site == ring::DROPS {
+                let d = ring::DropMarker::parse(rec.args);
+                close(&mut self.out, &mut open);
+                put_entry(&mut self.out, tag::DROP, |b| {
+                    dict::put_drop(b, thread, d.count, d.first, d.last)
+                });
+            } else if let Some(cur) = self.current(site, &mut cur) {
+                if cur.role != Role::Record {
+                    // The extent stays open: the thread's next record says
+                    // where it is now (see below).
+                    // (A switch or an exit is read by its words: only a
+                    // span's entry needs its site's kinds.)
+                    let kinds = match cur.role {
+                        Role::Span => self.sites[cur.id as usize]
+                            .as_deref()
+                            .map_or(&[][..], |s| &s.kinds[..]),
+                        _ => &[],
+                    };
+                    self.book
+                        .span_record(&mut r.ctx, cur.role, cur.id, kinds, args);
+                    r.c.advance(len);
+                    continue;
+                }
+                // The thread's context as the file knows it, resolved again
+                // after a switch, in a new file, past a tick where a span of
+                // its chain took new values, or when any span did: a switch
+                // inside the open extent (the SPAN entries of spans new to
+                // the file go ahead of the write's extents).
+                if !self.book.fresh(&r.ctx, tick, self.file_generation) {
+                    // A span of the chain not known yet: its entry is in
+                    // another thread's ring, not drained this far (a thread
+                    // using the fallback ring, a `tracing` span made inside
+                    // a `nanolog::span!` and entered elsewhere). This ring
+                    // waits for the next pass, once at this record.
+                    let partial_ok = r.deferred_at == Some(head);
+                    let (book, mut file) = self.split();
+                    let Some(c) = book.resolve(&mut r.ctx, tick, partial_ok, &mut file) else {
+                        r.deferred_at = Some(head);
+                        deferred = true;
+                        break;
+                    };
+                    if let Some(o) = open.as_mut() {
+                        switch_to(&mut self.out, o, c);
+                    }
+                }
+                let out = &mut self.out;
+                let o = open.get_or_insert_with(|| {
+                    let start = begin_entry(out, tag::EXTENT);
+                    extent::put_header(out, thread, tick);
+                    // An extent begins in no span (version 3 writes no
+                    // CONTEXT entries): its first record says where the
+                    // thread is.
+                    let mut o = Open {
+                        start,
+                        prev_tick: tick,
+                        ctx: 0,
+                    };
+                    switch_to(out, &mut o, r.ctx.resolved.ctx);
+                    o
+                });
+                // A macro site's own function takes this record and the
+                // site's records after it in one call (the text mirror wants
+                // them one at a time). Ticks of one thread only go forward;
+                // a backward step (a migration between cores whose counters
+                // disagree) is clamped to zero, here as there.
+                // (Not while a span of the thread's chain is due to take new
+                // values inside the run: each record is checked then.)
+                // (A record with its context is not one a run can take: its
+                // site's compaction reads the ring's records as they are.)
+                let run = self.mirror.is_none() && r.ctx.resolved.until == u64::MAX && !fused;
+                match cur.compact.filter(|_| run) {
+                    Some(compact) => {
+                        // Stop where the checks below act: past the extent's
+                        // limit, or at a full buffer.
+                        let stop = (o.start + EXTENT_MAX + 1).min(self.out_limit);
+                        // At least the whole first record: a run cut short
+                        // inside it compacts nothing (a record larger than
+                        // `release_bytes` was skipped so, uncounted, before).
+                        let raw = r.c.contiguous(tail, (release_bytes as usize).max(len));
+                        let (used, recs) =
+                            compact(raw, site, &mut o.prev_tick, out, stop, &mut self.strings);
+                        if recs == 0 {
+                            // A malformed record: skipped as `peek` measured
+                            // it, and counted and marked as a drop.
+                            debug_assert!(false, "malformed ring record of site {site}");
+                            self.unreadable(thread, tick, &mut open);
+                        }
+                        len = len.max(used);
+                        self.out_records += recs;
+                        n += recs;
+                    }
+                    None => {
+                        let delta = tick.saturating_sub(o.prev_tick);
+                        o.prev_tick += delta;
+                        let reg = self.sites[cur.id as usize].as_deref();
+                        let kinds = reg.map_or(&[][..], |s| &s.kinds[..]);
+                        let rollback = (out.len(), o.prev_tick);
+                        put_varint(out, u64::from(site));
+                        put_varint(out, delta);
+                        let at = out.len();
+                        if record::compact_with(kinds, args, out, &mut self.strings).is_none() {
+                            debug_assert!(false, "ring record does not match its site's kinds");
+                            out.truncate(rollback.0);
+                            o.prev_tick = rollback.1;
+                            self.unreadable(thread, tick, &mut open);
+                        } else {
+                            if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
+                                if m.wants(reg.site.level) {
+                                    let spans = r.ctx.texts.iter().map(String::as_str);
+                                    let strings = self.strings.strings();
+                                    m.record(
+                                        reg,
+                                        thread,
+                                        &r.name,
+                                        tick,
+                                        (&out[at..], strings),
+                                        spans,
+                                    );
+                                }
+                            }
+                            self.out_records += 1;
+                            n += 1;
+                        }
+                    }
+                }
+                if open
+                    .as_ref()
+                    .is_some_and(|o| self.out.len() - o.start > EXTENT_MAX)
+                {
+                    close(&mut self.out, &mut open);
+                }
+            }
+            r.c.advance(len);
+            if r.c.head() - released_at >= release_bytes {
+                r.c.release();
+                released_at = r.c.head();
+            }
+            if self.out.len() >= self.out_limit {
+                close(&mut self.out, &mut open);
+                r.c.release();
+                released_at = r.c.head();
+                self.write_out();
+                // A failed write or a new file forgets what was recorded.
+                cur = None;
+                check_thread = true;
+            }
+        }
+        close(&mut self.out, &mut open);
+        r.c.release();
+        // A ring that waits for the next pass counts as work: the flusher
+        // passes again (and does not stop) before it has drained it.
+        if !deferred {
+            r.deferred_at = None;
+        }
+        n + u64::from(deferred)
+    }
+}
+
+impl State {
+    /// A record the flusher cannot compact (its bytes do not match its
+    /// site): never silently lost, it is counted as dropped and written as a
+    /// one-record gap, which `decode` shows.
+    #[cold]
+    fn unreadable(&mut self, thread: u32, tick: u64, open: &mut Option<Open>) {
+        self.shared.count_dropped();
+        close(&mut self.out, open);
+        put_entry(&mut self.out, tag::DROP, |b| {
+            dict::put_drop(b, thread, 1, tick, tick)
+        });
+    }
+}
+
+/// The index of site `id` in the flusher's sites, registered there on its
+/// first sight; `None` for an id no site has.
+pub(super) fn site_ix(
+    sites: &mut Vec<Option<Arc<Registration>>>,
+    site_emitted: &mut Vec<bool>,
+    id: u32,
+) -> Option<usize> {
+    let ix = id as usize;
+    if sites.get(ix).is_none_or(Option::is_none) {
+        let info = site::lookup(id)?;
+        if sites.len() <= ix {
+            sites.resize(ix + 1, None);
+            site_emitted.resize(ix + 1, false);
+        }
+        sites[ix] = Some(info);
+    }
+    Some(ix)
+}
+
+/// A context switch in the open extent `o` if its records are not in
+/// context `ctx` already: the context as its difference from the one the
+/// extent was in (0 as it opens). A worker of a service moves among the
+/// requests in flight, whose contexts were given out lately: a byte or two
+/// where the context itself grew to three and four as a file went on.
+#[inline]
+fn switch_to(out: &mut Vec<u8>, o: &mut Open, ctx: u32) {
+    if ctx != o.ctx {
+        put_varint(out, u64::from(crate::wire::CONTEXT_SWITCH));
+        put_varint(out, crate::wire::zigzag(i64::from(ctx) - i64::from(o.ctx)));
+        o.ctx = ctx;
+    }
+}
+
+fn close(out: &mut [u8], open: &mut Option<Open>) {
+    if let Some(o) = open.take() {
+        end_entry(out, o.start);
+    }
+}
