@@ -54,6 +54,23 @@ pub(crate) fn thread_id() -> u64 {
     id
 }
 
+thread_local! {
+    static IS_FLUSHER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the calling thread as a flusher (see [`is_flusher_thread`]).
+pub(crate) fn mark_flusher_thread() {
+    IS_FLUSHER.with(|f| f.set(true));
+}
+
+/// Whether the calling thread is a flusher (which must not wait for
+/// itself): here, where the logging threads and the flusher meet, so that
+/// a thread's side (a hook, a span's mailbox) asks without reaching the
+/// flusher's code.
+pub(crate) fn is_flusher_thread() -> bool {
+    IS_FLUSHER.try_with(std::cell::Cell::get).unwrap_or(false)
+}
+
 /// Records of bridge calls past the cap of interned sites, logged at the
 /// overflow sites (`Stats::overflow`; process-wide, as the cap is).
 pub(crate) static BRIDGE_OVERFLOW: std::sync::atomic::AtomicU64 =

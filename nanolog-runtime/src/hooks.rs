@@ -13,7 +13,6 @@ use std::sync::{Arc, Once};
 use crate::channel::{
     running_from_hook, Shared, EXITING, EXIT_GENERATION, GENERATION, HOOK_FLUSH_LIMIT,
 };
-use crate::flusher;
 use crate::producer::report_own_drops;
 
 /// The exit hook: write out everything logged so far, and make every later
@@ -30,7 +29,7 @@ pub(crate) fn flush_from_hook() {
     let Some(shared) = running_from_hook() else {
         return;
     };
-    if !shared.in_owner_process() || flusher::is_flusher_thread() {
+    if !shared.in_owner_process() || crate::channel::is_flusher_thread() {
         return;
     }
     report_own_drops();

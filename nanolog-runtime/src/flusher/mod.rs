@@ -213,18 +213,9 @@ impl Drop for RunningGuard {
     }
 }
 
-thread_local! {
-    static IS_FLUSHER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the calling thread is a flusher (which must not wait for itself).
-pub(crate) fn is_flusher_thread() -> bool {
-    IS_FLUSHER.try_with(std::cell::Cell::get).unwrap_or(false)
-}
-
 pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     let _guard = RunningGuard(Arc::clone(&shared));
-    IS_FLUSHER.with(|f| f.set(true));
+    crate::channel::mark_flusher_thread();
     shared
         .flusher_id
         .store(crate::channel::thread_id(), Ordering::Relaxed);

@@ -162,7 +162,7 @@ impl Mailbox {
         // The flusher never waits for itself (a span made by its mirror's
         // writer): it takes the mailboxes, so it admits past the budget.
         let over = closing && DROP_WHEN_FULL.load(Ordering::Relaxed)
-            || crate::flusher::is_flusher_thread();
+            || crate::channel::is_flusher_thread();
         if !over && DROP_WHEN_FULL.load(Ordering::Relaxed) {
             with_logger(|s| {
                 s.counters.spans_dropped.fetch_add(1, Ordering::Relaxed);
