@@ -4,21 +4,11 @@
 #![allow(dead_code, unused_macros, unused_imports)]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 mod reaped;
 pub use reaped::{Reaped, SpawnReaped};
-
-/// One logger per process: the tests of a binary take turns.
-pub fn serial() -> MutexGuard<'static, ()> {
-    static M: Mutex<()> = Mutex::new(());
-    M.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A log path in the temporary directory, unique to this process and `name`.
-pub fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
-}
+mod shared;
+pub use shared::{serial, temp};
 
 /// Removes the log at `path` and the finished files of its set (an earlier
 /// run's file a later `start` kept beside it, rolled files).

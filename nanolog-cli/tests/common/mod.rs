@@ -1,27 +1,19 @@
 //! Running the `nanolog` binary as a user does, for the CLI's test files
 //! (each uses some of these).
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 #[path = "../../../tests/common/reaped.rs"]
 mod reaped;
 pub use reaped::{Reaped, SpawnReaped};
-
-/// One logger per process: the tests of a binary that log take turns.
-pub fn serial() -> MutexGuard<'static, ()> {
-    static M: Mutex<()> = Mutex::new(());
-    M.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A log path in the temporary directory, unique to this process and `name`.
-pub fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
-}
+#[path = "../../../tests/common/shared.rs"]
+mod shared;
+pub use shared::{serial, temp};
 
 /// A fresh, empty directory for one test: `nanolog-{kind}-{name}-{pid}`
 /// under the target's temporary directory.
