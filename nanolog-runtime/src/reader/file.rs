@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use super::error::ReadError;
 use super::inflate;
 use super::map::{load, load_open, Data};
+use super::spans::SpanIndex;
+pub use super::spans::SpanRef;
 use super::time::TimeMap;
 use super::warning::Warning;
 use crate::text::render;
@@ -16,7 +18,7 @@ use crate::wire::dict::SiteEntry;
 use crate::wire::format::ArgKind;
 use crate::wire::frame::{frame_at, frame_within, Entries, Frame};
 use crate::wire::header::{Header, HeaderError};
-use crate::wire::record::{with_values, Strings};
+use crate::wire::record::Strings;
 use crate::wire::{self, dict, tag};
 
 /// Where a thread's records are. One per extent, twice (per thread and in
@@ -43,47 +45,6 @@ pub(crate) struct DropInfo {
     pub(crate) last: u64,
 }
 
-/// A file's context ids (SPAN entries) to indices into its spans, plus
-/// one. The flusher numbers a file's contexts one after another, so while
-/// they come so this is an offset, with no memory per span; it turns into
-/// a map when they do not (a damaged entry skipped, a wrapped counter).
-#[derive(Debug, Default)]
-struct ContextIds {
-    /// The first context id, and how many follow it one by one.
-    base: u32,
-    dense: u32,
-    map: Option<std::collections::HashMap<u32, u32>>,
-}
-
-impl ContextIds {
-    fn get(&self, ctx: u32) -> Option<u32> {
-        if let Some(m) = &self.map {
-            return m.get(&ctx).copied();
-        }
-        let i = ctx.checked_sub(self.base)?;
-        (i < self.dense).then(|| i + 1)
-    }
-
-    /// `ctx` is the span at index `ix1 - 1` (the one last pushed).
-    fn insert(&mut self, ctx: u32, ix1: u32) {
-        if let Some(m) = &mut self.map {
-            m.insert(ctx, ix1);
-            return;
-        }
-        if self.dense == 0 {
-            self.base = ctx;
-        }
-        if ctx.checked_sub(self.base) == Some(self.dense) && ix1 == self.dense + 1 {
-            self.dense += 1;
-            return;
-        }
-        let mut m: std::collections::HashMap<u32, u32> =
-            (0..self.dense).map(|i| (self.base + i, i + 1)).collect();
-        m.insert(ctx, ix1);
-        self.map = Some(m);
-    }
-}
-
 impl Item {
     /// Where the entry lies: an extent's body, a DROP entry; a position
     /// in the file, or in a block's inflated bytes (see [`INFLATED`]).
@@ -92,76 +53,6 @@ impl Item {
             Item::Extent { start, .. } => start,
             Item::Drop { offset, .. } => offset,
         }
-    }
-}
-
-/// A context as indexed: a span entered inside its parent.
-#[derive(Debug, Clone)]
-pub(crate) struct SpanDef {
-    /// The parent's index in `LogFile::spans`, plus one (0: outermost;
-    /// `LOST_CONTEXT`: its entry was lost).
-    parent: u32,
-    /// Its chain is cut: its parent's entry, or an outer one's, was lost.
-    cut: bool,
-    site: u32,
-    tick: u64,
-    /// Its arguments' bytes in the file.
-    args: std::ops::Range<usize>,
-}
-
-/// A span a record was made in: its site (name, field names and kinds)
-/// and its field values.
-#[derive(Debug, Clone, Copy)]
-pub struct SpanRef<'a> {
-    site: &'a SiteEntry,
-    args: &'a [u8],
-    tick: u64,
-    strings: Strings<'a>,
-}
-
-impl<'a> SpanRef<'a> {
-    /// The span's name (`request` in `span!("request", id = 7)`).
-    pub fn name(&self) -> &'a str {
-        &self.site.format
-    }
-
-    /// Its site: where it was made, its field names and kinds.
-    pub fn site(&self) -> &'a SiteEntry {
-        self.site
-    }
-
-    /// The tick at which it was entered.
-    pub fn tick(&self) -> u64 {
-        self.tick
-    }
-
-    /// Its fields by name, in order (the span's key left out).
-    pub fn fields(&self) -> Vec<(&'a str, crate::wire::record::Value<'a>)> {
-        let mut v = Vec::new();
-        self.for_each_field(|name, value| v.push((name, value)));
-        v
-    }
-
-    /// Calls `f` with each field's name and value, in order (as
-    /// [`SpanRef::fields`], without allocating for up to 8 values).
-    pub fn for_each_field(&self, mut f: impl FnMut(&'a str, crate::wire::record::Value<'a>)) {
-        let site = self.site;
-        with_values(&site.kinds, self.args, self.strings, |vals| {
-            // The last value is the span's key, not a field.
-            let fields = &vals[..vals.len().saturating_sub(1)];
-            for (i, v) in fields.iter().enumerate() {
-                f(site.names.get(i).map_or("", String::as_str), *v);
-            }
-        });
-    }
-
-    /// Appends `name{k=v ..}` (`name` alone without fields), as
-    /// tracing-subscriber's fmt prints a span.
-    pub fn render(&self, out: &mut String) {
-        let site = self.site;
-        with_values(&site.kinds, self.args, self.strings, |vals| {
-            render::format_message(&site.pieces, &site.kinds, vals, out)
-        });
     }
 }
 
@@ -338,8 +229,8 @@ pub struct LogFile {
     valid_len: usize,
     /// The file's (device, inode) when opened, to notice a replacement.
     identity: Option<(u64, u64)>,
-    /// The contexts of the SPAN entries, in file order.
-    spans: Vec<SpanDef>,
+    /// The contexts of its SPAN entries (see `spans.rs`).
+    spans: SpanIndex,
     /// Where each string of the STRINGS entries lies in the file, id `i`
     /// at `i - 1` as (start, length); `usize::MAX` long if not defined.
     strs: Vec<(usize, usize)>,
@@ -373,13 +264,7 @@ pub struct LogFile {
     block_bytes: usize,
     /// ... and what they inflated to.
     block_raw: usize,
-    /// SPAN entries read before a site of theirs, with where they are (see
-    /// `span_batch`): a SITE entry lost to damage is restated by the next
-    /// write, after them.
-    pending_spans: Vec<(usize, Vec<u8>)>,
-    /// While indexing: the index (plus one) of each live context id ...
-    span_ids: ContextIds,
-    /// ... and each thread's current context.
+    /// While indexing: each thread's current context.
     thread_ctx: std::collections::HashMap<u32, u32>,
     /// The file as opened, kept by [`LogFile::open_live`] only: after a
     /// roll renames it away from its path, its last entries are read
@@ -390,11 +275,6 @@ pub struct LogFile {
     /// damage, until [`LogFile::settle`].
     live: bool,
 }
-
-/// The context of records whose spans the file does not hold whole (a
-/// SPAN entry lost to damage): they show the spans that are known, and say
-/// that some are lost.
-pub(crate) const LOST_CONTEXT: u32 = u32::MAX;
 
 /// Positions from here on are in the blocks past the resident budget: the
 /// entries they hold, one block after another, not held by the index.
@@ -735,7 +615,7 @@ impl LogFile {
             identity: None,
             handle: None,
             live,
-            spans: Vec::new(),
+            spans: SpanIndex::default(),
             strs: Vec::new(),
             end_records: None,
             drops: Vec::new(),
@@ -748,8 +628,6 @@ impl LogFile {
             lazy_len: 0,
             block_bytes: 0,
             block_raw: 0,
-            pending_spans: Vec::new(),
-            span_ids: Default::default(),
             thread_ctx: Default::default(),
         };
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
@@ -1150,7 +1028,7 @@ impl LogFile {
                         self.sites.resize(id + 1, None);
                     }
                     self.sites[id] = Some(s);
-                    if !self.pending_spans.is_empty() {
+                    if self.spans.has_waiting() {
                         self.retry_spans();
                     }
                 }
@@ -1199,7 +1077,7 @@ impl LogFile {
             }
             tag::SPAN if self.header.version >= 3 => self.span_entry(body, start),
             tag::SPAN => match dict::get_span(body) {
-                Some(e) if e.ctx != 0 => self.add_span(&e, end - e.args.len()),
+                Some(e) if e.ctx != 0 => self.spans.add(&e, end - e.args.len()),
                 _ => self.warnings.push(Warning::MalformedSite {
                     path: self.path.clone(),
                     offset: start,
@@ -1237,7 +1115,7 @@ impl LogFile {
             }
             tag::CONTEXT => {
                 if let Some((thread, ctx)) = dict::get_context(body) {
-                    let ix = self.span_ids.get(ctx).unwrap_or(0);
+                    let ix = self.spans.index_of(ctx).unwrap_or(0);
                     self.thread_ctx.insert(thread, ix);
                 }
             }
@@ -1393,7 +1271,7 @@ impl LogFile {
     /// write restates the site.
     fn span_entry(&mut self, body: &[u8], start: usize) {
         if !self.span_batch(body, start) {
-            self.pending_spans.push((start, body.to_vec()));
+            self.spans.wait(start, body.to_vec());
         }
     }
 
@@ -1428,7 +1306,7 @@ impl LogFile {
                 whole = false;
                 continue;
             }
-            self.add_span(
+            self.spans.add(
                 &e,
                 start + (e.args.as_ptr() as usize - body.as_ptr() as usize),
             );
@@ -1445,9 +1323,9 @@ impl LogFile {
     /// The SPAN entries waiting for a site, read again now that another
     /// site is known.
     fn retry_spans(&mut self) {
-        for (start, body) in std::mem::take(&mut self.pending_spans) {
+        for (start, body) in self.spans.take_waiting() {
             if !self.span_batch(&body, start) {
-                self.pending_spans.push((start, body));
+                self.spans.wait(start, body);
             }
         }
     }
@@ -1455,36 +1333,12 @@ impl LogFile {
     /// SPAN entries still waiting for a site once the file is read whole:
     /// damage (their site is nowhere in the file).
     fn warn_pending_spans(&mut self) {
-        for (start, _) in std::mem::take(&mut self.pending_spans) {
+        for (start, _) in self.spans.take_waiting() {
             self.warnings.push(Warning::MalformedSite {
                 path: self.path.clone(),
                 offset: start,
             });
         }
-    }
-
-    /// Indexes a context: `args_at` is where its arguments start in the file.
-    fn add_span(&mut self, e: &dict::SpanEntry<'_>, args_at: usize) {
-        // A parent whose entry was lost: the chain is cut there, and its
-        // records say so (`Record::spans_lost`).
-        let parent = match e.parent {
-            0 => 0,
-            p => self.span_ids.get(p).unwrap_or(LOST_CONTEXT),
-        };
-        // Known once, here: a record's spans are looked up for every record.
-        let cut = parent == LOST_CONTEXT
-            || parent
-                .checked_sub(1)
-                .and_then(|i| self.spans.get(i as usize))
-                .is_some_and(|p| p.cut);
-        self.spans.push(SpanDef {
-            parent,
-            cut,
-            site: e.site,
-            tick: e.tick,
-            args: args_at..args_at + e.args.len(),
-        });
-        self.span_ids.insert(e.ctx, self.spans.len() as u32);
     }
 
     /// How the file stores strings, with the strings it defines: what its
@@ -1507,24 +1361,8 @@ impl LogFile {
 
     /// Calls `f` with each span of context `ctx`, outermost first, without
     /// allocating for up to 32 nested spans.
-    pub(crate) fn for_each_span<'a>(&'a self, mut ctx: u32, mut f: impl FnMut(SpanRef<'a>)) {
-        // The chain from the innermost; past 32, the outer rest in `more`.
-        let mut chain = [0u32; 32];
-        let mut n = 0;
-        let mut more = Vec::new();
-        while let Some(d) = ctx.checked_sub(1).and_then(|i| self.spans.get(i as usize)) {
-            if n < chain.len() {
-                chain[n] = ctx;
-                n += 1;
-            } else {
-                more.push(ctx);
-            }
-            // Parents come before their children in the file: the chain
-            // only goes down, so a damaged file cannot loop.
-            ctx = if d.parent < ctx { d.parent } else { 0 };
-        }
-        for &c in more.iter().rev().chain(chain[..n].iter().rev()) {
-            let d = &self.spans[c as usize - 1];
+    pub(crate) fn for_each_span<'a>(&'a self, ctx: u32, mut f: impl FnMut(SpanRef<'a>)) {
+        self.spans.chain(ctx, |d| {
             if let Some(site) = self.site(d.site) {
                 f(SpanRef {
                     site,
@@ -1533,7 +1371,7 @@ impl LogFile {
                     strings: self.strings(),
                 });
             }
-        }
+        });
     }
 
     /// The file's path (or the name given to [`from_bytes`](Self::from_bytes)).
@@ -1668,21 +1506,14 @@ impl LogFile {
     /// The context (an index into the spans, plus one; 0: none) of the
     /// file's context id `ctx`, as an extent's context switch names it.
     pub(crate) fn context_of(&self, ctx: u32) -> u32 {
-        if ctx == 0 {
-            return 0;
-        }
-        self.span_ids.get(ctx).unwrap_or(LOST_CONTEXT)
+        self.spans.context_of(ctx)
     }
 
     /// Whether the spans of context `ctx` (as an extent holds it) are not
     /// all known: its SPAN entry, or one of its parents', was lost to
     /// damage (the spans that are known are the inner ones).
     pub(crate) fn context_lost(&self, ctx: u32) -> bool {
-        ctx != 0
-            && ctx
-                .checked_sub(1)
-                .and_then(|i| self.spans.get(i as usize))
-                .is_none_or(|d| d.cut)
+        self.spans.context_lost(ctx)
     }
 
     /// What the DROP entry `ix` (of an `Item::Drop`) holds.
@@ -1835,47 +1666,5 @@ impl LogFile {
             offset: self.file_offset(offset),
             reason,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ContextIds;
-
-    /// Consecutive ids take no map; a gap, a repeat or a wrap turns the
-    /// table into one, and every id found before is found after.
-    #[test]
-    fn context_ids_are_an_offset_until_they_skip() {
-        let mut ids = ContextIds::default();
-        assert_eq!(ids.get(0), None);
-        for (i, ctx) in (500..600).enumerate() {
-            ids.insert(ctx, i as u32 + 1);
-        }
-        assert!(ids.map.is_none());
-        assert_eq!(ids.get(499), None);
-        assert_eq!(ids.get(500), Some(1));
-        assert_eq!(ids.get(599), Some(100));
-        assert_eq!(ids.get(600), None);
-        // A skipped id (a damaged SPAN entry left out).
-        ids.insert(602, 101);
-        assert!(ids.map.is_some());
-        assert_eq!(ids.get(500), Some(1));
-        assert_eq!(ids.get(599), Some(100));
-        assert_eq!(ids.get(601), None);
-        assert_eq!(ids.get(602), Some(101));
-        // A repeated id: the newest entry wins, as it did.
-        ids.insert(500, 102);
-        assert_eq!(ids.get(500), Some(102));
-
-        // The flusher's counter wraps from u32::MAX to 1.
-        let mut ids = ContextIds::default();
-        ids.insert(u32::MAX - 1, 1);
-        ids.insert(u32::MAX, 2);
-        assert!(ids.map.is_none());
-        ids.insert(1, 3);
-        assert_eq!(
-            [u32::MAX - 1, u32::MAX, 1].map(|c| ids.get(c)),
-            [Some(1), Some(2), Some(3)]
-        );
     }
 }

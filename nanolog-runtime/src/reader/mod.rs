@@ -23,6 +23,7 @@ mod inflate;
 mod map;
 mod merge;
 mod record;
+mod spans;
 mod time;
 mod warning;
 
