@@ -99,6 +99,11 @@ pub struct FilterArgs {
     /// Only records whose rendered message matches this regular expression.
     #[arg(long)]
     pub grep: Option<String>,
+    /// Only records of this trace: its W3C trace id (32 hex digits), as the
+    /// innermost of a record's spans that carries `trace_id` and `span_id`
+    /// fields says it.
+    #[arg(long, value_name = "TRACE_ID")]
+    pub trace: Option<String>,
     /// Stop after this many records.
     #[arg(long)]
     pub limit: Option<u64>,

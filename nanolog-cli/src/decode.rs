@@ -3,7 +3,9 @@
 use std::io::{self, Write};
 
 use anyhow::{bail, Context};
-use nanolog_runtime::reader::{Batch, Batches, Event, Filter, LogFile, Merge, ThreadInfo};
+use nanolog_runtime::reader::{
+    Batch, Batches, Event, Filter, LogFile, Merge, Record, ThreadInfo, TraceContext,
+};
 use nanolog_runtime::Level;
 use regex::Regex;
 
@@ -22,6 +24,8 @@ pub(crate) struct DecodePlan {
     /// `--thread` values: ids, or names resolved per set of files.
     threads: Vec<String>,
     pub(crate) grep: Option<Regex>,
+    /// `--trace`: only the records of this trace id.
+    pub(crate) trace: Option<[u8; 16]>,
     pub(crate) limit: Option<u64>,
     /// Text lines: colour the level.
     color: bool,
@@ -70,9 +74,21 @@ impl DecodePlan {
             .map(Regex::new)
             .transpose()
             .context("--grep: invalid regular expression")?;
+        let trace = f
+            .trace
+            .as_deref()
+            .map(|t| {
+                TraceContext::parse_trace_id(t.trim()).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--trace: {t:?} is not a trace id (32 hex digits, not all zeros)"
+                    )
+                })
+            })
+            .transpose()?;
         Ok(DecodePlan {
             format,
             sorted,
+            trace,
             min_level,
             since_ns: time(&f.since, "--since")?,
             until_ns: time(&f.until, "--until")?,
@@ -97,10 +113,16 @@ impl DecodePlan {
             threads: crate::thread_ids(&self.threads, threads),
             site: None,
             // A gap has no message, so a --grep or --level query leaves it out.
-            no_gaps: self.grep.is_some() || self.min_level.is_some(),
+            no_gaps: self.grep.is_some() || self.min_level.is_some() || self.trace.is_some(),
             min_offset,
             max_offset: None,
         }
+    }
+
+    /// Whether `rec` is of the `--trace` asked for (every record without one).
+    pub(crate) fn in_trace(&self, rec: &Record<'_>) -> bool {
+        self.trace
+            .is_none_or(|id| rec.trace_context().is_some_and(|t| t.trace_id == id))
     }
 }
 
@@ -201,12 +223,12 @@ fn count_records(plan: &DecodePlan, merge: Merge<'_>) -> u64 {
     n
 }
 
-/// Whether `rec` passes `--grep` (its message rendered into `msg`).
-fn passes_grep(
-    plan: &DecodePlan,
-    rec: &nanolog_runtime::reader::Record<'_>,
-    msg: &mut String,
-) -> bool {
+/// Whether `rec` passes `--trace` and `--grep` (its message rendered
+/// into `msg`).
+fn passes_grep(plan: &DecodePlan, rec: &Record<'_>, msg: &mut String) -> bool {
+    if !plan.in_trace(rec) {
+        return false;
+    }
     match &plan.grep {
         None => true,
         Some(re) => {
@@ -287,6 +309,9 @@ impl Renderer {
     fn event(&mut self, plan: &DecodePlan, ev: &Event<'_>, out: &mut String) -> bool {
         match ev {
             Event::Record(rec) => {
+                if !plan.in_trace(rec) {
+                    return false;
+                }
                 match (&plan.grep, plan.format) {
                     (None, Format::Text) => {
                         output::text_record_direct(&mut self.text, rec, out, &mut self.msg)
@@ -338,9 +363,10 @@ pub(crate) fn print_merge(
         .map_or(1, |n| n.get())
         .min(8)
         - 1;
-    // With --grep, how many records pass is known only after rendering, so
-    // --limit needs the serial path.
-    let more = if workers >= 1 && (plan.grep.is_none() || plan.limit.is_none()) {
+    // With --grep or --trace, how many records pass is known only after
+    // rendering, so --limit needs the serial path.
+    let filtered = plan.grep.is_some() || plan.trace.is_some();
+    let more = if workers >= 1 && (!filtered || plan.limit.is_none()) {
         print_parallel(plan, &mut merge, workers, w, printed)?
     } else {
         print_serial(plan, &mut merge, w, printed)?

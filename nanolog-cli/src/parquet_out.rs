@@ -46,6 +46,9 @@ fn schema() -> Schema {
         utf8("args", false),
         utf8("fields", false),
         utf8("spans", false),
+        // The W3C ids of its innermost traced span (CONTRACT §16).
+        utf8("trace_id", true),
+        utf8("span_id", true),
     ])
 }
 
@@ -63,6 +66,8 @@ struct Columns {
     args: StringBuilder,
     fields: StringBuilder,
     spans: StringBuilder,
+    trace_id: StringBuilder,
+    span_id: StringBuilder,
     rows: usize,
 }
 
@@ -82,6 +87,8 @@ impl Columns {
             args: s(),
             fields: s(),
             spans: s(),
+            trace_id: s(),
+            span_id: s(),
             rows: 0,
         }
     }
@@ -108,6 +115,9 @@ impl Columns {
         scratch.clear();
         output::json_spans(rec, scratch);
         self.spans.append_value(&*scratch);
+        let trace = rec.trace_context();
+        self.trace_id.append_option(trace.map(|t| t.trace_hex()));
+        self.span_id.append_option(trace.map(|t| t.span_hex()));
         self.rows += 1;
     }
 
@@ -134,6 +144,8 @@ impl Columns {
             text(&mut self.args),
             text(&mut self.fields),
             text(&mut self.spans),
+            text(&mut self.trace_id),
+            text(&mut self.span_id),
         ];
         self.rows = 0;
         Ok(RecordBatch::try_new(Arc::clone(schema), cols)?)
@@ -234,6 +246,8 @@ pub(crate) fn parquet(
         "args",
         "fields",
         "spans",
+        "trace_id",
+        "span_id",
         "fmt",
         "level",
         "thread_name",
@@ -313,6 +327,9 @@ pub(crate) fn parquet(
                     match ev {
                         Event::Gap(g, _) => summary.dropped += g.count,
                         Event::Record(rec) => {
+                            if !plan.in_trace(&rec) {
+                                continue;
+                            }
                             if plan.limit.is_some_and(|l| summary.rows >= l) {
                                 more = false;
                                 break 'events;

@@ -739,3 +739,184 @@ fn records_through_the_fallback_ring_carry_their_spans() {
     assert_eq!(get("outside")["spans"], json!([]));
     remove_with_kept(&path);
 }
+
+/// CONTRACT §16 without the OpenTelemetry SDK: a service that propagates
+/// context itself records `trace_id` and `span_id` (and `trace_flags`) as
+/// span fields; every record inside such a span carries the ids of the
+/// innermost one (JSON `trace_id`, `span_id`), records outside have none,
+/// text lines are unchanged, `--trace` picks one trace's records, and
+/// `export` has the same ids in its JSON lines and Parquet columns (read
+/// back by DuckDB where it is installed).
+#[test]
+fn records_in_spans_with_w3c_ids_carry_them_and_decode_trace_picks_them() {
+    const T1: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+    const S1: &str = "00f067aa0ba902b7";
+    const S1B: &str = "53995c3f42cd8ad8";
+    const T2: &str = "0af7651916cd43dd8448eb211c80319c";
+    const S2: &str = "b7ad6b7169203331";
+    let _g = serial();
+    let path = temp("trace-ids");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::with_default(subscriber, || {
+        nanolog::info!("before any trace");
+        // A request of trace 1, its ids as an incoming traceparent gives
+        // them (upper case, as some propagators write them).
+        let r1 = tracing::info_span!(
+            "request",
+            trace_id = T1.to_uppercase().as_str(),
+            span_id = S1,
+            trace_flags = "01"
+        );
+        {
+            let _e = r1.enter();
+            tracing::info!("t1 in request");
+            // A child without ids of its own: the request's.
+            let _db = tracing::info_span!("db", table = "users").entered();
+            tracing::info!("t1 in db");
+            // A child with a span id of its own: the innermost wins.
+            let _c = tracing::info_span!("call", trace_id = T1, span_id = S1B).entered();
+            nanolog::info!("t1 in call");
+        }
+        // Another trace on another thread, unsampled.
+        std::thread::spawn(|| {
+            let d = tracing::Dispatch::new(
+                tracing_subscriber::registry().with(nanolog::tracing_layer()),
+            );
+            tracing::dispatcher::with_default(&d, || {
+                let _r =
+                    tracing::info_span!("request", trace_id = T2, span_id = S2, trace_flags = 0u8)
+                        .entered();
+                tracing::info!("t2 in request");
+            });
+        })
+        .join()
+        .unwrap();
+        // Not ids: one alone, a short one.
+        let _bad = tracing::info_span!("half", trace_id = T1, span_id = "12ab").entered();
+        tracing::info!("in a span with bad ids");
+    });
+    logger.flush().unwrap();
+    drop(logger);
+
+    let ids = |l: &Json| {
+        (
+            l.get("trace_id").and_then(Json::as_str).map(str::to_owned),
+            l.get("span_id").and_then(Json::as_str).map(str::to_owned),
+        )
+    };
+    let mut seen = HashMap::new();
+    for l in decode_json(&path) {
+        seen.insert(l["msg"].as_str().unwrap().to_owned(), ids(&l));
+    }
+    let some = |t: &str, s: &str| (Some(t.to_owned()), Some(s.to_owned()));
+    assert_eq!(seen["before any trace"], (None, None));
+    assert_eq!(seen["t1 in request"], some(T1, S1));
+    assert_eq!(seen["t1 in db"], some(T1, S1));
+    assert_eq!(seen["t1 in call"], some(T1, S1B));
+    assert_eq!(seen["t2 in request"], some(T2, S2));
+    assert_eq!(seen["in a span with bad ids"], (None, None));
+
+    // Text lines are as they were: the ids are the span's fields.
+    let files = set(&path);
+    let text = common::ok(&["decode", &files[0]]);
+    assert!(text.contains(&format!("request{{trace_id=\"{}\"", T1.to_uppercase())));
+    assert!(!text.contains("\"trace_id\":"));
+
+    // --trace: one trace's records, in any case, with other filters.
+    let msgs = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["decode", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.push(&files[0]);
+        common::ok(&args)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Json>(l).unwrap()["msg"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(
+        msgs(&["--trace", T1]),
+        ["t1 in request", "t1 in db", "t1 in call"]
+    );
+    assert_eq!(msgs(&["--trace", &T2.to_uppercase()]), ["t2 in request"]);
+    assert_eq!(msgs(&["--trace", T1, "--grep", "db"]), ["t1 in db"]);
+    assert_eq!(msgs(&["--trace", T1, "-n", "1"]), ["t1 in call"]);
+    assert_eq!(
+        msgs(&["--trace", T1, "--limit", "2"]),
+        ["t1 in request", "t1 in db"]
+    );
+    let bad = common::run(&["decode", "--trace", "xyz", &files[0]]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--trace"));
+
+    // export: JSON lines with the same keys; Parquet columns.
+    let dir = common::fresh_dir("trace-ids", "export");
+    let jsonl = dir.join("out.jsonl");
+    common::ok(&[
+        "export",
+        "--format",
+        "jsonl",
+        "--output",
+        jsonl.to_str().unwrap(),
+        "--trace",
+        T1,
+        &files[0],
+    ]);
+    let lines: Vec<Json> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines.iter().all(|l| l["trace_id"] == T1));
+    #[cfg(feature = "parquet")]
+    {
+        let pq = dir.join("out.parquet");
+        common::ok(&[
+            "export",
+            "--format",
+            "parquet",
+            "--output",
+            pq.to_str().unwrap(),
+            &files[0],
+        ]);
+        let has_duckdb = std::process::Command::new("python3")
+            .args(["-c", "import duckdb"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if has_duckdb {
+            let script = format!(
+                "import duckdb\n\
+                 rows = duckdb.sql(\"SELECT msg, trace_id, span_id FROM '{}' ORDER BY ts\").fetchall()\n\
+                 for r in rows: print('|'.join('' if v is None else v for v in r))",
+                pq.display()
+            );
+            let o = std::process::Command::new("python3")
+                .args(["-c", &script])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let got = String::from_utf8(o.stdout).unwrap();
+            assert_eq!(
+                got.lines().collect::<Vec<_>>(),
+                [
+                    "before any trace||".to_owned(),
+                    format!("t1 in request|{T1}|{S1}"),
+                    format!("t1 in db|{T1}|{S1}"),
+                    format!("t1 in call|{T1}|{S1B}"),
+                    format!("t2 in request|{T2}|{S2}"),
+                    "in a span with bad ids||".to_owned(),
+                ]
+            );
+        } else if std::env::var_os("NANOLOG_REQUIRE_DUCKDB").is_some() {
+            panic!("NANOLOG_REQUIRE_DUCKDB is set and python3 cannot import duckdb");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    remove_with_kept(&path);
+}

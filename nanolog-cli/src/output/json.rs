@@ -104,6 +104,15 @@ fn json_head(j: &mut Json, rec: &Record<'_>, out: &mut String) {
 fn json_spans_key(rec: &Record<'_>, out: &mut String) {
     out.push_str(",\"spans\":");
     json_spans(rec, out);
+    // The W3C ids of its innermost traced span (CONTRACT §16), absent
+    // outside one.
+    if let Some(t) = rec.trace_context() {
+        out.push_str(",\"trace_id\":\"");
+        out.push_str(&t.trace_hex());
+        out.push_str("\",\"span_id\":\"");
+        out.push_str(&t.span_hex());
+        out.push('"');
+    }
     if rec.spans_lost() {
         // Some of its spans were lost to damage: `spans` holds the rest.
         out.push_str(",\"spans_lost\":true");

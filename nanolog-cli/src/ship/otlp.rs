@@ -153,7 +153,12 @@ impl Batch {
         if n == records.len() {
             records.push(LogRecord::default());
         }
-        &mut records[n]
+        let lr = &mut records[n];
+        // An earlier record's trace context is not this one's.
+        lr.trace_id.clear();
+        lr.span_id.clear();
+        lr.flags = 0;
+        lr
     }
 
     /// Adds a record of the log.
@@ -164,6 +169,13 @@ impl Batch {
         lr.observed_time_unix_nano = observed_ns;
         lr.severity_number = severity(site.level);
         set_str(&mut lr.severity_text, site.level.as_str());
+        // The W3C ids of its innermost traced span (CONTRACT §16), and its
+        // flags when the span says them (bits 0-7 of `flags` are W3C's).
+        if let Some(t) = rec.trace_context() {
+            lr.trace_id.extend_from_slice(&t.trace_id);
+            lr.span_id.extend_from_slice(&t.span_id);
+            lr.flags = u32::from(t.flags.unwrap_or(0));
+        }
         let mut body = take_string(&mut lr.body);
         let attrs = &mut lr.attributes;
         let mut n = 0;

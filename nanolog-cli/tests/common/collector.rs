@@ -36,6 +36,10 @@ pub struct Got {
     pub body: String,
     pub attrs: BTreeMap<String, Option<V>>,
     pub resource: BTreeMap<String, Option<V>>,
+    /// The LogRecord's trace context (empty ids, 0 flags: none).
+    pub trace_id: Vec<u8>,
+    pub span_id: Vec<u8>,
+    pub flags: u32,
 }
 
 #[derive(Default)]
@@ -229,6 +233,9 @@ fn flatten(req: &ExportLogsServiceRequest) -> Vec<Got> {
                     body,
                     attrs: attrs(&lr.attributes),
                     resource: resource.clone(),
+                    trace_id: lr.trace_id.clone(),
+                    span_id: lr.span_id.clone(),
+                    flags: lr.flags,
                 });
             }
         }

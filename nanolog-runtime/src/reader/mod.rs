@@ -25,6 +25,7 @@ mod merge;
 mod record;
 mod spans;
 mod time;
+mod trace;
 mod warning;
 
 pub use crate::set::{
@@ -42,4 +43,5 @@ pub use file::{__set_read_resident, BlockStats, Gap, LogFile, Refresh, SpanRef, 
 pub use merge::{Batch, Batches, Event, Filter, Merge};
 pub use record::Record;
 pub use time::TimeMap;
+pub use trace::TraceContext;
 pub use warning::Warning;

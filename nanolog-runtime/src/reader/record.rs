@@ -110,6 +110,22 @@ impl<'a> Record<'a> {
         self.file.for_each_span(self.ctx, f);
     }
 
+    /// Its W3C trace context: the ids of the innermost of its spans that
+    /// carries them (see [`TraceContext`]); `None` outside such spans.
+    pub fn trace_context(&self) -> Option<super::TraceContext> {
+        if self.ctx == 0 {
+            return None;
+        }
+        // Outermost first: the last found is the innermost.
+        let mut found = None;
+        self.file.for_each_span(self.ctx, |s| {
+            if let Some(t) = super::TraceContext::of_fields(|f| s.for_each_field(f)) {
+                found = Some(t);
+            }
+        });
+        found
+    }
+
     /// Whether it was made inside any span.
     pub fn in_spans(&self) -> bool {
         self.ctx != 0
