@@ -15,8 +15,6 @@
 
 #[cfg(feature = "log")]
 pub(crate) mod log;
-#[cfg(feature = "tracing")]
-mod open_spans;
 pub(crate) mod template;
 #[cfg(feature = "tracing")]
 pub(crate) mod tracing;
