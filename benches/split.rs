@@ -28,7 +28,9 @@ const RING: usize = 4 << 20;
 /// The file rolls at this size and only the last finished one is kept, so
 /// the pages of the one before go back to the page cache's free pool and
 /// are written again at once. On this machine's VM, pages freed longer ago
-/// are the host's again and cost a fault on the next write (BENCHMARKS.md),
+/// are the host's again and cost a fault on the next write (measured
+/// 2026-11-24: `git show 81b8c7a:BENCHMARKS.md`, "Why the file-heavy
+/// figures swing"),
 /// which one growing file would time instead of the flusher. The price: the
 /// flusher also deletes a file every 16 MiB, about a tenth of its time on
 /// complexFormat under `perf`, but the same tenth every run.

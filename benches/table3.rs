@@ -124,7 +124,8 @@ fn main() {
         for _ in 0..runs {
             // Each run into a file of its own making: the previous run's file,
             // kept as a finished file, would hold its page cache, and on this
-            // VM fresh guest pages cost a host fault each (see BENCHMARKS.md).
+            // VM fresh guest pages cost a host fault each (measured 2026-11-24:
+            // `git show 81b8c7a:BENCHMARKS.md`, "Why the file-heavy figures swing").
             remove_set(&path);
             let logger = Logger::builder()
                 .path(&path)

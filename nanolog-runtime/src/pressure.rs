@@ -6,7 +6,7 @@
 //! keeps busy it preempts a thread that was waiting to run, and a flusher
 //! that wakes every 20 us does so thousands of times a second (the tokio
 //! service of `service_cost`, 4 workers on 2 cores: BENCHMARKS.md,
-//! session 22). Linux says how long runnable threads waited for a core in
+//! "Longer naps while threads wait for cores"). Linux says how long runnable threads waited for a core in
 //! its pressure stall information (`cpu.pressure` of the process's cgroup,
 //! else `/proc/pressure/cpu`: the microseconds during which some thread
 //! waited); the flusher reads it every few milliseconds. Elsewhere, or

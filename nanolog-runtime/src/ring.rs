@@ -38,7 +38,7 @@ pub(crate) const HEADER: usize = 16;
 /// record's first 8-byte argument) never straddles a cache line. 4 would
 /// suffice for the PAD word and pack a singleInteger record in 20 bytes
 /// instead of 24, but measured slower on that message (BENCHMARKS.md,
-/// "Design decisions measured").
+/// "Records on 8-byte boundaries").
 pub(crate) const ALIGN: usize = 8;
 /// The largest record any ring takes, whatever its capacity: its compacted
 /// form must fit one file entry ([`MAX_BODY`](crate::wire::MAX_BODY), which
@@ -55,8 +55,8 @@ pub(crate) const DROPS_LEN: usize = HEADER + 24;
 /// the producer's store must first take it back. With the two cores far
 /// apart the stores queue behind those transfers. Asked for 4 KiB ahead (a
 /// few microseconds of logging), the lines are the producer's again before
-/// it writes them (BENCHMARKS.md, "Design decisions measured", has the
-/// figures and the distances tried).
+/// it writes them (BENCHMARKS.md, "Prefetch for writing 4 KiB ahead", has
+/// the figures and the distances tried).
 const WRITE_AHEAD: usize = 4096;
 
 /// The header at the start of `b`: site id, record length, tick; `None`

@@ -35,7 +35,7 @@ use output::{out_limit, OUT_MAX, WRITE_EVERY};
 /// just written to its own core for a few records a pass; and a spinning
 /// vCPU competes for the host core the producer's vCPU may share. Sleeping
 /// lets a batch build up and leaves the core to the producer (BENCHMARKS.md,
-/// "Design decisions measured", has the figures). C++ NanoLog's compression
+/// "Naps instead of spinning", has the figures). C++ NanoLog's compression
 /// thread waits on a condition variable the same way.
 const NAP: Duration = Duration::from_micros(20);
 /// Passes of fewer records than this end with a [`NAP`]: the flusher has
@@ -50,7 +50,8 @@ const NAP_BELOW: u64 = 4096;
 /// `service_cost` (4 workers on 2 cores, crowded most of each round),
 /// naps of 250 us took the process's CPU samples down 8% (median of 5
 /// pairs in a fast phase, 4 of them lower: about a sixth of what nanolog
-/// adds; BENCHMARKS.md, session 22). Records wait up to this long more in
+/// adds; BENCHMARKS.md, "Longer naps while threads wait for cores").
+/// Records wait up to this long more in
 /// their rings; the file is written once a millisecond under load either
 /// way ([`WRITE_EVERY`]), and a full ring wakes the flusher at once. With
 /// cores to spare, naps stay short.
@@ -62,7 +63,7 @@ const NAPS: u32 = 4;
 /// How the flusher compresses the batches it writes
 /// ([`Builder::compression`](crate::Builder::compression)). Measured on a
 /// tokio service's log and on 10 M records of the benchmarks' mix
-/// (BENCHMARKS.md, session 18).
+/// (BENCHMARKS.md, "The codec policy").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Compression {
@@ -163,7 +164,8 @@ struct State {
     /// entries are not: restating them took the service bench's log from
     /// 19.5 to 26.2-26.5 bytes an event, and a second copy only where a
     /// later write's records use a span from 19.4-20.2 to 23.5-24.7
-    /// (BENCHMARKS.md). A span defined in a lost write is marked lost on
+    /// (2026-11-27, `git show 81b8c7a:BENCHMARKS.md`, "#46: the dictionary
+    /// written twice"). A span defined in a lost write is marked lost on
     /// the records of it in later writes.)
     restate: Vec<u8>,
     /// The dictionary entries of the write being made, for `restate`

@@ -16,7 +16,7 @@ use crate::writer::{FileState, Lost, Writer};
 /// Write the buffer out once it passes this size. While the rings keep
 /// the flusher busy it is written only when full or [`WRITE_EVERY`] old:
 /// fewer, larger writes cost the flusher less per record than 64 KiB
-/// writes (BENCHMARKS.md, "Design decisions measured").
+/// writes (BENCHMARKS.md, "1 MiB writes").
 pub(super) const OUT_MAX: usize = 1 << 20;
 /// Write a buffer that is this old even if the rings still hold records.
 pub(super) const WRITE_EVERY: Duration = Duration::from_millis(1);
@@ -33,7 +33,7 @@ const MAX_BLOCK: usize = 128 << 10;
 const DUTY_COMPRESS: u64 = 512;
 /// Below this share (an eighth) they are compressed with deflate (codec 3,
 /// about 17% smaller than LZ4 on a service's entries, and 3 to 6 times its
-/// work: BENCHMARKS.md, sessions 18 and 20); above it, with LZ4. The
+/// work: BENCHMARKS.md, "The codec policy"); above it, with LZ4. The
 /// deflating is counted in the flusher's work, so a flusher it keeps busy
 /// turns to LZ4.
 const DUTY_DEFLATE: u64 = 128;

@@ -5,7 +5,8 @@
 //! changes go to the process's table (`table.rs`) at once.
 //!
 //! The table's shard locks were the largest part of what a span cost a
-//! tokio service's workers (BENCHMARKS.md, session 19): every span made or
+//! tokio service's workers (measured 2026-11-28 at 4ee3648; BENCHMARKS.md,
+//! "A thread's span changes in a mailbox of its own"): every span made or
 //! closed took a lock whose line
 //! another core had written last (a worker, or the flusher looking spans
 //! up), so each was a cache miss and an atomic write on a shared line; and
@@ -45,7 +46,8 @@ use crate::channel::{OnFull, Shared};
 /// holds, about 40 bytes for a span's definition and 9 for a close, not
 /// an `Op` of 104 bytes each (two cache lines the worker writes and the
 /// flusher reads, then the worker writes again: the largest item of the
-/// layer's own on the workers in a slow phase, BENCHMARKS.md session 21).
+/// layer's own on the workers in a slow phase; BENCHMARKS.md, "A thread's
+/// span changes in a mailbox of its own", 8b08861).
 #[repr(align(128))]
 struct Mailbox {
     ops: Letters,

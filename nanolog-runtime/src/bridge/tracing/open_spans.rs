@@ -9,7 +9,7 @@
 //! that left the extension out (and lost recorded values: a bound, not a
 //! design) added 18% less user time than one with it; with this table the
 //! layer adds 9-20% less than before (fast and slow phases; BENCHMARKS.md,
-//! session 23). A slot costs a few stores on lines of the table's own, and
+//! "Open spans in a table of the layer's own"). A slot costs a few stores on lines of the table's own, and
 //! nothing to allocate.
 //!
 //! A span goes into one of [`PROBE`] slots its id hashes to. When all of
