@@ -39,7 +39,6 @@ pub(crate) struct Counters {
     pub(crate) threads: AtomicU64,
     pub(crate) mirror_skipped: AtomicU64,
     pub(crate) context_lost: AtomicU64,
-    pub(crate) spans_dropped: AtomicU64,
 }
 
 /// An id of the calling thread (`pthread_self`; 0 where there is none),

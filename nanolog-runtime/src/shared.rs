@@ -70,6 +70,6 @@ pub(crate) fn snapshot(c: &Counters) -> Stats {
         mirror_skipped: r(&c.mirror_skipped),
         overflow: crate::channel::BRIDGE_OVERFLOW.load(Ordering::Relaxed),
         context_lost: r(&c.context_lost),
-        spans_dropped: r(&c.spans_dropped),
+        spans_dropped: crate::span::mail::spans_dropped(),
     }
 }

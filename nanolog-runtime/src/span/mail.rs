@@ -32,7 +32,7 @@
 //! on (see [`go_direct_with`]): a span made while it ran and closed after
 //! it leaves the table, and the next logger finds the spans still open.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::table::{self, Op, SpanBytes, EPOCH};
@@ -82,6 +82,15 @@ static DROP_WHEN_FULL: AtomicBool = AtomicBool::new(false);
 /// The running logger, for a thread whose mailbox is full: to wake its
 /// flusher and to count drops (taken only then).
 static LOGGER: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
+
+/// Changes dropped under `OnFull::Drop` since the running logger started
+/// (`Stats::spans_dropped`; one logger runs at a time).
+static SPANS_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Changes to `tracing` spans dropped since the running logger started.
+pub(crate) fn spans_dropped() -> u64 {
+    SPANS_DROPPED.load(Ordering::Relaxed)
+}
 
 /// A mailbox's budget: a sixteenth of the thread's ring, within these
 /// bounds. A definition of three fields is about 60 bytes, so the default
@@ -166,11 +175,13 @@ impl Mailbox {
         let over = closing && DROP_WHEN_FULL.load(Ordering::Relaxed)
             || crate::channel::is_flusher_thread();
         if !over && DROP_WHEN_FULL.load(Ordering::Relaxed) {
-            with_logger(|s| {
-                s.counters.spans_dropped.fetch_add(1, Ordering::Relaxed);
-                // A burst of drops wakes an idle flusher now and then.
-                s.wake_flusher();
-            });
+            // Relaxed: a count for `Stats`, as the rings' drops are.
+            let n = SPANS_DROPPED.fetch_add(1, Ordering::Relaxed);
+            // A burst of drops wakes an idle flusher now and then (the
+            // logger's lock only then: every thread drops at once).
+            if n.is_multiple_of(1024) {
+                with_logger(|s| s.wake_flusher());
+            }
             return Posted::Dropped;
         }
         let mut spins = 0u32;
@@ -545,6 +556,7 @@ pub(crate) fn go_live(shared: &Arc<Shared>, ring_capacity: usize) {
         Ordering::Relaxed,
     );
     DROP_WHEN_FULL.store(shared.on_full == OnFull::Drop, Ordering::Relaxed);
+    SPANS_DROPPED.store(0, Ordering::Relaxed);
     *LOGGER.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(shared));
     table::with_all_locked(|| {
         LIVE.store(true, Ordering::SeqCst);
