@@ -186,21 +186,9 @@ impl State {
             head.splice(0..0, gap);
         }
         // (Not under loom: the duty cycle is measured by the clock.)
-        let packed = if self.compression != Compression::None
-            && !cfg!(loom)
-            && self.duty < DUTY_COMPRESS
-            && (MIN_BLOCK..=MAX_BLOCK).contains(&(head.len() + self.out.len()))
-        {
-            let small = self.compression == Compression::Small && self.duty < DUTY_DEFLATE;
-            let codec = if small {
-                crate::wire::block::DEFLATE_COMPACT
-            } else {
-                crate::wire::block::LZ4_COMPACT
-            };
-            self.packer.pack_parts([&head, &self.out], codec)
-        } else {
-            None
-        };
+        let codec = codec_for(self.compression, self.duty, head.len() + self.out.len())
+            .filter(|_| !cfg!(loom));
+        let packed = codec.and_then(|c| self.packer.pack_parts([&head, &self.out], c));
         let (result, written) = if let Some(block) = packed {
             let r = self.writer.write(&[], block, self.out_records);
             (r, block.len())
@@ -291,9 +279,77 @@ impl State {
     }
 }
 
+/// The codec of a batch of `len` bytes written by a flusher that works
+/// `duty` (1/1024ths of its time) under `compression`; `None`: written as
+/// it is (too small for a block to save anything, too large for the time
+/// compressing it would take, or the flusher too busy). See
+/// [`DUTY_COMPRESS`] and [`DUTY_DEFLATE`].
+fn codec_for(compression: Compression, duty: u64, len: usize) -> Option<u8> {
+    if compression == Compression::None
+        || duty >= DUTY_COMPRESS
+        || !(MIN_BLOCK..=MAX_BLOCK).contains(&len)
+    {
+        return None;
+    }
+    Some(
+        if compression == Compression::Small && duty < DUTY_DEFLATE {
+            crate::wire::block::DEFLATE_COMPACT
+        } else {
+            crate::wire::block::LZ4_COMPACT
+        },
+    )
+}
+
 /// How much `out` may hold before it is written: [`OUT_MAX`], or less when
 /// the file is that close to its size limit, so files end near the limit;
 /// at least 4 KiB, so a small limit does not mean a write per record.
 pub(super) fn out_limit(w: &Writer) -> usize {
     w.room().clamp(4 << 10, OUT_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::block::{DEFLATE_COMPACT, LZ4_COMPACT};
+
+    /// The codec policy: deflate while the flusher idles, LZ4 while it
+    /// works up to half its time, nothing above that; `Fast` never
+    /// deflates, `None` never compresses; a batch too small or too large
+    /// is written as it is.
+    #[test]
+    fn a_batch_is_deflated_while_the_flusher_idles_and_written_as_it_is_when_busy() {
+        let len = 32 << 10;
+        let idle = DUTY_DEFLATE - 1;
+        let working = DUTY_DEFLATE;
+        let busy = DUTY_COMPRESS;
+        assert_eq!(codec_for(Compression::Small, 0, len), Some(DEFLATE_COMPACT));
+        assert_eq!(
+            codec_for(Compression::Small, idle, len),
+            Some(DEFLATE_COMPACT)
+        );
+        assert_eq!(
+            codec_for(Compression::Small, working, len),
+            Some(LZ4_COMPACT)
+        );
+        assert_eq!(
+            codec_for(Compression::Small, busy - 1, len),
+            Some(LZ4_COMPACT)
+        );
+        assert_eq!(codec_for(Compression::Small, busy, len), None);
+        assert_eq!(codec_for(Compression::Fast, 0, len), Some(LZ4_COMPACT));
+        assert_eq!(codec_for(Compression::Fast, busy, len), None);
+        assert_eq!(codec_for(Compression::None, 0, len), None);
+        // Sizes: a block of a few bytes saves nothing; one past the largest
+        // would be time the rings wait for.
+        assert_eq!(codec_for(Compression::Small, 0, MIN_BLOCK - 1), None);
+        assert_eq!(
+            codec_for(Compression::Small, 0, MIN_BLOCK),
+            Some(DEFLATE_COMPACT)
+        );
+        assert_eq!(
+            codec_for(Compression::Small, 0, MAX_BLOCK),
+            Some(DEFLATE_COMPACT)
+        );
+        assert_eq!(codec_for(Compression::Small, 0, MAX_BLOCK + 1), None);
+    }
 }
