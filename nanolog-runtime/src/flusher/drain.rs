@@ -249,6 +249,11 @@ impl State {
                             o.prev_tick = rollback.1;
                             self.unreadable(thread, tick, &mut open);
                         } else {
+                            // The mirror reads the record as the file now
+                            // holds it (its compact bytes, the file's
+                            // strings), not the ring's values: one decoder
+                            // for both, so its line is the one `decode`
+                            // prints (CONTRACT §9).
                             if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
                                 if m.wants(reg.site.level) {
                                     let spans = r.ctx.texts.iter().map(String::as_str);
