@@ -166,14 +166,17 @@ fn rows(batches: &[RecordBatch]) -> Vec<Json> {
                 "args": serde_json::from_str::<Json>(s(9).value(r)).unwrap(),
                 "fields": serde_json::from_str::<Json>(s(10).value(r)).unwrap(),
                 "spans": serde_json::from_str::<Json>(s(11).value(r)).unwrap(),
+                // Null where `decode` has no key (a record outside traced spans).
+                "trace_id": if s(12).is_null(r) { Json::Null } else { s(12).value(r).into() },
+                "span_id": if s(13).is_null(r) { Json::Null } else { s(13).value(r).into() },
             }));
         }
     }
     out
 }
 
-/// The columns of CONTRACT §11 and §12, in order.
-const COLUMNS: [&str; 12] = [
+/// The columns of CONTRACT §11, §12 and §16, in order.
+const COLUMNS: [&str; 14] = [
     "ts",
     "level",
     "thread",
@@ -186,6 +189,8 @@ const COLUMNS: [&str; 12] = [
     "args",
     "fields",
     "spans",
+    "trace_id",
+    "span_id",
 ];
 
 /// The keys of a decoded JSON record that the Parquet columns carry (`ts`
