@@ -82,6 +82,15 @@ fn make_logs(dir: &Path) {
             .unwrap();
         nanolog::warn!("timeout after {} tries", 11);
         nanolog::info!("took {} ms", 5);
+        // A request of the trace the README's `--trace` line names.
+        {
+            let _request = nanolog::span!(
+                "request",
+                trace_id = "4bf92f3577b34da6a3ce929d0e0e4736",
+                span_id = "00f067aa0ba902b7"
+            );
+            nanolog::info!("took {} ms", 7);
+        }
         // And a worker's, for `--thread worker` on the live file alone.
         std::thread::Builder::new()
             .name("worker".into())
