@@ -101,7 +101,7 @@ impl DecodePlan {
     }
 
     pub(crate) fn filter(&self, files: &[LogFile], min_offset: usize) -> Filter {
-        self.filter_in(&crate::threads_of(files), min_offset)
+        self.filter_in(&crate::inputs::threads_of(files), min_offset)
     }
 
     /// [`DecodePlan::filter`] for files whose threads are among `threads`.
@@ -110,7 +110,7 @@ impl DecodePlan {
             min_level: self.min_level,
             since_ns: self.since_ns,
             until_ns: self.until_ns,
-            threads: crate::thread_ids(&self.threads, threads),
+            threads: crate::inputs::thread_ids(&self.threads, threads),
             site: None,
             // A gap has no message, so a --grep or --level query leaves it out.
             no_gaps: self.grep.is_some() || self.min_level.is_some() || self.trace.is_some(),
@@ -148,7 +148,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     let mut printed = 0;
     let mut inputs = crate::window::open(&a.files)?;
     let threads = inputs.threads();
-    crate::warn_unknown_threads(&a.filters.thread, &threads);
+    crate::inputs::warn_unknown_threads(&a.filters.thread, &threads);
     if let Some(n) = a.lines {
         print_last(&plan, &mut inputs, &threads, n, &mut w, &mut printed)?;
         w.flush()?;

@@ -19,7 +19,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
     let format = output_format(a)?;
     let mut inputs = crate::window::open(&a.files)?;
     let threads = inputs.threads();
-    crate::warn_unknown_threads(&a.filters.thread, &threads);
+    crate::inputs::warn_unknown_threads(&a.filters.thread, &threads);
     #[cfg(feature = "parquet")]
     if let Some(by) = a.partition_by {
         let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
@@ -127,13 +127,13 @@ fn report(a: &ExportArgs, summary: &Summary) -> anyhow::Result<()> {
         let _ = writeln!(
             io::stderr(),
             "nanolog: {} dropped by the logger (gaps are not rows)",
-            crate::count(summary.dropped, "record was", "records were")
+            crate::output::count(summary.dropped, "record was", "records were")
         );
     }
     let parts = if summary.partitions > 0 {
         format!(
             " in {}",
-            crate::count(summary.partitions, "partition", "partitions")
+            crate::output::count(summary.partitions, "partition", "partitions")
         )
     } else {
         String::new()
@@ -141,7 +141,7 @@ fn report(a: &ExportArgs, summary: &Summary) -> anyhow::Result<()> {
     let _ = writeln!(
         io::stderr(),
         "nanolog: exported {} to {}{parts}",
-        crate::count(summary.rows, "record", "records"),
+        crate::output::count(summary.rows, "record", "records"),
         a.output.display()
     );
     Ok(())

@@ -25,7 +25,7 @@ fn state(log: &nanolog_runtime::reader::LogFile) -> State {
     if log.is_complete() {
         return State::Ended;
     }
-    if crate::writer_alive(log.path(), log.header().pid) == Some(true) {
+    if crate::inputs::writer_alive(log.path(), log.header().pid) == Some(true) {
         State::Live
     } else {
         State::CutOff
@@ -33,7 +33,7 @@ fn state(log: &nanolog_runtime::reader::LogFile) -> State {
 }
 
 pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
-    let files = crate::open_all(std::slice::from_ref(&a.file), true)?;
+    let files = crate::inputs::open_all(std::slice::from_ref(&a.file), true)?;
     let log = &files[0];
     let h = log.header();
     let mut per_thread: BTreeMap<u32, u64> = BTreeMap::new();

@@ -330,7 +330,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         // matter here, nor their times but a group's first and last): a
         // compressed file's blocks are inflated once, a few MiB at a time.
         let mut state = (&mut plan, &mut totals, None);
-        crate::open_each_in(
+        crate::inputs::open_each_in(
             &paths,
             true,
             &mut state,
@@ -362,7 +362,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         )?;
         check(&plan, a)?;
     } else if at_once {
-        let files = crate::open_expanded(&paths, true)?;
+        let files = crate::inputs::open_expanded(&paths, true)?;
         for f in &files {
             plan.add(f);
         }
@@ -375,7 +375,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         // Past the read budget (see `window.rs`): a file at a time (the
         // order of records does not matter here), each one's groups
         // numbered as it comes.
-        crate::open_each(&paths, true, |f| {
+        crate::inputs::open_each(&paths, true, |f| {
             let fi = plan.add(&f);
             totals.scan(&plan, std::slice::from_ref(&f), fi);
             totals.finish_file(fi, &f);

@@ -79,7 +79,7 @@ impl Inputs {
     /// Every thread of every file (what `--thread` names are looked up in).
     pub(crate) fn threads(&self) -> Vec<ThreadInfo> {
         match self {
-            Inputs::All(files) => crate::threads_of(files),
+            Inputs::All(files) => crate::inputs::threads_of(files),
             Inputs::Windows(w) => w.threads.clone(),
         }
     }
@@ -226,13 +226,13 @@ fn budget() -> usize {
         .map_or(DEFAULT_BUDGET, |mb| (mb * f64::from(1 << 20)) as usize)
 }
 
-/// The inputs `files` (patterns expanded, see [`crate::expand`]), and
+/// The inputs `files` (patterns expanded, see [`crate::inputs::expand`]), and
 /// whether they are read at once: one file, or files whose bytes on disk
 /// are within the budget (a compressed file's entries take about half as
 /// much again inflated). A set past it is never held whole, not even while
 /// its files are first looked at.
 pub(crate) fn inputs(files: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)> {
-    let paths = crate::expand(files)?;
+    let paths = crate::inputs::expand(files)?;
     let on_disk: u64 = paths
         .iter()
         .filter_map(|p| std::fs::metadata(p).ok())
@@ -243,20 +243,20 @@ pub(crate) fn inputs(files: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, bool)> 
     Ok((paths, at_once))
 }
 
-/// Opens the inputs `files` (patterns expanded) as [`crate::open_all`]
+/// Opens the inputs `files` (patterns expanded) as [`crate::inputs::open_all`]
 /// does, their warnings said once: all of them, or, when they are several
 /// and their bytes on disk pass the budget, the plan of a read a window at
 /// a time.
 pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
     let (paths, at_once) = inputs(files)?;
     if at_once {
-        return crate::open_expanded(&paths, true).map(Inputs::All);
+        return crate::inputs::open_expanded(&paths, true).map(Inputs::All);
     }
     let mut members = Vec::new();
     // Per writer's clock: its key, its tick rate, its files' maps.
     let mut domains: Vec<((u32, u64), f64, Vec<TimeMap>)> = Vec::new();
     let mut threads = Vec::new();
-    crate::open_each(&paths, true, |log| {
+    crate::inputs::open_each(&paths, true, |log| {
         let key = log.clock_domain();
         let clock = match domains.iter().position(|d| d.0 == key) {
             Some(c) => c,

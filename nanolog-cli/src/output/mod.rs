@@ -46,3 +46,8 @@ impl SiteThreadCache {
         }
     }
 }
+
+/// `n` and the noun, singular for one: "1 record", "2 records".
+pub(crate) fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

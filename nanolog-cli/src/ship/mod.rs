@@ -526,11 +526,11 @@ impl Progress {
             io::stderr(),
             "nanolog ship: {}: {} in {} sent, {}; behind the live file by {records_behind} ({behind} bytes); {} ({}) deleted before they were shipped",
             self.base.display(),
-            crate::count(self.records, "record", "records"),
-            crate::count(self.batches, "batch", "batches"),
-            crate::count(self.client.retries, "retry", "retries"),
-            crate::count(self.files_missed, "file", "files"),
-            crate::count(self.records_missed, "record", "records"),
+            crate::output::count(self.records, "record", "records"),
+            crate::output::count(self.batches, "batch", "batches"),
+            crate::output::count(self.client.retries, "retry", "retries"),
+            crate::output::count(self.files_missed, "file", "files"),
+            crate::output::count(self.records_missed, "record", "records"),
         );
     }
 
@@ -559,10 +559,10 @@ impl Progress {
         let _ = writeln!(
             io::stderr(),
             "nanolog: shipped {} in {} to {} ({})",
-            crate::count(self.records, "record", "records"),
-            crate::count(self.batches, "batch", "batches"),
+            crate::output::count(self.records, "record", "records"),
+            crate::output::count(self.batches, "batch", "batches"),
             self.client.shown_url(),
-            crate::count(self.client.retries, "retry", "retries")
+            crate::output::count(self.client.retries, "retry", "retries")
         );
     }
 }

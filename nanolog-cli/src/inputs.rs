@@ -1,0 +1,272 @@
+//! The inputs of a command: the paths given expanded as a shell would,
+//! the files opened (every one, or one at a time with their warnings),
+//! their threads and the names `--thread` gives, and whether a file's
+//! writer still runs.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// The paths given, with each one that does not exist and holds `*`, `?`
+/// or `[` expanded as the shell would (the shell passes a pattern that
+/// matched nothing as it is: `app.*Z.nlog` before the first roll). A
+/// pattern that matches nothing is skipped with one warning line.
+pub(crate) fn expand(files: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let text = f.to_string_lossy();
+        if f.exists() || !text.contains(['*', '?', '[']) {
+            out.push(f.clone());
+            continue;
+        }
+        let matched: Vec<PathBuf> = glob::glob(&text)
+            .map_err(|e| anyhow::anyhow!("{text}: not a valid pattern: {e}"))?
+            .filter_map(Result::ok)
+            .collect();
+        if matched.is_empty() {
+            let _ = writeln!(
+                io::stderr(),
+                "nanolog: warning: {text}: no file matches; skipped"
+            );
+        }
+        out.extend(matched);
+    }
+    if out.is_empty() {
+        anyhow::bail!("no log file to read");
+    }
+    Ok(out)
+}
+
+/// Every thread of `files`.
+pub(crate) fn threads_of(
+    files: &[nanolog_runtime::reader::LogFile],
+) -> Vec<nanolog_runtime::reader::ThreadInfo> {
+    files.iter().flat_map(|f| f.threads()).collect()
+}
+
+/// The thread ids `--thread` selects among `threads` (those of every file
+/// read): each value an id, or a thread name (every id that has it, in any
+/// of the files). `None` when no `--thread` was given.
+pub(crate) fn thread_ids(
+    args: &[String],
+    threads: &[nanolog_runtime::reader::ThreadInfo],
+) -> Option<Vec<u32>> {
+    if args.is_empty() {
+        return None;
+    }
+    let mut ids = Vec::new();
+    for a in args {
+        match a.parse::<u32>() {
+            Ok(id) => ids.push(id),
+            Err(_) => ids.extend(threads.iter().filter(|t| t.name == *a).map(|t| t.id)),
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Some(ids)
+}
+
+/// Says on stderr which `--thread` values name no thread among `threads` (a
+/// typo, or a thread of another log): the output would be empty without a
+/// word otherwise.
+pub(crate) fn warn_unknown_threads(
+    args: &[String],
+    threads: &[nanolog_runtime::reader::ThreadInfo],
+) {
+    for a in args {
+        let known = threads.iter().any(|t| match a.parse::<u32>() {
+            Ok(id) => t.id == id,
+            Err(_) => t.name == *a,
+        });
+        if !known {
+            let mut names: Vec<String> = threads
+                .iter()
+                .map(|t| {
+                    if t.name.is_empty() {
+                        t.id.to_string()
+                    } else {
+                        format!("{}:{}", t.name, t.id)
+                    }
+                })
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            let _ =
+                writeln!(
+                io::stderr(),
+                "nanolog: warning: --thread {a}: no thread of the input has that {} (threads: {})",
+                if a.parse::<u32>().is_ok() { "id" } else { "name" },
+                if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+            );
+        }
+    }
+}
+
+/// Opens every file (patterns expanded, see [`expand`]), printing each
+/// file's warnings (torn tail, skipped corruption) to stderr.
+pub(crate) fn open_all(
+    files: &[PathBuf],
+    warn: bool,
+) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
+    open_expanded(&expand(files)?, warn)
+}
+
+/// [`open_all`] of paths already expanded.
+pub(crate) fn open_expanded(
+    files: &[PathBuf],
+    warn: bool,
+) -> anyhow::Result<Vec<nanolog_runtime::reader::LogFile>> {
+    let mut out = Vec::new();
+    open_each(files, warn, |log| {
+        out.push(log);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Opens each of the (expanded) paths `files` in turn and gives it to
+/// `each`, as [`open_all`] takes them: what is not a log is skipped with a
+/// warning among several inputs and is the error of a single one; the
+/// file's warnings are said when `warn`. An error when none was a log.
+pub(crate) fn open_each(
+    files: &[PathBuf],
+    warn: bool,
+    mut each: impl FnMut(nanolog_runtime::reader::LogFile) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    open_each_in(
+        files,
+        warn,
+        &mut (),
+        |(), path| nanolog_runtime::reader::LogFile::open(path),
+        |(), log| each(log),
+    )
+}
+
+/// [`open_each`] with the file opened by `open` (which may read it as it
+/// is indexed: see `LogFile::open_streamed`), `state` lent to `open` and
+/// then to `each`.
+pub(crate) fn open_each_in<S>(
+    files: &[PathBuf],
+    warn: bool,
+    state: &mut S,
+    mut open: impl FnMut(
+        &mut S,
+        &Path,
+    )
+        -> Result<nanolog_runtime::reader::LogFile, nanolog_runtime::reader::ReadError>,
+    mut each: impl FnMut(&mut S, nanolog_runtime::reader::LogFile) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let several = files.len() > 1;
+    let mut opened = 0usize;
+    let mut first_err = None;
+    for f in files {
+        // A writer's lock file, or a roll's or a cursor's file in the
+        // making, matched by a pattern such as `logs/*`: not a log, and
+        // not worth a word.
+        if several && is_set_companion(f) {
+            continue;
+        }
+        // Checked before opening: opening a FIFO waits for a writer.
+        let log = match std::fs::metadata(f) {
+            Ok(m) if m.is_dir() => Err(anyhow::anyhow!("{}: a directory, not a log", f.display())),
+            Ok(m) if !m.is_file() => Err(anyhow::anyhow!(
+                "{}: not a regular file (a FIFO, socket or device): not read",
+                f.display()
+            )),
+            _ => open(state, f).map_err(anyhow::Error::from),
+        };
+        let log = match log {
+            Ok(l) => l,
+            // One input: its error is the command's (CONTRACT §4).
+            Err(e) if !several => return Err(e),
+            // Among several: a warning each, the rest read.
+            Err(e) => {
+                let _ = writeln!(io::stderr(), "nanolog: warning: {e}; skipped");
+                first_err.get_or_insert(e);
+                continue;
+            }
+        };
+        // A log its writer is appending to: its last entry may be half
+        // written. The reader takes the entries before it (it never
+        // searches inside a block cut short), and that end is the write in
+        // progress, not damage: nothing is said of it.
+        let live = !log.is_complete() && writer_alive(log.path(), log.header().pid) == Some(true);
+        if warn {
+            for w in log.warnings() {
+                if live && matches!(w, nanolog_runtime::reader::Warning::TornTail { .. }) {
+                    continue;
+                }
+                let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
+            }
+            warn_if_cut(&log);
+        }
+        opened += 1;
+        each(state, log)?;
+    }
+    if opened == 0 {
+        return Err(match first_err {
+            Some(e) => e.context(format!(
+                "none of the {} files is a nanolog log",
+                files.len()
+            )),
+            None => anyhow::anyhow!("no log file to read"),
+        });
+    }
+    Ok(())
+}
+
+/// Whether the process `pid`, which wrote the file at `path`, still runs
+/// and holds its lock (`PATH.lock` names it); `None` where this system
+/// cannot say (no `/proc`). The lock file is only read: a lock taken to
+/// test it could refuse a writer starting at that moment.
+pub(crate) fn writer_alive(path: &std::path::Path, pid: u32) -> Option<bool> {
+    let proc = std::path::Path::new("/proc");
+    if !proc.join("self").exists() {
+        return None;
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let holder = std::fs::read_to_string(path.with_file_name(name))
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok());
+    Some(holder == Some(pid) && proc.join(pid.to_string()).exists())
+}
+
+/// Says when `log` ends on a whole entry without its writer's END, and no
+/// writer holds it: the writer was killed, or the file was cut there. (A
+/// cut inside an entry is a torn tail, which the reader says.) Said only
+/// where the system tells whether a writer runs (Linux's `/proc`).
+fn warn_if_cut(log: &nanolog_runtime::reader::LogFile) {
+    use nanolog_runtime::reader::Warning;
+    if log.is_complete()
+        || log
+            .warnings()
+            .iter()
+            .any(|w| matches!(w, Warning::TornTail { .. }))
+        // (Where it cannot be told whether a writer holds it, nothing is
+        // said: it may be live.)
+        || writer_alive(log.path(), log.header().pid) != Some(false)
+    {
+        return;
+    }
+    let _ = writeln!(
+        io::stderr(),
+        "nanolog: warning: {}: no END entry after byte {} (its last whole entry), and no writer holds it: its writer was killed, or the file was cut there; what was logged after that is not in it",
+        log.path().display(),
+        log.valid_len()
+    );
+}
+
+/// Whether `f` is one of the files a writer or a follower keeps beside a
+/// log: `app.nlog.lock`, `app.nlog.next` (a roll under way), a cursor's
+/// `.tmp` (checked by its name and by the log it sits beside).
+fn is_set_companion(f: &Path) -> bool {
+    let name = f
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    ["lock", "next", "tmp"].iter().any(|ext| {
+        name.strip_suffix(ext)
+            .and_then(|n| n.strip_suffix('.'))
+            .is_some_and(|log| f.with_file_name(log).exists() || *ext == "lock")
+    })
+}
