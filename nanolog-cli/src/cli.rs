@@ -1,5 +1,5 @@
 //! The command line, as clap types only; each subcommand's module
-//! (`decode.rs`, `stats.rs`, `info.rs`, `export.rs`) turns them into its plan.
+//! (`decode.rs`, `stats/`, `info.rs`, `export.rs`) turns them into its plan.
 
 use std::path::PathBuf;
 

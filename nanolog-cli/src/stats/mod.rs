@@ -1,0 +1,181 @@
+//! `nanolog stats`: aggregations computed from the binary values, without
+//! formatting, split across cores by extent.
+//!
+//! This file runs it; the plan and its rows are [`plan`], reading the
+//! records [`scan`], printing [`print`], the histogram [`histogram`].
+
+mod histogram;
+mod plan;
+mod print;
+mod scan;
+
+use histogram::*;
+use plan::*;
+use print::*;
+use scan::*;
+
+use std::io::{self, Write};
+
+use anyhow::{bail, Context};
+
+use crate::time_args::parse_duration_ns;
+use nanolog_runtime::reader::LogFile;
+use regex::Regex;
+
+use crate::cli::{GroupBy, StatsArgs};
+
+pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
+    let (paths, at_once) = crate::window::inputs(&a.files)?;
+    let site_re = match (&a.site, &a.fmt) {
+        (Some(re), _) => Some(Regex::new(re).context("--site: invalid regular expression")?),
+        // An exact format string: the regex of its text, anchored.
+        (None, Some(text)) => Some(Regex::new(&format!("^{}$", regex::escape(text)))?),
+        (None, None) => None,
+    };
+    if a.arg.is_some() && site_re.is_none() {
+        bail!("--arg needs --site or --fmt to choose the call sites whose argument to aggregate");
+    }
+    let every_ns = a
+        .every
+        .as_deref()
+        .map(parse_duration_ns)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--every: {e}"))?
+        .map(|n| n as i64);
+    let want = a.arg.as_deref().map(|w| match w.parse::<usize>() {
+        Ok(i) => Want::Index(i),
+        Err(_) => Want::Name(w.to_owned()),
+    });
+    let mut plan = StatsPlan {
+        by: a.by.unwrap_or(GroupBy::Site),
+        every_ns,
+        site_re,
+        arg: want.map(|want| ArgPlan {
+            want,
+            per_file: Vec::new(),
+        }),
+        thread_source: Vec::new(),
+        selected: Vec::new(),
+        groups: Groups::new(),
+        files: Vec::new(),
+    };
+    let mut totals = Totals::default();
+    if every_ns.is_none() {
+        // Each file read as it is indexed (the order of records does not
+        // matter here, nor their times but a group's first and last): a
+        // compressed file's blocks are inflated once, a few MiB at a time.
+        let mut state = (&mut plan, &mut totals, None);
+        crate::inputs::open_each_in(
+            &paths,
+            true,
+            &mut state,
+            |(plan, totals, current), path| {
+                *current = None;
+                LogFile::open_streamed(path, |wave| {
+                    let f = wave.file();
+                    let fi = match *current {
+                        Some(fi) => {
+                            plan.refresh(fi, f);
+                            fi
+                        }
+                        None => *current.insert(plan.add(f)),
+                    };
+                    totals.scan(plan, std::slice::from_ref(wave), fi);
+                })
+            },
+            |(plan, totals, current), f| {
+                let fi = match current.take() {
+                    Some(fi) => {
+                        plan.refresh(fi, &f);
+                        fi
+                    }
+                    None => plan.add(&f),
+                };
+                totals.finish_file(fi, &f);
+                Ok(())
+            },
+        )?;
+        check(&plan, a)?;
+    } else if at_once {
+        let files = crate::inputs::open_expanded(&paths, true)?;
+        for f in &files {
+            plan.add(f);
+        }
+        check(&plan, a)?;
+        totals.scan(&plan, &files, 0);
+        for (fi, f) in files.iter().enumerate() {
+            totals.finish_file(fi, f);
+        }
+    } else {
+        // Past the read budget (see `window.rs`): a file at a time (the
+        // order of records does not matter here), each one's groups
+        // numbered as it comes.
+        crate::inputs::open_each(&paths, true, |f| {
+            let fi = plan.add(&f);
+            totals.scan(&plan, std::slice::from_ref(&f), fi);
+            totals.finish_file(fi, &f);
+            Ok(())
+        })?;
+        check(&plan, a)?;
+    }
+    let Totals {
+        total,
+        values,
+        mut sums,
+        ..
+    } = totals;
+    sums.sort_unstable_by_key(|s| s.0);
+    let sum = sums.iter().map(|s| s.1).sum();
+    for e in &total.errors {
+        let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
+    }
+    let mut out = String::new();
+    if let Some(n) = a.arg.as_deref() {
+        if let Some(kind) = total.non_numeric {
+            bail!("argument {n} of the selected call sites is {kind}, not a number");
+        }
+        write_arg_summary(a, n, &values, sum, &mut out);
+    } else if every_ns.is_some() {
+        let keys = &plan.groups.keys;
+        let series = total
+            .series
+            .into_iter()
+            .map(|((t, g), c)| ((t, keys[g as usize].clone()), c))
+            .collect();
+        write_series(a.format, &plan, &series, &mut out);
+    } else {
+        let groups = plan
+            .groups
+            .keys
+            .iter()
+            .cloned()
+            .zip(total.rows)
+            .filter(|(_, r)| r.count > 0)
+            .collect();
+        write_groups(a.format, &plan, &groups, &mut out);
+    }
+    io::stdout().lock().write_all(out.as_bytes())?;
+    Ok(())
+}
+
+/// Says why the selection reads nothing: a `--site` that matches no call
+/// site, an `--arg` name no selected site has.
+fn check(plan: &StatsPlan, a: &StatsArgs) -> anyhow::Result<()> {
+    let selector = if a.fmt.is_some() { "--fmt" } else { "--site" };
+    if plan.site_re.is_some() && !plan.selected.iter().flatten().any(|&b| b) {
+        bail!(
+            "{selector} {:?} matches no call site's format string",
+            a.site.as_deref().or(a.fmt.as_deref()).unwrap_or("")
+        );
+    }
+    if let Some(ArgPlan {
+        want: Want::Name(want),
+        per_file,
+    }) = &plan.arg
+    {
+        if !per_file.iter().flatten().any(Option::is_some) {
+            bail!("--arg {want:?}: no selected call site has an argument of that name");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! Reading the records: extents split across cores, each record added
+//! to its group without formatting.
+
+use std::ops::Range;
+
+use nanolog_runtime::reader::{LogFile, ReadError, Record, Wave};
+
+use super::*;
+use crate::percentile;
+
+/// The results of the files scanned so far.
+#[derive(Default)]
+pub(super) struct Totals {
+    pub(super) total: Partial,
+    /// `--arg`'s values, per worker of each scan (tens of MB for a large
+    /// log: they stay in the workers' vectors).
+    pub(super) values: Vec<percentile::Values>,
+    /// Per work item, numbered across scans in file order: its values' sum.
+    pub(super) sums: Vec<(usize, f64)>,
+    /// Work items of the scans so far.
+    pub(super) items: usize,
+}
+
+/// What a scan reads: a file's extents, or a run of them read as the file
+/// is indexed.
+pub(super) trait Extents: Sync {
+    fn extent_count(&self) -> usize;
+    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>));
+}
+
+impl Extents for LogFile {
+    fn extent_count(&self) -> usize {
+        LogFile::extent_count(self)
+    }
+    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>)) {
+        LogFile::scan_extents(self, range, f)
+    }
+}
+
+impl Extents for Wave<'_> {
+    fn extent_count(&self) -> usize {
+        Wave::extent_count(self)
+    }
+    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>)) {
+        Wave::scan_extents(self, range, f)
+    }
+}
+
+/// Extents a work item takes at least: a small file (a set of thousands)
+/// is scanned on the calling thread, without starting others.
+pub(super) const MIN_ITEM: usize = 8;
+
+impl Totals {
+    /// Scans `sources`, of the files `first..` of the plan, on every core.
+    pub(super) fn scan(&mut self, plan: &StatsPlan, sources: &[impl Extents], first: usize) {
+        // Work items: (file, extent range), about four per core.
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        let mut work = Vec::new();
+        for (fi, f) in sources.iter().enumerate() {
+            let n = f.extent_count();
+            let step = n.div_ceil(cores * 4).max(MIN_ITEM);
+            let mut s = 0;
+            while s < n {
+                work.push((fi, s..(s + step).min(n)));
+                s += step;
+            }
+        }
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let groups = plan.groups.keys.len();
+        let base = self.items;
+        let worker = || {
+            let mut p = Partial::new(groups);
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((fi, range)) = work.get(i) else {
+                    break;
+                };
+                let before = p.values.len();
+                scan(plan, &sources[*fi], first + fi, range.clone(), &mut p);
+                if plan.arg.is_some() {
+                    p.sums.push((base + i, p.values.since(before).iter().sum()));
+                }
+            }
+            p
+        };
+        let workers = cores.min(work.len()).max(1);
+        let partials: Vec<Partial> = if workers == 1 {
+            vec![worker()]
+        } else {
+            std::thread::scope(|sc| {
+                let handles: Vec<_> = (0..workers).map(|_| sc.spawn(worker)).collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Partial::new(groups)))
+                    .collect()
+            })
+        };
+        self.items += work.len();
+        let total = &mut self.total;
+        total.rows.resize(groups, Row::default());
+        for mut p in partials {
+            self.values.push(std::mem::take(&mut p.values));
+            self.sums.append(&mut p.sums);
+            for (t, r) in total.rows.iter_mut().zip(&p.rows) {
+                t.merge(r);
+            }
+            for (k, c) in p.series {
+                *total.series.entry(k).or_default() += c;
+            }
+            total.non_numeric = total.non_numeric.take().or(p.non_numeric);
+            total.errors.extend(p.errors);
+            for (fi, ticks) in p.ticks {
+                let t = total.ticks.entry(fi).or_default();
+                if t.len() < ticks.len() {
+                    t.resize(ticks.len(), (u64::MAX, 0));
+                }
+                for ((lo, hi), (l, h)) in t.iter_mut().zip(ticks) {
+                    *lo = (*lo).min(l);
+                    *hi = (*hi).max(h);
+                }
+            }
+        }
+    }
+
+    /// File `fi` is read whole: its groups' first and last ticks become
+    /// times, by its clock. (A file's map from ticks to time never goes
+    /// backwards, so they are its first and last times, mapped once each:
+    /// a lookup in the clock pairs for every record was half of `stats`'
+    /// time.)
+    pub(super) fn finish_file(&mut self, fi: usize, f: &LogFile) {
+        let Some(ticks) = self.total.ticks.remove(&fi) else {
+            return;
+        };
+        let map = f.time_map();
+        for (row, (lo, hi)) in self.total.rows.iter_mut().zip(ticks) {
+            if lo <= hi {
+                row.span(map.unix_ns(lo), map.unix_ns(hi));
+            }
+        }
+    }
+}
+
+pub(super) fn scan(
+    plan: &StatsPlan,
+    f: &impl Extents,
+    fi: usize,
+    range: Range<usize>,
+    p: &mut Partial,
+) {
+    let sel = &plan.selected[fi];
+    // Per group: the first and last tick of its records in the file.
+    let ticks = p.ticks.entry(fi).or_default();
+    ticks.resize(p.rows.len(), (u64::MAX, 0));
+    // Blocks past the file's resident budget inflated one at a time as the
+    // scan reaches them.
+    f.scan_extents(range, |rec| {
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                p.errors.push(e.to_string());
+                return;
+            }
+        };
+        let id = rec.site().id as usize;
+        if !sel.get(id).copied().unwrap_or(false) {
+            return;
+        }
+        if let Some(arg) = &plan.arg {
+            let Some(n) = arg.per_file[fi].get(id).copied().flatten() else {
+                // A selected site without an argument of that name.
+                return;
+            };
+            match rec.arg(n) {
+                Some(v) => match v.as_f64() {
+                    Some(x) => p.values.push(x),
+                    None => {
+                        p.non_numeric
+                            .get_or_insert_with(|| kind_name(&v).to_owned());
+                    }
+                },
+                None => {
+                    p.non_numeric.get_or_insert_with(|| "missing".to_owned());
+                }
+            }
+            return;
+        }
+        let group = plan.groups.of(plan.by, fi, &rec);
+        if let Some(every) = plan.every_ns {
+            let ns = rec.unix_ns();
+            *p.series
+                .entry((ns.div_euclid(every) * every, group))
+                .or_default() += 1;
+        } else {
+            let g = group as usize;
+            p.rows[g].count_one(rec.encoded_len() as u64);
+            let (lo, hi) = &mut ticks[g];
+            *lo = (*lo).min(rec.tick());
+            *hi = (*hi).max(rec.tick());
+        }
+    });
+}
