@@ -13,6 +13,7 @@ pub mod format;
 pub(crate) mod frame;
 pub mod header;
 pub mod record;
+mod value;
 
 /// The first eight bytes of every nanolog file.
 pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
