@@ -111,7 +111,7 @@ impl<'a> Record<'a> {
     }
 
     /// Its W3C trace context: the ids of the innermost of its spans that
-    /// carries them (see [`TraceContext`]); `None` outside such spans.
+    /// carries them (see [`TraceContext`](super::TraceContext)); `None` outside such spans.
     pub fn trace_context(&self) -> Option<super::TraceContext> {
         if self.ctx == 0 {
             return None;
