@@ -4,10 +4,9 @@
 
 use std::sync::Arc;
 
-use super::drain::site_ix;
 use super::State;
 use crate::mirror::Mirror;
-use crate::site::Registration;
+use crate::site::{self, Registration};
 use crate::span::book::{Book, SpanFile};
 use crate::wire::frame::{begin_entry, end_entry};
 use crate::wire::{dict, record, tag};
@@ -110,4 +109,23 @@ pub(super) fn emit_site(out: &mut Vec<u8>, sites: &[Option<Arc<Registration>>], 
         },
     );
     end_entry(out, start);
+}
+
+/// The index of site `id` in the flusher's sites, registered there on its
+/// first sight; `None` for an id no site has.
+pub(super) fn site_ix(
+    sites: &mut Vec<Option<Arc<Registration>>>,
+    site_emitted: &mut Vec<bool>,
+    id: u32,
+) -> Option<usize> {
+    let ix = id as usize;
+    if sites.get(ix).is_none_or(Option::is_none) {
+        let info = site::lookup(id)?;
+        if sites.len() <= ix {
+            sites.resize(ix + 1, None);
+            site_emitted.resize(ix + 1, false);
+        }
+        sites[ix] = Some(info);
+    }
+    Some(ix)
 }

@@ -5,11 +5,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
-use super::dict::emit_site;
+use super::dict::{emit_site, site_ix};
 use super::{RingState, State};
 use crate::compact::CompactFn;
 use crate::ring;
-use crate::site::{self, Registration};
 use crate::wire::extent;
 use crate::wire::format::Role;
 use crate::wire::frame::{begin_entry, end_entry, put_entry};
@@ -318,25 +317,6 @@ impl State {
             dict::put_drop(b, thread, 1, tick, tick)
         });
     }
-}
-
-/// The index of site `id` in the flusher's sites, registered there on its
-/// first sight; `None` for an id no site has.
-pub(super) fn site_ix(
-    sites: &mut Vec<Option<Arc<Registration>>>,
-    site_emitted: &mut Vec<bool>,
-    id: u32,
-) -> Option<usize> {
-    let ix = id as usize;
-    if sites.get(ix).is_none_or(Option::is_none) {
-        let info = site::lookup(id)?;
-        if sites.len() <= ix {
-            sites.resize(ix + 1, None);
-            site_emitted.resize(ix + 1, false);
-        }
-        sites[ix] = Some(info);
-    }
-    Some(ix)
 }
 
 /// A context switch in the open extent `o` if its records are not in
