@@ -100,25 +100,18 @@ pub(crate) fn spans_dropped() -> u64 {
 const BUDGET_MIN: usize = 16 << 10;
 const BUDGET_MAX: usize = 256 << 10;
 
-/// `f` of the running logger (not stopping), if any; whether there was one.
-fn with_logger(f: impl FnOnce(&Shared)) -> bool {
-    let l = LOGGER.lock().unwrap_or_else(PoisonError::into_inner);
-    match l.as_deref() {
-        Some(s) if !s.stop.load(Ordering::Acquire) => {
-            f(s);
-            true
-        }
-        _ => false,
-    }
-}
-
-/// `f` of the last logger to go live, stopping or not.
-fn with_logger_any<T>(f: impl FnOnce(&Shared) -> T) -> Option<T> {
+/// Wakes the flusher of the logger that went live last; whether that
+/// flusher still runs (false: none went live, or it ended or stalled and
+/// was left behind, and the mailboxes go to the table soon or already).
+fn wake_flusher() -> bool {
     LOGGER
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .as_deref()
-        .map(f)
+        .is_some_and(|s| {
+            s.wake_flusher();
+            s.running.load(Ordering::Acquire)
+        })
 }
 
 impl std::ops::Deref for Live {
@@ -169,18 +162,18 @@ impl Mailbox {
     #[cold]
     #[inline(never)]
     fn post_full(&self, change: &Change<'_>, need: usize, budget: usize) -> Posted {
+        let drop_when_full = DROP_WHEN_FULL.load(Ordering::Relaxed);
         let closing = matches!(change, Change::Close { .. });
         // The flusher never waits for itself (a span made by its mirror's
         // writer): it takes the mailboxes, so it admits past the budget.
-        let over = closing && DROP_WHEN_FULL.load(Ordering::Relaxed)
-            || crate::channel::is_flusher_thread();
-        if !over && DROP_WHEN_FULL.load(Ordering::Relaxed) {
+        let over = closing && drop_when_full || crate::channel::is_flusher_thread();
+        if !over && drop_when_full {
             // Relaxed: a count for `Stats`, as the rings' drops are.
             let n = SPANS_DROPPED.fetch_add(1, Ordering::Relaxed);
             // A burst of drops wakes an idle flusher now and then (the
             // logger's lock only then: every thread drops at once).
             if n.is_multiple_of(1024) {
-                with_logger(|s| s.wake_flusher());
+                wake_flusher();
             }
             return Posted::Dropped;
         }
@@ -201,19 +194,16 @@ impl Mailbox {
             // waits for room in its ring (it takes every mailbox once a
             // pass; see `Book::take_mail`). A stopping logger's flusher
             // takes them too, and the stop ends with changes going direct.
-            if spins.is_multiple_of(64) && !with_logger(|s| s.wake_flusher()) {
-                // No running logger (one stalled and was left behind, or
-                // it is stopping and will hand the mailboxes to the table):
-                // the change is kept past the budget rather than lost.
-                let running = with_logger_any(|s| s.running.load(Ordering::Acquire));
-                if !running.unwrap_or(false) {
-                    let mut ops = self.ops.lock();
-                    if !LIVE.load(Ordering::SeqCst) {
-                        return Posted::Direct;
-                    }
-                    self.put(&mut ops, change);
-                    return Posted::Kept;
+            if spins.is_multiple_of(64) && !wake_flusher() {
+                // No flusher to wait for (it stalled and was left behind):
+                // the change is kept past the budget rather than lost, and
+                // goes to the table with the mailbox.
+                let mut ops = self.ops.lock();
+                if !LIVE.load(Ordering::SeqCst) {
+                    return Posted::Direct;
                 }
+                self.put(&mut ops, change);
+                return Posted::Kept;
             }
             spins = spins.wrapping_add(1);
             if spins < 100 {
