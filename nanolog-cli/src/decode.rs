@@ -157,7 +157,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     inputs.merges(
         plan.sorted,
         || plan.filter_in(&threads, 0),
-        |merge| print_merge(&plan, merge, &mut w, &mut printed),
+        |merge| print_merge(&plan, merge, &mut 0, &mut w, &mut printed),
     )?;
     w.flush()?;
     Ok(())
@@ -191,7 +191,7 @@ fn print_last(
     for g in first..groups {
         let filter = plan.filter_in(threads, 0);
         let more = inputs.merge_group(plan.sorted, g, filter, |m| {
-            print_skipping(plan, m, &mut skip, w, printed)
+            print_merge(plan, m, &mut skip, w, printed)
         })?;
         if !more {
             break;
@@ -237,55 +237,6 @@ fn passes_grep(plan: &DecodePlan, rec: &Record<'_>, msg: &mut String) -> bool {
             re.is_match(msg)
         }
     }
-}
-
-/// Prints the events `merge` yields after its first `skip` records (the
-/// events among those are not printed; `skip` is counted down); returns
-/// false once `--limit` is reached.
-fn print_skipping(
-    plan: &DecodePlan,
-    merge: Merge<'_>,
-    skip: &mut u64,
-    w: &mut impl Write,
-    printed: &mut u64,
-) -> anyhow::Result<bool> {
-    let mut merge = merge.batches();
-    let mut r = Renderer::new(plan);
-    let mut line = String::with_capacity(1 << 17);
-    let mut msg = String::new();
-    let mut batch = Batch::with_capacity(BATCH);
-    let mut more = true;
-    'read: loop {
-        batch.clear();
-        let fill = merge.fill(&mut batch, BATCH);
-        for ev in batch.events() {
-            if plan.limit.is_some_and(|l| *printed >= l) {
-                more = false;
-                break 'read;
-            }
-            if *skip > 0 {
-                if let Event::Record(rec) = ev {
-                    *skip -= u64::from(passes_grep(plan, rec, &mut msg));
-                }
-                continue;
-            }
-            if r.event(plan, ev, &mut line) {
-                *printed += 1;
-            }
-            if line.len() >= 1 << 16 {
-                w.write_all(line.as_bytes())?;
-                line.clear();
-            }
-        }
-        if !fill {
-            break;
-        }
-    }
-    w.write_all(line.as_bytes())?;
-    for e in merge.take_errors() {
-        let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
-    }
-    Ok(more)
 }
 
 /// Renders events into output text, one call per event.
@@ -353,6 +304,7 @@ impl Renderer {
 pub(crate) fn print_merge(
     plan: &DecodePlan,
     merge: Merge<'_>,
+    skip: &mut u64,
     w: &mut impl Write,
     printed: &mut u64,
 ) -> anyhow::Result<bool> {
@@ -364,12 +316,12 @@ pub(crate) fn print_merge(
         .min(8)
         - 1;
     // With --grep or --trace, how many records pass is known only after
-    // rendering, so --limit needs the serial path.
+    // rendering, so --limit needs the serial path; so does `-n`'s skip.
     let filtered = plan.grep.is_some() || plan.trace.is_some();
-    let more = if workers >= 1 && (!filtered || plan.limit.is_none()) {
+    let more = if workers >= 1 && (!filtered || plan.limit.is_none()) && *skip == 0 {
         print_parallel(plan, &mut merge, workers, w, printed)?
     } else {
-        print_serial(plan, &mut merge, w, printed)?
+        print_serial(plan, &mut merge, skip, w, printed)?
     };
     for e in merge.take_errors() {
         let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
@@ -377,14 +329,18 @@ pub(crate) fn print_merge(
     Ok(more)
 }
 
+/// Prints the events after the first `skip` records (`-n`: the events
+/// among those are not printed; `skip` is counted down).
 fn print_serial(
     plan: &DecodePlan,
     merge: &mut Batches<'_>,
+    skip: &mut u64,
     w: &mut impl Write,
     printed: &mut u64,
 ) -> anyhow::Result<bool> {
     let mut r = Renderer::new(plan);
     let mut line = String::with_capacity(1 << 17);
+    let mut msg = String::new();
     let mut batch = Batch::with_capacity(1024);
     loop {
         batch.clear();
@@ -393,6 +349,12 @@ fn print_serial(
             if plan.limit.is_some_and(|l| *printed >= l) {
                 w.write_all(line.as_bytes())?;
                 return Ok(false);
+            }
+            if *skip > 0 {
+                if let Event::Record(rec) = ev {
+                    *skip -= u64::from(passes_grep(plan, rec, &mut msg));
+                }
+                continue;
             }
             if r.event(plan, ev, &mut line) {
                 *printed += 1;
@@ -598,20 +560,18 @@ impl<W: Write> Sink for PrintSink<'_, W> {
             merge.set_clock(0, clock.clone());
             merge
         };
-        let more = match self.tail.take() {
-            // The last N of what is there, then everything that follows.
-            Some(n) => {
-                let mut skip = count_records(self.plan, merge()).saturating_sub(n);
-                print_skipping(
-                    self.plan,
-                    merge(),
-                    &mut skip,
-                    &mut self.w,
-                    &mut self.printed,
-                )?
-            }
-            None => print_merge(self.plan, merge(), &mut self.w, &mut self.printed)?,
-        };
+        // `-n`: the last N of what is there, then everything that follows.
+        let mut skip = self
+            .tail
+            .take()
+            .map_or(0, |n| count_records(self.plan, merge()).saturating_sub(n));
+        let more = print_merge(
+            self.plan,
+            merge(),
+            &mut skip,
+            &mut self.w,
+            &mut self.printed,
+        )?;
         self.w.flush()?;
         if more {
             cursor.save(log, end)?;

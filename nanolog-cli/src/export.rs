@@ -48,7 +48,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             inputs.merges(
                 true,
                 || plan.filter_in(&threads, 0),
-                |merge| print_merge(&plan, merge, &mut w, &mut printed),
+                |merge| print_merge(&plan, merge, &mut 0, &mut w, &mut printed),
             )?;
             w.flush()
                 .with_context(|| format!("cannot write {}", a.output.display()))?;

@@ -94,33 +94,9 @@ impl Inputs {
         filter: impl Fn() -> Filter,
         mut each: impl FnMut(Merge<'_>) -> anyhow::Result<bool>,
     ) -> anyhow::Result<()> {
-        fn merge(files: &[LogFile], filter: Filter, sorted: bool) -> Merge<'_> {
-            if sorted {
-                Merge::new(files, filter)
-            } else {
-                Merge::unsorted(files, filter)
-            }
-        }
-        match self {
-            Inputs::All(files) => {
-                each(merge(files, filter(), sorted))?;
-            }
-            Inputs::Windows(w) => {
-                let groups = if sorted {
-                    w.groups.clone()
-                } else {
-                    w.one_by_one()
-                };
-                for g in &groups {
-                    let (files, clocks) = w.open(g);
-                    let mut m = merge(&files, filter(), sorted);
-                    for (i, c) in clocks.into_iter().enumerate() {
-                        m.set_clock(i, c);
-                    }
-                    if !each(m)? {
-                        break;
-                    }
-                }
+        for g in 0..self.group_count(sorted) {
+            if !self.merge_group(sorted, g, filter(), &mut each)? {
+                break;
             }
         }
         Ok(())
@@ -175,12 +151,6 @@ impl Inputs {
 }
 
 impl Windows {
-    /// Every file in a group of its own, in the order given (the order of
-    /// an unsorted read).
-    pub(crate) fn one_by_one(&self) -> Vec<Vec<usize>> {
-        (0..self.files.len()).map(|i| vec![i]).collect()
-    }
-
     /// The files `group` (indexes, as in [`Windows::groups`]), opened
     /// again, each with the clock it is read by (their warnings were said
     /// when they were first opened). A file that can no longer be read is
