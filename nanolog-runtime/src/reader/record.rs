@@ -119,6 +119,10 @@ impl<'a> Record<'a> {
         // Outermost first: the last found is the innermost.
         let mut found = None;
         self.file.for_each_span(self.ctx, |s| {
+            // (Most spans have no ids: their values are not decoded.)
+            if !s.site().names.iter().any(|n| n == "span_id") {
+                return;
+            }
             if let Some(t) = super::TraceContext::of_fields(|f| s.for_each_field(f)) {
                 found = Some(t);
             }
