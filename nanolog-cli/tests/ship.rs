@@ -1392,9 +1392,6 @@ fn cursor_at_start_of(d: &Path, log: &nanolog_runtime::reader::LogFile) -> PathB
 /// collector's buffers held a traced record before.
 #[test]
 fn records_in_traced_spans_arrive_with_their_trace_and_span_ids() {
-    const T: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
-    const S: &str = "00f067aa0ba902b7";
-    const S2: &str = "53995c3f42cd8ad8";
     let hex = |s: &str| -> Vec<u8> {
         (0..s.len() / 2)
             .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
@@ -1403,17 +1400,7 @@ fn records_in_traced_spans_arrive_with_their_trace_and_span_ids() {
     let _s = serial();
     let d = dir("trace-ids");
     let base = d.join("app.nlog");
-    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
-    for i in 0..3u32 {
-        {
-            let _r = nanolog::span!("request", trace_id = T, span_id = S, trace_flags = "01");
-            nanolog::info!("in request {}", i);
-            let _c = nanolog::span!("call", trace_id = T, span_id = S2);
-            nanolog::info!("in call {}", i);
-        }
-        nanolog::info!("outside {}", i);
-    }
-    drop(logger);
+    common::traced_log(&base, 3);
     let c = Collector::start();
     let (status, err) = shipped(
         &["--endpoint", &c.endpoint(), "--once", p(&base)],
@@ -1424,14 +1411,10 @@ fn records_in_traced_spans_arrive_with_their_trace_and_span_ids() {
     let got = c.records();
     assert_eq!(got.len(), 9);
     for g in &got {
-        let (trace, span, flags) = match g.body.split(' ').next().unwrap() {
-            "in" if g.body.starts_with("in request") => (hex(T), hex(S), 1),
-            "in" => (hex(T), hex(S2), 0),
-            _ => (vec![], vec![], 0),
-        };
+        let (trace, span, flags) = common::traced_ids(&g.body);
         assert_eq!(
             (&g.trace_id, &g.span_id, g.flags),
-            (&trace, &span, flags),
+            (&hex(trace), &hex(span), flags),
             "{}",
             g.body
         );

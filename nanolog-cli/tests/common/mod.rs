@@ -197,3 +197,44 @@ pub fn line_reader(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
     });
     rx
 }
+
+/// The W3C trace id of [`traced_log`]'s requests, and the span ids of its
+/// `request` and `call` spans.
+pub const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+pub const REQUEST_SPAN_ID: &str = "00f067aa0ba902b7";
+pub const CALL_SPAN_ID: &str = "53995c3f42cd8ad8";
+
+/// Writes `n` requests into a new log at `base`, each a record in a
+/// `request` span that carries [`TRACE_ID`] and [`REQUEST_SPAN_ID`] (flags
+/// 01), one in a `call` span inside it that carries [`CALL_SPAN_ID`], and
+/// one outside both: `in request I`, `in call I`, `outside I`.
+pub fn traced_log(base: &Path, n: u32) {
+    let logger = nanolog::Logger::builder().path(base).start().unwrap();
+    for i in 0..n {
+        {
+            let _r = nanolog::span!(
+                "request",
+                trace_id = TRACE_ID,
+                span_id = REQUEST_SPAN_ID,
+                trace_flags = "01"
+            );
+            nanolog::info!("in request {}", i);
+            let _c = nanolog::span!("call", trace_id = TRACE_ID, span_id = CALL_SPAN_ID);
+            nanolog::info!("in call {}", i);
+        }
+        nanolog::info!("outside {}", i);
+    }
+    drop(logger);
+}
+
+/// The (trace id, span id, flags) a record of [`traced_log`] with message
+/// `body` carries (empty ids outside its spans).
+pub fn traced_ids(body: &str) -> (&'static str, &'static str, u32) {
+    if body.starts_with("in request") {
+        (TRACE_ID, REQUEST_SPAN_ID, 1)
+    } else if body.starts_with("in call") {
+        (TRACE_ID, CALL_SPAN_ID, 0)
+    } else {
+        ("", "", 0)
+    }
+}
