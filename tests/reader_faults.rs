@@ -140,6 +140,9 @@ fn a_block_that_no_longer_inflates_when_read_again_is_reported() {
             .unwrap();
     }
     let gone = |e: &String| e.contains("no longer inflates");
+    // A flusher kept busy (a loaded machine) writes some batches as they
+    // are: zeroed, those extents are damage of their own kind.
+    let damage = |e: &String| e.contains("malformed extent");
     let (mut records, mut errors) = (0, Vec::new());
     for r in log.records() {
         match r {
@@ -148,7 +151,10 @@ fn a_block_that_no_longer_inflates_when_read_again_is_reported() {
         }
     }
     assert!(records > 0 && records < 20_000, "{records} records read");
-    assert!(!errors.is_empty() && errors.iter().all(gone), "{errors:?}");
+    assert!(
+        errors.iter().any(gone) && errors.iter().all(damage),
+        "{errors:?}"
+    );
 
     let files = [log];
     let mut batches = Merge::new(&files, Filter::default()).batches();
@@ -178,7 +184,7 @@ fn a_block_that_no_longer_inflates_when_read_again_is_reported() {
     files[0].scan_extents(0..files[0].extent_count(), |r| match r {
         Ok(_) => scanned += 1,
         Err(e) => {
-            assert!(gone(&e.to_string()), "{e}");
+            assert!(damage(&e.to_string()), "{e}");
             scan_errors += 1;
         }
     });
