@@ -85,7 +85,7 @@ where
 {
     // tracing caches each callsite's interest (from `register_callsite`):
     // a change of nanolog's filter asks it again.
-    crate::filter::after_change(tracing_core::callsite::rebuild_interest_cache);
+    crate::filter::after_change(rebuild_interest);
     let owner = owner();
     NanologLayer {
         events: EventLayer { owner }.with_filter(NanologFilter::default()),
@@ -109,6 +109,35 @@ impl<S> Filter<S> for NanologFilter {
         } else {
             tracing_core::Interest::never()
         }
+    }
+}
+
+/// The dispatcher a nanolog layer was last registered in (a weak
+/// reference: it is not kept alive for this).
+static REGISTERED: std::sync::Mutex<Option<tracing_core::dispatcher::WeakDispatch>> =
+    std::sync::Mutex::new(None);
+
+/// Has tracing ask every callsite's interest again (nanolog's filter
+/// changed). tracing asks the dispatchers it knows; but while only one is
+/// alive it asks the calling thread's default instead, and a service whose
+/// subscriber is scoped (`with_default`, or set on its runtime's threads)
+/// starts its logger on a thread where that default is no subscriber:
+/// every callsite already seen would then be `never`, for every layer of
+/// the service's subscriber (its OpenTelemetry spans included). So the
+/// question is asked with the dispatcher nanolog's layer is in as the
+/// default while it is.
+fn rebuild_interest() {
+    let registered = REGISTERED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+        .and_then(tracing_core::dispatcher::WeakDispatch::upgrade);
+    match registered {
+        Some(d) => tracing_core::dispatcher::with_default(
+            &d,
+            tracing_core::callsite::rebuild_interest_cache,
+        ),
+        None => tracing_core::callsite::rebuild_interest_cache(),
     }
 }
 
@@ -163,6 +192,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     // The events' side: the per-layer filter and the event layer behind it.
 
     fn on_register_dispatch(&self, subscriber: &tracing_core::Dispatch) {
+        *REGISTERED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(subscriber.downgrade());
         self.events.on_register_dispatch(subscriber);
     }
 
