@@ -34,6 +34,11 @@ pub struct Site {
     /// How many of `pieces` render the message; the rest render a bridge
     /// record's fields (`usize::MAX`: all of them).
     pub message_pieces: usize,
+    /// A span's site: how many of its arguments, before its key, are its
+    /// trace context (`trace_id`, `span_id`, `trace_flags`, as an
+    /// OpenTelemetry layer assigned them), not fields: no piece renders
+    /// them. 0 for every other site.
+    pub context_args: usize,
     /// Whether calls are enabled (`filter::{DISABLED, UNDECIDED, ENABLED}`).
     interest: AtomicU8,
     /// 0 until the first call registers the site.
@@ -64,6 +69,7 @@ impl Site {
             names,
             role: Role::Record,
             message_pieces: usize::MAX,
+            context_args: 0,
             interest: AtomicU8::new(filter::UNDECIDED),
             id: AtomicU32::new(0),
         }

@@ -48,6 +48,7 @@ fn example() -> Vec<u8> {
             names: &["ms"],
             role: Role::Record,
             message_pieces: usize::MAX,
+            context_args: 0,
         },
     );
     entry(&mut f, tag::SITE, &b);

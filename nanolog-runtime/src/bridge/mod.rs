@@ -474,7 +474,20 @@ pub(crate) struct SpanKey {
     /// The callsite's identity (its metadata's address).
     pub(crate) callsite: usize,
     pub(crate) fields: Vec<(&'static str, ArgKind, bool)>,
+    /// Its trace context follows the fields (see [`CONTEXT_ARGS`]).
+    pub(crate) traced: bool,
 }
+
+/// A traced span's trace context, after its fields and before its key, as
+/// the ring holds them: `trace_id` (32 lowercase hex digits), `span_id`
+/// (16), `trace_flags` (a `u8`). No piece renders them: text shows a
+/// traced span as it shows it untraced.
+#[cfg(feature = "tracing")]
+pub(crate) const CONTEXT_ARGS: [(&str, ArgKind); 3] = [
+    ("trace_id", ArgKind::Str),
+    ("span_id", ArgKind::Str),
+    ("trace_flags", ArgKind::U8),
+];
 
 /// A span site's fields: name, kind, and whether it shows by `Debug` (see
 /// [`SpanKey`]), made once per site and kept for the process.
@@ -523,10 +536,16 @@ pub(crate) fn span_site(
     if !key.fields.is_empty() {
         pieces.push(Piece::Lit(Cow::Borrowed("}")));
     }
+    if key.traced {
+        for (name, kind) in CONTEXT_ARGS {
+            names.push(name);
+            kinds.push(kind);
+        }
+    }
     // The key last, unnamed.
     names.push("");
     kinds.push(ArgKind::U64);
-    let site = Site::span(
+    let mut site = Site::span(
         name,
         target,
         file,
@@ -535,6 +554,9 @@ pub(crate) fn span_site(
         Vec::leak(pieces),
         Vec::leak(names),
     );
+    if key.traced {
+        site.context_args = CONTEXT_ARGS.len();
+    }
     let site: &'static Site = Box::leak(Box::new(site));
     let id = site.id_dyn(&kinds);
     let shape: Shape = Vec::leak(key.fields.clone());

@@ -106,6 +106,7 @@ pub(super) fn emit_site(out: &mut Vec<u8>, sites: &[Option<Arc<Registration>>], 
             names: s.names,
             role: s.role,
             message_pieces: s.message_pieces,
+            context_args: s.context_args,
         },
     );
     end_entry(out, start);

@@ -123,7 +123,7 @@ impl<'a> Record<'a> {
             if !s.site().names.iter().any(|n| n == "span_id") {
                 return;
             }
-            if let Some(t) = super::TraceContext::of_fields(|f| s.for_each_field(f)) {
+            if let Some(t) = s.trace_context() {
                 found = Some(t);
             }
         });

@@ -101,12 +101,36 @@ impl<'a> SpanRef<'a> {
 
     /// Calls `f` with each field's name and value, in order (as
     /// [`SpanRef::fields`], without allocating for up to 8 values).
-    pub fn for_each_field(&self, mut f: impl FnMut(&'a str, crate::wire::record::Value<'a>)) {
+    pub fn for_each_field(&self, f: impl FnMut(&'a str, crate::wire::record::Value<'a>)) {
+        self.for_each_value(false, f);
+    }
+
+    /// Its W3C trace context, if it carries one: as an OpenTelemetry layer
+    /// assigned it (the site's context arguments), else as its own
+    /// `trace_id` and `span_id` fields say (see
+    /// [`TraceContext`](super::TraceContext)).
+    pub fn trace_context(&self) -> Option<super::TraceContext> {
+        super::TraceContext::of_fields(|f| self.for_each_value(true, f))
+    }
+
+    /// Its named values in order: the fields, then (`context`) the trace
+    /// context arguments, which come after them; never the key.
+    fn for_each_value(
+        &self,
+        context: bool,
+        mut f: impl FnMut(&'a str, crate::wire::record::Value<'a>),
+    ) {
         let site = self.site;
         with_values(&site.kinds, self.args, self.strings, |vals| {
-            // The last value is the span's key, not a field.
-            let fields = &vals[..vals.len().saturating_sub(1)];
-            for (i, v) in fields.iter().enumerate() {
+            // The last value is the span's key, not a field; the trace
+            // context is not one either.
+            let named = vals.len().saturating_sub(1);
+            let fields = if context {
+                named
+            } else {
+                named.saturating_sub(site.context_args)
+            };
+            for (i, v) in vals[..fields].iter().enumerate() {
                 f(site.names.get(i).map_or("", String::as_str), *v);
             }
         });

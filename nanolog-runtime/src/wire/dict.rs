@@ -41,6 +41,11 @@ pub struct SiteEntry {
     /// shown in text but not in JSON's `msg`. All of them in files written
     /// before this was recorded.
     pub message_pieces: usize,
+    /// A span's site: how many of its arguments, before the span's key,
+    /// are its trace context (`trace_id`, `span_id`, `trace_flags`, as an
+    /// OpenTelemetry layer assigned them) rather than fields. 0 for other
+    /// sites, and in files written before this was recorded.
+    pub context_args: usize,
 }
 
 impl SiteEntry {
@@ -105,9 +110,13 @@ pub fn put_site(out: &mut Vec<u8>, s: &SiteEntryRef<'_>) {
         put_str(out, n);
     }
     out.push(s.role as u8);
-    // Only where fields follow the message: other sites end as before.
-    if s.message_pieces < s.pieces.len() {
-        put_varint(out, s.message_pieces as u64);
+    // Only where fields follow the message, or a span's trace context
+    // follows its fields: other sites end as before.
+    if s.message_pieces < s.pieces.len() || s.context_args > 0 {
+        put_varint(out, s.message_pieces.min(s.pieces.len()) as u64);
+    }
+    if s.context_args > 0 {
+        put_varint(out, s.context_args as u64);
     }
 }
 
@@ -137,6 +146,8 @@ pub struct SiteEntryRef<'a> {
     pub role: Role,
     /// How many of `pieces` render the message (the rest: its fields).
     pub message_pieces: usize,
+    /// How many arguments before a span's key are its trace context.
+    pub context_args: usize,
 }
 
 fn put_count(out: &mut Vec<u8>, c: Count) {
@@ -253,6 +264,12 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
     let message_pieces = get_varint(b, pos)
         .and_then(|m| usize::try_from(m).ok())
         .map_or(pieces.len(), |m| m.min(pieces.len()));
+    // And a span's trace context after that: absent, none. (Never its key
+    // or more: the key is the last argument.)
+    let context_args = get_varint(b, pos)
+        .and_then(|c| usize::try_from(c).ok())
+        .filter(|_| role == Role::Span)
+        .map_or(0, |c| c.min(kinds.len().saturating_sub(1)));
     Some(SiteEntry {
         id,
         level,
@@ -266,6 +283,7 @@ pub fn get_site(b: &[u8]) -> Option<SiteEntry> {
         names,
         role,
         message_pieces,
+        context_args,
     })
 }
 
@@ -629,6 +647,53 @@ mod tests {
     use super::*;
     use crate::wire::frame::{frame_at, Frame};
     use crate::wire::record::Strings;
+
+    /// A span site whose last arguments before its key are its trace
+    /// context reads back so; on a record's site the count means nothing,
+    /// and it never covers the key.
+    #[test]
+    fn a_span_sites_context_arguments_read_back() {
+        use crate::wire::format::{Piece, Spec};
+        let pieces = [
+            Piece::Lit("req{id=".into()),
+            Piece::Arg(Spec::display(0)),
+            Piece::Lit("}".into()),
+        ];
+        let kinds = [
+            ArgKind::U64,
+            ArgKind::Str,
+            ArgKind::Str,
+            ArgKind::U8,
+            ArgKind::U64,
+        ];
+        let site = |role, context_args| {
+            let mut out = Vec::new();
+            put_site(
+                &mut out,
+                &SiteEntryRef {
+                    id: 9,
+                    level: Level::Info,
+                    file: "a.rs",
+                    line: 3,
+                    module: "m",
+                    format: "req",
+                    kinds: &kinds,
+                    pieces: &pieces,
+                    target: "m",
+                    names: &["id", "trace_id", "span_id", "trace_flags", ""],
+                    role,
+                    message_pieces: usize::MAX,
+                    context_args,
+                },
+            );
+            get_site(&out).unwrap()
+        };
+        let traced = site(Role::Span, 3);
+        assert_eq!((traced.context_args, traced.message_pieces), (3, 3));
+        assert_eq!(site(Role::Span, 0).context_args, 0);
+        assert_eq!(site(Role::Span, 9).context_args, 4, "never the key");
+        assert_eq!(site(Role::Record, 3).context_args, 0);
+    }
 
     #[test]
     fn a_span_tick_unit_is_the_largest_power_of_two_ticks_within_a_microsecond() {

@@ -6,6 +6,8 @@
 
 mod format;
 mod open_spans;
+#[cfg(feature = "opentelemetry")]
+mod otel;
 mod spans;
 mod typed;
 
@@ -254,7 +256,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         let meta = attrs.metadata();
         let mut data = with_encoded(|e| {
             attrs.record(e);
-            SpanData::new(key, meta, &e.shape, &mut e.values)
+            SpanData::new(key, meta, &e.shape, &mut e.values, &[])
         });
         if let Some((site, _)) = data.site {
             if !crate::span::define(data.key, parent, site, &data.raw) {
@@ -285,9 +287,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
             let recorded = |data: &mut SpanData| {
                 let mut new = with_merged(|raw, shape| {
                     data.merge(e, raw, shape);
-                    SpanData::new(data.key, meta, shape, raw)
+                    SpanData::new(data.key, meta, shape, raw, data.context_bytes())
                 });
                 new.dropped = data.dropped;
+                new.context_taken = data.context_taken;
                 *data = new;
                 if data.dropped {
                     return;
@@ -309,6 +312,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     /// Entered on this thread: current here (stated in its ring before
     /// its next record).
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        // On its first entry, the trace context the OpenTelemetry layer
+        // gave it (before the records made in it).
+        #[cfg(feature = "opentelemetry")]
+        otel::take_context(&ctx, self.owner, id);
         let key = key_of(&ctx, self.owner, id);
         crate::span::tracing_enter(self.owner, id.into_u64(), key);
     }

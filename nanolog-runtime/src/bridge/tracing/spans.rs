@@ -30,29 +30,75 @@ pub(super) struct SpanData {
     /// changes over their budget): nothing more of it is posted, its
     /// values nor its close.
     pub(super) dropped: bool,
-    /// The fields' values, then the key, as the ring holds them (a
-    /// copy goes to the flusher: no allocation a span up to 64 bytes).
+    /// Its trace context was looked for (on its first entry: see
+    /// `otel.rs`), found or not.
+    pub(super) context_taken: bool,
+    /// The bytes of its trace context in `raw`, after the fields and
+    /// before the key (0: it has none).
+    pub(super) context_len: u8,
+    /// The fields' values, then its trace context if it has one, then the
+    /// key, as the ring holds them (a copy goes to the flusher: no
+    /// allocation a span up to 64 bytes).
     pub(super) raw: crate::span::SpanBytes,
 }
 
 impl SpanData {
     /// A span of `meta`'s callsite with fields of `shape` whose values are
-    /// encoded in `values`: its site, and its bytes with the key after them
-    /// (appended to `values`, then copied once).
+    /// encoded in `values`, and the trace context encoded in `context`
+    /// (empty: none): its site, and its bytes with the context and the key
+    /// after them (appended to `values`, then copied once).
     pub(super) fn new(
         key: u64,
         meta: &'static tracing_core::Metadata<'static>,
         shape: &[(&'static str, ArgKind, bool)],
         values: &mut Vec<u8>,
+        context: &[u8],
     ) -> SpanData {
-        let site = span_site_of(meta, shape);
+        let site = span_site_of(meta, shape, !context.is_empty());
+        values.extend_from_slice(context);
         values.extend_from_slice(&key.to_le_bytes());
         SpanData {
             key,
             site,
             dropped: false,
+            context_taken: false,
+            // (57 bytes: see `CONTEXT_ARGS`.)
+            context_len: u8::try_from(context.len()).unwrap_or(0),
             raw: crate::span::SpanBytes::from_slice(values),
         }
+    }
+
+    /// The fields' bytes in `raw`.
+    fn field_bytes(&self) -> &[u8] {
+        let end = self
+            .raw
+            .len()
+            .saturating_sub(8 + usize::from(self.context_len));
+        &self.raw[..end]
+    }
+
+    /// The trace context's bytes in `raw` (empty: none).
+    pub(super) fn context_bytes(&self) -> &[u8] {
+        let end = self.raw.len().saturating_sub(8);
+        &self.raw[end.saturating_sub(usize::from(self.context_len))..end]
+    }
+
+    /// The span with its fields as they are and the trace context encoded
+    /// in `context` (see [`encode_context`]).
+    #[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
+    pub(super) fn with_context(
+        &self,
+        meta: &'static tracing_core::Metadata<'static>,
+        context: &[u8],
+    ) -> Option<SpanData> {
+        let (_, shape) = self.site?;
+        let mut new = with_merged(|raw, _| {
+            raw.extend_from_slice(self.field_bytes());
+            SpanData::new(self.key, meta, shape, raw, context)
+        });
+        new.dropped = self.dropped;
+        new.context_taken = true;
+        Some(new)
     }
 
     /// Its fields with the values `recorded` (encoded as `Encoded` holds
@@ -86,8 +132,9 @@ impl SpanData {
             Some((fresh[i], new[i].0))
         };
         if let Some((_, old)) = self.site {
-            // (The key, after the fields, is not a field.)
-            let mut rest = &self.raw[..self.raw.len().saturating_sub(8)];
+            // (The trace context and the key, after the fields, are not
+            // fields.)
+            let mut rest = self.field_bytes();
             for &(name, kind, debug) in old {
                 let Some(len) = arg_len(kind, rest) else {
                     break;
@@ -245,15 +292,18 @@ pub(super) fn with_merged<R>(
 pub(super) fn span_site_of(
     meta: &'static tracing_core::Metadata<'static>,
     shape: &[(&'static str, ArgKind, bool)],
+    traced: bool,
 ) -> Option<(u32, Shape)> {
     let callsite = meta as *const _ as usize;
-    let slot = site_slot(callsite, shape);
+    let slot = site_slot(callsite, shape, traced);
     let cached = SITES
         .try_with(|c| {
             let c = c.try_borrow().ok()?;
             c[slot]
                 .as_ref()
-                .filter(|c| c.callsite == callsite && same_shape(&c.fields, shape))
+                .filter(|c| {
+                    c.callsite == callsite && c.traced == traced && same_shape(&c.fields, shape)
+                })
                 .map(|c| c.site)
         })
         .ok()
@@ -264,6 +314,7 @@ pub(super) fn span_site_of(
     let key = crate::bridge::SpanKey {
         callsite,
         fields: shape.to_vec(),
+        traced,
     };
     let site = crate::bridge::span_site(
         &key,
@@ -277,6 +328,7 @@ pub(super) fn span_site_of(
         if let Ok(mut c) = c.try_borrow_mut() {
             c[slot] = Some(CachedSite {
                 callsite,
+                traced,
                 fields: key.fields.into_boxed_slice(),
                 site,
             });
@@ -289,6 +341,8 @@ pub(super) fn span_site_of(
 /// names and kinds, and the site (`None`: past the cap).
 pub(super) struct CachedSite {
     pub(super) callsite: usize,
+    /// Its spans carry a trace context.
+    pub(super) traced: bool,
     pub(super) fields: Box<[(&'static str, ArgKind, bool)]>,
     pub(super) site: Option<(u32, Shape)>,
 }
@@ -320,8 +374,12 @@ thread_local! {
 }
 
 /// The slot of `SITES` for a span of `callsite` with fields of `shape`.
-pub(super) fn site_slot(callsite: usize, shape: &[(&'static str, ArgKind, bool)]) -> usize {
-    let mut h = callsite as u64;
+pub(super) fn site_slot(
+    callsite: usize,
+    shape: &[(&'static str, ArgKind, bool)],
+    traced: bool,
+) -> usize {
+    let mut h = callsite as u64 ^ u64::from(traced);
     for (n, k, d) in shape {
         h = (h ^ n.as_ptr() as u64 ^ (*k as u64) << 1 ^ u64::from(*d))
             .wrapping_mul(0x9e37_79b9_7f4a_7c15);
@@ -365,4 +423,22 @@ pub(super) fn overflow_key<S: Subscriber + for<'a> LookupSpan<'a>>(
     ctx.span(id)
         .and_then(|s| s.extensions().get::<SpanData>().map(|d| d.key))
         .unwrap_or(0)
+}
+
+/// A trace context as a traced span's site holds it (see
+/// `bridge::CONTEXT_ARGS`): its ids as lowercase hex text, which the file
+/// packs as their bytes, then its flags.
+#[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
+pub(super) fn encode_context(trace_id: [u8; 16], span_id: [u8; 8], flags: u8, out: &mut Vec<u8>) {
+    fn hex(bytes: &[u8], out: &mut Vec<u8>) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        out.extend_from_slice(&(2 * bytes.len() as u32).to_le_bytes());
+        for &b in bytes {
+            out.push(DIGITS[usize::from(b >> 4)]);
+            out.push(DIGITS[usize::from(b & 15)]);
+        }
+    }
+    hex(&trace_id, out);
+    hex(&span_id, out);
+    out.push(flags);
 }

@@ -1,0 +1,90 @@
+//! A span's trace context as tracing-opentelemetry's layer assigned it
+//! (feature `opentelemetry`): taken once per span, on its first entry, and
+//! written once per span with its fields (a new version of the span whose
+//! site has the context arguments, `bridge::CONTEXT_ARGS`), never per
+//! record.
+//!
+//! Why the first entry: tracing-opentelemetry 0.34 builds the
+//! OpenTelemetry span (its ids, the sampler's decision) only when the span
+//! is first entered or its context asked for, so that a service can still
+//! give it a parent (`OpenTelemetrySpanExt::set_parent`, from an incoming
+//! `traceparent`) between making it and entering it. Asking earlier (when
+//! the span is made) would start it before that parent is set. Every
+//! record made in a span is made while it is entered, so none comes
+//! before its context; and asking is what starts it, so the layers'
+//! order in the registry does not matter.
+
+use opentelemetry::trace::TraceContextExt as _;
+use tracing_core::span::Id;
+use tracing_core::Subscriber;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
+
+use super::spans::{encode_context, SpanData, OPEN};
+
+/// On span `id`'s first entry: its OpenTelemetry span's context, if the
+/// registry has tracing-opentelemetry's layer and the span is one it
+/// traces, into the span's definition (a new version of it, from now on).
+pub(super) fn take_context<S: Subscriber + for<'a> LookupSpan<'a>>(
+    ctx: &Context<'_, S>,
+    owner: u64,
+    id: &Id,
+) {
+    let first = with_data(ctx, owner, id, |d| {
+        !std::mem::replace(&mut d.context_taken, true)
+    });
+    if first != Some(true) {
+        return;
+    }
+    // (Nothing of the span is held here: the OpenTelemetry layer takes
+    // the span's extensions and its own lock.)
+    let Some(otel) =
+        tracing_core::dispatcher::get_default(|d| tracing_opentelemetry::get_otel_context(id, d))
+    else {
+        return;
+    };
+    let span = otel.span();
+    let sc = span.span_context();
+    if !sc.is_valid() {
+        return;
+    }
+    let Some(meta) = ctx.metadata(id) else { return };
+    let mut context = Vec::with_capacity(64);
+    encode_context(
+        sc.trace_id().to_bytes(),
+        sc.span_id().to_bytes(),
+        sc.trace_flags().to_u8(),
+        &mut context,
+    );
+    with_data(ctx, owner, id, |d| {
+        let Some(new) = d.with_context(meta, &context) else {
+            return;
+        };
+        *d = new;
+        if d.dropped {
+            return;
+        }
+        if let Some((site, _)) = d.site {
+            crate::span::redefine(d.key, site, &d.raw);
+        }
+    });
+}
+
+/// `f` on the data of span `id`: in the table of open spans, or past its
+/// room in the registry's extensions of the span.
+fn with_data<S: Subscriber + for<'a> LookupSpan<'a>, R>(
+    ctx: &Context<'_, S>,
+    owner: u64,
+    id: &Id,
+    f: impl FnOnce(&mut SpanData) -> R,
+) -> Option<R> {
+    let mut f = Some(f);
+    let found = OPEN.with(owner, id.into_u64(), |d| f.take().map(|f| f(d)));
+    if let Some(r) = found {
+        return r;
+    }
+    let f = f.take()?;
+    let span = ctx.span(id)?;
+    let mut ext = span.extensions_mut();
+    ext.get_mut::<SpanData>().map(f)
+}
