@@ -3,7 +3,10 @@
 //! 64 MiB (of zeros, from about 260 KB each: 5 GiB from 21 MB), stand in a
 //! real compressed log before its own entries. `nanolog decode` reports
 //! them, prints every real record, and its peak resident memory (the
-//! kernel's account of that process, `wait4`) stays under 256 MB.
+//! kernel's account of that process, `wait4`) stays under 256 MB. The same
+//! with 80 deflate blocks of about 65 KB that inflate to 64 MiB of zeros
+//! each (issue #70: 1,000 times their size, 5 GiB from 5.2 MB), which the
+//! reader gives up at their first bytes.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -37,6 +40,22 @@ fn block_entry(raw: usize, packed: &[u8]) -> Vec<u8> {
     let mut body = vec![1u8];
     put_varint(&mut body, raw as u64);
     body.extend_from_slice(packed);
+    framed(body)
+}
+
+/// A BLOCK entry of codec 3 (compact entries, deflated) stating `raw`
+/// bytes of entries and `compact` of compact ones, with `packed` as its
+/// deflate stream.
+fn deflate_block_entry(raw: usize, compact: usize, packed: &[u8]) -> Vec<u8> {
+    let mut body = vec![3u8];
+    put_varint(&mut body, raw as u64);
+    put_varint(&mut body, compact as u64);
+    body.extend_from_slice(packed);
+    framed(body)
+}
+
+/// `body` as a whole BLOCK entry.
+fn framed(body: Vec<u8>) -> Vec<u8> {
     let mut e = vec![tag::BLOCK];
     e.extend_from_slice(&(body.len() as u32).to_le_bytes());
     e.extend_from_slice(&entry_crc(tag::BLOCK, &body).to_le_bytes());
@@ -47,21 +66,47 @@ fn block_entry(raw: usize, packed: &[u8]) -> Vec<u8> {
 
 #[test]
 fn blocks_that_inflate_to_gigabytes_of_junk_cost_a_wave_of_memory() {
-    let dir = fresh_dir("damage", "memory");
+    let raw = 64 << 20;
+    let packed = lz4_flex::block::compress(&vec![0u8; raw]);
+    decode_behind_junk("memory", &block_entry(raw, &packed), 32 << 20);
+}
+
+#[test]
+fn deflate_blocks_that_would_inflate_a_thousandfold_are_given_up_at_once() {
+    let compact = 64 << 20;
+    let mut d = flate2::Compress::new(flate2::Compression::best(), false);
+    let mut packed = vec![0u8; compact / 512];
+    let status = d.compress(
+        &vec![0u8; compact],
+        &mut packed,
+        flate2::FlushCompress::Finish,
+    );
+    assert!(matches!(status, Ok(flate2::Status::StreamEnd)));
+    packed.truncate(d.total_out() as usize);
+    assert!(compact / packed.len() >= 1_000, "{} bytes", packed.len());
+    decode_behind_junk(
+        "bomb",
+        &deflate_block_entry(compact, compact, &packed),
+        6 << 20,
+    );
+}
+
+/// A real compressed log of 2,000 records behind 80 copies of the BLOCK
+/// entry `junk` (the crafted file under `most` bytes): `decode` prints
+/// every real record, reports each junk block, and peaks under 256 MB.
+fn decode_behind_junk(name: &str, junk: &[u8], most: usize) {
+    let dir = fresh_dir("damage", name);
     let log = dir.join("real.nlog");
     real_log(&log, 2_000);
     let real = std::fs::read(&log).unwrap();
-    let raw = 64 << 20;
-    let packed = lz4_flex::block::compress(&vec![0u8; raw]);
-    let junk = block_entry(raw, &packed);
     let mut file = real[..HEADER_LEN].to_vec();
     for _ in 0..80 {
-        file.extend_from_slice(&junk);
+        file.extend_from_slice(junk);
     }
     file.extend_from_slice(&real[HEADER_LEN..]);
     let crafted = dir.join("crafted.nlog");
     std::fs::write(&crafted, &file).unwrap();
-    assert!(file.len() < 32 << 20, "{} bytes", file.len());
+    assert!(file.len() < most, "{} bytes", file.len());
 
     let out = dir.join("out.txt");
     let err = dir.join("err.txt");
@@ -87,7 +132,7 @@ fn blocks_that_inflate_to_gigabytes_of_junk_cost_a_wave_of_memory() {
         80,
         "each junk block is reported: {warnings}"
     );
-    eprintln!("decode of the crafted file: peak resident memory {peak_mb:.0} MB");
+    eprintln!("decode of the {name} file: peak resident memory {peak_mb:.0} MB");
     assert!(peak_mb <= 256.0, "peak resident memory {peak_mb:.0} MB");
     drop(child);
     let _ = std::fs::remove_dir_all(&dir);
@@ -142,5 +187,49 @@ fn twenty_megabytes_of_entry_like_bytes_are_searched_in_linear_time() {
             assert_eq!(out.lines().count(), 2_000, "every record after the damage");
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// 4 MB of 32-byte units, each a BLOCK frame whose stated length runs past
+/// the end of the file, whose body is codec 3 with a stored deflate block
+/// that runs on into the next unit's (so a walk of it inflates the rest of
+/// the file), then a whole entry of a reserved tag: each unit is damage,
+/// and the walks of all of them are bounded by the bytes read (they were
+/// the rest of the file each: 2 MB took 17 s, 4 MB over a minute).
+#[test]
+fn a_chain_of_blocks_that_each_run_to_the_end_is_read_in_linear_time() {
+    let dir = fresh_dir("damage", "chain");
+    let log = dir.join("real.nlog");
+    real_log(&log, 2_000);
+    let real = std::fs::read(&log).unwrap();
+    let mut unit = vec![tag::BLOCK];
+    unit.extend_from_slice(&(32u32 << 20).to_le_bytes());
+    unit.extend_from_slice(&[0; 4]);
+    unit.push(3);
+    put_varint(&mut unit, (64 << 20) - 1);
+    put_varint(&mut unit, (64 << 20) - 1);
+    // A stored deflate block (not the last) of 27 bytes: to the same
+    // place in the next unit.
+    unit.push(0);
+    unit.extend_from_slice(&27u16.to_le_bytes());
+    unit.extend_from_slice(&(!27u16).to_le_bytes());
+    let reserved = 20u8;
+    let body = vec![1u8; 32 - unit.len() - FRAME_LEN];
+    unit.push(reserved);
+    unit.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    unit.extend_from_slice(&entry_crc(reserved, &body).to_le_bytes());
+    unit.extend_from_slice(&body);
+    assert_eq!(unit.len(), 32);
+    let mut file = real[..HEADER_LEN].to_vec();
+    for _ in 0..(4 << 20) / 32 {
+        file.extend_from_slice(&unit);
+    }
+    file.extend_from_slice(&real[HEADER_LEN..]);
+    let crafted = dir.join("chain.nlog");
+    std::fs::write(&crafted, &file).unwrap();
+    let (status, out, err) = run_bounded(&["decode", p(&crafted)], 60);
+    assert!(status.success(), "{err}");
+    assert_eq!(out.lines().count(), 2_000, "every record after the damage");
+    assert!(err.contains("skipped"), "the damage is reported");
     let _ = std::fs::remove_dir_all(&dir);
 }

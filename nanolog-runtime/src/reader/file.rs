@@ -843,6 +843,20 @@ impl LogFile {
         // checksum: what the search may checksum is bounded by the bytes
         // searched (see `Budget`), so it costs O(bytes) whatever they state.
         let mut budget = Budget::default();
+        // A BLOCK's body read by its own structure (`walk`) may run on to
+        // the end of the file, and a crafted file may make every 32 bytes
+        // such a frame (each walk inflating the rest: 2 MB took 51 s): the
+        // walks may read and make 4 MiB and 8 bytes for each byte scanned,
+        // in all; past that a body is not walked (its frame is damage if a
+        // whole entry follows, a torn tail if none does).
+        let mut walked = 0usize;
+        let mut walk = |body: &[u8], pos: usize| {
+            let allowed = (4usize << 20)
+                .saturating_add((pos - from).saturating_mul(8))
+                .saturating_sub(walked);
+            walked = walked.saturating_add(body.len().min(allowed));
+            wire::block::walk_within(body, allowed).unwrap_or(wire::block::Walk::Bad)
+        };
         // The damage being searched past began at a BLOCK's frame (its
         // length damaged): its compressed bytes may hold entries byte for
         // byte, so an entry found there counts only if another whole entry
@@ -929,7 +943,7 @@ impl LogFile {
                     // alone.
                     if self.header.version >= 4 && data[pos] == tag::BLOCK {
                         let body = data.get(pos + wire::FRAME_LEN..).unwrap_or(&[]);
-                        match wire::block::walk(body) {
+                        match walk(body, pos) {
                             wire::block::Walk::Cut => {
                                 tops.push(torn_tail(pos));
                                 break;
@@ -968,9 +982,13 @@ impl LogFile {
                     // own structure says where it ends.)
                     let block_body = || {
                         let body = data.get(pos + wire::FRAME_LEN..)?;
-                        (self.header.version >= 4 && data[pos] == tag::BLOCK)
-                            .then(|| wire::block::body_len(body))
-                            .flatten()
+                        if self.header.version < 4 || data[pos] != tag::BLOCK {
+                            return None;
+                        }
+                        match walk(body, pos) {
+                            wire::block::Walk::Whole(len) => Some(len),
+                            _ => None,
+                        }
                     };
                     // (The block's body walked only when its stated length
                     // does not land, and never while searching past damage:

@@ -371,13 +371,21 @@ pub(crate) enum Walk {
 /// whose frame's length was damaged, the body's own structure says where
 /// the entry after it begins; for a file that ends inside a block, it says
 /// the bytes there are the start of one (a torn tail, not damage).
+#[cfg(test)]
 pub(crate) fn walk(bytes: &[u8]) -> Walk {
+    walk_within(bytes, usize::MAX).unwrap_or(Walk::Bad)
+}
+
+/// As [`walk`], reading and making at most `work` bytes; `None` if it
+/// would take more (a reader that walks many bodies, each running on to
+/// the end of a file, bounds their sum by what it has read).
+pub(crate) fn walk_within(bytes: &[u8], work: usize) -> Option<Walk> {
     // The end of `bytes` reached at `i`: cut, if nothing was wrong so far.
     let Some((&codec, _)) = bytes.split_first() else {
-        return Walk::Cut;
+        return Some(Walk::Cut);
     };
     if !matches!(codec, LZ4 | LZ4_COMPACT | DEFLATE_COMPACT) {
-        return Walk::Bad;
+        return Some(Walk::Bad);
     }
     let mut i = 1;
     // The raw length, and codec 2's or 3's compact one: the codec makes
@@ -388,19 +396,19 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
         let at = i;
         let Some(n) = get_varint(bytes, &mut i) else {
             // A varint cut short, or one too long.
-            return if bytes.len() < at + 10 {
+            return Some(if bytes.len() < at + 10 {
                 Walk::Cut
             } else {
                 Walk::Bad
-            };
+            });
         };
         raw = match usize::try_from(n) {
             Ok(r) if r > 0 && r <= MAX_RAW => r,
-            _ => return Walk::Bad,
+            _ => return Some(Walk::Bad),
         };
     }
     if codec == DEFLATE_COMPACT {
-        return walk_deflate(bytes, i, raw);
+        return walk_deflate(bytes, i, raw, work);
     }
     // A length of 15 goes on in bytes of 255 and a last one below it.
     let more = |i: &mut usize, mut n: usize| -> Option<usize> {
@@ -418,41 +426,44 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
     };
     let mut made = 0usize;
     loop {
+        if i.saturating_add(made) > work {
+            return None;
+        }
         let Some(&token) = bytes.get(i) else {
-            return Walk::Cut;
+            return Some(Walk::Cut);
         };
         i += 1;
         let Some(literals) = more(&mut i, usize::from(token >> 4)) else {
-            return Walk::Cut;
+            return Some(Walk::Cut);
         };
         made = made.saturating_add(literals);
         if made > raw {
-            return Walk::Bad;
+            return Some(Walk::Bad);
         }
         i = i.saturating_add(literals);
         if i > bytes.len() {
-            return Walk::Cut;
+            return Some(Walk::Cut);
         }
         if made == raw {
-            return Walk::Whole(i);
+            return Some(Walk::Whole(i));
         }
         // A match: its offset (1 to what was made), then its length (4
         // at least).
         let Some(offset) = bytes.get(i..i + 2) else {
-            return Walk::Cut;
+            return Some(Walk::Cut);
         };
         let offset = usize::from(u16::from_le_bytes([offset[0], offset[1]]));
         if offset == 0 || offset > made {
-            return Walk::Bad;
+            return Some(Walk::Bad);
         }
         i += 2;
         let Some(n) = more(&mut i, usize::from(token & 15)) else {
-            return Walk::Cut;
+            return Some(Walk::Cut);
         };
         made = made.saturating_add(n + 4);
         if made >= raw {
             // The last sequence is literals only.
-            return Walk::Bad;
+            return Some(Walk::Bad);
         }
     }
 }
@@ -461,26 +472,73 @@ pub(crate) fn walk(bytes: &[u8]) -> Walk {
 /// `made` bytes: inflated into a window of its own (deflate's 32 KiB
 /// reach back), what it makes counted and let go, so a damaged block costs
 /// no more memory than a whole one.
-fn walk_deflate(bytes: &[u8], i: usize, made: usize) -> Walk {
+fn walk_deflate(bytes: &[u8], i: usize, made: usize, work: usize) -> Option<Walk> {
+    // The decompressor and a piece's buffer are the thread's (see
+    // `INFLATER`): a crafted file may ask for a walk every few bytes, and
+    // making them afresh (tables, and a buffer zeroed) cost 10 µs a walk.
+    let walk = |inf: &mut Inflater| {
+        let state = inf
+            .deflate
+            .get_or_insert_with(|| flate2::Decompress::new(false));
+        state.reset(false);
+        if inf.compact.len() < WALK_PIECE {
+            inf.compact.resize(WALK_PIECE, 0);
+        }
+        walk_deflate_with(state, &mut inf.compact[..WALK_PIECE], bytes, i, made, work)
+    };
+    let done = INFLATER.try_with(|c| c.try_borrow_mut().ok().map(|mut inf| walk(&mut inf)));
+    match done {
+        Ok(Some(r)) => r,
+        _ => walk(&mut Inflater::default()),
+    }
+}
+
+/// What a walk inflates at a time (and lets go).
+const WALK_PIECE: usize = 32 << 10;
+
+fn walk_deflate_with(
+    state: &mut flate2::Decompress,
+    out: &mut [u8],
+    bytes: &[u8],
+    i: usize,
+    made: usize,
+    work: usize,
+) -> Option<Walk> {
     // What is made goes into `out` a piece at a time and is let go: the
-    // decompressor keeps the window its matches reach back into.
-    let mut state = flate2::Decompress::new(false);
-    let mut out = vec![0u8; 32 << 10];
+    // decompressor keeps the window its matches reach back into. What is
+    // made must be compact entries from its first byte (see
+    // `CompactCheck`): a stream of other bytes is not a body, however far
+    // it would go.
+    let mut check = CompactCheck::default();
     let stream = &bytes[i..];
+    // The pieces begin small and double: the first bytes made say whether
+    // they are entries at all, and a walk held to a little work stops near
+    // it.
+    let mut piece = 256usize;
     loop {
         let (read, wrote) = (state.total_in(), state.total_out());
+        let spent = (read + wrote) as usize;
+        if spent > work {
+            return None;
+        }
+        let room = piece.min(out.len()).min(work - spent).max(1);
+        piece = piece.saturating_mul(2);
         let status = state.decompress(
             &stream[read as usize..],
-            &mut out,
+            &mut out[..room],
             flate2::FlushDecompress::None,
         );
         let total = state.total_out() as usize;
         if total > made {
-            return Walk::Bad;
+            return Some(Walk::Bad);
+        }
+        let piece = &out[..total - wrote as usize];
+        if check.feed(piece, made).is_err() {
+            return Some(Walk::Bad);
         }
         match status {
-            Ok(flate2::Status::StreamEnd) if total == made => {
-                return Walk::Whole(i + state.total_in() as usize);
+            Ok(flate2::Status::StreamEnd) if total == made && check.at_boundary() => {
+                return Some(Walk::Whole(i + state.total_in() as usize));
             }
             Ok(flate2::Status::Ok | flate2::Status::BufError)
                 if (state.total_in(), state.total_out()) != (read, wrote) => {}
@@ -488,15 +546,16 @@ fn walk_deflate(bytes: &[u8], i: usize, made: usize) -> Walk {
             Ok(flate2::Status::Ok | flate2::Status::BufError)
                 if state.total_in() as usize == stream.len() =>
             {
-                return Walk::Cut;
+                return Some(Walk::Cut);
             }
-            _ => return Walk::Bad,
+            _ => return Some(Walk::Bad),
         }
     }
 }
 
 /// Where a BLOCK body that starts `bytes` ends, found from its own
 /// contents ([`walk`]); `None` when `bytes` do not begin with a whole body.
+#[cfg(test)]
 pub(crate) fn body_len(bytes: &[u8]) -> Option<usize> {
     match walk(bytes) {
         Walk::Whole(n) => Some(n),
@@ -532,13 +591,13 @@ pub(crate) fn inflate(parts: &Parts<'_>, out: &mut [u8]) -> Result<(), BlockErro
     let mut expand = |inf: &mut Inflater| {
         let buf = &mut inf.compact;
         buf.clear();
-        buf.resize(compact, 0);
         let r = if codec == DEFLATE_COMPACT {
             let state = inf
                 .deflate
                 .get_or_insert_with(|| flate2::Decompress::new(false));
-            inflate_deflate(state, parts.packed, buf)
+            inflate_deflate(state, parts.packed, buf, compact)
         } else {
+            buf.resize(compact, 0);
             lz4(parts.packed, buf)
         };
         let r = r.and_then(|()| expand_entries(buf, out));
@@ -557,24 +616,127 @@ pub(crate) fn inflate(parts: &Parts<'_>, out: &mut [u8]) -> Result<(), BlockErro
     }
 }
 
-/// Inflates the deflate stream `packed` into `out`: an error unless it
-/// makes exactly `out`'s length and ends where `packed` does.
+/// What a block's deflate stream is inflated by at first, then doubled
+/// each step (to [`INFLATE_STEP_MOST`]): the writer's blocks (128 KiB of
+/// entries, about 40 KiB compact) take a few steps.
+const INFLATE_STEP: usize = 4 << 10;
+const INFLATE_STEP_MOST: usize = 1 << 20;
+
+/// Inflates the deflate stream `packed` into `out` (emptied), which ends
+/// `len` bytes long: an error unless the stream makes exactly that many
+/// bytes, ends where `packed` does, and they are compact entries.
+///
+/// A step at a time, each step's bytes checked as compact entries as they
+/// come (a tag a file may hold, a length within the block): a stream whose
+/// first bytes are not entries is given up there, its memory and time
+/// those of a step, however much it says it holds. (Inflated in one call
+/// into the stated size, 80 crafted blocks of 64 KB that each inflate to
+/// 64 MiB of zeros took `decode` 17 s; zeroing the stated size first cost
+/// as much again as the inflating.)
 fn inflate_deflate(
     state: &mut flate2::Decompress,
     packed: &[u8],
-    out: &mut [u8],
+    out: &mut Vec<u8>,
+    len: usize,
 ) -> Result<(), BlockError> {
+    let damaged = BlockError::Damaged;
     state.reset(false);
-    // In one call: `out` holds the whole stream, so it never writes past
-    // it, whatever the stream says (a bomb stops at `out`'s end).
-    let status = state.decompress(packed, out, flate2::FlushDecompress::Finish);
-    let whole = matches!(status, Ok(flate2::Status::StreamEnd))
-        && state.total_in() == packed.len() as u64
-        && state.total_out() == out.len() as u64;
+    out.clear();
+    let mut step = INFLATE_STEP;
+    let mut check = CompactCheck::default();
+    loop {
+        let made = out.len();
+        out.resize((made + step).min(len), 0);
+        let read = usize::try_from(state.total_in()).map_err(|_| damaged)?;
+        let status = state
+            .decompress(
+                packed.get(read..).ok_or(damaged)?,
+                &mut out[made..],
+                flate2::FlushDecompress::None,
+            )
+            .map_err(|_| damaged)?;
+        let made_now = usize::try_from(state.total_out()).map_err(|_| damaged)?;
+        out.truncate(made_now);
+        check.feed(&out[made..], len)?;
+        if status == flate2::Status::StreamEnd {
+            break;
+        }
+        if made_now == made && state.total_in() == read as u64 {
+            // Nothing read, nothing made: the stream is cut short, or says
+            // more than the block.
+            return Err(damaged);
+        }
+        step = (step * 2).min(INFLATE_STEP_MOST);
+    }
+    let whole = state.total_in() == packed.len() as u64 && out.len() == len && check.at_boundary();
     if whole {
         Ok(())
     } else {
-        Err(BlockError::Damaged)
+        Err(damaged)
+    }
+}
+
+/// Compact entries checked as their bytes come, a piece at a time: each
+/// a tag a file may hold in a block (1 to 32, not a BLOCK), then a length
+/// (a varint) whose body ends within the block's stated compact size.
+#[derive(Debug, Clone, Copy, Default)]
+struct CompactCheck {
+    /// Bytes fed so far.
+    fed: usize,
+    /// Where the body being skipped ends (while `fed` is short of it).
+    body_end: usize,
+    /// Inside a length: its value so far and the shift of its next group
+    /// (`None`: at a tag, or inside a body).
+    varint: Option<(u64, u32)>,
+}
+
+impl CompactCheck {
+    /// Takes the next bytes of the stream, whose compact size is `len`; an
+    /// error at the first byte that cannot be compact entries.
+    fn feed(&mut self, bytes: &[u8], len: usize) -> Result<(), BlockError> {
+        let damaged = BlockError::Damaged;
+        let mut i = 0;
+        while i < bytes.len() {
+            let at = self.fed + i;
+            if at < self.body_end {
+                // Inside a body: skipped whole.
+                i += (self.body_end - at).min(bytes.len() - i);
+                continue;
+            }
+            let b = bytes[i];
+            i += 1;
+            match self.varint {
+                None => {
+                    if b == 0 || b > 32 || b == tag::BLOCK {
+                        return Err(damaged);
+                    }
+                    self.varint = Some((0, 0));
+                }
+                Some((v, shift)) => {
+                    if shift > 63 {
+                        return Err(damaged);
+                    }
+                    let v = v | u64::from(b & 0x7f) << shift;
+                    if b & 0x80 != 0 {
+                        self.varint = Some((v, shift + 7));
+                        continue;
+                    }
+                    self.varint = None;
+                    self.body_end = usize::try_from(v)
+                        .ok()
+                        .and_then(|v| (self.fed + i).checked_add(v))
+                        .filter(|&end| end <= len)
+                        .ok_or(damaged)?;
+                }
+            }
+        }
+        self.fed += bytes.len();
+        Ok(())
+    }
+
+    /// Whether what was fed ends where an entry does.
+    fn at_boundary(&self) -> bool {
+        self.varint.is_none() && self.fed >= self.body_end
     }
 }
 
@@ -723,22 +885,24 @@ mod tests {
         assert_eq!((sizes[0], sizes[1]), (sizes[2], sizes[3]));
     }
 
-    /// A deflate stream that makes 250 times its size (zeros), whatever
-    /// sizes its block says: refused or inflated to what it says, with no
-    /// more memory than that.
+    /// `bytes` deflated, as codec 3 packs a block.
+    fn deflated(bytes: &[u8]) -> Vec<u8> {
+        let mut d = flate2::Compress::new(flate2::Compression::best(), false);
+        let mut packed = vec![0u8; bytes.len()];
+        let status = d.compress(bytes, &mut packed, flate2::FlushCompress::Finish);
+        assert!(matches!(status, Ok(flate2::Status::StreamEnd)));
+        packed.truncate(d.total_out() as usize);
+        packed
+    }
+
+    /// A deflate stream that makes 250 times its size (empty END entries,
+    /// compactly framed), whatever sizes its block says: refused or
+    /// inflated to what it says, with no more memory than that.
     #[test]
     fn a_deflate_bomb_is_held_to_the_size_its_block_says() {
         let compact = 4 << 20;
-        let mut d = flate2::Compress::new(flate2::Compression::best(), false);
-        let mut packed = vec![0u8; compact];
-        let status = d.compress(
-            &vec![0u8; compact],
-            &mut packed,
-            flate2::FlushCompress::Finish,
-        );
-        assert!(matches!(status, Ok(flate2::Status::StreamEnd)));
-        let n = d.total_out() as usize;
-        packed.truncate(n);
+        let packed = deflated(&[tag::END, 0].repeat(compact / 2));
+        let n = packed.len();
         assert!(compact / n >= 250, "{n} bytes");
         for says in [compact / 2, compact, compact * 2] {
             let mut body = vec![DEFLATE_COMPACT];
@@ -755,6 +919,77 @@ mod tests {
                 assert!(into.is_empty());
             }
             assert_eq!(walk(&body).ne(&Walk::Bad), says == compact, "{says}");
+        }
+    }
+
+    /// A walk held to some work gives up past it, and inside it says what
+    /// a walk without a bound says.
+    #[test]
+    fn a_walk_is_held_to_its_work() {
+        let compact = 1 << 20;
+        let packed = deflated(&[tag::END, 0].repeat(compact / 2));
+        let mut body = vec![DEFLATE_COMPACT];
+        put_varint(&mut body, (compact / 2 * 9) as u64);
+        put_varint(&mut body, compact as u64);
+        body.extend_from_slice(&packed);
+        assert_eq!(walk(&body), Walk::Whole(body.len()));
+        assert_eq!(
+            walk_within(&body, 2 * compact),
+            Some(Walk::Whole(body.len()))
+        );
+        assert_eq!(walk_within(&body, compact / 2), None);
+        assert_eq!(walk_within(&body[..body.len() / 2], compact / 8), None);
+        // LZ4 alike.
+        let raw = batch(2000);
+        let mut one = Vec::new();
+        assert!(put_block_of(LZ4, &mut one, &raw));
+        let Frame::Ok { body, .. } = frame_at(&one, 0) else {
+            panic!("not an entry");
+        };
+        assert_eq!(walk_within(body, usize::MAX), Some(Walk::Whole(body.len())));
+        assert_eq!(walk_within(body, body.len() / 2), None);
+    }
+
+    /// A deflate stream whose first bytes are not entries (zeros: tag 0)
+    /// is refused at its first step, whatever it would make.
+    #[test]
+    fn a_deflate_stream_of_no_entries_is_refused_at_its_first_step() {
+        let compact = 4 << 20;
+        let packed = deflated(&vec![0u8; compact]);
+        let mut body = vec![DEFLATE_COMPACT];
+        put_varint(&mut body, (compact / 2 * 9) as u64);
+        put_varint(&mut body, compact as u64);
+        body.extend_from_slice(&packed);
+        let parts = block_parts(&body).unwrap();
+        let mut state = flate2::Decompress::new(false);
+        let mut buf = Vec::new();
+        assert_eq!(
+            inflate_deflate(&mut state, parts.packed, &mut buf, compact),
+            Err(BlockError::Damaged)
+        );
+        assert!(buf.len() <= INFLATE_STEP, "{} bytes made", buf.len());
+        assert!((state.total_out() as usize) <= INFLATE_STEP);
+        // Checked a piece at a time, whatever the pieces: a length cut
+        // between two pieces, a body over three.
+        let bytes = [tag::END, 0, tag::CLOCK, 0x83, 0, 1, 2, 3, tag::END, 0];
+        for cut in 0..=bytes.len() {
+            for cut2 in cut..=bytes.len() {
+                let mut c = CompactCheck::default();
+                for piece in [&bytes[..cut], &bytes[cut..cut2], &bytes[cut2..]] {
+                    assert_eq!(c.feed(piece, bytes.len()), Ok(()), "{cut} {cut2}");
+                }
+                assert!(c.at_boundary());
+            }
+        }
+        let mut cut_short = CompactCheck::default();
+        assert_eq!(cut_short.feed(&bytes[..4], bytes.len()), Ok(()));
+        assert!(!cut_short.at_boundary());
+        for bad in [&[tag::CLOCK, 16][..], &[tag::BLOCK, 0], &[33, 0], &[0]] {
+            assert_eq!(
+                CompactCheck::default().feed(bad, 10),
+                Err(BlockError::Damaged),
+                "{bad:?}"
+            );
         }
     }
 
