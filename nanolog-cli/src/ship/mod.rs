@@ -289,6 +289,7 @@ impl Sink for Shipper {
             Warning::SkippedCorrupt { len, .. }
             | Warning::TornTail { len, .. }
             | Warning::BadBlock { len, .. } => *len as u64,
+            Warning::MoreSkipped { bytes, .. } => *bytes as u64,
             _ => 0,
         };
         self.send_note(&w.to_string(), &[("nanolog.corrupt_bytes", bytes)])

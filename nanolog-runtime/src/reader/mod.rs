@@ -44,4 +44,4 @@ pub use merge::{Batch, Batches, Event, Filter, Merge};
 pub use record::Record;
 pub use time::TimeMap;
 pub use trace::TraceContext;
-pub use warning::Warning;
+pub use warning::{Warning, LISTED_DAMAGE};

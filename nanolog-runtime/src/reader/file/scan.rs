@@ -74,8 +74,9 @@ enum Top {
     Entry { tag: u8, start: usize, end: usize },
     /// A whole BLOCK entry, its body `[start, end)`.
     Block { start: usize, end: usize },
-    /// Damage skipped, or a torn tail.
-    Warn(Warning),
+    /// Damage skipped, or a torn tail (boxed: a crafted file can make
+    /// every few bytes one, and the other tops are 24 bytes).
+    Warn(Box<Warning>),
 }
 
 /// What a search for whole entries among damaged bytes may checksum: 8
@@ -197,7 +198,7 @@ impl LogFile {
             let (items_at, lazy_at) = (self.order.len(), self.lazy_len);
             for top in wave {
                 match *top {
-                    Top::Warn(ref w) => self.warnings.push(w.clone()),
+                    Top::Warn(ref w) => self.warnings.push(Warning::clone(w)),
                     Top::Entry { tag: t, start, end } => {
                         self.entry(t, &data[start..end], start, end, pairs)
                     }
@@ -314,11 +315,11 @@ impl LogFile {
         let mut in_block = false;
         // The file's last entry runs from `at` past its end.
         let torn_tail = |at: usize| {
-            Top::Warn(Warning::TornTail {
+            Top::Warn(Box::new(Warning::TornTail {
                 path: self.path.clone(),
                 offset: at,
                 len: data.len() - at,
-            })
+            }))
         };
         // Whether a whole entry starts at `next` (or the file ends there,
         // finished): where an entry skipped as damage is taken to end.
@@ -329,14 +330,23 @@ impl LogFile {
                 matches!(frame_at(data, next), Frame::Ok { .. })
             }
         };
-        // The bytes `[from, to)` are damage, skipped.
-        let skipped = |from: usize, to: usize| {
-            Top::Warn(Warning::SkippedCorrupt {
-                path: self.path.clone(),
-                offset: from,
-                len: to - from,
-                to_end: false,
-            })
+        // The bytes `[from, to)` are damage, skipped: listed, up to
+        // LISTED_DAMAGE regions, then counted (see `Warning::MoreSkipped`).
+        let mut listed = 0usize;
+        let (mut more, mut more_bytes) = (0usize, 0usize);
+        let mut skipped = |tops: &mut Vec<Top>, from: usize, to: usize| {
+            if listed < super::super::warning::LISTED_DAMAGE {
+                listed += 1;
+                tops.push(Top::Warn(Box::new(Warning::SkippedCorrupt {
+                    path: self.path.clone(),
+                    offset: from,
+                    len: to - from,
+                    to_end: false,
+                })));
+            } else {
+                more += 1;
+                more_bytes += to - from;
+            }
         };
         while pos < data.len() {
             let frame = match skipped_from {
@@ -362,7 +372,7 @@ impl LogFile {
                     budget = Budget::default();
                     in_block = false;
                     if let Some(from) = skipped_from.take() {
-                        tops.push(skipped(from, pos));
+                        skipped(&mut tops, from, pos);
                     }
                     let start = pos + wire::FRAME_LEN;
                     let end = start + body.len();
@@ -400,7 +410,7 @@ impl LogFile {
                             wire::block::Walk::Whole(len) => {
                                 let next = pos + wire::FRAME_LEN + len;
                                 if lands(next) {
-                                    tops.push(skipped(pos, next));
+                                    skipped(&mut tops, pos, next);
                                     pos = next;
                                     continue;
                                 }
@@ -450,7 +460,7 @@ impl LogFile {
                             .find(|&next| lands(next))
                     });
                     if let Some(next) = next.flatten() {
-                        tops.push(skipped(pos, next));
+                        skipped(&mut tops, pos, next);
                         pos = next;
                         continue;
                     }
@@ -464,13 +474,20 @@ impl LogFile {
                 }
             }
         }
+        if more > 0 {
+            tops.push(Top::Warn(Box::new(Warning::MoreSkipped {
+                path: self.path.clone(),
+                regions: more,
+                bytes: more_bytes,
+            })));
+        }
         if let Some(from) = skipped_from {
-            tops.push(Top::Warn(Warning::SkippedCorrupt {
+            tops.push(Top::Warn(Box::new(Warning::SkippedCorrupt {
                 path: self.path.clone(),
                 offset: from,
                 len: data.len() - from,
                 to_end: true,
-            }));
+            })));
         }
         tops
     }
