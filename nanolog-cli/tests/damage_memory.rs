@@ -252,3 +252,63 @@ fn a_chain_of_blocks_that_each_run_to_the_end_is_read_in_linear_time() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// 40 deflate blocks of 64 MiB of well-formed CLOCK entries each (one
+/// pair, over and over: 107 M entries from a 4.7 MB file), before a real
+/// log: `decode` and `stats` read every real record and peak under 256 MB
+/// (they held every pair: 1.7 GB and 5.2 GB).
+#[test]
+fn blocks_of_millions_of_clock_pairs_cost_bounded_memory() {
+    let dir = fresh_dir("damage", "clocks");
+    let log = dir.join("real.nlog");
+    real_log(&log, 2_000);
+    let real = std::fs::read(&log).unwrap();
+    let n = (64 << 20) / 25;
+    let mut one = vec![tag::CLOCK, 16];
+    one.extend_from_slice(&1_000_000_000_000u64.to_le_bytes());
+    one.extend_from_slice(&1_795_000_000_000_000_000i64.to_le_bytes());
+    let compact = one.repeat(n);
+    let mut d = flate2::Compress::new(flate2::Compression::best(), false);
+    let mut packed = vec![0u8; compact.len() / 256];
+    let status = d.compress(&compact, &mut packed, flate2::FlushCompress::Finish);
+    assert!(matches!(status, Ok(flate2::Status::StreamEnd)));
+    packed.truncate(d.total_out() as usize);
+    let block = deflate_block_entry(n * 25, compact.len(), &packed);
+    let mut file = real[..HEADER_LEN].to_vec();
+    for _ in 0..40 {
+        file.extend_from_slice(&block);
+    }
+    file.extend_from_slice(&real[HEADER_LEN..]);
+    let crafted = dir.join("clocks.nlog");
+    std::fs::write(&crafted, &file).unwrap();
+    for cmd in ["decode", "stats"] {
+        let out = dir.join(format!("{cmd}.out"));
+        let child = Command::new(BIN)
+            .args([cmd, p(&crafted)])
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(Stdio::null())
+            .stdin(Stdio::null())
+            .spawn_reaped();
+        let (status, peak_mb) = common::wait_peak(&child);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{cmd}: status {status}"
+        );
+        let printed = std::fs::read_to_string(&out).unwrap();
+        if cmd == "decode" {
+            assert_eq!(printed.lines().count(), 2_000, "every real record");
+        } else {
+            assert!(
+                printed.contains("2000"),
+                "stats counts every record: {printed}"
+            );
+        }
+        eprintln!("{cmd} of the CLOCK blocks: peak resident memory {peak_mb:.0} MB");
+        assert!(
+            peak_mb <= 256.0,
+            "{cmd}: peak resident memory {peak_mb:.0} MB"
+        );
+        drop(child);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -68,6 +68,30 @@ where
     })
 }
 
+/// The most clock pairs a file's index holds: a writer writes one a second
+/// (`Builder::clock_interval`), so a file of 12 days; past it every other
+/// pair is let go (times between them interpolated over twice the span),
+/// and so on, so that 40 blocks of 64 MiB of CLOCK entries (from a 2.6 MB
+/// file) cost 16 MiB, not 1.7 GB.
+const MAX_PAIRS: usize = 1 << 20;
+
+/// Adds clock pair `p` to `pairs`: not when it repeats the last one's tick
+/// (the map keeps the first of a tick anyway), and past [`MAX_PAIRS`]
+/// after every other pair is let go.
+fn push_pair(pairs: &mut Vec<(u64, i64)>, p: (u64, i64)) {
+    if pairs.last().is_some_and(|l| l.0 == p.0) {
+        return;
+    }
+    if pairs.len() >= MAX_PAIRS {
+        let mut i = 0usize;
+        pairs.retain(|_| {
+            i += 1;
+            i % 2 == 1
+        });
+    }
+    pairs.push(p);
+}
+
 /// What the first pass of a scan finds at the top level of a file.
 enum Top {
     /// A whole entry of tag `tag`, its body `[start, end)`.
@@ -158,8 +182,9 @@ impl LogFile {
         // `spare` while `on_wave` reads this one (see `Prefetched`).
         let mut spare = Vec::new();
         let mut prefetched: Option<Prefetched> = None;
-        // How many clock pairs the map a wave's records see was made of.
-        let mut mapped_pairs = usize::MAX;
+        // The clock pairs the map a wave's records see was made of (how
+        // many, and the last).
+        let mut mapped_pairs = (usize::MAX, None);
         let mut rest = &tops[..];
         while !rest.is_empty() {
             // While blocks stay, a wave is what is left of the budget (at
@@ -233,10 +258,11 @@ impl LogFile {
                 if let Some(buf) = resident.as_mut() {
                     self.inflated = std::mem::take(buf);
                 }
-                // (Pairs are only added: a map rebuilt only when one was.)
-                if pairs.len() != mapped_pairs {
+                // (Pairs are added, and thinned past MAX_PAIRS: a map
+                // rebuilt only when they changed.)
+                if (pairs.len(), pairs.last().copied()) != mapped_pairs {
                     self.time = TimeMap::new(self.header.ticks_per_second, pairs.clone());
-                    mapped_pairs = pairs.len();
+                    mapped_pairs = (pairs.len(), pairs.last().copied());
                 }
                 self.derive();
                 let next = next_wave(data, rest, LAZY_WAVE).0;
@@ -536,7 +562,7 @@ impl LogFile {
             }
             tag::CLOCK => {
                 if let Some(p) = dict::get_clock(body) {
-                    pairs.push(p);
+                    push_pair(pairs, p);
                     self.clock_end = end;
                 }
             }
@@ -763,5 +789,31 @@ impl LogFile {
                 offset: start,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pairs repeating a tick are one; past the cap every other one goes,
+    /// the first and the newest stay, and the memory stays at the cap.
+    #[test]
+    fn clock_pairs_are_held_to_their_cap() {
+        let mut pairs = Vec::new();
+        for _ in 0..10 {
+            push_pair(&mut pairs, (7, 70));
+        }
+        assert_eq!(pairs, [(7, 70)]);
+        for t in 8..(3 * MAX_PAIRS as u64) {
+            push_pair(&mut pairs, (t, 10 * t as i64));
+        }
+        assert!(pairs.len() <= MAX_PAIRS);
+        assert!(pairs.len() > MAX_PAIRS / 2);
+        assert_eq!(pairs[0], (7, 70));
+        let last = 3 * MAX_PAIRS as u64 - 1;
+        assert_eq!(pairs.last(), Some(&(last, 10 * last as i64)));
+        assert!(pairs.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(pairs.capacity() <= 2 * MAX_PAIRS);
     }
 }
