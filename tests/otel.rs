@@ -267,3 +267,64 @@ fn a_second_scoped_service_keeps_its_spans() {
     service("otel-again-1", true);
     service("otel-again-2", true);
 }
+
+/// A span of one subscriber entered on a thread whose default is another
+/// subscriber (whose span of the same id is another span): its records
+/// carry its own ids, asked of the subscriber nanolog's layer is in.
+#[test]
+fn a_span_entered_under_another_default_keeps_its_own_ids() {
+    let _serial = common::serial();
+    let path = common::temp("otel-two-subscribers");
+    let _log = common::TempLog(path.clone());
+    let subscriber = |kept: &Kept| {
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(kept.clone())
+            .build();
+        let tracer = provider.tracer("nanolog-test");
+        let dispatch: tracing::Dispatch = tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(tracer))
+            .with(nanolog::tracing_layer())
+            .into();
+        (provider, dispatch)
+    };
+    let (kept_a, kept_b) = (Kept::default(), Kept::default());
+    let (provider_a, a) = subscriber(&kept_a);
+    let (provider_b, b) = subscriber(&kept_b);
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let b_span =
+        tracing::dispatcher::with_default(&b, || tracing::info_span!("b_span", req = 2u64));
+    let a_span =
+        tracing::dispatcher::with_default(&a, || tracing::info_span!("a_span", req = 1u64));
+    assert_eq!(
+        a_span.id(),
+        b_span.id(),
+        "the two registries' first spans share an id"
+    );
+    tracing::dispatcher::with_default(&b, || {
+        let _in_b = b_span.enter();
+        // Entered where B is the default: A's span, by A's layers.
+        let _in_a = a_span.enter();
+        tracing::dispatcher::with_default(&a, || {
+            tracing::info!(stage = "a_span", req = 1u64, "in a");
+        });
+    });
+    drop((a_span, b_span));
+    provider_a.shutdown().unwrap();
+    provider_b.shutdown().unwrap();
+    logger.flush().unwrap();
+    drop(logger);
+    let exported = kept_a.0.lock().unwrap();
+    let a_ctx = exported
+        .iter()
+        .find(|s| s.name == "a_span")
+        .map(|s| context_of(&s.span_context))
+        .expect("A exported its span");
+    let files = [LogFile::open(&path).unwrap()];
+    let got: Vec<_> = Merge::new(&files, Filter::default())
+        .filter_map(|ev| match ev {
+            Event::Record(r) => Some(r.trace_context()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, [Some(a_ctx)]);
+}

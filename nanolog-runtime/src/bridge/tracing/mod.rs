@@ -42,6 +42,11 @@ pub struct NanologLayer<S> {
     events: Filtered<EventLayer, NanologFilter, S>,
     /// This layer's own tag in the threads' span stacks (see `owner`).
     owner: u64,
+    /// The dispatcher this layer is in (set when it is registered in
+    /// one): where a span's OpenTelemetry context is asked for, whatever
+    /// the default of the thread that enters the span.
+    #[cfg(feature = "opentelemetry")]
+    dispatch: std::sync::OnceLock<tracing_core::dispatcher::WeakDispatch>,
 }
 
 impl<S> fmt::Debug for NanologLayer<S> {
@@ -92,6 +97,8 @@ where
     NanologLayer {
         events: EventLayer { owner }.with_filter(NanologFilter::default()),
         owner,
+        #[cfg(feature = "opentelemetry")]
+        dispatch: std::sync::OnceLock::new(),
     }
 }
 
@@ -197,6 +204,8 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         *REGISTERED
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(subscriber.downgrade());
+        #[cfg(feature = "opentelemetry")]
+        let _ = self.dispatch.set(subscriber.downgrade());
         self.events.on_register_dispatch(subscriber);
     }
 
@@ -315,7 +324,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
         // On its first entry, the trace context the OpenTelemetry layer
         // gave it (before the records made in it).
         #[cfg(feature = "opentelemetry")]
-        otel::take_context(&ctx, self.owner, id);
+        otel::take_context(&ctx, self.owner, id, self.dispatch.get());
         let key = key_of(&ctx, self.owner, id);
         crate::span::tracing_enter(self.owner, id.into_u64(), key);
     }

@@ -25,10 +25,15 @@ use super::spans::{encode_context, SpanData, OPEN};
 /// On span `id`'s first entry: its OpenTelemetry span's context, if the
 /// registry has tracing-opentelemetry's layer and the span is one it
 /// traces, into the span's definition (a new version of it, from now on).
+/// The context is asked of `dispatch`, the dispatcher the layer is in (the
+/// span's: a thread whose default is another subscriber may enter it, and
+/// that one's span of the same id is another span), else of the thread's
+/// default.
 pub(super) fn take_context<S: Subscriber + for<'a> LookupSpan<'a>>(
     ctx: &Context<'_, S>,
     owner: u64,
     id: &Id,
+    dispatch: Option<&tracing_core::dispatcher::WeakDispatch>,
 ) {
     let first = with_data(ctx, owner, id, |d| {
         !std::mem::replace(&mut d.context_taken, true)
@@ -38,11 +43,13 @@ pub(super) fn take_context<S: Subscriber + for<'a> LookupSpan<'a>>(
     }
     // (Nothing of the span is held here: the OpenTelemetry layer takes
     // the span's extensions and its own lock.)
-    let Some(otel) =
-        tracing_core::dispatcher::get_default(|d| tracing_opentelemetry::get_otel_context(id, d))
-    else {
-        return;
+    let otel = match dispatch.and_then(tracing_core::dispatcher::WeakDispatch::upgrade) {
+        Some(d) => tracing_opentelemetry::get_otel_context(id, &d),
+        None => tracing_core::dispatcher::get_default(|d| {
+            tracing_opentelemetry::get_otel_context(id, d)
+        }),
     };
+    let Some(otel) = otel else { return };
     let span = otel.span();
     let sc = span.span_context();
     if !sc.is_valid() {
