@@ -1090,6 +1090,100 @@ fn lines_of_a_set_read_a_window_at_a_time_cross_its_files() {
             "-n {n} of a set whose last file holds {last_file}"
         );
     }
+    // Filtered, and read at once (the set within the budget) alike: the
+    // newest files only are opened when they hold the last N (see
+    // `last_files`), and the lines are the same.
+    for extra in [&["--grep", "record 1"][..], &["--format", "json"]] {
+        let mut c = Command::new(BIN);
+        c.arg("decode").args(&set).args(extra);
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let full = String::from_utf8(o.stdout).unwrap();
+        let total = full.lines().count();
+        assert!(total > 3, "{extra:?}: {total}");
+        for n in [1, total / 3, total - 1, total + 2] {
+            let n_s = n.to_string();
+            let mut args = extra.to_vec();
+            args.extend_from_slice(&["-n", &n_s]);
+            let got = decode(&args);
+            assert_eq!(
+                got.lines().collect::<Vec<_>>(),
+                last_lines(&full, n),
+                "{extra:?} -n {n}"
+            );
+        }
+    }
+}
+
+/// A set rolled every 8 KiB while three threads log at once, at two
+/// levels: a file holds records of other threads older than its own start
+/// (drained after the roll), so `-n` that opens only the newest files must
+/// still print exactly the tail of the whole set's decode, filtered or not,
+/// read at once or a file at a time.
+#[test]
+fn lines_of_a_set_written_by_threads_at_once_are_the_tail_of_its_decode() {
+    let dir = common::fresh_dir("cli", "lines-threads");
+    let base = dir.join("busy.nlog");
+    // The fixtures' loggers first: one logger at a time in a process.
+    let _ = fixtures();
+    {
+        let _s = common::serial();
+        let logger = nanolog::Logger::builder()
+            .path(&base)
+            .rotate_bytes(8 << 10)
+            .start()
+            .unwrap();
+        std::thread::scope(|s| {
+            for t in 0..3u64 {
+                s.spawn(move || {
+                    for i in 0..10_000u64 {
+                        if i % 10 == 0 {
+                            nanolog::warn!("thread {} slow {}", t, i);
+                        } else {
+                            nanolog::info!("thread {} step {}", t, i);
+                        }
+                    }
+                });
+            }
+        });
+        drop(logger);
+    }
+    let mut set: Vec<PathBuf> = nanolog::reader::finished_files(&base)
+        .unwrap()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    set.push(base.clone());
+    assert!(set.len() >= 4, "{} files", set.len());
+    let decode = |extra: &[&str], window: bool| {
+        let mut c = Command::new(BIN);
+        c.arg("decode").args(&set).args(extra);
+        if window {
+            c.env("NANOLOG_READ_WINDOW_MB", "0");
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    for extra in [&[][..], &["--level", "warn"], &["--grep", "thread 2"]] {
+        let full = decode(extra, false);
+        let total = full.lines().count();
+        assert!(total > 100, "{extra:?}: {total}");
+        for n in [1, 17, total / 4, total - 1, total + 3] {
+            let n_s = n.to_string();
+            let mut args = extra.to_vec();
+            args.extend_from_slice(&["-n", &n_s]);
+            for window in [false, true] {
+                let got = decode(&args, window);
+                assert_eq!(
+                    got.lines().collect::<Vec<_>>(),
+                    last_lines(&full, n),
+                    "{extra:?} -n {n}, a file at a time: {window}"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `decode -f -n N`: the last N records of the live file, then every record
