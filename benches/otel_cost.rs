@@ -45,6 +45,10 @@ use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use tracing::{Dispatch, Instrument};
 use tracing_subscriber::layer::SubscriberExt;
 
+#[path = "common/service.rs"]
+mod service;
+use service::{cpu_time, median, Locked};
+
 const IN_FLIGHT: usize = 64;
 
 /// Events the workload made (to check each subscriber got them all).
@@ -188,36 +192,6 @@ type Reg = tracing_subscriber::layer::Layered<
     >,
     tracing_subscriber::Registry,
 >;
-
-/// The CPU time the process has used (user and system, all threads).
-fn cpu_time() -> f64 {
-    // SAFETY: `getrusage` writes the struct it is given, a valid zeroed
-    // `rusage` owned by this frame.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    secs(ru.ru_utime) + secs(ru.ru_stime)
-}
-
-/// A `BufWriter` shared by the threads, as `with_writer` takes it.
-struct Locked(Arc<std::sync::Mutex<std::io::BufWriter<std::fs::File>>>);
-
-impl Write for Locked {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).write(buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
 
 const KINDS: [&str; 5] = ["otel", "nanolog", "appender", "fmt JSON", "no-op layer"];
 

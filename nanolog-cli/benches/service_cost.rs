@@ -56,6 +56,10 @@ use std::time::Instant;
 use tracing::{Dispatch, Instrument};
 use tracing_subscriber::layer::SubscriberExt;
 
+#[path = "../../benches/common/service.rs"]
+mod service;
+use service::{cpu_time, median, Locked};
+
 const IN_FLIGHT: usize = 64;
 const TABLES: [&str; 5] = ["orders", "accounts", "positions", "fills", "quotes"];
 const ROUTES: [&str; 4] = [
@@ -283,19 +287,6 @@ struct Round {
     cpu: f64,
 }
 
-/// The CPU time the process has used (user and system, all threads).
-fn cpu_time() -> f64 {
-    // SAFETY: `getrusage` writes the struct it is given, which is a valid,
-    // zeroed `rusage` owned by this frame.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
-        ru
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    secs(ru.ru_utime) + secs(ru.ru_stime)
-}
-
 const KINDS: [&str; 6] = [
     "none",
     "registry",
@@ -396,24 +387,6 @@ impl Write for Lines {
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush()
     }
-}
-
-/// A `BufWriter` shared by the threads, as `with_writer` takes it.
-struct Locked(std::sync::Arc<std::sync::Mutex<std::io::BufWriter<std::fs::File>>>);
-
-impl Write for Locked {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).write(buf)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    // (No rounds: no median.)
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn main() {
