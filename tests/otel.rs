@@ -67,7 +67,7 @@ fn remote_parent(req: u64, sampled: bool) -> opentelemetry::Context {
 /// incoming `traceparent`), an instrumented handler, a spawned task, a
 /// closure on the blocking pool, and an event in each.
 async fn request(req: u64, seen: Seen) {
-    let root = tracing::info_span!("request", req);
+    let root = tracing::info_span!("request", req, status = tracing::field::Empty);
     match req % 4 {
         1 => {
             let _ = root.set_parent(remote_parent(req, true));
@@ -103,6 +103,9 @@ async fn request(req: u64, seen: Seen) {
         tokio::task::spawn_blocking(move || blocking.in_scope(|| note(&b, "blocking", req)))
             .await
             .unwrap();
+        // A value recorded into the span after its context was taken.
+        tracing::Span::current().record("status", 200u64);
+        note(&s, "request", req);
     }
     .instrument(root)
     .await;
@@ -228,23 +231,21 @@ fn service(name: &str, otel_first: bool) {
             assert_eq!(got.map(|c| c.trace_id), Some(want), "{stage} of {req}");
         }
         // The trace context is not a field: the spans print as they would
-        // without it.
+        // without it (the request span with its status once recorded).
         for s in r.spans() {
-            assert!(
-                s.fields().iter().all(|(n, _)| *n == "req"),
-                "{:?}",
-                s.fields()
-            );
+            let names: Vec<&str> = s.fields().iter().map(|(n, _)| *n).collect();
+            assert!(names == ["req"] || names == ["req", "status"], "{names:?}");
             let mut text = String::new();
             s.render(&mut text);
-            assert_eq!(text, format!("{}{{req={req}}}", s.name()));
+            let status = if names.len() == 2 { " status=200" } else { "" };
+            assert_eq!(text, format!("{}{{req={req}{status}}}", s.name()));
         }
         checked += 1;
     }
     assert_eq!(outside, 2);
-    // Five records a request (two in the handler).
-    assert_eq!(checked, 5 * REQUESTS);
-    assert_eq!(unsampled, 5 * (REQUESTS / 4));
+    // Six records a request (two in the handler, two in the request).
+    assert_eq!(checked, 6 * REQUESTS);
+    assert_eq!(unsampled, 6 * (REQUESTS / 4));
 }
 
 #[test]
