@@ -71,7 +71,7 @@ async fn request(id: u64, traceparent: Option<&'static str>) {
     }
     async {
         tracing::info!(path = "/orders", "request received");
-        handler(if id % 2 == 0 { "ann" } else { "bob" }).await;
+        handler(if id.is_multiple_of(2) { "ann" } else { "bob" }).await;
         tracing::info!(status = 200u64, "request done");
     }
     .instrument(span)
