@@ -265,7 +265,7 @@ impl LogFile {
                     mapped_pairs = (pairs.len(), pairs.last().copied());
                 }
                 self.derive();
-                let next = next_wave(data, rest, LAZY_WAVE).0;
+                let (next, next_raw) = next_wave(data, rest, LAZY_WAVE);
                 let this = &*self;
                 let wave = Wave {
                     file: this,
@@ -273,7 +273,11 @@ impl LogFile {
                     base: LAZY + lazy_at,
                     items: items_at..this.order.len(),
                 };
-                if resident.is_some() || next.is_empty() {
+                // (A wave over LAZY_WAVE is one block larger than the
+                // writer makes, up to 64 MiB: inflated after this one is
+                // read, into the same buffer, not beside it into another:
+                // four such blocks took `stats` 293 MB.)
+                if resident.is_some() || next.is_empty() || next_raw > LAZY_WAVE {
                     on_wave(&wave);
                 } else {
                     // The reader keeps the cores busy: the next wave is
