@@ -308,13 +308,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
                     crate::span::redefine(data.key, site, &data.raw);
                 }
             };
-            if OPEN.with(self.owner, id.into_u64(), recorded).is_none() {
-                if let Some(span) = ctx.span(id) {
-                    if let Some(data) = span.extensions_mut().get_mut::<SpanData>() {
-                        recorded(data);
-                    }
-                }
-            }
+            with_data(&ctx, self.owner, id, recorded);
         });
     }
 
@@ -322,9 +316,11 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
     /// its next record).
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         // On its first entry, the trace context the OpenTelemetry layer
-        // gave it (before the records made in it).
+        // gave it (before the records made in it), in the same lookup that
+        // finds its key.
         #[cfg(feature = "opentelemetry")]
-        otel::take_context(&ctx, self.owner, id, self.dispatch.get());
+        let key = otel::take_context(&ctx, self.owner, id, self.dispatch.get());
+        #[cfg(not(feature = "opentelemetry"))]
         let key = key_of(&ctx, self.owner, id);
         crate::span::tracing_enter(self.owner, id.into_u64(), key);
     }

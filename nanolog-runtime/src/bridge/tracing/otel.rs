@@ -20,7 +20,7 @@ use tracing_core::Subscriber;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use super::spans::{encode_context, SpanData, OPEN};
+use super::spans::{encode_context, with_data};
 
 /// On span `id`'s first entry: its OpenTelemetry span's context, if the
 /// registry has tracing-opentelemetry's layer and the span is one it
@@ -29,17 +29,22 @@ use super::spans::{encode_context, SpanData, OPEN};
 /// span's: a thread whose default is another subscriber may enter it, and
 /// that one's span of the same id is another span), else of the thread's
 /// default.
+///
+/// Returns the span's key (0: not one of this layer's spans), as
+/// `key_of` would: its one lookup on every entry serves both.
 pub(super) fn take_context<S: Subscriber + for<'a> LookupSpan<'a>>(
     ctx: &Context<'_, S>,
     owner: u64,
     id: &Id,
     dispatch: Option<&tracing_core::dispatcher::WeakDispatch>,
-) {
-    let first = with_data(ctx, owner, id, |d| {
-        !std::mem::replace(&mut d.context_taken, true)
-    });
-    if first != Some(true) {
-        return;
+) -> u64 {
+    let Some((key, first)) = with_data(ctx, owner, id, |d| {
+        (d.key, !std::mem::replace(&mut d.context_taken, true))
+    }) else {
+        return 0;
+    };
+    if !first {
+        return key;
     }
     // (Nothing of the span is held here: the OpenTelemetry layer takes
     // the span's extensions and its own lock.)
@@ -49,13 +54,15 @@ pub(super) fn take_context<S: Subscriber + for<'a> LookupSpan<'a>>(
             tracing_opentelemetry::get_otel_context(id, d)
         }),
     };
-    let Some(otel) = otel else { return };
+    let Some(otel) = otel else { return key };
     let span = otel.span();
     let sc = span.span_context();
     if !sc.is_valid() {
-        return;
+        return key;
     }
-    let Some(meta) = ctx.metadata(id) else { return };
+    let Some(meta) = ctx.metadata(id) else {
+        return key;
+    };
     let mut context = Vec::with_capacity(64);
     encode_context(
         sc.trace_id().to_bytes(),
@@ -75,23 +82,5 @@ pub(super) fn take_context<S: Subscriber + for<'a> LookupSpan<'a>>(
             crate::span::redefine(d.key, site, &d.raw);
         }
     });
-}
-
-/// `f` on the data of span `id`: in the table of open spans, or past its
-/// room in the registry's extensions of the span.
-fn with_data<S: Subscriber + for<'a> LookupSpan<'a>, R>(
-    ctx: &Context<'_, S>,
-    owner: u64,
-    id: &Id,
-    f: impl FnOnce(&mut SpanData) -> R,
-) -> Option<R> {
-    let mut f = Some(f);
-    let found = OPEN.with(owner, id.into_u64(), |d| f.take().map(|f| f(d)));
-    if let Some(r) = found {
-        return r;
-    }
-    let f = f.take()?;
-    let span = ctx.span(id)?;
-    let mut ext = span.extensions_mut();
-    ext.get_mut::<SpanData>().map(f)
+    key
 }

@@ -414,6 +414,25 @@ pub(super) fn key_of<S: Subscriber + for<'a> LookupSpan<'a>>(
     }
 }
 
+/// `f` on the data of span `id` of layer `owner`: in the table of open
+/// spans, or past its room in the registry's extensions of the span
+/// (`None`: in neither).
+pub(super) fn with_data<S: Subscriber + for<'a> LookupSpan<'a>, R>(
+    ctx: &Context<'_, S>,
+    owner: u64,
+    id: &Id,
+    f: impl FnOnce(&mut SpanData) -> R,
+) -> Option<R> {
+    let mut f = Some(f);
+    if let Some(r) = OPEN.with(owner, id.into_u64(), |d| f.take().map(|f| f(d))) {
+        return r;
+    }
+    let f = f.take()?;
+    let span = ctx.span(id)?;
+    let mut ext = span.extensions_mut();
+    ext.get_mut::<SpanData>().map(f)
+}
+
 /// The key of span `id` kept past the table's room, in the registry's
 /// extensions of the span (0: none).
 pub(super) fn overflow_key<S: Subscriber + for<'a> LookupSpan<'a>>(
