@@ -242,18 +242,13 @@ fn last_files(
     if paths.len() < 2 {
         return Ok(None);
     }
-    let mut headers = Vec::with_capacity(paths.len());
-    for p in &paths {
-        let mut head = [0u8; nanolog_runtime::wire::HEADER_LEN];
-        let read = std::fs::File::open(p).and_then(|mut f| {
-            use std::io::Read;
-            f.read_exact(&mut head)
-        });
-        match read.ok().and_then(|()| Header::decode(&head).ok()) {
-            Some(h) => headers.push(h),
-            None => return Ok(None),
-        }
-    }
+    let Some(headers) = paths
+        .iter()
+        .map(|p| nanolog_runtime::reader::read_header(p))
+        .collect::<Option<Vec<Header>>>()
+    else {
+        return Ok(None);
+    };
     let domain = |h: &Header| (h.pid, h.ticks_per_second.to_bits());
     if headers.iter().any(|h| domain(h) != domain(&headers[0])) {
         return Ok(None);

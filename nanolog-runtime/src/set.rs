@@ -458,8 +458,9 @@ pub fn resolve_log_path(path: &Path) -> PathBuf {
     p
 }
 
-/// The header of the log at `path`, if it has a valid one.
-pub(crate) fn read_header(path: &Path) -> Option<Header> {
+/// The header of the log at `path`, if it has a valid one (a few hundred
+/// bytes read; a FIFO or a device is not opened).
+pub fn read_header(path: &Path) -> Option<Header> {
     read_start(path).map(|(h, _)| h)
 }
 

@@ -30,7 +30,7 @@ mod warning;
 
 pub use crate::set::{
     finished_files, finished_files_keyed, finished_path, finished_path_seq, next_after_seq,
-    next_in_set, resolve_log_path, set_base_of, SetKey, SetListing,
+    next_in_set, read_header, resolve_log_path, set_base_of, SetKey, SetListing,
 };
 pub use crate::text::utc::rfc3339;
 pub use crate::wire::dict::SiteEntry;
