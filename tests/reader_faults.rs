@@ -10,12 +10,7 @@ use std::path::PathBuf;
 use nanolog::reader::{Event, Filter, LogFile, Merge, Refresh};
 use nanolog::Logger;
 
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()))
-}
-
-/// One logger per process: the tests of this file take turns.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+use common::{serial, temp};
 
 /// Writes `n` records, none in compressed blocks: a block is inflated when
 /// the file is opened, so a cut under the map cannot take its records, and
@@ -36,7 +31,7 @@ fn write_log(path: &PathBuf, what: &str, n: u32) {
 
 #[test]
 fn a_file_cut_back_while_mapped_is_reported_not_fatal() {
-    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _s = serial();
     let path = temp("shrink");
     write_log(&path, "FIRST", 300_000);
     let before = std::fs::metadata(&path).unwrap().len();
@@ -79,7 +74,7 @@ fn a_file_cut_back_while_mapped_is_reported_not_fatal() {
 
 #[test]
 fn refresh_reports_a_new_run_at_the_same_path() {
-    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _s = serial();
     let path = temp("replaced");
     write_log(&path, "FIRST", 1000);
     let mut log = LogFile::open(&path).unwrap();
@@ -101,7 +96,7 @@ fn refresh_reports_a_new_run_at_the_same_path() {
 /// batches, a scan of extents), and the records outside it are read.
 #[test]
 fn a_block_that_no_longer_inflates_when_read_again_is_reported() {
-    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _s = serial();
     let path = temp("lazy-rewritten");
     let logger = Logger::builder()
         .path(&path)

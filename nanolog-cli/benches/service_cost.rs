@@ -43,7 +43,7 @@
 //! registry and over the registry with a no-op layer (BENCHMARKS.md).
 //!
 //! 30 rounds by default (REQUESTS 5,000; about 45 s): on the CI machine
-//! the session-21 build's 7-round runs gave 0.104-0.182 within minutes;
+//! the build of 3226a47 (2026-11-28) in 7-round runs gave 0.104-0.182 within minutes;
 //! 30-round runs gave 0.126, and an earlier build of the same runtime
 //! 0.124-0.161 in three, within the hour (the machine's phase still moves
 //! them).
@@ -73,7 +73,7 @@ const ROUTES: [&str; 4] = [
 /// each thread counts its own, on a line of its own, and the counts are
 /// summed when read. One counter that every worker bumped was a line passed
 /// between the cores at every event, which cost a subscriber the more the
-/// faster it let events come: in a slow phase of session 21,
+/// faster it let events come: in a slow phase on 2026-11-28 (3d11470),
 /// `Instrumented::poll` (where it is inlined) was 194 samples dearer in
 /// nanolog's rounds than in the registry's, of the ~2,800 nanolog added,
 /// and `perf annotate` put most of its samples on that `lock xadd`.
@@ -250,7 +250,7 @@ impl Service {
         // to nothing (through a handle of its own: the writer's goes on
         // at its offset, into a sparse file): past a gigabyte or so of
         // dirty pages the kernel's writeback slowed fmt's later rounds by a
-        // third (60-round runs, session 21), a cost of the run's length,
+        // third (60-round runs, 2026-11-28, 2ab00e8), a cost of the run's length,
         // not of the subscriber. Every round then writes into an empty
         // file, as the first rounds do.
         if let Some(path) = &self.output {
@@ -445,7 +445,7 @@ fn main() {
     // `noop`: the no-op layer's rounds too (not by default: a sixth
     // service in the rotation read the headline higher, 0.077-0.131 against
     // the five's 0.073-0.111 in 4 pairs in turn; the headline is the one
-    // every session measured).
+    // every earlier measurement reported).
     let kinds = if std::env::args().any(|a| a == "noop") {
         KINDS.len()
     } else {

@@ -90,7 +90,11 @@ fn peak(args: &[&str], mb: &str, dir: &Path) -> f64 {
 /// rings.
 fn write_log_apart(path: &Path) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "write_in_a_process_of_its_own", "--ignored"])
+        .args([
+            "--exact",
+            &common::test_name(module_path!(), "write_in_a_process_of_its_own"),
+            "--ignored",
+        ])
         .env("NANOLOG_LAZY_BLOCKS_LOG", path)
         .stdin(Stdio::null())
         .spawn_reaped();

@@ -238,3 +238,21 @@ pub fn traced_ids(body: &str) -> (&'static str, &'static str, u32) {
         ("", "", 0)
     }
 }
+
+/// The name libtest knows the test `f` of module `module` by (its
+/// `module_path!()` without the crate: `files::child_rolling_writer`), for
+/// `--exact` when a test runs one of its binary's tests as a child process.
+pub fn test_name(module: &str, f: &str) -> String {
+    match module.split_once("::") {
+        Some((_, m)) => format!("{m}::{f}"),
+        None => f.to_owned(),
+    }
+}
+
+/// `nanolog::capture_log()` once per process: the `log` crate takes one
+/// logger for a process's life, and the tests of a binary share it (the
+/// second call's refusal is what `bridges` checks).
+pub fn capture_log_once() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| nanolog::capture_log().expect("install the log bridge"));
+}

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use nanolog::reader::finished_files;
 use nanolog::Logger;
 
-mod common;
+use crate::common;
 use common::{p, SpawnReaped, BIN};
 
 const WORKERS: u64 = 4;
@@ -144,7 +144,12 @@ fn soak_run(d: &Path, secs: f64) -> (u64, usize) {
     let rx = common::line_reader(&mut follower);
     let load = Load::start(2);
     let child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_paced_writer", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            &common::test_name(module_path!(), "child_paced_writer"),
+            "--ignored",
+            "--nocapture",
+        ])
         .env("NANOLOG_SOAK_LOG", &base)
         .env("NANOLOG_SOAK_SECS", secs.to_string())
         .stdout(Stdio::piped())

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 
 use nanolog::{Level, Logger, OnFull};
 
-mod common;
+use crate::common;
 
 use common::{serial, BIN};
 
+/// A log path of this file's own (`common::temp` named `mirror-{name}`).
 fn temp(name: &str) -> PathBuf {
     common::temp(&format!("mirror-{name}"))
 }

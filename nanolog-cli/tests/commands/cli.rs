@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-mod common;
+use crate::common;
 use common::SpawnReaped;
 
 use common::{ok, on_main_thread, p, run, stdout, BIN};
@@ -42,6 +42,7 @@ fn fixtures() -> &'static Fixtures {
 }
 
 fn build_fixtures() -> Fixtures {
+    let _s = common::serial();
     {
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join(format!("nanolog-cli-{}", std::process::id()));

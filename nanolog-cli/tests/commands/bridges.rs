@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::{json, Value as Json};
 use tracing_subscriber::layer::SubscriberExt;
 
-mod common;
+use crate::common;
 
 use common::BIN;
 
@@ -42,10 +42,13 @@ fn write_log() -> PathBuf {
     let path = std::env::temp_dir().join(format!("nanolog-bridges-{}.nlog", std::process::id()));
     let logger = nanolog::Logger::builder()
         .path(&path)
-        .filter("debug,noisy=off,bridges::dependency=debug")
+        .filter(&format!(
+            "debug,noisy=off,{}::dependency=debug",
+            module_path!()
+        ))
         .start()
         .unwrap();
-    nanolog::capture_log().unwrap();
+    common::capture_log_once();
     assert!(
         nanolog::capture_log().is_err(),
         "a second capture_log must fail"
@@ -129,8 +132,8 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
         })
     };
     let got: Vec<Json> = json.iter().map(pick).collect();
-    let module = "bridges";
-    let dep = "bridges::dependency";
+    let module = module_path!();
+    let dep = &format!("{module}::dependency");
     assert_eq!(
         got,
         [

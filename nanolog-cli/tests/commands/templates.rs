@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value as Json};
 use tracing_subscriber::layer::SubscriberExt;
 
-mod common;
+use crate::common;
 
 use common::ok;
 
@@ -57,7 +57,7 @@ fn bridge_messages_read_back_exactly_and_their_templates_are_queryable() {
         .filter("trace")
         .start()
         .unwrap();
-    nanolog::capture_log().unwrap();
+    common::capture_log_once();
     const N: u32 = 300;
     let mut want = Vec::new();
     for i in 0..N {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{fresh_dir, p, run, serial, succeed, SpawnReaped, BIN};
 
 /// A log of `n` records `took {} ms` (0..n) at `dir/app.nlog`.
@@ -86,7 +86,8 @@ fn a_thread_filter_that_names_nobody_says_so() {
     let line = String::from_utf8_lossy(&named.stdout).into_owned();
     let name = line
         .split_once("INFO[")
-        .and_then(|(_, r)| r.split_once(':'))
+        .and_then(|(_, r)| r.split_once(']'))
+        .and_then(|(t, _)| t.rsplit_once(':'))
         .map(|(n, _)| n.to_owned())
         .unwrap();
     let o = succeed(&["decode", "--thread", &name, p(&log)]);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nanolog::reader::{finished_files, Event, Filter, LogFile, Merge, Value};
 use nanolog::{Logger, Rotation};
 
-mod common;
+use crate::common;
 use common::SpawnReaped;
 
 use common::{ok as decode, p, serial, BIN};
@@ -504,7 +504,11 @@ fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
     std::thread::sleep(Duration::from_millis(1000));
     for run in 0..3 {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "child_rolling_writer", "--ignored"])
+            .args([
+                "--exact",
+                &common::test_name(module_path!(), "child_rolling_writer"),
+                "--ignored",
+            ])
             .env("NANOLOG_FOLLOW_CHILD_LOG", &base)
             .env("NANOLOG_FOLLOW_CHILD_RUN", run.to_string())
             .stdout(Stdio::null())

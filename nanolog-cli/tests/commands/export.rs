@@ -13,7 +13,7 @@ use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde_json::Value as Json;
 
-mod common;
+use crate::common;
 
 use common::{on_main_thread, p, run, succeed};
 
@@ -35,6 +35,7 @@ fn fixtures() -> &'static Fixtures {
 }
 
 fn build() -> Fixtures {
+    let _s = common::serial();
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("nanolog-export-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

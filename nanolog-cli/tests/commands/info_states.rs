@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::SpawnReaped;
 
 /// Run by `info_tells_ended_cut_off_and_live_apart` in a child process:
@@ -50,7 +50,11 @@ unsafe fn libc_kill() {
 
 fn run_child(path: &Path, how: &str) {
     let mut c = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_that_ends", "--ignored"])
+        .args([
+            "--exact",
+            &common::test_name(module_path!(), "child_that_ends"),
+            "--ignored",
+        ])
         .env("NANOLOG_INFO_LOG", path)
         .env("NANOLOG_INFO_END", how)
         .spawn_reaped();
@@ -72,6 +76,7 @@ fn state(path: &Path) -> String {
 
 #[test]
 fn info_tells_ended_cut_off_and_live_apart() {
+    let _s = common::serial();
     let dir: PathBuf =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("nanolog-info-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -127,6 +132,7 @@ fn entry_ends(bytes: &[u8]) -> Vec<usize> {
 /// half-written entry is the write in progress, and nothing is said.
 #[test]
 fn decode_says_a_file_cut_on_an_entry_boundary() {
+    let _s = common::serial();
     let dir = common::fresh_dir("info", "cut");
     let whole = dir.join("whole.nlog");
     {

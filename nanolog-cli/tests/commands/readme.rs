@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use nanolog::{Level, Logger};
 
-mod common;
+use crate::common;
 use common::SpawnReaped;
 
 /// `PATH` with the directory of the `nanolog` binary under test first, as
@@ -26,7 +26,7 @@ fn path_with_nanolog() -> String {
 
 /// The first `sh` block of the README after `heading`.
 fn sh_block_after(heading: &str) -> &'static str {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../../README.md");
     let at = readme.find(heading).expect("the README's section");
     let block = &readme[at..];
     let start = block.find("```sh\n").expect("its sh block") + 6;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use nanolog::reader::{finished_files_keyed, Event, Filter, LogFile, Merge, Refresh, SetKey};
 
-mod common;
+use crate::common;
 use common::SpawnReaped;
 
 use common::{p, run, serial, BIN};

@@ -5,12 +5,13 @@
 
 use tracing_subscriber::layer::SubscriberExt;
 
-mod common;
+use crate::common;
 
 use common::{ok, p, temp, Captured};
 
 #[test]
 fn other_layers_receive_what_they_enable_whatever_nanolog_filters() {
+    let _s = common::serial();
     let path = temp("layers");
     let _ = std::fs::remove_file(&path);
     let fmt = Captured::default();
