@@ -3,11 +3,11 @@
 //! cursor per stream, whatever the size of the logs.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::sync::{Arc, Weak};
+use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 use super::extent::{Clock, Extent};
-use super::file::{Gap, Item, LogFile};
+use super::file::{Block, Gap, Item, LogFile, SharedBlocks};
 use super::{ReadError, Record, SiteEntry, TimeMap};
 use crate::level::Level;
 
@@ -111,42 +111,15 @@ impl Stream<'_> {
     }
 }
 
-/// A block's entries inflated by a merge, shared by the streams reading
-/// it and the batches holding its records. Never written after it is made.
-type Block = Arc<Vec<u8>>;
-
 /// The blocks past their files' resident budget that a merge read through
-/// [`Batches`] inflated: each once, while a stream reads it or a batch
-/// holds a record of it, and let go after (a block a filter left no
-/// record of, at once).
+/// [`Batches`] inflated (see [`SharedBlocks`]), and those its batches must
+/// hold.
 #[derive(Default)]
 struct BlockCache {
-    /// By (file, block): the block, while anyone holds it.
-    live: HashMap<(usize, usize), Weak<Vec<u8>>>,
-    prune_at: usize,
+    blocks: SharedBlocks,
     /// Blocks the streams left after giving records of them, since the
     /// batch being filled took its last: the batch holds them.
     left: Vec<Block>,
-}
-
-impl BlockCache {
-    /// Block `b` of file `file_ix`, inflated now unless someone holds it.
-    fn get(&mut self, file: &LogFile, file_ix: usize, b: usize) -> Block {
-        if let Some(blk) = self.live.get(&(file_ix, b)).and_then(Weak::upgrade) {
-            return blk;
-        }
-        if self.live.len() >= self.prune_at {
-            // The blocks let go leave their entries behind: cleared when
-            // they have doubled since the last time.
-            self.live.retain(|_, w| w.strong_count() > 0);
-            self.prune_at = (2 * self.live.len()).max(64);
-        }
-        let mut buf = Vec::new();
-        file.inflate_block(b, &mut buf);
-        let blk = Arc::new(buf);
-        self.live.insert((file_ix, b), Arc::downgrade(&blk));
-        blk
-    }
 }
 
 /// The merged (or, with [`Merge::unsorted`], file-order) stream of events.
@@ -326,7 +299,7 @@ impl<'a> Merge<'a> {
                     let e = Extent::new(file, thread, start, end, ctx, Clock::Untimed);
                     return Opened::Extent(e, None);
                 };
-                let blk = cache.get(file, file_ix, b);
+                let blk = cache.blocks.get(file, file_ix, b);
                 // SAFETY: the bytes are a `Vec` in an `Arc` that nothing
                 // writes after it is made; this slice is read while the
                 // `Arc` is held: by the stream that reads the extent (the
@@ -605,10 +578,7 @@ impl<'a> Merge<'a> {
     /// The merge read in batches, with blocks inflated as it reaches them
     /// (see [`Batches`]). Call before the first event.
     pub fn batches(mut self) -> Batches<'a> {
-        self.cache = Some(BlockCache {
-            prune_at: 64,
-            ..BlockCache::default()
-        });
+        self.cache = Some(BlockCache::default());
         Batches { merge: self }
     }
 }

@@ -43,6 +43,37 @@ pub(super) struct BlockAt {
     pub(super) min_tick: u64,
 }
 
+/// A file's compressed blocks, as its index keeps them.
+#[derive(Default)]
+pub(super) struct Blocks {
+    /// Positions from [`INFLATED`] on: the entries of the file's first
+    /// BLOCKs, inflated one after another while they fit [`resident`]'s
+    /// budget; after them, the STRINGS and SPAN entries of the blocks past
+    /// it, copied (the dictionary stays whole however large the file).
+    pub(super) inflated: Vec<u8>,
+    /// Where the resident blocks end in `inflated` once blocks stopped
+    /// fitting (`None` while they all do).
+    pub(super) spilled: Option<usize>,
+    /// The blocks, in file order (so in order of their positions).
+    pub(super) at: Vec<BlockAt>,
+    /// Where the dictionary entries copied into `inflated` start, with
+    /// where the body of the block they came from starts in the file.
+    pub(super) copies: Vec<(usize, usize)>,
+    /// The blocks past the budget, from `at[lazy_from]` on, inflated
+    /// when a reader without a cache of its own first reaches them (and
+    /// kept while the file is open; [`Merge`](super::Merge)'s batches and
+    /// [`LogFile::scan_extents`] inflate into buffers of their own).
+    pub(super) lazy: Vec<std::sync::OnceLock<Box<[u8]>>>,
+    pub(super) lazy_from: usize,
+    /// Raw bytes of the blocks past the budget so far: their positions are
+    /// [`LAZY`] on.
+    pub(super) lazy_len: usize,
+    /// Bytes of the BLOCK entries read (frames included) ...
+    pub(super) bytes: usize,
+    /// ... and what they inflated to.
+    pub(super) raw: usize,
+}
+
 /// Raw bytes of blocks a file holds inflated from its index on:
 /// `NANOLOG_READ_RESIDENT_MB` (a decimal; default 32 MiB). A file whose
 /// blocks inflate to more keeps only their dictionary entries past it; its
@@ -86,14 +117,15 @@ impl LogFile {
             return at;
         }
         if self
+            .blocks
             .spilled
             .is_some_and(|s| at < LAZY && at - INFLATED >= s)
         {
-            let i = self.copies.partition_point(|&(base, _)| base <= at);
-            return i.checked_sub(1).map_or(0, |i| self.copies[i].1);
+            let i = self.blocks.copies.partition_point(|&(base, _)| base <= at);
+            return i.checked_sub(1).map_or(0, |i| self.blocks.copies[i].1);
         }
-        let i = self.blocks.partition_point(|b| b.base <= at);
-        i.checked_sub(1).map_or(0, |i| self.blocks[i].start)
+        let i = self.blocks.at.partition_point(|b| b.base <= at);
+        i.checked_sub(1).map_or(0, |i| self.blocks.at[i].start)
     }
 
     /// The block past the resident budget that position `at` lies in, as
@@ -104,9 +136,10 @@ impl LogFile {
         }
         let i = self
             .blocks
+            .at
             .partition_point(|b| b.base <= at)
             .checked_sub(1)?;
-        (i >= self.lazy_from).then_some(i)
+        (i >= self.blocks.lazy_from).then_some(i)
     }
 
     /// The bytes of `range` (positions of block `b`'s entries) in
@@ -117,7 +150,7 @@ impl LogFile {
         block: &'b [u8],
         range: std::ops::Range<usize>,
     ) -> &'b [u8] {
-        let base = self.blocks[b].base;
+        let base = self.blocks.at[b].base;
         block
             .get(range.start - base..range.end.wrapping_sub(base))
             .unwrap_or(&[])
@@ -126,7 +159,7 @@ impl LogFile {
     /// Inflates block `b` into `out` (its whole length); false if its bytes
     /// no longer inflate (the file changed since it was indexed).
     pub(crate) fn inflate_block(&self, b: usize, out: &mut Vec<u8>) -> bool {
-        let blk = self.blocks[b];
+        let blk = self.blocks.at[b];
         out.clear();
         self.data
             .get(blk.start..blk.end)
@@ -137,11 +170,11 @@ impl LogFile {
     /// and what they take in the file and inflated (`nanolog info`).
     pub fn block_stats(&self) -> BlockStats {
         let mut st = BlockStats {
-            bytes: self.block_bytes,
-            raw: self.block_raw,
+            bytes: self.blocks.bytes,
+            raw: self.blocks.raw,
             ..BlockStats::default()
         };
-        for b in &self.blocks {
+        for b in &self.blocks.at {
             match self.data.get(b.start) {
                 Some(&wire::block::DEFLATE_COMPACT) => st.deflate += 1,
                 Some(_) => st.lz4 += 1,
@@ -155,13 +188,13 @@ impl LogFile {
     /// inflated size: what its entries take uncompressed (the size of the
     /// same file written with `Builder::compress(false)`, near enough).
     pub fn raw_len(&self) -> usize {
-        self.valid_len - self.block_bytes + self.block_raw
+        self.valid_len - self.blocks.bytes + self.blocks.raw
     }
 
     /// The bytes of `range` (an extent body the index points to).
     pub(in crate::reader) fn bytes(&self, range: std::ops::Range<usize>) -> &[u8] {
         if let Some(b) = self.lazy_block(range.start) {
-            let buf = self.lazy[b - self.lazy_from].get_or_init(|| {
+            let buf = self.blocks.lazy[b - self.blocks.lazy_from].get_or_init(|| {
                 let mut out = Vec::new();
                 self.inflate_block(b, &mut out);
                 out.into_boxed_slice()
@@ -170,10 +203,61 @@ impl LogFile {
         }
         if range.start >= INFLATED {
             return self
+                .blocks
                 .inflated
                 .get(range.start - INFLATED..range.end.wrapping_sub(INFLATED))
                 .unwrap_or(&[]);
         }
         self.data.get(range).unwrap_or(&[])
+    }
+}
+
+/// A block's entries inflated for a merge's batches, shared by the streams
+/// reading it and the batches holding its records. Never written after it
+/// is made.
+pub(in crate::reader) type Block = std::sync::Arc<Vec<u8>>;
+
+/// The blocks past their files' resident budget as a merge read in batches
+/// inflates them: each once, while a stream reads it or a batch holds a
+/// record of it, and let go after (a block a filter left no record of, at
+/// once). The file's own cache ([`Blocks::lazy`]) keeps a block for the
+/// file's life instead: a plain merge's events borrow from the file.
+pub(in crate::reader) struct SharedBlocks {
+    /// By (file, block): the block, while anyone holds it.
+    live: std::collections::HashMap<(usize, usize), std::sync::Weak<Vec<u8>>>,
+    prune_at: usize,
+}
+
+impl Default for SharedBlocks {
+    fn default() -> Self {
+        SharedBlocks {
+            live: Default::default(),
+            prune_at: 64,
+        }
+    }
+}
+
+impl SharedBlocks {
+    /// Block `b` of file `file_ix`, inflated now unless someone holds it.
+    pub(in crate::reader) fn get(&mut self, file: &LogFile, file_ix: usize, b: usize) -> Block {
+        if let Some(blk) = self
+            .live
+            .get(&(file_ix, b))
+            .and_then(std::sync::Weak::upgrade)
+        {
+            return blk;
+        }
+        if self.live.len() >= self.prune_at {
+            // The blocks let go leave their entries behind: cleared when
+            // they have doubled since the last time.
+            self.live.retain(|_, w| w.strong_count() > 0);
+            self.prune_at = (2 * self.live.len()).max(64);
+        }
+        let mut buf = Vec::new();
+        file.inflate_block(b, &mut buf);
+        let blk = std::sync::Arc::new(buf);
+        self.live
+            .insert((file_ix, b), std::sync::Arc::downgrade(&blk));
+        blk
     }
 }

@@ -13,9 +13,10 @@ mod blocks;
 mod live;
 mod scan;
 
-use blocks::BlockAt;
 pub use blocks::{__set_read_resident, BlockStats};
 pub(crate) use blocks::{at_lazy, resident, LAZY};
+pub(in crate::reader) use blocks::{Block, SharedBlocks};
+use blocks::{BlockAt, Blocks};
 pub use live::Refresh;
 pub use scan::Wave;
 
@@ -157,32 +158,8 @@ pub struct LogFile {
     end_records: Option<u64>,
     /// What DROP entries hold, in file order (see `Item::Drop`).
     drops: Vec<DropInfo>,
-    /// Positions from [`INFLATED`] on: the entries of the file's first
-    /// BLOCKs, inflated one after another while they fit [`resident`]'s
-    /// budget; after them, the STRINGS and SPAN entries of the blocks past
-    /// it, copied (the dictionary stays whole however large the file).
-    inflated: Vec<u8>,
-    /// Where the resident blocks end in `inflated` once blocks stopped
-    /// fitting (`None` while they all do).
-    spilled: Option<usize>,
-    /// The blocks, in file order (so in order of their positions).
-    blocks: Vec<BlockAt>,
-    /// Where the dictionary entries copied into `inflated` start, with
-    /// where the body of the block they came from starts in the file.
-    copies: Vec<(usize, usize)>,
-    /// The blocks past the budget, from `blocks[lazy_from]` on, inflated
-    /// when a reader without a cache of its own first reaches them (and
-    /// kept while the file is open; [`Merge`](super::Merge)'s batches and
-    /// [`LogFile::scan_extents`] inflate into buffers of their own).
-    lazy: Vec<std::sync::OnceLock<Box<[u8]>>>,
-    lazy_from: usize,
-    /// Raw bytes of the blocks past the budget so far: their positions are
-    /// [`LAZY`] on.
-    lazy_len: usize,
-    /// Bytes of the BLOCK entries read (frames included) ...
-    block_bytes: usize,
-    /// ... and what they inflated to.
-    block_raw: usize,
+    /// Its compressed blocks: where each is, which are held inflated.
+    blocks: Blocks,
     /// While indexing: each thread's current context.
     thread_ctx: std::collections::HashMap<u32, u32>,
     /// The file as opened, kept by [`LogFile::open_live`] only: after a
@@ -310,15 +287,7 @@ impl LogFile {
             strs: Vec::new(),
             end_records: None,
             drops: Vec::new(),
-            inflated: Vec::new(),
-            spilled: None,
-            blocks: Vec::new(),
-            copies: Vec::new(),
-            lazy: Vec::new(),
-            lazy_from: 0,
-            lazy_len: 0,
-            block_bytes: 0,
-            block_raw: 0,
+            blocks: Blocks::default(),
             thread_ctx: Default::default(),
         };
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
@@ -377,7 +346,12 @@ impl LogFile {
     #[inline]
     pub(crate) fn strings(&self) -> Strings<'_> {
         if self.header.version >= 3 {
-            Strings::tagged(self.header.version, &self.data, &self.inflated, &self.strs)
+            Strings::tagged(
+                self.header.version,
+                &self.data,
+                &self.blocks.inflated,
+                &self.strs,
+            )
         } else {
             Strings::UNTAGGED
         }
@@ -617,7 +591,7 @@ impl LogFile {
                 // (Not inflated again: its block's earliest, from the index.)
                 Item::Extent { start, .. } if at_lazy(start) => self
                     .lazy_block(start)
-                    .map(|b| self.blocks[b].min_tick)
+                    .map(|b| self.blocks.at[b].min_tick)
                     .filter(|&t| t != u64::MAX),
                 Item::Extent { start, end, .. } => wire::extent::get_header(self.bytes(start..end))
                     .1

@@ -173,8 +173,8 @@ impl LogFile {
         // The resident blocks' buffer, out of `self` while blocks are
         // inflated into it; once they stop fitting it is back in `self`,
         // where the lazy blocks' dictionary entries are copied.
-        let mut resident = match self.spilled {
-            None => Some(std::mem::take(&mut self.inflated)),
+        let mut resident = match self.blocks.spilled {
+            None => Some(std::mem::take(&mut self.blocks.inflated)),
             Some(_) => None,
         };
         let mut scratch = Vec::new();
@@ -193,9 +193,9 @@ impl LogFile {
             let (mut wave, raw) =
                 next_wave(data, rest, room.unwrap_or(LAZY_WAVE).min(inflate::WAVE));
             if let Some(buf) = resident.take_if(|_| room.is_some_and(|r| raw > r)) {
-                self.spilled = Some(buf.len());
-                self.lazy_from = self.blocks.len();
-                self.inflated = buf;
+                self.blocks.spilled = Some(buf.len());
+                self.blocks.lazy_from = self.blocks.at.len();
+                self.blocks.inflated = buf;
                 wave = next_wave(data, rest, LAZY_WAVE).0;
             }
             rest = &rest[wave.len()..];
@@ -220,7 +220,7 @@ impl LogFile {
             let kept = resident.is_some();
             // What the wave adds: its extents and drops, and (past the
             // budget) its blocks' entries, from position `LAZY + lazy_at`.
-            let (items_at, lazy_at) = (self.order.len(), self.lazy_len);
+            let (items_at, lazy_at) = (self.order.len(), self.blocks.lazy_len);
             for top in wave {
                 match *top {
                     Top::Warn(ref w) => self.warnings.push(Warning::clone(w)),
@@ -256,7 +256,7 @@ impl LogFile {
                 // The file as indexed so far, whole for the wave's records
                 // (a dictionary entry comes before its first use).
                 if let Some(buf) = resident.as_mut() {
-                    self.inflated = std::mem::take(buf);
+                    self.blocks.inflated = std::mem::take(buf);
                 }
                 // (Pairs are added, and thinned past MAX_PAIRS: a map
                 // rebuilt only when they changed.)
@@ -300,12 +300,12 @@ impl LogFile {
                     });
                 }
                 if let Some(buf) = resident.as_mut() {
-                    *buf = std::mem::take(&mut self.inflated);
+                    *buf = std::mem::take(&mut self.blocks.inflated);
                 }
             }
         }
         if let Some(buf) = resident {
-            self.inflated = buf;
+            self.blocks.inflated = buf;
         }
         // (A live file's next write may yet bring the site.)
         if !self.live {
@@ -653,19 +653,19 @@ impl LogFile {
         let base = match at {
             Some(at) => INFLATED + at,
             None => {
-                self.lazy.push(std::sync::OnceLock::new());
-                self.lazy_len += raw.len();
-                LAZY + self.lazy_len - raw.len()
+                self.blocks.lazy.push(std::sync::OnceLock::new());
+                self.blocks.lazy_len += raw.len();
+                LAZY + self.blocks.lazy_len - raw.len()
             }
         };
-        self.blocks.push(BlockAt {
+        self.blocks.at.push(BlockAt {
             base,
             start,
             end,
             min_tick: u64::MAX,
         });
-        self.block_bytes += wire::FRAME_LEN + (end - start);
-        self.block_raw += raw.len();
+        self.blocks.bytes += wire::FRAME_LEN + (end - start);
+        self.blocks.raw += raw.len();
         let (clock_end, warned) = (self.clock_end, self.warnings.len());
         // How many extents and drops the index held after the block's last
         // CLOCK entry.
@@ -675,9 +675,9 @@ impl LogFile {
             if at_lazy(base) && matches!(t, tag::STRINGS | tag::SPAN) {
                 // The dictionary stays: its bytes are copied out of a
                 // block that is let go.
-                let copy = INFLATED + self.inflated.len();
-                self.inflated.extend_from_slice(body);
-                self.copies.push((copy, start));
+                let copy = INFLATED + self.blocks.inflated.len();
+                self.blocks.inflated.extend_from_slice(body);
+                self.blocks.copies.push((copy, start));
                 self.entry(t, body, copy, copy + body.len(), pairs);
                 continue;
             }
@@ -687,7 +687,7 @@ impl LogFile {
             }
             if t == tag::EXTENT {
                 if let (_, Some((tick, _))) = wire::extent::get_header(body) {
-                    let b = self.blocks.last_mut().expect("pushed above");
+                    let b = self.blocks.at.last_mut().expect("pushed above");
                     b.min_tick = b.min_tick.min(tick);
                 }
             }
