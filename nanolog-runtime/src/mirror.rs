@@ -139,7 +139,10 @@ impl Mirror {
     }
 
     /// Renders one record from its compacted arguments (with the strings
-    /// they refer to). Its time is mapped
+    /// they refer to): decoded by the reader's own decoder, not from the
+    /// ring's raw arguments, which have none (a second decoder of raw bytes
+    /// would be the one place a mirrored line could differ from `decode`'s).
+    /// Its time is mapped
     /// from the last clock pair at the calibrated rate (`decode`, which also
     /// sees the next pair, interpolates: the two agree to within the clock's
     /// drift over a second, microseconds at most).
