@@ -338,3 +338,153 @@ fn close(out: &mut [u8], open: &mut Option<Open>) {
         end_entry(out, o.start);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use super::super::{Compression, Config, RingState, State};
+    use crate::channel::{OnFull, Shared};
+    use crate::level::Level;
+    use crate::reader::{Event, Filter, LogFile, Merge};
+    use crate::ring::{Consumer, Producer, Ring, DROPS_LEN, HEADER};
+    use crate::site::Site;
+    use crate::span::book::Context;
+    use crate::wire::format::{ArgKind, Piece, Spec};
+    use crate::wire::tag;
+    use crate::writer::{Policy, Writer};
+
+    static PIECES: [Piece; 2] = [
+        Piece::Lit(Cow::Borrowed("n=")),
+        Piece::Arg(Spec::display(0)),
+    ];
+    static SITE: Site = Site::new(
+        Level::Info,
+        "drain",
+        "drain.rs",
+        1,
+        "drain",
+        "n={}",
+        &PIECES,
+        &["n"],
+    );
+
+    /// A flusher's state writing a fresh file of its own (no compression:
+    /// the bytes `drain` made are the file's), and one thread's ring.
+    fn fixture(name: &str) -> (PathBuf, State, Producer, RingState) {
+        let dir = std::env::temp_dir().join(format!("nanolog-drain-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("drain.nlog");
+        let writer = Writer::create(&path, Policy::default()).unwrap();
+        let shared = Arc::new(Shared::new(1, 1 << 16, OnFull::Drop));
+        let config = Config {
+            wake_delay: std::time::Duration::from_millis(1),
+            clock_interval: std::time::Duration::from_secs(1),
+            compression: Compression::None,
+            mirror: None,
+        };
+        let mut st = State::new(shared, writer, config);
+        st.clock_pair();
+        let ring = Arc::new(Ring::new(1 << 16, 7, "worker".into()));
+        let producer = Producer::new(Arc::clone(&ring));
+        let r = RingState {
+            c: Consumer::new(ring),
+            thread_emitted: None,
+            name: String::new(),
+            ctx: Context::default(),
+            deferred_at: None,
+            tail: 0,
+        };
+        (path, st, producer, r)
+    }
+
+    fn log(p: &mut Producer, site: u32, tick: u64, n: u64) {
+        p.try_reserve(HEADER + 8)
+            .expect("room in the ring")
+            .commit_record(site, tick, |w| {
+                w.put(&n.to_le_bytes());
+            });
+    }
+
+    /// Drains what the ring holds now, as a pass does.
+    fn drain(st: &mut State, r: &mut RingState) -> u64 {
+        r.tail = r.c.available();
+        st.drain(r)
+    }
+
+    /// What the file at `path` reads back: per record its thread's name and
+    /// message, per gap its count.
+    fn read_back(path: &PathBuf) -> Vec<String> {
+        let files = [LogFile::open(path).unwrap()];
+        assert!(files[0].warnings().is_empty(), "{:?}", files[0].warnings());
+        Merge::new(&files, Filter::default())
+            .map(|ev| match ev {
+                Event::Record(r) => format!("{} {}", r.thread_name().unwrap(), r.message()),
+                Event::Gap(g, _) => format!("gap of {}", g.count),
+            })
+            .collect()
+    }
+
+    /// A ring's records, drained in two passes with a drop marker between,
+    /// read back from the file in order with their values; the thread is
+    /// named once, the site's entry goes ahead of its first record once.
+    #[test]
+    fn drained_records_read_back_in_order_with_the_thread_named_and_the_site_defined_once() {
+        let (path, mut st, mut p, mut r) = fixture("order");
+        let site = SITE.id_dyn(&[ArgKind::U64]);
+        let t0 = crate::clock::now();
+        for i in 0..100 {
+            log(&mut p, site, t0 + i, i);
+        }
+        assert_eq!(drain(&mut st, &mut r), 100);
+        assert!(!st.defs.is_empty(), "the site's entry goes with the write");
+        st.write_out();
+        p.try_reserve(DROPS_LEN)
+            .unwrap()
+            .commit_drops(5, t0 + 100, t0 + 104);
+        for i in 0..3 {
+            log(&mut p, site, t0 + 105 + i, 1_000 + i);
+        }
+        // The drop marker is no record.
+        assert_eq!(drain(&mut st, &mut r), 3);
+        assert!(st.defs.is_empty(), "the file has the site's entry already");
+        st.write_out();
+        // Nothing more to drain: nothing taken, nothing written.
+        let out = st.out.len();
+        assert_eq!(drain(&mut st, &mut r), 0);
+        assert_eq!(st.out.len(), out);
+        st.write_out();
+
+        let mut want: Vec<String> = (0..100).map(|i| format!("worker n={i}")).collect();
+        want.push("gap of 5".into());
+        want.extend((0..3).map(|i| format!("worker n={}", 1_000 + i)));
+        assert_eq!(read_back(&path), want);
+        let bytes = std::fs::read(&path).unwrap();
+        let count = |t: u8| {
+            crate::wire::frame::Entries::new(&bytes, crate::wire::HEADER_LEN)
+                .filter(|&(_, tag, _)| tag == t)
+                .count()
+        };
+        assert_eq!(count(tag::SITE), 2, "once, and restated by the next write");
+    }
+
+    /// A record whose site no one registered is left out, and the records
+    /// around it are not.
+    #[test]
+    fn a_record_of_an_unknown_site_is_left_out_and_its_neighbours_kept() {
+        let (path, mut st, mut p, mut r) = fixture("unknown");
+        let site = SITE.id_dyn(&[ArgKind::U64]);
+        let t0 = crate::clock::now();
+        log(&mut p, site, t0, 1);
+        log(&mut p, 0x00ff_fff0, t0 + 1, 2);
+        log(&mut p, site, t0 + 2, 3);
+        drain(&mut st, &mut r);
+        st.write_out();
+        let got = read_back(&path);
+        assert!(got.contains(&"worker n=1".to_owned()), "{got:?}");
+        assert!(got.contains(&"worker n=3".to_owned()), "{got:?}");
+        assert!(!got.iter().any(|l| l.ends_with("n=2")), "{got:?}");
+    }
+}

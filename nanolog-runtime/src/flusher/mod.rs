@@ -215,6 +215,58 @@ impl Drop for RunningGuard {
     }
 }
 
+impl State {
+    /// The flusher's state for a logger sharing `shared`, writing through
+    /// `writer`, configured by `config`: no rings yet, nothing written but
+    /// the file's header.
+    fn new(shared: Arc<Shared>, writer: Writer, config: Config) -> State {
+        let hz = clock::ticks_per_second();
+        shared.counters.files.store(1, Ordering::Relaxed);
+        shared
+            .counters
+            .bytes_written
+            .store(crate::wire::HEADER_LEN as u64, Ordering::Relaxed);
+        // From the first batch on: a file's size limit may be below OUT_MAX.
+        let out_limit = out_limit(&writer);
+        State {
+            shared,
+            writer,
+            file_generation: 0,
+            out: Vec::with_capacity(OUT_MAX + EXTENT_MAX),
+            out_records: 0,
+            out_limit,
+            sites: Vec::new(),
+            site_emitted: Vec::new(),
+            clock_every: (config.clock_interval.as_secs_f64() * hz) as u64,
+            last_clock: 0,
+            logged: 0,
+            closing: false,
+            last_write: 0,
+            mirror: config.mirror,
+            thread_names: Default::default(),
+            pending_lost: None,
+            last_path_check: 0,
+            ended_at_exit: false,
+            book: Book::default(),
+            defs: Vec::new(),
+            // (A text mirror decodes what is compacted against the table too.)
+            strings: crate::intern::Interner::new(),
+            // (The clock's rate is the process's: every file's header says it.)
+            spans_out: crate::wire::dict::SpanBatch::new(crate::wire::dict::span_tick_shift(
+                crate::wire::VERSION,
+                clock::ticks_per_second(),
+            )),
+            restate: Vec::new(),
+            fresh: Vec::new(),
+            named: Vec::new(),
+            compression: config.compression,
+            duty: 0,
+            packer: crate::wire::block::Packer::new(),
+            pressure: crate::pressure::Pressure::open(),
+        }
+    }
+}
+
 pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
     let _guard = RunningGuard(Arc::clone(&shared));
     crate::channel::mark_flusher_thread();
@@ -222,49 +274,8 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         .flusher_id
         .store(crate::channel::thread_id(), Ordering::Relaxed);
     let hz = clock::ticks_per_second();
-    shared.counters.files.store(1, Ordering::Relaxed);
-    shared
-        .counters
-        .bytes_written
-        .store(crate::wire::HEADER_LEN as u64, Ordering::Relaxed);
-    // From the first batch on: a file's size limit may be below OUT_MAX.
-    let out_limit = out_limit(&writer);
-    let st = State {
-        shared,
-        writer,
-        file_generation: 0,
-        out: Vec::with_capacity(OUT_MAX + EXTENT_MAX),
-        out_records: 0,
-        out_limit,
-        sites: Vec::new(),
-        site_emitted: Vec::new(),
-        clock_every: (config.clock_interval.as_secs_f64() * hz) as u64,
-        last_clock: 0,
-        logged: 0,
-        closing: false,
-        last_write: 0,
-        mirror: config.mirror,
-        thread_names: Default::default(),
-        pending_lost: None,
-        last_path_check: 0,
-        ended_at_exit: false,
-        book: Book::default(),
-        defs: Vec::new(),
-        // (A text mirror decodes what is compacted against the table too.)
-        strings: crate::intern::Interner::new(),
-        // (The clock's rate is the process's: every file's header says it.)
-        spans_out: crate::wire::dict::SpanBatch::new(crate::wire::dict::span_tick_shift(
-            crate::wire::VERSION,
-            clock::ticks_per_second(),
-        )),
-        restate: Vec::new(),
-        fresh: Vec::new(),
-        named: Vec::new(),
-        compression: config.compression,
-        duty: 0,
-        packer: crate::wire::block::Packer::new(),
-        pressure: crate::pressure::Pressure::open(),
-    };
+    let wake_delay = config.wake_delay;
+    let st = State::new(shared, writer, config);
     let mut f = Flusher {
         rings: Vec::new(),
         st,
@@ -396,7 +407,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
             continue;
         }
         idle += 1;
-        crate::sync::park_timeout(if idle <= NAPS { nap } else { config.wake_delay });
+        crate::sync::park_timeout(if idle <= NAPS { nap } else { wake_delay });
     }
 }
 
