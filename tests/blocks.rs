@@ -74,7 +74,7 @@ fn write_batches(
 
 /// The tags of the entries at the top level of `file` (blocks not opened).
 fn tags(file: &[u8]) -> Vec<u8> {
-    entries(file).into_iter().map(|e| e.2).collect()
+    common::entries(file).into_iter().map(|e| e.2).collect()
 }
 
 fn messages(log: &LogFile) -> Vec<String> {
@@ -85,6 +85,9 @@ fn messages(log: &LogFile) -> Vec<String> {
             let mut s = r.message();
             for span in r.spans() {
                 span.render(&mut s);
+            }
+            if r.spans_lost() {
+                s.push_str(LOST);
             }
             format!("{} {}", r.tick(), s)
         })
@@ -167,7 +170,7 @@ fn each_compression_writes_its_codec_and_the_same_records() {
         }
         drop(logger);
         let bytes = std::fs::read(&path).unwrap();
-        let codecs: Vec<u8> = entries(&bytes)
+        let codecs: Vec<u8> = common::entries(&bytes)
             .into_iter()
             .filter(|e| e.2 == tag::BLOCK)
             .map(|e| bytes[e.0 + 9])
@@ -244,24 +247,67 @@ fn batches_of_a_compressed_file_take_every_record_once() {
     remove_with_kept(&path);
 }
 
-/// Changes the body of the file's `nth` BLOCK entry (from 1) with `change`,
-/// and makes its checksum good again: damage a checksum cannot see.
-fn change_block(file: &mut [u8], nth: usize, change: impl FnOnce(&mut [u8])) {
-    let mut at = 48;
-    let mut seen = 0;
-    loop {
-        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
-        if file[at] == 12 {
-            seen += 1;
-            if seen == nth {
-                change(&mut file[at + 9..at + 9 + len]);
-                let crc = nanolog_runtime::wire::entry_crc(12, &file[at + 9..at + 9 + len]);
-                file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
-                return;
-            }
-        }
-        at += 9 + len;
+/// What `messages` adds to a record that says some of its spans are lost.
+const LOST: &str = " (spans lost)";
+
+/// Whether `got` (as `messages` shows a record) is one of `all` as written,
+/// or one of them that says its spans were lost, its tick and message as
+/// written (a write's records outlive a damaged block of its dictionary
+/// entries, whose SPAN entries are not written again).
+fn as_written(all: &Written, got: &str) -> bool {
+    let tick = |m: &str| {
+        m.split_once(' ')
+            .map_or(String::new(), |(t, _)| t.to_owned())
+    };
+    let same_tick = all.get(&tick(got)).map_or(&[][..], Vec::as_slice);
+    if same_tick.iter().any(|a| a == got) {
+        return true;
     }
+    got.strip_suffix(LOST)
+        .is_some_and(|head| same_tick.iter().any(|a| a.starts_with(head)))
+}
+
+/// A file's records as `messages` shows them, by tick.
+type Written = std::collections::HashMap<String, Vec<String>>;
+
+fn written(all: &[String]) -> Written {
+    let mut w = Written::new();
+    for m in all {
+        let tick = m.split_once(' ').map_or("", |(t, _)| t);
+        w.entry(tick.to_owned()).or_default().push(m.clone());
+    }
+    w
+}
+
+/// Where the file's records lie, as its INDEX entries list them: the
+/// offset of each write's records.
+fn record_regions(file: &[u8]) -> Vec<usize> {
+    let mut v: Vec<usize> = common::entries(file)
+        .into_iter()
+        .filter(|e| e.2 == tag::INDEX)
+        .flat_map(|(start, end, _)| {
+            nanolog_runtime::wire::index::get_index(&file[start + 9..end]).unwrap()
+        })
+        .map(|row| row.offset as usize)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Changes the body of the `nth` (from 1) of the file's BLOCK entries that
+/// hold records (a write's dictionary entries are a block of their own)
+/// with `change`, and makes its checksum good again: damage a checksum
+/// cannot see.
+fn change_block(file: &mut [u8], nth: usize, change: impl FnOnce(&mut [u8])) {
+    let at = record_regions(file)
+        .into_iter()
+        .filter(|&at| file[at] == tag::BLOCK)
+        .nth(nth - 1)
+        .expect("that many blocks of records");
+    let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+    change(&mut file[at + 9..at + 9 + len]);
+    let crc = nanolog_runtime::wire::entry_crc(12, &file[at + 9..at + 9 + len]);
+    file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// A block of a codec this reader does not know (a later writer's) is
@@ -320,36 +366,70 @@ fn a_block_that_lies_about_its_size_is_reported_and_the_rest_read() {
 }
 
 /// One bad byte in the first write, which defines the sites, strings and
-/// thread names every later record uses, costs the records of that write
-/// and no others: each write's sites, strings and thread names are written
-/// again at the head of the next. In a compressed file the first write is
-/// a block (its checksum fails: the whole block is skipped); in a plain
-/// file, the first SITE, STRINGS and THREAD entries. Every record left
-/// reads as it was written, spans and strings included. (SPAN entries are
-/// not restated: see `State::restate`.)
+/// thread names every later record uses, costs at most the records of that
+/// write and no others: each write's sites, strings and thread names are
+/// written again at the head of the next. In a compressed file the first
+/// write is two blocks, its dictionary entries' and its records' (a
+/// checksum fails: that block is skipped); in a plain file, the first SITE,
+/// STRINGS and THREAD entries are hit. Every record left reads as it was
+/// written, spans and strings included, or says its spans were lost (SPAN
+/// entries are not restated: see `State::restate`).
 #[test]
 fn a_bad_byte_in_the_first_write_costs_only_its_records() {
     let _s = serial();
-    for (compress, hit) in [
-        (true, &[tag::BLOCK][..]),
-        (false, &[tag::SITE][..]),
-        (false, &[tag::STRINGS][..]),
-        (false, &[tag::SITE, tag::STRINGS, tag::THREAD][..]),
-    ] {
+    // The entries hit: the first of each tag, or the first write's records.
+    let first_of = |tags: &'static [u8]| {
+        move |file: &[u8]| -> Vec<(usize, usize)> {
+            tags.iter()
+                .map(|&t| {
+                    let e = common::entries(file)
+                        .into_iter()
+                        .find(|e| e.2 == t)
+                        .unwrap();
+                    (e.0, e.1)
+                })
+                .collect()
+        }
+    };
+    let first_records = |file: &[u8]| -> Vec<(usize, usize)> {
+        let at = record_regions(file)[0];
+        let e = common::entries(file)
+            .into_iter()
+            .find(|e| e.0 == at)
+            .unwrap();
+        assert_eq!(e.2, tag::BLOCK, "the first write's records are a block");
+        vec![(e.0, e.1)]
+    };
+    type Hit = Box<dyn Fn(&[u8]) -> Vec<(usize, usize)>>;
+    let cases: [(bool, &str, Hit); 5] = [
+        (
+            true,
+            "its dictionary's block",
+            Box::new(first_of(&[tag::BLOCK])),
+        ),
+        (true, "its records' block", Box::new(first_records)),
+        (false, "SITE", Box::new(first_of(&[tag::SITE]))),
+        (false, "STRINGS", Box::new(first_of(&[tag::STRINGS]))),
+        (
+            false,
+            "SITE, STRINGS, THREAD",
+            Box::new(first_of(&[tag::SITE, tag::STRINGS, tag::THREAD])),
+        ),
+    ];
+    for (compress, what, hit) in cases {
         let path = temp("blocks-first");
         let n = write_log(&path, compress);
         let whole = LogFile::open(&path).unwrap();
         let all = messages(&whole);
         assert_eq!(all.len() as u64, n);
         let mut file = std::fs::read(&path).unwrap();
-        for &t in hit {
-            // A bit flipped in the middle of the first entry of that kind
-            // (its checksum left as it was).
-            let (start, end, _) = entries(&file).into_iter().find(|e| e.2 == t).unwrap();
+        for (start, end) in hit(&file) {
+            // A bit flipped in the middle of the entry (its checksum left
+            // as it was).
             file[(start + 9 + end) / 2] ^= 0x10;
         }
         let log = LogFile::from_bytes("first.nlog", file).unwrap();
-        assert!(!log.warnings().is_empty(), "the damage is reported");
+        assert!(!log.warnings().is_empty(), "{what}: the damage is reported");
         let got = messages(&log);
         // The first write holds 100 records at most (the writer flushes
         // every 100); a lost SITE, STRINGS or THREAD entry costs none, its
@@ -357,12 +437,15 @@ fn a_bad_byte_in_the_first_write_costs_only_its_records() {
         let least = if compress { n - 100 } else { n };
         assert!(
             got.len() as u64 >= least,
-            "compress {compress}, {hit:?} hit: {} of {n} records read",
+            "{what} hit: {} of {n} records read",
             got.len()
         );
-        let all_set: std::collections::HashSet<&String> = all.iter().collect();
-        let wrong: Vec<&String> = got.iter().filter(|m| !all_set.contains(m)).collect();
-        assert!(wrong.is_empty(), "records not as written: {wrong:?}");
+        let all = written(&all);
+        let wrong: Vec<&String> = got.iter().filter(|m| !as_written(&all, m)).collect();
+        assert!(
+            wrong.is_empty(),
+            "{what} hit: records not as written: {wrong:?}"
+        );
     }
 }
 
@@ -408,18 +491,6 @@ fn a_live_compressed_log_refreshed_batch_by_batch_reads_as_the_whole_file() {
     remove_with_kept(&path);
 }
 
-/// The top-level entries of `file` as (start, end, tag), frames included.
-fn entries(file: &[u8]) -> Vec<(usize, usize, u8)> {
-    let mut v = Vec::new();
-    let mut at = 48;
-    while at + 9 <= file.len() {
-        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
-        v.push((at, at + 9 + len, file[at]));
-        at += 9 + len;
-    }
-    v
-}
-
 /// A follower reads a compressed file as the writer writes it: at every
 /// cut point inside a block (the writer's write seen half done) the live
 /// reader waits for the rest of the block, and once it is there reads the
@@ -461,7 +532,7 @@ fn a_block_seen_half_written_is_waited_for_at_every_cut_point() {
     let want = messages(&whole);
     assert_eq!(want.len(), 360);
     // The first three blocks.
-    let blocks: Vec<_> = entries(&file)
+    let blocks: Vec<_> = common::entries(&file)
         .into_iter()
         .filter(|e| e.2 == 12)
         .take(3)
@@ -526,7 +597,7 @@ fn a_damaged_length_in_a_live_file_is_skipped_once_the_file_is_settled() {
     let mut file = std::fs::read(&path).unwrap();
     remove_with_kept(&path);
     // The third block says it is 16 MiB long.
-    let (start, _, _) = entries(&file)
+    let (start, _, _) = common::entries(&file)
         .into_iter()
         .filter(|e| e.2 == 12)
         .nth(2)
@@ -558,11 +629,14 @@ fn a_damaged_length_in_a_live_file_is_skipped_once_the_file_is_settled() {
 
 /// The measure (#46): one bit flipped in the first block of a
 /// 200,000-record log (requests in spans, with interned strings, written
-/// in batches of 1,000) leaves at least 199,000 records, each as written.
-/// A flip in the block's body skips that block alone, by its length (one
-/// warning, nothing searched inside it: a block's compressed bytes can hold
-/// entries byte for byte); a flip in its length too, the block's end found
-/// from its own body (its raw length and LZ4 sequences).
+/// in batches of 1,000) leaves at least 199,000 records, each as written
+/// (or saying its spans were lost, when the block is the first write's
+/// dictionary entries). The first write is two blocks, its dictionary's
+/// and its records'; each is hit in turn. A flip in the block's body skips
+/// that block alone, by its length (one warning, nothing searched inside
+/// it: a block's compressed bytes can hold entries byte for byte); a flip
+/// in its length too, the block's end found from its own body (its raw
+/// length and LZ4 sequences).
 #[test]
 fn one_bit_flipped_in_the_first_block_of_200k_records_loses_one_block() {
     const N: u64 = 200_000;
@@ -570,36 +644,39 @@ fn one_bit_flipped_in_the_first_block_of_200k_records_loses_one_block() {
     let path = temp("blocks-200k");
     write_batches(&path, true, N, 1000, std::time::Duration::from_micros(500));
     let bytes = std::fs::read(&path).unwrap();
-    let all: std::collections::HashSet<String> = messages(&LogFile::open(&path).unwrap())
-        .into_iter()
-        .collect();
+    let all = messages(&LogFile::open(&path).unwrap());
     assert_eq!(all.len() as u64, N);
-    let (start, end, _) = entries(&bytes)
-        .into_iter()
-        .find(|e| e.2 == tag::BLOCK)
-        .unwrap();
-    for at in [
-        (start + 9 + end) / 2,
-        start + 9,
-        end - 1,
-        start + 2,
-        start + 3,
-    ] {
-        let mut file = bytes.clone();
-        file[at] ^= 0x10;
-        let log = LogFile::from_bytes("flipped.nlog", file).unwrap();
-        let said: Vec<String> = log.warnings().iter().map(ToString::to_string).collect();
-        let whole = format!("skipped {} corrupt bytes at offset {start}", end - start);
-        assert_eq!(said.len(), 1, "flip at {at}: {said:?}");
-        assert!(said[0].contains(&whole), "flip at {at}: {said:?}");
-        let got = messages(&log);
-        assert!(
-            got.len() as u64 >= N - 1000,
-            "flip at {at}: {} of {N} records read",
-            got.len()
-        );
-        let wrong = got.iter().filter(|m| !all.contains(*m)).count();
-        assert_eq!(wrong, 0, "flip at {at}: records not as written");
+    let all = written(&all);
+    let blocks = common::entries(&bytes);
+    let dictionary = blocks.iter().find(|e| e.2 == tag::BLOCK).unwrap();
+    let first_records = record_regions(&bytes)[0];
+    let records = blocks.iter().find(|e| e.0 == first_records).unwrap();
+    assert_eq!(records.2, tag::BLOCK);
+    assert!(dictionary.0 < records.0);
+    for &(start, end, _) in [dictionary, records] {
+        for at in [
+            (start + 9 + end) / 2,
+            start + 9,
+            end - 1,
+            start + 2,
+            start + 3,
+        ] {
+            let mut file = bytes.clone();
+            file[at] ^= 0x10;
+            let log = LogFile::from_bytes("flipped.nlog", file).unwrap();
+            let said: Vec<String> = log.warnings().iter().map(ToString::to_string).collect();
+            let whole = format!("skipped {} corrupt bytes at offset {start}", end - start);
+            assert_eq!(said.len(), 1, "flip at {at}: {said:?}");
+            assert!(said[0].contains(&whole), "flip at {at}: {said:?}");
+            let got = messages(&log);
+            assert!(
+                got.len() as u64 >= N - 1000,
+                "flip at {at}: {} of {N} records read",
+                got.len()
+            );
+            let wrong = got.iter().filter(|m| !as_written(&all, m)).count();
+            assert_eq!(wrong, 0, "flip at {at}: records not as written");
+        }
     }
     remove_with_kept(&path);
 }
@@ -694,7 +771,7 @@ fn a_lost_parent_cuts_the_chain_and_its_records_say_so() {
     nanolog::info!("outside");
     drop(logger);
     let mut file = std::fs::read(&path).unwrap();
-    let (start, end, _) = entries(&file)
+    let (start, end, _) = common::entries(&file)
         .into_iter()
         .find(|e| e.2 == tag::SPAN)
         .unwrap();
@@ -751,7 +828,7 @@ fn a_file_read_as_it_is_indexed_gives_each_record_once() {
     write_log(&plain, false);
     let flipped = temp("blocks-streamed-flipped");
     let mut bytes = std::fs::read(&packed).unwrap();
-    let (start, end, _) = entries(&bytes)
+    let (start, end, _) = common::entries(&bytes)
         .into_iter()
         .filter(|e| e.2 == tag::BLOCK)
         .nth(3)

@@ -143,6 +143,12 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         let cursor = Cursor::new(a.cursor.as_deref(), &a.files[0]);
         return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
     }
+    // The writes whose index says they hold no record of the window or
+    // level are not read.
+    let want = nanolog_runtime::reader::Want::new(plan.since_ns, plan.until_ns, plan.min_level);
+    if !want.all() {
+        crate::inputs::want(want, &crate::inputs::expand_quietly(&a.files));
+    }
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut printed = 0;
@@ -238,7 +244,7 @@ fn last_files(
     if !plan.sorted || !a.filters.thread.is_empty() || windowed {
         return Ok(None);
     }
-    let paths = crate::inputs::expand(&a.files)?;
+    let paths = crate::inputs::expand_quietly(&a.files);
     if paths.len() < 2 {
         return Ok(None);
     }

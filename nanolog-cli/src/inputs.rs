@@ -11,6 +11,16 @@ use std::path::{Path, PathBuf};
 /// matched nothing as it is: `app.*Z.nlog` before the first roll). A
 /// pattern that matches nothing is skipped with one warning line.
 pub(crate) fn expand(files: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    expand_saying(files, true)
+}
+
+/// [`expand`], saying nothing of a pattern that matches nothing (for a
+/// look at the inputs before they are read, which says it).
+pub(crate) fn expand_quietly(files: &[PathBuf]) -> Vec<PathBuf> {
+    expand_saying(files, false).unwrap_or_default()
+}
+
+fn expand_saying(files: &[PathBuf], say: bool) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let text = f.to_string_lossy();
@@ -22,7 +32,7 @@ pub(crate) fn expand(files: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             .map_err(|e| anyhow::anyhow!("{text}: not a valid pattern: {e}"))?
             .filter_map(Result::ok)
             .collect();
-        if matched.is_empty() {
+        if matched.is_empty() && say {
             let _ = writeln!(
                 io::stderr(),
                 "nanolog: warning: {text}: no file matches; skipped"
@@ -136,7 +146,7 @@ pub(crate) fn open_each(
         files,
         warn,
         &mut (),
-        |(), path| nanolog_runtime::reader::LogFile::open(path),
+        |(), path| open_log(path),
         |(), log| each(log),
     )
 }
@@ -269,4 +279,62 @@ fn is_set_companion(f: &Path) -> bool {
             .and_then(|n| n.strip_suffix('.'))
             .is_some_and(|log| f.with_file_name(log).exists() || *ext == "lock")
     })
+}
+
+/// What this run wants of its inputs' records (a `decode` with a time
+/// window or a level), and per input the floor of its times (see
+/// `Want::floor_ns`): set once, before the inputs are opened.
+static WANT: std::sync::OnceLock<(
+    nanolog_runtime::reader::Want,
+    std::collections::HashMap<PathBuf, i64>,
+)> = std::sync::OnceLock::new();
+
+/// Says what this run wants of the records of its inputs `paths`
+/// (expanded): the files are then opened with the writes their index says
+/// hold none of them left out (`LogFile::open_for`). The readers filter as
+/// before; this only saves them work.
+///
+/// A window's start is read as the merge reads it: the files of one
+/// writer's clock by all their clock pairs, which never go back, so a
+/// record is placed no earlier than the latest pair of the files before
+/// its own (a wall clock stepped back). Each input is given that floor,
+/// from the heads of its clock's earlier files' frames.
+pub(crate) fn want(w: nanolog_runtime::reader::Want, paths: &[PathBuf]) {
+    let mut floors = std::collections::HashMap::new();
+    if w.since_ns.is_some() && paths.len() > 1 {
+        let mut known: Vec<((u32, u64), u64, i64, &PathBuf)> = paths
+            .iter()
+            .filter_map(|p| {
+                let (h, last) = nanolog_runtime::reader::last_pair_ns(p).ok()?;
+                Some(((h.pid, h.ticks_per_second.to_bits()), h.base_tick, last, p))
+            })
+            .collect();
+        known.sort_by_key(|k| (k.0, k.1));
+        let mut floor: Option<((u32, u64), i64)> = None;
+        for (domain, _, last, p) in known {
+            match floor {
+                Some((d, f)) if d == domain => {
+                    floors.insert(p.clone(), f);
+                    floor = Some((d, f.max(last)));
+                }
+                _ => floor = Some((domain, last)),
+            }
+        }
+    }
+    let _ = WANT.set((w, floors));
+}
+
+/// Opens a log as this run reads its inputs: whole, or leaving out what
+/// [`want`] said it does not want.
+pub(crate) fn open_log(
+    path: &Path,
+) -> Result<nanolog_runtime::reader::LogFile, nanolog_runtime::reader::ReadError> {
+    match WANT.get() {
+        Some((w, floors)) if !w.all() => {
+            let mut w = w.clone();
+            w.floor_ns = floors.get(path).copied();
+            nanolog_runtime::reader::LogFile::open_for(path, &w)
+        }
+        _ => nanolog_runtime::reader::LogFile::open(path),
+    }
 }

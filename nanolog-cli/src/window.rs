@@ -165,7 +165,7 @@ impl Windows {
                 clocks.push(Arc::clone(&self.clocks[m.clock]));
                 continue;
             }
-            match LogFile::open(&m.path) {
+            match crate::inputs::open_log(&m.path) {
                 Ok(f) => {
                     if *f.header() != m.header {
                         let _ = writeln!(

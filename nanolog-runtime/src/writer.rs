@@ -694,9 +694,20 @@ impl Writer {
         pending: u64,
     ) -> (u64, i64) {
         dict::put_clock_entry(out, tick, ns);
+        self.put_end(out, pending);
+        (tick, ns)
+    }
+
+    /// Appends the END entry of the file once `pending` more records are
+    /// written.
+    pub(crate) fn put_end(&self, out: &mut Vec<u8>, pending: u64) {
         let records = self.records + pending;
         put_entry(out, tag::END, |b| dict::put_end(b, records));
-        (tick, ns)
+    }
+
+    /// Bytes in the live file: where the next write begins.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
     }
 
     pub(crate) fn sync(&self) -> io::Result<()> {

@@ -51,3 +51,15 @@ macro_rules! case {
         $expected.push(format!($($t)*));
     }};
 }
+
+/// The top-level entries of `file` as (start, end, tag), frames included.
+pub fn entries(file: &[u8]) -> Vec<(usize, usize, u8)> {
+    let mut v = Vec::new();
+    let mut at = 48;
+    while at + 9 <= file.len() {
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+        v.push((at, at + 9 + len, file[at]));
+        at += 9 + len;
+    }
+    v
+}

@@ -29,6 +29,8 @@ struct Current {
     id: u32,
     compact: Option<CompactFn>,
     role: Role,
+    /// Its level's bit in an index row (see `index::Summary`).
+    level_bit: u8,
 }
 
 pub(super) struct Open {
@@ -63,6 +65,7 @@ impl State {
             id,
             compact: reg.and_then(|r| r.compact),
             role: reg.map_or(Role::Record, |r| r.site.role),
+            level_bit: reg.map_or(0, |r| 1 << r.site.level as u8),
         };
         *cur = Some(c);
         Some(c)
@@ -103,17 +106,17 @@ impl State {
                 check_thread = false;
                 let version = ring.name_version.load(Ordering::Acquire);
                 if r.thread_emitted != Some((self.file_generation, version)) {
-                    close(&mut self.out, &mut open);
                     let name = ring
                         .name
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .clone();
-                    let start = begin_entry(&mut self.out, tag::THREAD);
-                    dict::put_thread(&mut self.out, thread, &name);
-                    end_entry(&mut self.out, start);
+                    // With the write's dictionary entries, ahead of its
+                    // records (and given again by the next write with them).
+                    let start = begin_entry(&mut self.defs, tag::THREAD);
+                    dict::put_thread(&mut self.defs, thread, &name);
+                    end_entry(&mut self.defs, start);
                     self.thread_names.insert(thread, name.clone());
-                    self.named.push(thread);
                     r.thread_emitted = Some((self.file_generation, version));
                     r.name = name;
                 }
@@ -144,6 +147,7 @@ impl State {
             }
             if site == ring::DROPS {
                 let d = ring::DropMarker::parse(rec.args);
+                self.sum.add_gap(thread, d.first, d.last);
                 close(&mut self.out, &mut open);
                 put_entry(&mut self.out, tag::DROP, |b| {
                     dict::put_drop(b, thread, d.count, d.first, d.last)
@@ -221,8 +225,11 @@ impl State {
                         // inside it compacts nothing (a record larger than
                         // `release_bytes` was skipped so, uncounted, before).
                         let raw = r.c.contiguous(tail, (release_bytes as usize).max(len));
+                        let before = o.prev_tick;
                         let (used, recs) =
                             compact(raw, site, &mut o.prev_tick, out, stop, &mut self.strings);
+                        self.sum
+                            .add(thread, cur.level_bit, before.min(tick), o.prev_tick);
                         if recs == 0 {
                             // A malformed record: skipped as `peek` measured
                             // it, and counted and marked as a drop.
@@ -267,6 +274,8 @@ impl State {
                                     );
                                 }
                             }
+                            self.sum
+                                .add(thread, cur.level_bit, o.prev_tick, o.prev_tick);
                             self.out_records += 1;
                             n += 1;
                         }
@@ -312,6 +321,7 @@ impl State {
     #[cold]
     fn unreadable(&mut self, thread: u32, tick: u64, open: &mut Option<Open>) {
         self.shared.count_dropped();
+        self.sum.add_gap(thread, tick, tick);
         close(&mut self.out, open);
         put_entry(&mut self.out, tag::DROP, |b| {
             dict::put_drop(b, thread, 1, tick, tick)

@@ -7,6 +7,7 @@
 
 mod dict;
 mod drain;
+mod index;
 mod output;
 
 use std::sync::atomic::Ordering;
@@ -171,8 +172,17 @@ struct State {
     /// The dictionary entries of the write being made, for `restate`
     /// (kept for its allocation).
     fresh: Vec<u8>,
-    /// Threads named (THREAD entries, in `out`) since the last write.
-    named: Vec<u32>,
+    /// The clock pairs due in the file: written with the next write, as
+    /// entries of their own outside its blocks (a reader finds every pair
+    /// without inflating, see [`index`]).
+    clocks: Vec<u8>,
+    /// A write's first region (see `State::write_buffer`), kept for its
+    /// allocation.
+    lead: Vec<u8>,
+    /// What the records in `out` hold, for the write's index row.
+    sum: index::Summary,
+    /// The index rows not yet written.
+    index: index::Index,
     /// Batches go into the file as one compressed BLOCK entry while the
     /// flusher has the time (`Builder::compression`).
     compression: Compression,
@@ -258,7 +268,10 @@ impl State {
             )),
             restate: Vec::new(),
             fresh: Vec::new(),
-            named: Vec::new(),
+            clocks: Vec::new(),
+            lead: Vec::new(),
+            sum: index::Summary::default(),
+            index: index::Index::default(),
             compression: config.compression,
             duty: 0,
             packer: crate::wire::block::Packer::new(),
@@ -380,7 +393,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         }
         if stopping && n == 0 {
             let st = &mut f.st;
-            st.writer.close_entries(&mut st.out, st.out_records);
+            st.close_out();
             st.closing = true;
             st.write_out();
             st.sync();

@@ -7,6 +7,7 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use super::dict::emit_site;
+use super::index::Summary;
 use super::{Compression, State};
 use crate::clock;
 use crate::wire::frame::put_entry;
@@ -49,7 +50,7 @@ impl State {
 
     pub(super) fn clock_pair(&mut self) {
         let (tick, ns) = clock::pair();
-        dict::put_clock_entry(&mut self.out, tick, ns);
+        dict::put_clock_entry(&mut self.clocks, tick, ns);
         self.last_clock = tick;
         if let Some(m) = &mut self.mirror {
             m.clock_pair(tick, ns);
@@ -68,10 +69,14 @@ impl State {
         // (other exit hooks) add their records and another END.
         let exiting = crate::channel::exiting();
         if exiting && !self.closing && (!self.out.is_empty() || !self.ended_at_exit) {
-            self.writer.close_entries(&mut self.out, self.out_records);
+            self.close_out();
             self.ended_at_exit = true;
         }
-        if !self.out.is_empty() || !self.defs.is_empty() || !self.spans_out.is_empty() {
+        if !self.out.is_empty()
+            || !self.defs.is_empty()
+            || !self.spans_out.is_empty()
+            || !self.clocks.is_empty()
+        {
             self.check_file();
             self.write_buffer();
         }
@@ -109,7 +114,9 @@ impl State {
                 // use as well as the sites written before).
                 let mut head = Vec::new();
                 let (tick, ns) = clock::pair();
-                dict::put_clock_entry(&mut head, tick, ns);
+                dict::put_clock_entry(&mut self.clocks, tick, ns);
+                // (The rows of the file that was replaced point into it.)
+                self.index.clear();
                 for ix in 0..self.sites.len() {
                     if self.site_emitted[ix] {
                         emit_site(&mut head, &self.sites, ix);
@@ -169,11 +176,6 @@ impl State {
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
         fresh.extend_from_slice(&head);
-        for id in self.named.drain(..) {
-            if let Some(name) = self.thread_names.get(&id) {
-                put_entry(&mut fresh, tag::THREAD, |b| dict::put_thread(b, id, name));
-            }
-        }
         self.spans_out.put_entry(&mut head);
         let restated = std::mem::replace(&mut self.restate, fresh);
         head.splice(0..0, restated.iter().copied());
@@ -185,21 +187,44 @@ impl State {
             });
             head.splice(0..0, gap);
         }
+        // The write is two regions: first what the records need (the
+        // dictionary entries, in a block of their own when large enough,
+        // then the clock pairs and a due INDEX entry as they are), then the
+        // records (a block of their own, or their entries), which the
+        // index row points to: a reader may leave them out and still read
+        // every name, span and time (see `index`).
         // (Not under loom: the duty cycle is measured by the clock.)
-        let codec = codec_for(self.compression, self.duty, head.len() + self.out.len())
-            .filter(|_| !cfg!(loom));
-        let packed = codec.and_then(|c| self.packer.pack_parts([&head, &self.out], c));
-        let (result, written) = if let Some(block) = packed {
-            let r = self.writer.write(&[], block, self.out_records);
-            (r, block.len())
+        let codec = |len| codec_for(self.compression, self.duty, len).filter(|_| !cfg!(loom));
+        let (head_codec, out_codec) = (codec(head.len()), codec(self.out.len()));
+        let mut lead = std::mem::take(&mut self.lead);
+        lead.clear();
+        match head_codec.and_then(|c| self.packer.pack(&head, c)) {
+            Some(block) => lead.extend_from_slice(block),
+            None => lead.extend_from_slice(&head),
+        }
+        lead.extend_from_slice(&self.clocks);
+        let indexed = if self.index.due() {
+            self.index.put(&mut lead)
         } else {
-            let r = self.writer.write(&head, &self.out, self.out_records);
-            (r, head.len() + self.out.len())
+            0
         };
+        let out: &[u8] = match out_codec.and_then(|c| self.packer.pack(&self.out, c)) {
+            Some(block) => block,
+            None => &self.out,
+        };
+        let at = self.writer.len();
+        let result = self.writer.write(&lead, out, self.out_records);
+        let written = lead.len() + out.len();
+        let out_at = (at + lead.len() as u64, out.len() as u64);
+        self.lead = lead;
         head.clear();
         self.defs = head;
         match result {
             Ok(()) => {
+                self.clocks.clear();
+                self.index.written(indexed);
+                self.index
+                    .push(&self.sum, out_at.0, out_at.1, self.out_records);
                 self.strings.written();
                 self.pending_lost = None;
                 self.logged += self.out_records;
@@ -228,10 +253,13 @@ impl State {
         }
         self.out.clear();
         self.out_records = 0;
+        self.sum = Summary::default();
     }
 
     /// Starts the next file; a failure leaves the live file in use.
     fn roll(&mut self) {
+        // The rows of the file being finished go into it, ahead of its end.
+        self.write_index();
         match self.writer.roll() {
             Ok((header_len, retention)) => {
                 self.shared.counters.files.fetch_add(1, Ordering::Relaxed);
@@ -272,10 +300,37 @@ impl State {
     fn forget_emitted(&mut self) {
         // (The whole dictionary goes to the file again as records need it.)
         self.restate.clear();
-        self.named.clear();
         self.site_emitted.iter_mut().for_each(|e| *e = false);
         self.thread_names.clear();
         self.file_generation += 1;
+    }
+}
+
+impl State {
+    /// Ends the file after the records in `out`: a clock pair (with the
+    /// others, outside the records) and the END entry counting them. The
+    /// write is no index row (a reader always reads a file's end); the rows
+    /// before it go into the file with it.
+    pub(super) fn close_out(&mut self) {
+        let (tick, ns) = clock::pair();
+        dict::put_clock_entry(&mut self.clocks, tick, ns);
+        self.writer.put_end(&mut self.out, self.out_records);
+        self.sum.ends = true;
+        let n = self.index.put(&mut self.clocks);
+        self.index.written(n);
+    }
+
+    /// Writes the INDEX entry of the rows not written yet, on its own.
+    fn write_index(&mut self) {
+        let mut entry = Vec::new();
+        let n = self.index.put(&mut entry);
+        if n > 0 && self.writer.write(&entry, &[], 0).is_ok() {
+            self.shared
+                .counters
+                .bytes_written
+                .fetch_add(entry.len() as u64, Ordering::Relaxed);
+            self.index.written(n);
+        }
     }
 }
 

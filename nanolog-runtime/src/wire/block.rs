@@ -103,7 +103,6 @@ impl Packer {
     /// The BLOCK entry of `codec` holding `raw` (whole entries), if it is
     /// smaller than `raw` is. (The writer makes codecs 2 and 3; codec 1 is
     /// made as a version 4 writer made it, for tests.)
-    #[cfg(test)]
     pub(crate) fn pack(&mut self, raw: &[u8], codec: u8) -> Option<&[u8]> {
         self.pack_parts([raw, &[]], codec)
     }

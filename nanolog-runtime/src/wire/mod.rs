@@ -12,6 +12,7 @@ pub(crate) mod extent;
 pub mod format;
 pub(crate) mod frame;
 pub mod header;
+pub mod index;
 pub mod record;
 mod value;
 
@@ -82,6 +83,10 @@ pub mod tag {
     pub const STRINGS: u8 = 11;
     /// Entries compressed together (version 4).
     pub const BLOCK: u8 = 12;
+    /// Where a run of writes' records lie and what they hold (the sparse
+    /// index; writers since 2026-11-29, format version 8: older readers
+    /// skip it, as any tag from 13 to 32).
+    pub const INDEX: u8 = 13;
 }
 
 /// CRC-32 (IEEE) of an entry's tag, length and body.

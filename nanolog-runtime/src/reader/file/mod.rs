@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 mod blocks;
 mod live;
 mod scan;
+mod skip;
 
 pub use blocks::{__set_read_resident, BlockStats};
 pub(crate) use blocks::{at_lazy, resident, LAZY};
@@ -19,6 +20,7 @@ pub(in crate::reader) use blocks::{Block, SharedBlocks};
 use blocks::{BlockAt, Blocks};
 pub use live::Refresh;
 pub use scan::Wave;
+pub use skip::{last_pair_ns, Want};
 
 use super::error::ReadError;
 use super::inflate;
@@ -162,6 +164,9 @@ pub struct LogFile {
     blocks: Blocks,
     /// While indexing: each thread's current context.
     thread_ctx: std::collections::HashMap<u32, u32>,
+    /// The regions the scan leaves out, sorted (see `skip.rs`; empty but
+    /// for [`LogFile::open_for`]).
+    skip: Vec<(usize, usize)>,
     /// The file as opened, kept by [`LogFile::open_live`] only: after a
     /// roll renames it away from its path, its last entries are read
     /// through this.
@@ -214,14 +219,36 @@ impl LogFile {
     ) -> Result<LogFile, ReadError> {
         let path = path.as_ref();
         let loaded = load(path)?;
-        let mut f = Self::index(path.to_path_buf(), loaded.data, false, Some(&mut on_wave))?;
+        let mut f = Self::index(
+            path.to_path_buf(),
+            loaded.data,
+            false,
+            Some(&mut on_wave),
+            None,
+        )?;
+        f.identity = loaded.identity;
+        Ok(f)
+    }
+
+    /// [`LogFile::open`] for a reader that wants only some records: the
+    /// writes the file's index says hold none of them are left out, neither
+    /// inflated nor indexed (files of writers before 2026-11-29 have no
+    /// index and are read whole). The file holds every record `want`
+    /// wants, and others: a reader filters them as it would those of
+    /// [`LogFile::open`]'s file, and gets the same records. Its counts
+    /// ([`LogFile::records_total`], [`LogFile::block_stats`], ...) are of what
+    /// was read.
+    pub fn open_for(path: impl AsRef<Path>, want: &Want) -> Result<LogFile, ReadError> {
+        let path = path.as_ref();
+        let loaded = load(path)?;
+        let mut f = Self::index(path.to_path_buf(), loaded.data, false, None, Some(want))?;
         f.identity = loaded.identity;
         Ok(f)
     }
 
     fn open_keeping(path: &Path, keep_handle: bool) -> Result<LogFile, ReadError> {
         let loaded = load(path)?;
-        let mut f = Self::index(path.to_path_buf(), loaded.data, keep_handle, None)?;
+        let mut f = Self::index(path.to_path_buf(), loaded.data, keep_handle, None, None)?;
         f.identity = loaded.identity;
         f.handle = keep_handle.then_some(loaded.file);
         Ok(f)
@@ -229,7 +256,7 @@ impl LogFile {
 
     /// Indexes a log held in memory.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: Vec<u8>) -> Result<LogFile, ReadError> {
-        Self::index(name.into(), Data::Owned(bytes), false, None)
+        Self::index(name.into(), Data::Owned(bytes), false, None, None)
     }
 
     fn index(
@@ -237,6 +264,7 @@ impl LogFile {
         data: Data,
         live: bool,
         on_wave: Option<&mut dyn FnMut(&Wave<'_>)>,
+        want: Option<&Want>,
     ) -> Result<LogFile, ReadError> {
         if data.is_empty() {
             return Err(ReadError::Empty { path });
@@ -289,7 +317,11 @@ impl LogFile {
             drops: Vec::new(),
             blocks: Blocks::default(),
             thread_ctx: Default::default(),
+            skip: Vec::new(),
         };
+        if let Some(want) = want {
+            f.skip = skip::left_out(&f.data, &header, want);
+        }
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs, on_wave);
         f.warn_if_shrank();

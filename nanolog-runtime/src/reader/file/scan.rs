@@ -318,6 +318,9 @@ impl LogFile {
     fn frames(&mut self, data: &[u8], from: usize) -> Vec<Top> {
         let mut tops = Vec::new();
         let mut pos = from;
+        // The regions left out (`skip.rs`): whole entries, stepped over.
+        let skip = std::mem::take(&mut self.skip);
+        let mut next_skip = skip.partition_point(|r| r.0 < from);
         let mut skipped_from: Option<usize> = None;
         // Among damaged bytes, every offset may state a length to
         // checksum: what the search may checksum is bounded by the bytes
@@ -379,6 +382,11 @@ impl LogFile {
             }
         };
         while pos < data.len() {
+            if skipped_from.is_none() && skip.get(next_skip).is_some_and(|r| r.0 == pos) {
+                pos = skip[next_skip].1;
+                next_skip += 1;
+                continue;
+            }
             let frame = match skipped_from {
                 None => frame_at(data, pos),
                 Some(from) => budget.frame(data, from, pos),
@@ -519,6 +527,7 @@ impl LogFile {
                 to_end: true,
             })));
         }
+        self.skip = skip;
         tops
     }
 
