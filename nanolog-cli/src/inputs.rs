@@ -282,12 +282,60 @@ fn is_set_companion(f: &Path) -> bool {
 }
 
 /// What this run wants of its inputs' records (a `decode` with a time
-/// window or a level), and per input the floor of its times (see
-/// `Want::floor_ns`): set once, before the inputs are opened.
-static WANT: std::sync::OnceLock<(
-    nanolog_runtime::reader::Want,
-    std::collections::HashMap<PathBuf, i64>,
-)> = std::sync::OnceLock::new();
+/// window or a level), set once before the inputs are opened; and what
+/// their floors (see `Want::floor_ns`) are made of.
+static WANT: std::sync::OnceLock<(nanolog_runtime::reader::Want, Floors)> =
+    std::sync::OnceLock::new();
+
+/// The inputs' headers, and the latest clock pair of each input learned
+/// so far (from the file opened, or a walk of its frames' heads).
+#[derive(Default)]
+struct Floors {
+    headers: Vec<(PathBuf, nanolog_runtime::reader::Header)>,
+    last_pair: std::sync::Mutex<std::collections::HashMap<PathBuf, i64>>,
+}
+
+impl Floors {
+    /// The floor of `path`'s times: the latest clock pair of the inputs of
+    /// its writer's clock begun before it.
+    fn of(&self, path: &Path) -> Option<i64> {
+        let domain = |h: &nanolog_runtime::reader::Header| (h.pid, h.ticks_per_second.to_bits());
+        let (_, me) = self.headers.iter().find(|(p, _)| p == path)?;
+        let mut known = self
+            .last_pair
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut floor = None;
+        for (p, h) in &self.headers {
+            if domain(h) != domain(me) || h.base_tick >= me.base_tick {
+                continue;
+            }
+            let last = match known.get(p) {
+                Some(&l) => l,
+                None => match nanolog_runtime::reader::last_pair_ns(p) {
+                    Ok((_, l)) => {
+                        known.insert(p.clone(), l);
+                        l
+                    }
+                    // (Gone since: the merge will not read it either.)
+                    Err(_) => continue,
+                },
+            };
+            floor = Some(floor.map_or(last, |f: i64| f.max(last)));
+        }
+        floor
+    }
+
+    /// `log`, opened, says its latest clock pair.
+    fn opened(&self, log: &nanolog_runtime::reader::LogFile) {
+        if let Some(last) = log.time_map().pairs().iter().map(|p| p.1).max() {
+            self.last_pair
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(log.path().to_owned(), last);
+        }
+    }
+}
 
 /// Says what this run wants of the records of its inputs `paths`
 /// (expanded): the files are then opened with the writes their index says
@@ -296,30 +344,17 @@ static WANT: std::sync::OnceLock<(
 ///
 /// A window's start is read as the merge reads it: the files of one
 /// writer's clock by all their clock pairs, which never go back, so a
-/// record is placed no earlier than the latest pair of the files before
-/// its own (a wall clock stepped back). Each input is given that floor,
-/// from the heads of its clock's earlier files' frames.
+/// record is placed no earlier than the latest pair of the files begun
+/// before its own (a wall clock stepped back). Each input is given that
+/// floor: from the earlier files as they were opened (a set is opened in
+/// its order), or from a walk of their frames' heads.
 pub(crate) fn want(w: nanolog_runtime::reader::Want, paths: &[PathBuf]) {
-    let mut floors = std::collections::HashMap::new();
+    let mut floors = Floors::default();
     if w.since_ns.is_some() && paths.len() > 1 {
-        let mut known: Vec<((u32, u64), u64, i64, &PathBuf)> = paths
+        floors.headers = paths
             .iter()
-            .filter_map(|p| {
-                let (h, last) = nanolog_runtime::reader::last_pair_ns(p).ok()?;
-                Some(((h.pid, h.ticks_per_second.to_bits()), h.base_tick, last, p))
-            })
+            .filter_map(|p| Some((p.clone(), nanolog_runtime::reader::read_header(p)?)))
             .collect();
-        known.sort_by_key(|k| (k.0, k.1));
-        let mut floor: Option<((u32, u64), i64)> = None;
-        for (domain, _, last, p) in known {
-            match floor {
-                Some((d, f)) if d == domain => {
-                    floors.insert(p.clone(), f);
-                    floor = Some((d, f.max(last)));
-                }
-                _ => floor = Some((domain, last)),
-            }
-        }
     }
     let _ = WANT.set((w, floors));
 }
@@ -332,8 +367,10 @@ pub(crate) fn open_log(
     match WANT.get() {
         Some((w, floors)) if !w.all() => {
             let mut w = w.clone();
-            w.floor_ns = floors.get(path).copied();
-            nanolog_runtime::reader::LogFile::open_for(path, &w)
+            w.floor_ns = floors.of(path);
+            let log = nanolog_runtime::reader::LogFile::open_for(path, &w)?;
+            floors.opened(&log);
+            Ok(log)
         }
         _ => nanolog_runtime::reader::LogFile::open(path),
     }

@@ -116,6 +116,7 @@ pub fn last_pair_ns(path: &Path) -> Result<(Header, i64), ReadError> {
     let header = Header::decode(&loaded.data).map_err(|_| ReadError::NotNanolog {
         path: path.to_path_buf(),
     })?;
+    loaded.data.sparse(true);
     let w = walk(&loaded.data, &header);
     let last = w
         .pairs
