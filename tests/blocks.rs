@@ -279,19 +279,20 @@ fn written(all: &[String]) -> Written {
     w
 }
 
-/// Where the file's records lie, as its INDEX entries list them: the
-/// offset of each write's records.
+/// Where the file's BLOCK entries that hold records start (a write's
+/// dictionary entries are a block of their own): each block read alone,
+/// after the file's header, by the reader, which finds extents in it.
 fn record_regions(file: &[u8]) -> Vec<usize> {
-    let mut v: Vec<usize> = common::entries(file)
+    common::entries(file)
         .into_iter()
-        .filter(|e| e.2 == tag::INDEX)
-        .flat_map(|(start, end, _)| {
-            nanolog_runtime::wire::index::get_index(&file[start + 9..end]).unwrap()
+        .filter(|e| e.2 == tag::BLOCK)
+        .filter(|&(start, end, _)| {
+            let mut alone = file[..48].to_vec();
+            alone.extend_from_slice(&file[start..end]);
+            LogFile::from_bytes("block.nlog", alone).is_ok_and(|log| log.records().next().is_some())
         })
-        .map(|row| row.offset as usize)
-        .collect();
-    v.sort_unstable();
-    v
+        .map(|e| e.0)
+        .collect()
 }
 
 /// Changes the body of the `nth` (from 1) of the file's BLOCK entries that

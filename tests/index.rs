@@ -30,7 +30,7 @@ fn write(path: &Path, compress: bool, secs: f64) -> u64 {
         .spawn(move || {
             let mut n = 0u64;
             while std::time::Instant::now() < until {
-                for _ in 0..50 {
+                for _ in 0..200 {
                     log_one(n);
                     n += 1;
                 }
@@ -41,7 +41,7 @@ fn write(path: &Path, compress: bool, secs: f64) -> u64 {
         .unwrap();
     let mut n = 0u64;
     while std::time::Instant::now() < until {
-        for _ in 0..50 {
+        for _ in 0..200 {
             log_one(n + 1_000_000);
             n += 1;
         }
@@ -171,11 +171,11 @@ fn windows_and_levels_read_what_the_whole_file_reads_leaving_out_the_rest() {
     }
 }
 
-/// A killed writer's file has no index past its last INDEX entry (here:
-/// none at all, its END never written); an index whose bytes are damaged
-/// is not used; nor are rows that point inside an entry, past their INDEX
-/// entry, or at what is not whole entries of records. Each is read whole where its index cannot be trusted, with the
-/// same answer.
+/// A killed writer's file, cut inside a run of records its INDEX entry
+/// announced (the run goes past the end: not jumped to); an INDEX entry whose bytes are damaged; and well-made INDEX
+/// entries (good checksums) that say a run ends inside an entry or past the
+/// end of the file: none of them is trusted, the run is read as any
+/// entries are, and the answer is the whole file's.
 #[test]
 fn an_index_that_cannot_be_trusted_is_not_used() {
     let _s = serial();
@@ -183,11 +183,13 @@ fn an_index_that_cannot_be_trusted_is_not_used() {
     write(&path, true, 1.0);
     let bytes = std::fs::read(&path).unwrap();
     let entries = common::entries(&bytes);
-    let index = *entries.iter().rfind(|e| e.2 == tag::INDEX).unwrap();
-    let end = *entries.iter().rfind(|e| e.2 == tag::END).unwrap();
+    let first = *entries.iter().find(|e| e.2 == tag::INDEX).unwrap();
+    let row = nanolog_runtime::wire::index::get_index(&bytes[first.0 + 9..first.1], first.1 as u64)
+        .unwrap();
+    let run_end = first.1 + row.len as usize;
     assert!(
-        index.1 <= end.0,
-        "the last INDEX entry goes ahead of the END"
+        entries.iter().any(|e| e.0 == run_end),
+        "the run ends where an entry starts"
     );
     let dir = temp("index-trust-cases");
     let _ = std::fs::remove_dir_all(&dir);
@@ -197,52 +199,54 @@ fn an_index_that_cannot_be_trusted_is_not_used() {
         std::fs::write(&p, b).unwrap();
         p
     };
-    // Cut before the last INDEX entry: a writer killed before its END.
-    let killed = case("killed.nlog", &bytes[..index.0]);
+    // Cut inside the first run: a writer killed while writing it.
+    let killed = case("killed.nlog", &bytes[..first.1 + row.len as usize / 2]);
     // A bit flipped in the INDEX entry's body (its checksum fails).
     let mut flipped = bytes.clone();
-    flipped[index.0 + 12] ^= 0x04;
+    flipped[first.0 + 10] ^= 0x04;
     let flipped = case("flipped.nlog", &flipped);
-    // A well-made INDEX entry (good checksum) in place of the last, whose
-    // rows point one byte into an entry, past where the entry stands, and
-    // at bytes that are not whole entries (the file's END).
-    let rows = nanolog_runtime::wire::index::get_index(&bytes[index.0 + 9..index.1]).unwrap();
-    let first_records = rows[0].offset;
-    let mut lying = Vec::new();
-    for (offset, len) in [
-        (first_records + 1, rows[0].len),
-        (index.1 as u64, (end.0 - index.1) as u64),
-        (end.0 as u64, 3),
+    // The first INDEX entry made again, well made, saying its run ends 3
+    // bytes early (inside its last entry) or past the end of the file.
+    let lied = |name: &str, len: u64| {
+        let mut body = Vec::new();
+        nanolog_runtime::wire::index::put_index(
+            &mut body,
+            &nanolog_runtime::wire::index::Row { len, ..row },
+        );
+        let mut b = bytes[..first.0].to_vec();
+        b.push(tag::INDEX);
+        b.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        b.extend_from_slice(&nanolog_runtime::wire::entry_crc(tag::INDEX, &body).to_le_bytes());
+        b.extend_from_slice(&body);
+        b.extend_from_slice(&bytes[first.1..]);
+        case(name, &b)
+    };
+    let short = lied("short.nlog", row.len - 3);
+    let long = lied("long.nlog", row.len + (bytes.len() as u64));
+    // (The killed writer's cut run is a torn block: none of it reads; the
+    // others' first run is read whole.)
+    for (p, first_read) in [
+        (&killed, false),
+        (&flipped, true),
+        (&short, true),
+        (&long, true),
     ] {
-        lying.push(nanolog_runtime::wire::index::Row {
-            offset,
-            len,
-            records: 1,
-            first_tick: 0,
-            last_tick: 0,
-            levels: 1,
-            threads: 1,
-        });
-    }
-    let mut body = Vec::new();
-    nanolog_runtime::wire::index::put_index(&mut body, &lying);
-    let mut lied = bytes[..index.0].to_vec();
-    lied.push(tag::INDEX);
-    lied.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    lied.extend_from_slice(&nanolog_runtime::wire::entry_crc(tag::INDEX, &body).to_le_bytes());
-    lied.extend_from_slice(&body);
-    lied.extend_from_slice(&bytes[index.1..]);
-    let lied = case("lied.nlog", &lied);
-    for p in [&killed, &flipped, &lied] {
         let whole = [LogFile::open(p).unwrap()];
-        // Every window leaves the whole file in (nothing trusted to leave
-        // out) and reads what the whole file's reader reads.
+        // A window no record is in: everything an index can be trusted
+        // with is left out. Here the first run is not, and reads as the
+        // whole file's reader reads it.
         let want = Want::new(Some(i64::MAX - 1), None, Some(Level::Error));
         let part = [LogFile::open_for(p, &want).unwrap()];
+        let of_first = |log: &LogFile| {
+            log.records()
+                .filter_map(Result::ok)
+                .filter(|r| r.tick() >= row.first_tick && r.tick() <= row.last_tick)
+                .count()
+        };
         assert_eq!(
-            part[0].records().count(),
-            whole[0].records().count(),
-            "{}",
+            of_first(&part[0]) > 0,
+            first_read,
+            "{}: its first run is read",
             p.display()
         );
         assert_eq!(read(&part, filter(&want)), read(&whole, filter(&want)));
@@ -250,6 +254,10 @@ fn an_index_that_cannot_be_trusted_is_not_used() {
         let part = [LogFile::open_for(p, &want).unwrap()];
         assert_eq!(read(&part, filter(&want)), read(&whole, filter(&want)));
     }
+    // The file as written: the first run is left out for that window.
+    let want = Want::new(Some(i64::MAX - 1), None, Some(Level::Error));
+    let part = LogFile::open_for(&path, &want).unwrap();
+    assert!(part.records().count() < LogFile::open(&path).unwrap().records().count());
     let _ = std::fs::remove_dir_all(&dir);
     remove_with_kept(&path);
 }

@@ -705,11 +705,6 @@ impl Writer {
         put_entry(out, tag::END, |b| dict::put_end(b, records));
     }
 
-    /// Bytes in the live file: where the next write begins.
-    pub(crate) fn len(&self) -> u64 {
-        self.len
-    }
-
     pub(crate) fn sync(&self) -> io::Result<()> {
         // Under loom the file is scenery: the models check the handshakes,
         // and an fdatasync per explored interleaving would only cost minutes.

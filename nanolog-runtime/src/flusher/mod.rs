@@ -179,10 +179,8 @@ struct State {
     /// A write's first region (see `State::write_buffer`), kept for its
     /// allocation.
     lead: Vec<u8>,
-    /// What the records in `out` hold, for the write's index row.
+    /// What the records in `out` hold, for the write's INDEX entry.
     sum: index::Summary,
-    /// The index rows not yet written.
-    index: index::Index,
     /// Batches go into the file as one compressed BLOCK entry while the
     /// flusher has the time (`Builder::compression`).
     compression: Compression,
@@ -271,7 +269,6 @@ impl State {
             clocks: Vec::new(),
             lead: Vec::new(),
             sum: index::Summary::default(),
-            index: index::Index::default(),
             compression: config.compression,
             duty: 0,
             packer: crate::wire::block::Packer::new(),

@@ -7,7 +7,7 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use super::dict::emit_site;
-use super::index::Summary;
+use super::index::{self, Summary};
 use super::{Compression, State};
 use crate::clock;
 use crate::wire::frame::put_entry;
@@ -115,8 +115,6 @@ impl State {
                 let mut head = Vec::new();
                 let (tick, ns) = clock::pair();
                 dict::put_clock_entry(&mut self.clocks, tick, ns);
-                // (The rows of the file that was replaced point into it.)
-                self.index.clear();
                 for ix in 0..self.sites.len() {
                     if self.site_emitted[ix] {
                         emit_site(&mut head, &self.sites, ix);
@@ -189,10 +187,10 @@ impl State {
         }
         // The write is two regions: first what the records need (the
         // dictionary entries, in a block of their own when large enough,
-        // then the clock pairs and a due INDEX entry as they are), then the
-        // records (a block of their own, or their entries), which the
-        // index row points to: a reader may leave them out and still read
-        // every name, span and time (see `index`).
+        // then the clock pairs as they are, then the records' INDEX entry),
+        // then the records (a block of their own, or their entries): a
+        // reader may step over them and still read every name, span and
+        // time (see `index`).
         // (Not under loom: the duty cycle is measured by the clock.)
         let codec = |len| codec_for(self.compression, self.duty, len).filter(|_| !cfg!(loom));
         let (head_codec, out_codec) = (codec(head.len()), codec(self.out.len()));
@@ -203,28 +201,19 @@ impl State {
             None => lead.extend_from_slice(&head),
         }
         lead.extend_from_slice(&self.clocks);
-        let indexed = if self.index.due() {
-            self.index.put(&mut lead)
-        } else {
-            0
-        };
         let out: &[u8] = match out_codec.and_then(|c| self.packer.pack(&self.out, c)) {
             Some(block) => block,
             None => &self.out,
         };
-        let at = self.writer.len();
+        index::put(&mut lead, &self.sum, out.len(), self.out_records);
         let result = self.writer.write(&lead, out, self.out_records);
         let written = lead.len() + out.len();
-        let out_at = (at + lead.len() as u64, out.len() as u64);
         self.lead = lead;
         head.clear();
         self.defs = head;
         match result {
             Ok(()) => {
                 self.clocks.clear();
-                self.index.written(indexed);
-                self.index
-                    .push(&self.sum, out_at.0, out_at.1, self.out_records);
                 self.strings.written();
                 self.pending_lost = None;
                 self.logged += self.out_records;
@@ -258,8 +247,6 @@ impl State {
 
     /// Starts the next file; a failure leaves the live file in use.
     fn roll(&mut self) {
-        // The rows of the file being finished go into it, ahead of its end.
-        self.write_index();
         match self.writer.roll() {
             Ok((header_len, retention)) => {
                 self.shared.counters.files.fetch_add(1, Ordering::Relaxed);
@@ -309,28 +296,13 @@ impl State {
 impl State {
     /// Ends the file after the records in `out`: a clock pair (with the
     /// others, outside the records) and the END entry counting them. The
-    /// write is no index row (a reader always reads a file's end); the rows
-    /// before it go into the file with it.
+    /// write's records get no INDEX entry: a reader always reads a file's
+    /// end.
     pub(super) fn close_out(&mut self) {
         let (tick, ns) = clock::pair();
         dict::put_clock_entry(&mut self.clocks, tick, ns);
         self.writer.put_end(&mut self.out, self.out_records);
         self.sum.ends = true;
-        let n = self.index.put(&mut self.clocks);
-        self.index.written(n);
-    }
-
-    /// Writes the INDEX entry of the rows not written yet, on its own.
-    fn write_index(&mut self) {
-        let mut entry = Vec::new();
-        let n = self.index.put(&mut entry);
-        if n > 0 && self.writer.write(&entry, &[], 0).is_ok() {
-            self.shared
-                .counters
-                .bytes_written
-                .fetch_add(entry.len() as u64, Ordering::Relaxed);
-            self.index.written(n);
-        }
     }
 }
 

@@ -30,25 +30,6 @@ pub(super) enum Data {
 }
 
 impl Data {
-    /// Says the bytes are about to be read a few here and there (`on`:
-    /// the heads of a file's frames, see `skip.rs`), or in runs again: the
-    /// kernel then maps the pages touched alone, not the 16 around each,
-    /// which a walk of a gigabyte would map whole and unmap after.
-    pub(super) fn sparse(&self, on: bool) {
-        #[cfg(unix)]
-        if let Data::Map(m) = self {
-            let advice = if on {
-                memmap2::Advice::Random
-            } else {
-                memmap2::Advice::Normal
-            };
-            // (Advice only: a kernel that takes none reads as before.)
-            let _ = m.map.advise(advice);
-        }
-        #[cfg(not(unix))]
-        let _ = on;
-    }
-
     /// Whether some bytes read as zeros because the file shrank under us.
     #[inline]
     pub(super) fn faulted(&self) -> bool {

@@ -320,9 +320,7 @@ impl LogFile {
             skip: Vec::new(),
         };
         if let Some(want) = want {
-            f.data.sparse(true);
             f.skip = skip::left_out(&f.data, &header, want);
-            f.data.sparse(false);
         }
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs, on_wave);

@@ -1,15 +1,16 @@
-//! Leaving out what a reader does not want: the writes a file's INDEX
-//! entries say hold no record of a time window or level are not inflated or
-//! indexed (FORMAT.md, "INDEX").
+//! Leaving out what a reader does not want: the runs of records whose
+//! INDEX entries say they hold none of a time window or level are not
+//! inflated or indexed (FORMAT.md, "INDEX").
 //!
 //! Before the scan, the file's top-level frames are walked by their lengths
-//! alone (no checksum, no inflating): that finds the INDEX entries and the
-//! clock pairs, which writers that index put outside blocks. A row is used
-//! only if it points at whole top-level entries found by that walk, all of
-//! them EXTENT, DROP or BLOCK entries before its INDEX entry; the walk stops
-//! at the first frame that does not hold together, and nothing past it is
-//! left out. A file without INDEX entries (an older writer's, or a killed
-//! writer's before its first) is read whole, as before.
+//! alone (no checksum, nothing inflated), jumping over each run of records
+//! an INDEX entry announces: that finds the INDEX entries and the clock
+//! pairs (which writers that index put outside blocks) in a few frames a
+//! write. A jump is taken only from an INDEX entry whose checksum holds, to
+//! a whole entry (its checksum holds too) or the end of the file; else the
+//! run is walked frame by frame. The walk stops at the first frame that
+//! does not hold together, and nothing past it is left out. A file without
+//! INDEX entries (an older writer's) is read whole, as before.
 
 use super::*;
 use crate::level::Level;
@@ -65,45 +66,54 @@ const MARGIN_NS: i64 = 2_000_000_000;
 
 /// What a walk of a file's top-level frames by their lengths finds.
 struct Walk {
-    /// Each frame's start and tag.
-    frames: Vec<(usize, u8)>,
     /// The clock pairs: the header's, then the CLOCK entries' outside blocks.
     pairs: Vec<(u64, i64)>,
-    /// The INDEX entries' rows, with where their entry starts.
-    rows: Vec<(Row, usize)>,
-    /// Where the walk stopped: the end, or a frame that does not hold
-    /// together.
-    end: usize,
+    /// The runs of records the INDEX entries announce, each where it landed.
+    rows: Vec<Row>,
+}
+
+/// Whether a frame that holds together by its head starts at `pos` of
+/// `data`: a tag ever written, a length within the file.
+fn holds(data: &[u8], pos: usize) -> Option<usize> {
+    let head = data.get(pos..pos + wire::FRAME_LEN)?;
+    let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    let next = pos + wire::FRAME_LEN + len;
+    ((1..=32).contains(&head[0]) && next <= data.len()).then_some(next)
 }
 
 fn walk(data: &[u8], header: &Header) -> Walk {
     let mut w = Walk {
-        frames: Vec::new(),
         pairs: vec![(header.base_tick, header.base_unix_ns)],
         rows: Vec::new(),
-        end: wire::HEADER_LEN,
     };
     let mut pos = wire::HEADER_LEN;
-    while pos + wire::FRAME_LEN <= data.len() {
+    while pos < data.len() {
+        let Some(next) = holds(data, pos) else { break };
         let t = data[pos];
-        let len = u32::from_le_bytes([data[pos + 1], data[pos + 2], data[pos + 3], data[pos + 4]]);
-        let next = pos + wire::FRAME_LEN + len as usize;
-        if !(1..=32).contains(&t) || next > data.len() {
-            break;
-        }
-        w.frames.push((pos, t));
+        let mut to = next;
         if t == tag::CLOCK || t == tag::INDEX {
             if let Frame::Ok { body, .. } = frame_at(data, pos) {
                 if t == tag::CLOCK {
                     w.pairs.extend(dict::get_clock(body));
-                } else if let Some(r) = get_index(body) {
-                    w.rows.extend(r.into_iter().map(|r| (r, pos)));
+                } else if let Some(row) = get_index(body, next as u64) {
+                    // Taken when it lands on a whole entry (one checksum
+                    // a write) or the end of the file; else its run is
+                    // walked as any entries are.
+                    let end = usize::try_from(row.len)
+                        .ok()
+                        .and_then(|l| next.checked_add(l))
+                        .filter(|&e| e > next && e <= data.len());
+                    if let Some(end) = end.filter(|&e| {
+                        e == data.len() || matches!(frame_at(data, e), Frame::Ok { .. })
+                    }) {
+                        w.rows.push(row);
+                        to = end;
+                    }
                 }
             }
         }
-        pos = next;
+        pos = to;
     }
-    w.end = pos;
     w
 }
 
@@ -116,7 +126,6 @@ pub fn last_pair_ns(path: &Path) -> Result<(Header, i64), ReadError> {
     let header = Header::decode(&loaded.data).map_err(|_| ReadError::NotNanolog {
         path: path.to_path_buf(),
     })?;
-    loaded.data.sparse(true);
     let w = walk(&loaded.data, &header);
     let last = w
         .pairs
@@ -133,12 +142,7 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
     if want.all() {
         return Vec::new();
     }
-    let Walk {
-        frames,
-        pairs,
-        rows,
-        end: walked,
-    } = walk(data, header);
+    let Walk { pairs, rows } = walk(data, header);
     if rows.is_empty() {
         return Vec::new();
     }
@@ -151,27 +155,9 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
         .min_level
         .map_or(u8::MAX, |l| u8::MAX << (l as u8).min(7));
     let mut out: Vec<(usize, usize)> = Vec::new();
-    for (row, index_at) in rows {
-        let (Ok(start), Ok(len)) = (usize::try_from(row.offset), usize::try_from(row.len)) else {
-            continue;
-        };
-        let Some(end) = start
-            .checked_add(len)
-            .filter(|&e| e <= index_at.min(walked))
-        else {
-            continue;
-        };
-        // Whole entries of records, from one frame's start to another's.
-        let first = frames.partition_point(|f| f.0 < start);
-        let last = frames.partition_point(|f| f.0 < end);
-        let bounded = frames.get(first).is_some_and(|f| f.0 == start)
-            && frames.get(last).is_some_and(|f| f.0 == end);
-        let records_only = frames[first..last]
-            .iter()
-            .all(|f| matches!(f.1, tag::EXTENT | tag::DROP | tag::BLOCK));
-        if !bounded || !records_only || first == last {
-            continue;
-        }
+    for row in rows {
+        // (Within the file: the walk checked where it lands.)
+        let (start, end) = (row.offset as usize, (row.offset + row.len) as usize);
         // (Times never go back: the first and last tick bound the rest.)
         let margin = if row.first_tick >= first_pair && row.last_tick <= last_pair {
             0
@@ -190,14 +176,6 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
             out.push((start, end));
         }
     }
-    out.sort_unstable();
-    // (Rows of two INDEX entries may repeat or overlap: merged.)
-    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(out.len());
-    for (s, e) in out {
-        match merged.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => merged.push((s, e)),
-        }
-    }
-    merged
+    // (In file order and apart: the walk jumped over each run in turn.)
+    out
 }
