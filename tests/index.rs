@@ -2,7 +2,7 @@
 //! leaves out the writes the file's INDEX entries say hold none of its
 //! records, and reads exactly the records the whole file's reader reads
 //! under the same filter: for windows and levels at random, compressed and
-//! plain, a killed writer's file (no index past its last), and an index
+//! plain, and `-n`'s last records; a killed writer's file, and an index
 //! damaged or pointing where no records are (not used).
 
 mod common;
@@ -149,6 +149,29 @@ fn check_windows(path: &Path, seed: u64) -> (usize, usize) {
     (held, of)
 }
 
+/// `-n`: the last `n` records of what `open_for` reads with `last` are
+/// the whole file's last `n`, and for a few it reads a small part.
+fn check_last(path: &Path) {
+    let whole = [LogFile::open(path).unwrap()];
+    let all = read(&whole, Filter::default());
+    for n in [1u64, 20, 5_000, all.len() as u64 + 1] {
+        let mut want = Want::new(None, None, None);
+        want.last = Some(n);
+        let part = [LogFile::open_for(path, &want).unwrap()];
+        let got = read(&part, Filter::default());
+        let tail = |v: &[String]| v[v.len().saturating_sub(n as usize)..].to_vec();
+        assert_eq!(tail(&got), tail(&all), "-n {n}");
+        if n == 20 {
+            assert!(
+                got.len() * 10 < all.len(),
+                "-n 20 read {} of {} records",
+                got.len(),
+                all.len()
+            );
+        }
+    }
+}
+
 #[test]
 fn windows_and_levels_read_what_the_whole_file_reads_leaving_out_the_rest() {
     let _s = serial();
@@ -161,6 +184,7 @@ fn windows_and_levels_read_what_the_whole_file_reads_leaving_out_the_rest() {
             "the writer indexes its writes"
         );
         let (held, of) = check_windows(&path, 7 + u64::from(compress));
+        check_last(&path);
         // A window of 1% of the log, 2 s of margin aside: most of the
         // file is not read.
         assert!(

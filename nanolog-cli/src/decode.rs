@@ -144,8 +144,16 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
     }
     // The writes whose index says they hold no record of the window or
-    // level are not read.
-    let want = nanolog_runtime::reader::Want::new(plan.since_ns, plan.until_ns, plan.min_level);
+    // level (or none of the last `-n`) are not read.
+    let mut want = nanolog_runtime::reader::Want::new(plan.since_ns, plan.until_ns, plan.min_level);
+    // `-n N` alone: the runs older than the last ones holding N records are
+    // left out (a filter would make a run's count of all its records
+    // say nothing of how many pass).
+    let filtered =
+        !want.all() || !a.filters.thread.is_empty() || plan.grep.is_some() || plan.trace.is_some();
+    if !filtered {
+        want.last = a.lines;
+    }
     if !want.all() {
         crate::inputs::want(want, &crate::inputs::expand_quietly(&a.files));
     }

@@ -342,7 +342,7 @@ impl Floors {
 /// hold none of them left out (`LogFile::open_for`). The readers filter as
 /// before; this only saves them work.
 ///
-/// A window's start is read as the merge reads it: the files of one
+/// A window's start (and `-n`'s) is read as the merge reads it: the files of one
 /// writer's clock by all their clock pairs, which never go back, so a
 /// record is placed no earlier than the latest pair of the files begun
 /// before its own (a wall clock stepped back). Each input is given that
@@ -350,7 +350,7 @@ impl Floors {
 /// its order), or from a walk of their frames' heads.
 pub(crate) fn want(w: nanolog_runtime::reader::Want, paths: &[PathBuf]) {
     let mut floors = Floors::default();
-    if w.since_ns.is_some() && paths.len() > 1 {
+    if (w.since_ns.is_some() || w.last.is_some()) && paths.len() > 1 {
         floors.headers = paths
             .iter()
             .filter_map(|p| Some((p.clone(), nanolog_runtime::reader::read_header(p)?)))

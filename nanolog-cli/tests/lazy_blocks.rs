@@ -120,10 +120,12 @@ fn a_file_past_the_resident_budget_reads_its_blocks_as_it_reaches_them() {
     let log = p(&log_path);
     // Memory first (see `peak`).
     // (A filter that keeps few records: a batch fills across many blocks,
-    // and holds only those it has records of.)
+    // and holds only those it has records of. A `--grep`, which the
+    // file's index cannot answer: `--level warn` leaves out the blocks
+    // with no warning unread, holding none.)
     let measured: [Vec<&str>; 3] = [
         vec!["decode", log],
-        vec!["decode", "--level", "warn", log],
+        vec!["decode", "--grep", "at 4000", log],
         vec!["stats", log],
     ];
     let peaks: Vec<(&[&str], f64, f64)> = measured

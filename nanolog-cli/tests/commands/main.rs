@@ -18,6 +18,7 @@ mod cli;
 mod export;
 mod files;
 mod follow_load;
+mod index;
 mod info_states;
 mod layers;
 mod mirror;

@@ -28,6 +28,10 @@ pub struct Want {
     pub until_ns: Option<i64>,
     /// Records at or above this level.
     pub min_level: Option<Level>,
+    /// Only the last this many records (`decode -n`): the runs of records
+    /// older than the last runs that hold that many are left out. (With no
+    /// other want: a run's count is of all its records.)
+    pub last: Option<u64>,
     /// The latest time of the clock pairs of the files of this file's
     /// writer's clock that come before it (see [`last_pair_ns`]): a set's
     /// merge reads the files of one clock by all their pairs together,
@@ -45,13 +49,17 @@ impl Want {
             since_ns,
             until_ns,
             min_level,
+            last: None,
             floor_ns: None,
         }
     }
 
     /// Whether it wants every record.
     pub fn all(&self) -> bool {
-        self.since_ns.is_none() && self.until_ns.is_none() && self.min_level.is_none()
+        self.since_ns.is_none()
+            && self.until_ns.is_none()
+            && self.min_level.is_none()
+            && self.last.is_none()
     }
 }
 
@@ -154,11 +162,10 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
     let levels = want
         .min_level
         .map_or(u8::MAX, |l| u8::MAX << (l as u8).min(7));
-    let mut out: Vec<(usize, usize)> = Vec::new();
-    for row in rows {
-        // (Within the file: the walk checked where it lands.)
-        let (start, end) = (row.offset as usize, (row.offset + row.len) as usize);
-        // (Times never go back: the first and last tick bound the rest.)
+    // A run's times: the earliest and latest a set's merge may give its
+    // records. (Times never go back: the first and last tick bound the
+    // rest.)
+    let times = |row: &Row| {
         let margin = if row.first_tick >= first_pair && row.last_tick <= last_pair {
             0
         } else {
@@ -169,9 +176,31 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
             .unix_ns(row.last_tick)
             .max(want.floor_ns.unwrap_or(i64::MIN))
             .saturating_add(margin);
+        (early, late)
+    };
+    // `last`: the runs from the end back that hold that many records; a
+    // run wholly older than the earliest of them holds none of the last.
+    let older_than = want.last.and_then(|n| {
+        let mut held = 0u64;
+        let mut earliest = i64::MAX;
+        for row in rows.iter().rev() {
+            held = held.saturating_add(row.records);
+            earliest = earliest.min(times(row).0);
+            if held >= n {
+                return Some(earliest);
+            }
+        }
+        None
+    });
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for row in &rows {
+        // (Within the file: the walk checked where it lands.)
+        let (start, end) = (row.offset as usize, (row.offset + row.len) as usize);
+        let (early, late) = times(row);
         let wanted = want.since_ns.is_none_or(|s| late >= s)
             && want.until_ns.is_none_or(|u| early <= u)
-            && row.levels & levels != 0;
+            && row.levels & levels != 0
+            && older_than.is_none_or(|t| late >= t);
         if !wanted {
             out.push((start, end));
         }

@@ -1,0 +1,160 @@
+//! `decode --since/--until`, `--level` and `-n` of a rolled set read only
+//! what the files' INDEX entries say may hold the answer (issue #70), and
+//! print exactly the lines the whole set's decode prints for them: windows
+//! at random over a set of several files written by two runs.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::common;
+use common::{fresh_dir, ok, p, serial};
+
+/// Two runs of a logger into `base`, rolling every 256 KiB, each logging
+/// for `secs` from two threads in batches: several files, restarts among
+/// them, most writes indexed.
+fn write_set(base: &Path, secs: f64) {
+    for run in 0..2 {
+        let logger = nanolog::Logger::builder()
+            .path(base)
+            .rotate_bytes(256 << 10)
+            .start()
+            .unwrap();
+        let until = Instant::now() + Duration::from_secs_f64(secs);
+        let worker = std::thread::Builder::new()
+            .name("worker".into())
+            .spawn(move || {
+                let mut i = 0u64;
+                while Instant::now() < until {
+                    for _ in 0..200 {
+                        i += 1;
+                        nanolog::info!("run {} worker request {} served", run, i);
+                    }
+                    std::thread::sleep(Duration::from_millis(4));
+                }
+            })
+            .unwrap();
+        let mut i = 0u64;
+        while Instant::now() < until {
+            for _ in 0..200 {
+                i += 1;
+                if i.is_multiple_of(50) {
+                    nanolog::warn!("run {} main request {} slow", run, i);
+                } else {
+                    nanolog::info!("run {} main request {} served", run, i);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        worker.join().unwrap();
+        drop(logger);
+    }
+}
+
+/// A text line's time (`2026-11-29 09:05:02.000464413Z ...`) as RFC 3339,
+/// which sorts as the time does.
+fn time_of(line: &str) -> String {
+    line[..30].replacen(' ', "T", 1)
+}
+
+#[test]
+fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
+    let _s = serial();
+    let dir = fresh_dir("index", "set");
+    let base = dir.join("app.nlog");
+    write_set(&base, 1.5);
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|x| x == "nlog"))
+        .map(|f| f.to_str().unwrap().to_owned())
+        .collect();
+    assert!(files.len() >= 4, "{files:?}");
+    // The writes are indexed (an INDEX entry, tag 13, ahead of their records).
+    let indexed: usize = files
+        .iter()
+        .map(|f| {
+            let b = std::fs::read(f).unwrap();
+            let (mut at, mut n) = (48, 0);
+            while at + 9 <= b.len() {
+                n += usize::from(b[at] == 13);
+                at += 9 + u32::from_le_bytes(b[at + 1..at + 5].try_into().unwrap()) as usize;
+            }
+            n
+        })
+        .sum();
+    assert!(indexed > 50, "{indexed} INDEX entries");
+    let with = |args: &[&str]| {
+        let mut a: Vec<&str> = args.to_vec();
+        a.extend(files.iter().map(String::as_str));
+        ok(&a)
+    };
+    let all: Vec<String> = with(&["decode"]).lines().map(str::to_owned).collect();
+    assert!(all.len() > 100_000, "{} lines", all.len());
+    let first = time_of(&all[0]);
+    let last = time_of(&all[all.len() - 1]);
+    // Windows between lines picked at random (a small generator).
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut pick = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    for k in 0..8 {
+        let a = pick(all.len());
+        let b = (a + [30, 3_000, 30_000][k % 3]).min(all.len() - 1);
+        let (since, until) = (time_of(&all[a]), time_of(&all[b]));
+        let level = k % 2 == 1;
+        let mut args = vec!["decode", "--since", &since, "--until", &until];
+        if level {
+            args.extend(["--level", "warn"]);
+        }
+        let got = with(&args);
+        let want: Vec<&str> = all
+            .iter()
+            .filter(|l| {
+                let t = time_of(l);
+                t >= since && t <= until && (!level || l.contains(" WARN["))
+            })
+            .map(String::as_str)
+            .collect();
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "{args:?}");
+    }
+    // Open at one end.
+    let mid = time_of(&all[all.len() / 2]);
+    let got = with(&["decode", "--since", &mid]);
+    let want: Vec<&str> = all
+        .iter()
+        .filter(|l| time_of(l) >= mid)
+        .map(String::as_str)
+        .collect();
+    assert_eq!(got.lines().collect::<Vec<_>>(), want);
+    let got = with(&["decode", "--until", &first]);
+    assert_eq!(got.lines().next(), Some(all[0].as_str()));
+    let got = with(&["decode", "--since", &last]);
+    assert_eq!(got.lines().last(), Some(all[all.len() - 1].as_str()));
+    // The last lines.
+    for n in ["1", "20", "5000"] {
+        let got = with(&["decode", "-n", n]);
+        let n: usize = n.parse().unwrap();
+        assert_eq!(
+            got.lines().collect::<Vec<_>>(),
+            all[all.len() - n..]
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            "-n {n}"
+        );
+    }
+    let one = &files[0];
+    let whole: Vec<String> = ok(&["decode", one]).lines().map(str::to_owned).collect();
+    let got = ok(&["decode", "-n", "20", one]);
+    assert_eq!(
+        got.lines().collect::<Vec<_>>(),
+        whole[whole.len() - 20..]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    let _ = std::fs::remove_dir_all(p(&dir));
+}
