@@ -30,6 +30,26 @@ pub(super) enum Data {
 }
 
 impl Data {
+    /// Says the bytes are about to be read a few here and there (`on`), or
+    /// in runs again: a reader that steps over most of a file (see
+    /// `file/skip.rs`) would otherwise have the kernel read ahead of each
+    /// page it touches, megabytes at a time, the whole file from a cold
+    /// page cache.
+    pub(super) fn sparse(&self, on: bool) {
+        #[cfg(unix)]
+        if let Data::Map(m) = self {
+            let advice = if on {
+                memmap2::Advice::Random
+            } else {
+                memmap2::Advice::Normal
+            };
+            // (Advice only: a kernel that takes none reads as before.)
+            let _ = m.map.advise(advice);
+        }
+        #[cfg(not(unix))]
+        let _ = on;
+    }
+
     /// Whether some bytes read as zeros because the file shrank under us.
     #[inline]
     pub(super) fn faulted(&self) -> bool {

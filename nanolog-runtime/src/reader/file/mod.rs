@@ -319,11 +319,18 @@ impl LogFile {
             thread_ctx: Default::default(),
             skip: Vec::new(),
         };
-        if let Some(want) = want {
+        // A reader that leaves some out reads the rest a few pages at a
+        // time: no read-ahead while the file is indexed.
+        let sparse = want.is_some_and(|w| !w.all());
+        if let Some(want) = want.filter(|_| sparse) {
+            f.data.sparse(true);
             f.skip = skip::left_out(&f.data, &header, want);
         }
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs, on_wave);
+        if sparse {
+            f.data.sparse(false);
+        }
         f.warn_if_shrank();
         f.time = TimeMap::new(header.ticks_per_second, pairs);
         f.derive();
