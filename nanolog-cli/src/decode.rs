@@ -34,6 +34,12 @@ pub(crate) struct DecodePlan {
 }
 
 impl DecodePlan {
+    /// What its filters want of the inputs' records, for the files' index
+    /// (`LogFile::open_for`): the time window and the level.
+    pub(crate) fn want(&self) -> nanolog_runtime::reader::Want {
+        nanolog_runtime::reader::Want::new(self.since_ns, self.until_ns, self.min_level)
+    }
+
     fn from_args(a: &DecodeArgs) -> anyhow::Result<DecodePlan> {
         let mut plan = DecodePlan::new(a.format, !a.unsorted, &a.filters)?;
         plan.color = match a.color {
@@ -145,7 +151,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     }
     // The writes whose index says they hold no record of the window or
     // level (or none of the last `-n`) are not read.
-    let mut want = nanolog_runtime::reader::Want::new(plan.since_ns, plan.until_ns, plan.min_level);
+    let mut want = plan.want();
     // `-n N` alone: the runs older than the last ones holding N records are
     // left out (a filter would make a run's count of all its records
     // say nothing of how many pass).

@@ -119,6 +119,26 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
             .map(String::as_str)
             .collect();
         assert_eq!(got.lines().collect::<Vec<_>>(), want, "{args:?}");
+        // `export` of the same window: a row for each of those lines, in
+        // the same order.
+        if k < 3 {
+            let out = dir.join(format!("window-{k}.jsonl"));
+            let mut e = vec!["export", "--format", "jsonl", "-o", p(&out)];
+            e.extend(&args[1..]);
+            with(&e);
+            let rows = std::fs::read_to_string(&out).unwrap();
+            let msgs: Vec<String> = rows
+                .lines()
+                .map(|l| {
+                    let j: serde_json::Value = serde_json::from_str(l).unwrap();
+                    j["msg"].as_str().unwrap().to_owned()
+                })
+                .collect();
+            assert_eq!(msgs.len(), want.len(), "{e:?}");
+            for (m, line) in msgs.iter().zip(&want) {
+                assert!(line.ends_with(m.as_str()), "{line} / {m}");
+            }
+        }
     }
     // Open at one end.
     let mid = time_of(&all[all.len() / 2]);
