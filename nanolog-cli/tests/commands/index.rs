@@ -178,3 +178,93 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
     );
     let _ = std::fs::remove_dir_all(p(&dir));
 }
+
+/// Puts the wall clock back as it was, even if the test fails.
+struct Stepped(i64);
+
+impl Drop for Stepped {
+    fn drop(&mut self) {
+        nanolog_runtime::clock::__step_wall_clock(-self.0);
+    }
+}
+
+/// A wall clock stepped back an hour while a set rolls: the writer's clock
+/// pairs do not go back (the records after the step print at the last time
+/// before it until the clock catches up, the later files' headers too).
+/// Windows over those held times, and after, leave out no record the whole
+/// decode prints in them.
+#[test]
+fn windows_over_a_wall_clock_stepped_back_print_what_the_whole_decode_prints() {
+    let _s = serial();
+    let dir = fresh_dir("index", "stepped");
+    let base = dir.join("app.nlog");
+    // (Plain: each write's 200 records take the 512 bytes that get them an
+    // INDEX entry.)
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .rotate_bytes(32 << 10)
+        .compress(false)
+        .start()
+        .unwrap();
+    let batches = |from: u64, n: u64| {
+        for b in from..from + n {
+            for i in 0..200 {
+                nanolog::info!("batch {} record {}", b, i);
+            }
+            logger.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    batches(0, 150);
+    let _back = {
+        nanolog_runtime::clock::__step_wall_clock(-3_600_000_000_000);
+        Stepped(-3_600_000_000_000)
+    };
+    batches(150, 150);
+    drop(logger);
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|x| x == "nlog"))
+        .map(|f| f.to_str().unwrap().to_owned())
+        .collect();
+    assert!(files.len() >= 4, "{files:?}");
+    let with = |args: &[&str]| {
+        let mut a: Vec<&str> = args.to_vec();
+        a.extend(files.iter().map(String::as_str));
+        ok(&a)
+    };
+    let all: Vec<String> = with(&["decode"]).lines().map(str::to_owned).collect();
+    assert_eq!(all.len(), 300 * 200);
+    // Windows from the last lines before the step into the held times
+    // after it, and later ones.
+    let at = |batch: u64| {
+        all.iter()
+            .position(|l| l.contains(&format!("batch {batch} record 0")))
+            .unwrap()
+    };
+    for (a, b) in [
+        (at(140), at(160)),
+        (at(149), at(151)),
+        (at(155), at(170)),
+        (at(200), at(260)),
+    ] {
+        let (since, until) = (time_of(&all[a]), time_of(&all[b]));
+        for args in [
+            vec!["decode", "--since", &since, "--until", &until],
+            vec!["decode", "--since", &since],
+        ] {
+            let got = with(&args);
+            let want: Vec<&str> = all
+                .iter()
+                .filter(|l| {
+                    let t = time_of(l);
+                    t >= since && (args.len() == 3 || t <= until)
+                })
+                .map(String::as_str)
+                .collect();
+            assert_eq!(got.lines().collect::<Vec<_>>(), want, "{args:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
