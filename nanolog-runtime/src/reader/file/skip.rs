@@ -3,7 +3,8 @@
 //! inflated or indexed (FORMAT.md, "INDEX").
 //!
 //! Before the scan, the file's top-level frames are walked by their lengths
-//! alone (no checksum, nothing inflated), jumping over each run of records
+//! (nothing inflated; only the INDEX and CLOCK entries and where a jump
+//! lands are checksummed), jumping over each run of records
 //! an INDEX entry announces: that finds the INDEX entries and the clock
 //! pairs (which writers that index put outside blocks) in a few frames a
 //! write. A jump is taken only from an INDEX entry whose checksum holds, to
@@ -36,8 +37,9 @@ pub struct Want {
     /// writer's clock that come before it (see [`last_pair_ns`]): a set's
     /// merge reads the files of one clock by all their pairs together,
     /// which never go back (see [`TimeMap::union`]), so it places no record
-    /// of this file earlier than that. `None`: this file is read alone, or
-    /// is its clock's first.
+    /// of this file earlier than that (a writer's pairs do not go back, a
+    /// wall clock stepped back included; files whose pairs do are placed
+    /// so). `None`: this file is read alone, or is its clock's first.
     pub floor_ns: Option<i64>,
 }
 
