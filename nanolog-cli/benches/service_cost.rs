@@ -30,12 +30,16 @@
 //!   over this baseline is then printed after the headline one, which stays
 //!   the issue's: over the bare registry.
 //!
+//! `workload span-heavy` serves issue #68's span-heavy requests instead
+//! (`heavy_request`: about ten spans and 25 events a request), `workload
+//! both` each round both, in the same rotation, a report for each.
+//!
 //! fmt's files are emptied before each of their rounds (see
 //! `Service::round`), so a run of many rounds measures what its first
 //! rounds do.
 //!
 //! ```text
-//! cargo bench -p nanolog-cli --bench service_cost [-- REQUESTS ROUNDS] [compression none|fast|small] [noop]
+//! cargo bench -p nanolog-cli --bench service_cost [-- REQUESTS ROUNDS] [compression none|fast|small] [noop] [workload today|span-heavy|both]
 //! ```
 //!
 //! Prints each subscriber's median time, its added cost over the registry,
@@ -187,6 +191,167 @@ async fn query(i: u64, q: u64) {
     .await
 }
 
+/// Issue #68's span-heavy request, as a team writing such a service would:
+/// about ten spans a request (`#[instrument]` four levels deep, a child task,
+/// two `spawn_blocking` calls each `in_scope`, a synchronous `in_scope`, a
+/// span with an explicit parent, a task of its own whose span follows from
+/// the request's), three values recorded into the request span later, and
+/// 25 events of 3 to 8 fields. (The task of its own is joined before the
+/// request ends, so a round's events are all in before it is timed.)
+#[tracing::instrument(
+    level = "info",
+    skip_all,
+    fields(method = "POST", path = ROUTES[(i % 4) as usize], request_id = i,
+           status = tracing::field::Empty, user = tracing::field::Empty,
+           bytes_out = tracing::field::Empty)
+)]
+async fn heavy_request(i: u64) {
+    tracing::info!(
+        bytes_in = 120 + i % 900,
+        tls = true,
+        peer = "10.0.3.7",
+        "request received"
+    );
+    event();
+    tracing::Span::current().record("user", i % 977);
+    let total = handler(i).await;
+    // A task of its own, following from the request.
+    let from = tracing::Span::current();
+    let detached = tokio::spawn(
+        async move {
+            tracing::info!(
+                kind = "metrics",
+                shard = i % 8,
+                queued = i % 64,
+                "flush queued"
+            );
+            event();
+            tokio::task::yield_now().await;
+            tracing::debug!(kind = "metrics", shard = i % 8, sent = true, "flushed");
+            event();
+        }
+        .instrument({
+            let s = tracing::info_span!(parent: None, "background", job = "metrics");
+            s.follows_from(from.id());
+            s
+        }),
+    );
+    let parent = tracing::Span::current();
+    {
+        // A span with an explicit parent, entered synchronously.
+        let audit = tracing::info_span!(parent: &parent, "audit", action = "write");
+        audit.in_scope(|| {
+            tracing::info!(target: "audit", action = "write", rows = total % 50, ok = true, "audited");
+            event();
+        });
+    }
+    tracing::Span::current().record("bytes_out", 512 + total % 4096);
+    let _ = detached.await;
+    tracing::Span::current().record("status", 200u64);
+    tracing::info!(
+        elapsed_us = 900 + i % 40_000,
+        status = 200u64,
+        bytes_out = 512 + total % 4096,
+        "request done"
+    );
+    event();
+}
+
+#[tracing::instrument(level = "info", skip_all, fields(route = ROUTES[(i % 4) as usize]))]
+async fn handler(i: u64) -> u64 {
+    tracing::debug!(stage = "validate", fields = 6u64, ok = true, "validated");
+    event();
+    let mut total = 0;
+    for q in 0..2u64 {
+        total += service_call(i, q).await;
+    }
+    // Two blocking calls, each in the handler's span.
+    for step in ["compress", "sign"] {
+        let span = tracing::Span::current();
+        total += tokio::task::spawn_blocking(move || {
+            span.in_scope(|| {
+                tracing::debug!(step, bytes = 4096u64, level = 3u64, "blocking work");
+                event();
+                let d = (0..64u64).fold(i, |a, b| a.rotate_left(5) ^ b);
+                tracing::debug!(step, digest = d, elapsed_us = 40 + d % 90, "blocking done");
+                event();
+                d % 1000
+            })
+        })
+        .await
+        .unwrap_or(0);
+    }
+    // A child task in the handler's span.
+    let child = tokio::spawn(
+        async move {
+            tracing::info!(target: "audit", action = "read", user = i % 977, "audit begins");
+            event();
+            tokio::task::yield_now().await;
+            tracing::info!(target: "audit", action = "read", user = i % 977, ok = true, "audited read");
+            event();
+        }
+        .in_current_span(),
+    );
+    for step in 0..3u64 {
+        tracing::debug!(step, total, pending = 3 - step, "handler step");
+        event();
+        tokio::task::yield_now().await;
+    }
+    let _ = child.await;
+    if i.is_multiple_of(10) {
+        tracing::warn!(
+            status = 429u64,
+            retry_after_ms = 250u64,
+            user = i % 977,
+            "rate limited"
+        );
+        event();
+    }
+    total
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(call = q))]
+async fn service_call(i: u64, q: u64) -> u64 {
+    tracing::debug!(call = q, attempt = 1u64, timeout_ms = 250u64, "calling");
+    event();
+    let rows = repo(i, q).await;
+    tracing::debug!(call = q, rows, cached = rows % 3 == 0, "called");
+    event();
+    rows
+}
+
+#[tracing::instrument(level = "debug", skip_all, fields(table = TABLES[((i + q) % 5) as usize]))]
+async fn repo(i: u64, q: u64) -> u64 {
+    tracing::debug!(
+        conn = (i + q) % 16,
+        pool_size = 16u64,
+        wait_us = i % 50,
+        "pool checkout"
+    );
+    event();
+    tokio::task::yield_now().await;
+    let rows = (i * 7 + q) % 50;
+    tracing::debug!(
+        rows,
+        elapsed_us = 180 + i % 9000,
+        op = "select",
+        index = "pk",
+        plan = "seek",
+        "query done"
+    );
+    event();
+    rows
+}
+
+/// Which requests a round serves (`workload today|span-heavy|both`).
+#[derive(Clone, Copy, PartialEq)]
+enum Workload {
+    /// `request`: the service of issue #45.
+    Today,
+    /// `heavy_request`: issue #68's span-heavy service.
+    SpanHeavy,
+}
+
 /// One subscriber's service: a 4-worker runtime whose threads (and the
 /// blocking pool's) have the subscriber as their default for their whole
 /// life, kept for every round as a service keeps its threads, and what
@@ -230,14 +395,17 @@ impl Service {
 
     /// The workload, then `finish`: the time from the first request to the
     /// last one's end, its output written.
-    fn round(&self, requests: u64) -> Round {
+    fn round(&self, requests: u64, workload: Workload) -> Round {
         let work = || {
             self.rt.block_on(async {
                 let mut next = 0u64;
                 let mut set = tokio::task::JoinSet::new();
                 while next < requests || !set.is_empty() {
                     while next < requests && set.len() < IN_FLIGHT {
-                        set.spawn(request(next));
+                        match workload {
+                            Workload::Today => set.spawn(request(next)),
+                            Workload::SpanHeavy => set.spawn(heavy_request(next)),
+                        };
                         next += 1;
                     }
                     if let Some(r) = set.join_next().await {
@@ -389,96 +557,8 @@ impl Write for Lines {
     }
 }
 
-fn main() {
-    // `only NAME`: that subscriber's rounds alone (for a profiler; `only
-    // noop` for the no-op layer's).
-    let only = std::env::args()
-        .skip_while(|a| a != "only")
-        .nth(1)
-        .and_then(|n| {
-            if n == "noop" {
-                return Some(NOOP);
-            }
-            KINDS.iter().position(|k| k.starts_with(&n))
-        });
-    let mut nums = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse::<u64>().ok());
-    let requests = nums.next().unwrap_or(5_000);
-    let rounds = nums.next().unwrap_or(30) as usize;
-    let dir = std::env::temp_dir().join(format!("nanolog-service-cost-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    // `compression none|fast|small`: the logger's (default: the builder's,
-    // `small`), to see what compressing costs the service.
-    let compression = match std::env::args()
-        .skip_while(|a| a != "compression")
-        .nth(1)
-        .as_deref()
-    {
-        Some("none") => nanolog::Compression::None,
-        Some("fast") => nanolog::Compression::Fast,
-        _ => nanolog::Compression::Small,
-    };
-    let logger = std::sync::Arc::new(
-        nanolog::Logger::builder()
-            .path(dir.join("service.nlog"))
-            .filter("debug")
-            .compression(compression)
-            .start()
-            .expect("the logger starts"),
-    );
-
-    if let Some(k) = only {
-        let svc = service(k, &dir, &logger);
-        for _ in 0..rounds {
-            let t = svc.round(requests);
-            println!(
-                "{}: {:.3} s (finishing {:.3} s), CPU {:.3} s",
-                KINDS[k], t.total, t.finish, t.cpu
-            );
-        }
-        drop(logger);
-        let _ = std::fs::remove_dir_all(&dir);
-        return;
-    }
-    // `noop`: the no-op layer's rounds too (not by default: a sixth
-    // service in the rotation read the headline higher, 0.077-0.131 against
-    // the five's 0.073-0.111 in 4 pairs in turn; the headline is the one
-    // every earlier measurement reported).
-    let kinds = if std::env::args().any(|a| a == "noop") {
-        KINDS.len()
-    } else {
-        NOOP
-    };
-    // A warm-up of each, then the rounds, each in a rotated order.
-    let services: Vec<Service> = (0..kinds).map(|k| service(k, &dir, &logger)).collect();
-    for s in &services {
-        s.round(requests / 10);
-    }
-    let logged_before = logger.stats().logged;
-    let mut nanolog_events = 0;
-    let mut rounds_of: Vec<Vec<Round>> = vec![Vec::new(); kinds];
-    for r in 0..rounds {
-        for j in 0..kinds {
-            let k = (r + j) % kinds;
-            let before = events();
-            let t = services[k].round(requests);
-            if k == 2 {
-                nanolog_events += events() - before;
-            }
-            rounds_of[k].push(t);
-        }
-    }
-    let stats = logger.stats();
-    drop(services);
-    drop(logger);
-    let logged = stats.logged - logged_before;
-    let per_round = events() / (rounds as u64 * kinds as u64 + 1);
-    println!(
-        "{requests} requests, ~{per_round} events a round, {rounds} rounds; nanolog: {logged} logged of {nanolog_events} events, {} dropped",
-        stats.dropped
-    );
+/// The table and the ratios of one workload's rounds (per subscriber).
+fn report(rounds_of: &[Vec<Round>], kinds: usize, rounds: usize) {
     let times: Vec<Vec<f64>> = rounds_of
         .iter()
         .map(|v| v.iter().map(|r| r.total).collect())
@@ -545,5 +625,126 @@ fn main() {
         shown.join(" "),
         median(&mut ratios)
     );
+}
+
+fn main() {
+    // `only NAME`: that subscriber's rounds alone (for a profiler; `only
+    // noop` for the no-op layer's).
+    let only = std::env::args()
+        .skip_while(|a| a != "only")
+        .nth(1)
+        .and_then(|n| {
+            if n == "noop" {
+                return Some(NOOP);
+            }
+            KINDS.iter().position(|k| k.starts_with(&n))
+        });
+    let mut nums = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse::<u64>().ok());
+    let requests = nums.next().unwrap_or(5_000);
+    let rounds = nums.next().unwrap_or(30) as usize;
+    let dir = std::env::temp_dir().join(format!("nanolog-service-cost-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    // `compression none|fast|small`: the logger's (default: the builder's,
+    // `small`), to see what compressing costs the service.
+    let compression = match std::env::args()
+        .skip_while(|a| a != "compression")
+        .nth(1)
+        .as_deref()
+    {
+        Some("none") => nanolog::Compression::None,
+        Some("fast") => nanolog::Compression::Fast,
+        _ => nanolog::Compression::Small,
+    };
+    // `workload today|span-heavy|both` (default: today's): with `both`,
+    // each round serves both, each in the same rotation of subscribers, and
+    // a report is printed for each.
+    let workloads: Vec<Workload> = match std::env::args()
+        .skip_while(|a| a != "workload")
+        .nth(1)
+        .as_deref()
+    {
+        Some("span-heavy") => vec![Workload::SpanHeavy],
+        Some("both") => vec![Workload::Today, Workload::SpanHeavy],
+        _ => vec![Workload::Today],
+    };
+    let logger = std::sync::Arc::new(
+        nanolog::Logger::builder()
+            .path(dir.join("service.nlog"))
+            .filter("debug")
+            .compression(compression)
+            .start()
+            .expect("the logger starts"),
+    );
+
+    if let Some(k) = only {
+        let svc = service(k, &dir, &logger);
+        for _ in 0..rounds {
+            let t = svc.round(requests, workloads[0]);
+            println!(
+                "{}: {:.3} s (finishing {:.3} s), CPU {:.3} s",
+                KINDS[k], t.total, t.finish, t.cpu
+            );
+        }
+        drop(logger);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    // `noop`: the no-op layer's rounds too (not by default: a sixth
+    // service in the rotation read the headline higher, 0.077-0.131 against
+    // the five's 0.073-0.111 in 4 pairs in turn; the headline is the one
+    // every earlier measurement reported).
+    let kinds = if std::env::args().any(|a| a == "noop") {
+        KINDS.len()
+    } else {
+        NOOP
+    };
+    // A warm-up of each, then the rounds, each in a rotated order.
+    let services: Vec<Service> = (0..kinds).map(|k| service(k, &dir, &logger)).collect();
+    for s in &services {
+        for &w in &workloads {
+            s.round(requests / 10, w);
+        }
+    }
+    let logged_before = logger.stats().logged;
+    let mut nanolog_events = 0;
+    // Per workload, per subscriber, its rounds.
+    let mut rounds_of: Vec<Vec<Vec<Round>>> = vec![vec![Vec::new(); kinds]; workloads.len()];
+    let mut events_of = vec![0u64; workloads.len()];
+    for r in 0..rounds {
+        for (wi, &w) in workloads.iter().enumerate() {
+            for j in 0..kinds {
+                let k = (r + j) % kinds;
+                let before = events();
+                let t = services[k].round(requests, w);
+                let made = events() - before;
+                if k == 2 {
+                    nanolog_events += made;
+                }
+                events_of[wi] += made;
+                rounds_of[wi][k].push(t);
+            }
+        }
+    }
+    let stats = logger.stats();
+    drop(services);
+    drop(logger);
+    let logged = stats.logged - logged_before;
+    println!(
+        "{requests} requests, {rounds} rounds; nanolog: {logged} logged of {nanolog_events} events, {} dropped",
+        stats.dropped
+    );
+    for (wi, &w) in workloads.iter().enumerate() {
+        let per_round = events_of[wi] / (rounds as u64 * kinds as u64).max(1);
+        let name = match w {
+            Workload::Today => "today's service",
+            Workload::SpanHeavy => "the span-heavy service",
+        };
+        println!();
+        println!("{name}: ~{per_round} events a round");
+        report(&rounds_of[wi], kinds, rounds);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
