@@ -104,14 +104,7 @@ impl Packer {
     /// smaller than `raw` is. (The writer makes codecs 2 and 3; codec 1 is
     /// made as a version 4 writer made it, for tests.)
     pub(crate) fn pack(&mut self, raw: &[u8], codec: u8) -> Option<&[u8]> {
-        self.pack_parts([raw, &[]], codec)
-    }
-
-    /// [`pack`](Packer::pack) of the entries `parts[0]` then `parts[1]`
-    /// (each whole entries), read where they are: the flusher's batch is
-    /// its definitions and its records, not copied together first.
-    pub(crate) fn pack_parts(&mut self, parts: [&[u8]; 2], codec: u8) -> Option<&[u8]> {
-        let raw_len = parts[0].len() + parts[1].len();
+        let raw_len = raw.len();
         if raw_len == 0 || raw_len > MAX_RAW {
             return None;
         }
@@ -123,19 +116,11 @@ impl Packer {
         put_varint(&mut self.head, raw_len as u64);
         self.compact.clear();
         let input = if codec != LZ4 {
-            let mut prev = 0;
-            for part in parts {
-                compact_entries(part, &mut prev, &mut self.compact)?;
-            }
+            compact_entries(raw, &mut 0, &mut self.compact)?;
             put_varint(&mut self.head, self.compact.len() as u64);
             &self.compact[..]
-        } else if parts[1].is_empty() {
-            parts[0]
         } else {
-            // (Codec 1 is made for tests only: in one piece.)
-            self.compact.extend_from_slice(parts[0]);
-            self.compact.extend_from_slice(parts[1]);
-            &self.compact[..]
+            raw
         };
         let at = self.head.len();
         let most = if codec == DEFLATE_COMPACT {
@@ -777,23 +762,14 @@ mod tests {
         raw
     }
 
-    /// The flusher packs its definitions and its records where they are:
-    /// the block is the one their entries make in one piece (extent ticks
-    /// stated against the one before across the two), and inflates to them.
+    /// A block inflates to the entries it was packed from; bytes that are
+    /// not whole entries make no block.
     #[test]
-    fn a_block_of_two_parts_is_the_block_of_their_entries_in_one_piece() {
+    fn a_block_inflates_to_its_entries_and_a_cut_entry_makes_none() {
         let whole = batch(300);
-        // Split after the 101st entry pair: a CLOCK and an EXTENT each.
-        let mut entries = Entries::inflated(&whole, 0);
-        for _ in 0..202 {
-            entries.next().unwrap();
-        }
-        let (a, b) = whole.split_at(entries.pos);
         for codec in [LZ4, LZ4_COMPACT, DEFLATE_COMPACT] {
-            let one = Packer::new().pack(&whole, codec).unwrap().to_vec();
-            let two = Packer::new().pack_parts([a, b], codec).unwrap().to_vec();
-            assert_eq!(one, two, "codec {codec}");
-            let Frame::Ok { body, .. } = frame_at(&two, 0) else {
+            let block = Packer::new().pack(&whole, codec).unwrap().to_vec();
+            let Frame::Ok { body, .. } = frame_at(&block, 0) else {
                 panic!("not a whole entry")
             };
             let mut back = Vec::new();
@@ -805,10 +781,9 @@ mod tests {
             };
             assert!(back == want, "codec {codec}");
         }
-        // A part that is not whole entries makes no block.
-        let cut = entries.pos - 3;
-        let (a, b) = whole.split_at(cut);
-        assert!(Packer::new().pack_parts([a, b], LZ4_COMPACT).is_none());
+        assert!(Packer::new()
+            .pack(&whole[..whole.len() - 3], LZ4_COMPACT)
+            .is_none());
     }
 
     #[test]
