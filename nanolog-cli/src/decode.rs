@@ -161,7 +161,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         want.last = a.lines;
     }
     if !want.all() {
-        crate::inputs::want(want, &crate::inputs::expand_quietly(&a.files));
+        crate::inputs::want(want);
     }
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());

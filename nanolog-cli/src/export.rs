@@ -21,7 +21,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
     // level are not read.
     let want = DecodePlan::new(Format::Json, true, &a.filters)?.want();
     if !want.all() {
-        crate::inputs::want(want, &crate::inputs::expand_quietly(&a.files));
+        crate::inputs::want(want);
     }
     let mut inputs = crate::window::open(&a.files)?;
     let threads = inputs.threads();

@@ -281,82 +281,17 @@ fn is_set_companion(f: &Path) -> bool {
     })
 }
 
-/// What this run wants of its inputs' records (a `decode` with a time
-/// window or a level), set once before the inputs are opened; and what
-/// their floors (see `Want::floor_ns`) are made of.
-static WANT: std::sync::OnceLock<(nanolog_runtime::reader::Want, Floors)> =
-    std::sync::OnceLock::new();
+/// What this run wants of its inputs' records (a `decode` or `export` with
+/// a time window or a level, a `decode -n`), set once before the inputs are
+/// opened.
+static WANT: std::sync::OnceLock<nanolog_runtime::reader::Want> = std::sync::OnceLock::new();
 
-/// The inputs' headers, and the latest clock pair of each input learned
-/// so far (from the file opened, or a walk of its frames' heads).
-#[derive(Default)]
-struct Floors {
-    headers: Vec<(PathBuf, nanolog_runtime::reader::Header)>,
-    last_pair: std::sync::Mutex<std::collections::HashMap<PathBuf, i64>>,
-}
-
-impl Floors {
-    /// The floor of `path`'s times: the latest clock pair of the inputs of
-    /// its writer's clock begun before it.
-    fn of(&self, path: &Path) -> Option<i64> {
-        let domain = |h: &nanolog_runtime::reader::Header| (h.pid, h.ticks_per_second.to_bits());
-        let (_, me) = self.headers.iter().find(|(p, _)| p == path)?;
-        let mut known = self
-            .last_pair
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut floor = None;
-        for (p, h) in &self.headers {
-            if domain(h) != domain(me) || h.base_tick >= me.base_tick {
-                continue;
-            }
-            let last = match known.get(p) {
-                Some(&l) => l,
-                None => match nanolog_runtime::reader::last_pair_ns(p) {
-                    Ok((_, l)) => {
-                        known.insert(p.clone(), l);
-                        l
-                    }
-                    // (Gone since: the merge will not read it either.)
-                    Err(_) => continue,
-                },
-            };
-            floor = Some(floor.map_or(last, |f: i64| f.max(last)));
-        }
-        floor
-    }
-
-    /// `log`, opened, says its latest clock pair.
-    fn opened(&self, log: &nanolog_runtime::reader::LogFile) {
-        if let Some(last) = log.time_map().pairs().iter().map(|p| p.1).max() {
-            self.last_pair
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .insert(log.path().to_owned(), last);
-        }
-    }
-}
-
-/// Says what this run wants of the records of its inputs `paths`
-/// (expanded): the files are then opened with the writes their index says
-/// hold none of them left out (`LogFile::open_for`). The readers filter as
-/// before; this only saves them work.
-///
-/// A window's start (and `-n`'s) is read as the merge reads it: the files of one
-/// writer's clock by all their clock pairs, which never go back, so a
-/// record is placed no earlier than the latest pair of the files begun
-/// before its own (a wall clock stepped back). Each input is given that
-/// floor: from the earlier files as they were opened (a set is opened in
-/// its order), or from a walk of their frames' heads.
-pub(crate) fn want(w: nanolog_runtime::reader::Want, paths: &[PathBuf]) {
-    let mut floors = Floors::default();
-    if (w.since_ns.is_some() || w.last.is_some()) && paths.len() > 1 {
-        floors.headers = paths
-            .iter()
-            .filter_map(|p| Some((p.clone(), nanolog_runtime::reader::read_header(p)?)))
-            .collect();
-    }
-    let _ = WANT.set((w, floors));
+/// Says what this run wants of its inputs' records: the files are then
+/// opened with the writes their index says hold none of them left out
+/// (`LogFile::open_for`). The readers filter as before; this only saves
+/// them work.
+pub(crate) fn want(w: nanolog_runtime::reader::Want) {
+    let _ = WANT.set(w);
 }
 
 /// Opens a log as this run reads its inputs: whole, or leaving out what
@@ -365,13 +300,7 @@ pub(crate) fn open_log(
     path: &Path,
 ) -> Result<nanolog_runtime::reader::LogFile, nanolog_runtime::reader::ReadError> {
     match WANT.get() {
-        Some((w, floors)) if !w.all() => {
-            let mut w = w.clone();
-            w.floor_ns = floors.of(path);
-            let log = nanolog_runtime::reader::LogFile::open_for(path, &w)?;
-            floors.opened(&log);
-            Ok(log)
-        }
+        Some(w) if !w.all() => nanolog_runtime::reader::LogFile::open_for(path, w),
         _ => nanolog_runtime::reader::LogFile::open(path),
     }
 }

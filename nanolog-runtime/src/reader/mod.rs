@@ -40,8 +40,7 @@ pub use crate::wire::record::{HexStr, NumberedStr, PreformattedStrs, Value};
 pub use error::ReadError;
 pub use extent::ExtentRecords;
 pub use file::{
-    __set_read_resident, last_pair_ns, BlockStats, Gap, LogFile, Refresh, SpanRef, ThreadInfo,
-    Want, Wave,
+    __set_read_resident, BlockStats, Gap, LogFile, Refresh, SpanRef, ThreadInfo, Want, Wave,
 };
 pub use merge::{Batch, Batches, Event, Filter, Merge};
 pub use record::Record;

@@ -20,7 +20,7 @@ pub(in crate::reader) use blocks::{Block, SharedBlocks};
 use blocks::{BlockAt, Blocks};
 pub use live::Refresh;
 pub use scan::Wave;
-pub use skip::{last_pair_ns, Want};
+pub use skip::Want;
 
 use super::error::ReadError;
 use super::inflate;

@@ -33,14 +33,6 @@ pub struct Want {
     /// older than the last runs that hold that many are left out. (With no
     /// other want: a run's count is of all its records.)
     pub last: Option<u64>,
-    /// The latest time of the clock pairs of the files of this file's
-    /// writer's clock that come before it (see [`last_pair_ns`]): a set's
-    /// merge reads the files of one clock by all their pairs together,
-    /// which never go back (see [`TimeMap::union`]), so it places no record
-    /// of this file earlier than that (a writer's pairs do not go back, a
-    /// wall clock stepped back included; files whose pairs do are placed
-    /// so). `None`: this file is read alone, or is its clock's first.
-    pub floor_ns: Option<i64>,
 }
 
 impl Want {
@@ -52,7 +44,6 @@ impl Want {
             until_ns,
             min_level,
             last: None,
-            floor_ns: None,
         }
     }
 
@@ -71,7 +62,11 @@ impl Want {
 /// the window: their times are extrapolated at the calibrated rate, where
 /// a set's merge may read them between another file's pairs (the clock's
 /// drift over a second: microseconds). Between the file's pairs its own
-/// pairs place them as the set's merge does, `floor_ns` given.
+/// pairs place them as the set's merge does: the merge reads the files of
+/// one writer's clock by all their pairs together, made never to go back
+/// (`TimeMap::union`), and a writer that indexes never writes a pair
+/// earlier than one it wrote before (`clock::pair`), so a file's own pairs
+/// are already the set's.
 const MARGIN_NS: i64 = 2_000_000_000;
 
 /// What a walk of a file's top-level frames by their lengths finds.
@@ -127,25 +122,6 @@ fn walk(data: &[u8], header: &Header) -> Walk {
     w
 }
 
-/// The header of the log at `path` and the latest time among its clock
-/// pairs outside blocks (its header's at least): what a reader of a set
-/// gives the next file of the same clock as [`Want::floor_ns`]. Reads the
-/// frames' heads only.
-pub fn last_pair_ns(path: &Path) -> Result<(Header, i64), ReadError> {
-    let loaded = load(path)?;
-    let header = Header::decode(&loaded.data).map_err(|_| ReadError::NotNanolog {
-        path: path.to_path_buf(),
-    })?;
-    let w = walk(&loaded.data, &header);
-    let last = w
-        .pairs
-        .iter()
-        .map(|p| p.1)
-        .max()
-        .unwrap_or(header.base_unix_ns);
-    Ok((header, last))
-}
-
 /// The regions `[start, end)` of the file's bytes `data` (of header
 /// `header`) that hold no record `want` wants, sorted and disjoint.
 pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize, usize)> {
@@ -174,10 +150,7 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
             MARGIN_NS
         };
         let early = time.unix_ns(row.first_tick).saturating_sub(margin);
-        let late = time
-            .unix_ns(row.last_tick)
-            .max(want.floor_ns.unwrap_or(i64::MIN))
-            .saturating_add(margin);
+        let late = time.unix_ns(row.last_tick).saturating_add(margin);
         (early, late)
     };
     // `last`: the runs from the end back that hold that many records; a
