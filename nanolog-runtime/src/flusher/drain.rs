@@ -191,8 +191,12 @@ impl State {
                         switch_to(&mut self.out, o, c);
                     }
                 }
-                let out = &mut self.out;
+                let (out, sum) = (&mut self.out, &mut self.sum);
                 let o = open.get_or_insert_with(|| {
+                    // Its records' ticks start here (the extent's base, then
+                    // never back: see below); the write's INDEX entry names
+                    // its thread.
+                    sum.extent(thread, tick);
                     let start = begin_entry(out, tag::EXTENT);
                     extent::put_header(out, thread, tick);
                     // An extent begins in no span (version 3 writes no
@@ -225,11 +229,9 @@ impl State {
                         // inside it compacts nothing (a record larger than
                         // `release_bytes` was skipped so, uncounted, before).
                         let raw = r.c.contiguous(tail, (release_bytes as usize).max(len));
-                        let before = o.prev_tick;
                         let (used, recs) =
                             compact(raw, site, &mut o.prev_tick, out, stop, &mut self.strings);
-                        self.sum
-                            .add(thread, cur.level_bit, before.min(tick), o.prev_tick);
+                        self.sum.records(cur.level_bit, o.prev_tick);
                         if recs == 0 {
                             // A malformed record: skipped as `peek` measured
                             // it, and counted and marked as a drop.
@@ -274,8 +276,7 @@ impl State {
                                     );
                                 }
                             }
-                            self.sum
-                                .add(thread, cur.level_bit, o.prev_tick, o.prev_tick);
+                            self.sum.records(cur.level_bit, o.prev_tick);
                             self.out_records += 1;
                             n += 1;
                         }

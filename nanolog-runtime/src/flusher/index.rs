@@ -43,19 +43,25 @@ impl Default for Summary {
 }
 
 impl Summary {
-    /// Records of thread `thread` at levels `levels` (bits) from tick
-    /// `first` to `last`.
-    #[inline(always)]
-    pub(super) fn add(&mut self, thread: u32, levels: u8, first: u64, last: u64) {
+    /// An extent of thread `thread` opens at tick `first`: its records'
+    /// ticks are that or later.
+    pub(super) fn extent(&mut self, thread: u32, first: u64) {
         self.first = self.first.min(first);
-        self.last = self.last.max(last);
-        self.levels |= levels;
         self.threads |= thread_bit(thread);
+    }
+
+    /// Records of the open extent at the levels of `levels` (bits), the
+    /// last of them at tick `last`: an OR and a compare a record or run.
+    #[inline(always)]
+    pub(super) fn records(&mut self, levels: u8, last: u64) {
+        self.levels |= levels;
+        self.last = self.last.max(last);
     }
 
     /// Records dropped (a gap, which no level filter leaves out).
     pub(super) fn add_gap(&mut self, thread: u32, first: u64, last: u64) {
-        self.add(thread, u8::MAX, first.min(last), last.max(first));
+        self.extent(thread, first.min(last));
+        self.records(u8::MAX, last.max(first));
     }
 }
 
