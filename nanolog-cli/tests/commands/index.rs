@@ -50,6 +50,23 @@ fn write_set(base: &Path, secs: f64) {
     }
 }
 
+/// The `.nlog` files in `dir` (a set's), as arguments.
+fn set_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|x| x == "nlog"))
+        .map(|f| f.to_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `nanolog ARGS FILES...`, which must succeed: its output.
+fn on_set(args: &[&str], files: &[String]) -> String {
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend(files.iter().map(String::as_str));
+    ok(&a)
+}
+
 /// A text line's time (`2026-11-29 09:05:02.000464413Z ...`) as RFC 3339,
 /// which sorts as the time does.
 fn time_of(line: &str) -> String {
@@ -62,12 +79,7 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
     let dir = fresh_dir("index", "set");
     let base = dir.join("app.nlog");
     write_set(&base, 1.5);
-    let files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|f| f.extension().is_some_and(|x| x == "nlog"))
-        .map(|f| f.to_str().unwrap().to_owned())
-        .collect();
+    let files = set_files(&dir);
     assert!(files.len() >= 4, "{files:?}");
     // The writes are indexed (an INDEX entry, tag 13, ahead of their records).
     let indexed: usize = files
@@ -83,11 +95,7 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
         })
         .sum();
     assert!(indexed > 50, "{indexed} INDEX entries");
-    let with = |args: &[&str]| {
-        let mut a: Vec<&str> = args.to_vec();
-        a.extend(files.iter().map(String::as_str));
-        ok(&a)
-    };
+    let with = |args: &[&str]| on_set(args, &files);
     let all: Vec<String> = with(&["decode"]).lines().map(str::to_owned).collect();
     assert!(all.len() > 100_000, "{} lines", all.len());
     let first = time_of(&all[0]);
@@ -222,18 +230,9 @@ fn windows_over_a_wall_clock_stepped_back_print_what_the_whole_decode_prints() {
     };
     batches(150, 150);
     drop(logger);
-    let files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|f| f.extension().is_some_and(|x| x == "nlog"))
-        .map(|f| f.to_str().unwrap().to_owned())
-        .collect();
+    let files = set_files(&dir);
     assert!(files.len() >= 4, "{files:?}");
-    let with = |args: &[&str]| {
-        let mut a: Vec<&str> = args.to_vec();
-        a.extend(files.iter().map(String::as_str));
-        ok(&a)
-    };
+    let with = |args: &[&str]| on_set(args, &files);
     let all: Vec<String> = with(&["decode"]).lines().map(str::to_owned).collect();
     assert_eq!(all.len(), 300 * 200);
     // Windows from the last lines before the step into the held times

@@ -291,9 +291,7 @@ impl State {
         self.thread_names.clear();
         self.file_generation += 1;
     }
-}
 
-impl State {
     /// Ends the file after the records in `out`: a clock pair (with the
     /// others, outside the records) and the END entry counting them. The
     /// write's records get no INDEX entry: a reader always reads a file's
