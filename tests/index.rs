@@ -10,6 +10,7 @@ mod common;
 use std::path::Path;
 
 use common::{remove_with_kept, serial, temp};
+use nanolog::reader::Totals;
 use nanolog::reader::{Event, Filter, LogFile, Merge, Want};
 use nanolog::Level;
 use nanolog_runtime::wire::tag;
@@ -185,6 +186,7 @@ fn windows_and_levels_read_what_the_whole_file_reads_leaving_out_the_rest() {
         );
         let (held, of) = check_windows(&path, 7 + u64::from(compress));
         check_last(&path);
+        check_totals(&path);
         // A window of 1% of the log, 2 s of margin aside: most of the
         // file is not read.
         assert!(
@@ -193,6 +195,126 @@ fn windows_and_levels_read_what_the_whole_file_reads_leaving_out_the_rest() {
         );
         remove_with_kept(&path);
     }
+}
+
+/// What a file's records hold, counted from a whole read: the records by
+/// site and by thread, their ticks' range, the drops by thread, the lost.
+fn counted(log: &LogFile) -> Totals {
+    let mut t = Totals::new();
+    let files = std::slice::from_ref(log);
+    for ev in Merge::unsorted(files, Filter::default()) {
+        match ev {
+            Event::Record(r) => {
+                t.count(r.site().id, r.thread(), 1, r.tick());
+                t.first_tick = t.first_tick.min(r.tick());
+            }
+            Event::Gap(g, _) if g.is_lost() => t.lost += g.count,
+            Event::Gap(g, _) => t.dropped(g.thread, g.count),
+        }
+    }
+    t
+}
+
+/// `t` with its tables cut after their last id in use, to compare.
+fn trimmed(mut t: Totals) -> Totals {
+    while t.sites.last() == Some(&0) {
+        t.sites.pop();
+    }
+    while t.threads.last() == Some(&[0, 0]) {
+        t.threads.pop();
+    }
+    t
+}
+
+/// A finished file says at its end (its TOTALS entry) what a whole read of
+/// it counts, and a reading that leaves every indexed run out (what `info`
+/// does) finds it there, with the same dictionary, threads and blocks.
+fn check_totals(path: &Path) {
+    let whole = LogFile::open(path).unwrap();
+    let head = LogFile::open_for(path, &Want::nothing()).unwrap();
+    let want = trimmed(counted(&whole));
+    assert!(want.records() > 1000);
+    assert_eq!(whole.totals().cloned().map(trimmed).as_ref(), Some(&want));
+    assert_eq!(head.totals().cloned().map(trimmed).as_ref(), Some(&want));
+    assert!(
+        head.extent_count() * 4 < whole.extent_count(),
+        "the records were left out"
+    );
+    assert_eq!(head.block_stats(), whole.block_stats());
+    assert_eq!(
+        head.sites().map(|s| s.id).collect::<Vec<_>>(),
+        whole.sites().map(|s| s.id).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        head.threads().collect::<Vec<_>>(),
+        whole.threads().collect::<Vec<_>>()
+    );
+    assert_eq!(head.time_map().pairs(), whole.time_map().pairs());
+}
+
+/// Drops (a full ring under `OnFull::Drop`) are counted by thread in the
+/// file's TOTALS as a whole read counts them; a TOTALS entry whose counts
+/// do not add up, or that stands anywhere but right ahead of the END, is
+/// not taken.
+#[test]
+fn totals_count_drops_and_are_taken_only_whole_and_last() {
+    let _s = serial();
+    let path = temp("index-totals-drops");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .compress(false)
+        .staging_capacity(256)
+        .on_full(nanolog::OnFull::Drop)
+        .start()
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            s.spawn(move || {
+                for i in 0..200_000u64 {
+                    nanolog::info!("thread {} record {} of a burst", t, i);
+                }
+            });
+        }
+    });
+    drop(logger);
+    let whole = LogFile::open(&path).unwrap();
+    let want = trimmed(counted(&whole));
+    assert!(
+        want.threads.iter().any(|c| c[1] > 0),
+        "the rings dropped records: {want:?}"
+    );
+    assert_eq!(whole.totals().cloned().map(trimmed), Some(want));
+    // The TOTALS entry (plain: a top-level entry right ahead of the END).
+    let bytes = std::fs::read(&path).unwrap();
+    let entries = common::entries(&bytes);
+    let i = entries.iter().rposition(|e| e.2 == tag::TOTALS).unwrap();
+    assert_eq!(entries[i + 1].2, tag::END);
+    let (at, len) = (entries[i].0, entries[i].1 - entries[i].0 - 9);
+    let case = temp("index-totals-case");
+    // Its record count one more than its sites' (checksum made good).
+    let mut b = bytes.clone();
+    b[at + 9] += 1;
+    let crc = nanolog_runtime::wire::entry_crc(tag::TOTALS, &b[at + 9..at + 9 + len]);
+    b[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&case, &b).unwrap();
+    let read = LogFile::open_for(&case, &Want::nothing()).unwrap();
+    assert!(read.warnings().is_empty() && read.totals().is_none());
+    // Another entry between it and the END: a tag reserved for later
+    // revisions, skipped, but not a TOTALS right ahead of the END.
+    let mut b = bytes[..at + 9 + len].to_vec();
+    let body = [0u8; 3];
+    b.push(15);
+    b.extend_from_slice(&3u32.to_le_bytes());
+    b.extend_from_slice(&nanolog_runtime::wire::entry_crc(15, &body).to_le_bytes());
+    b.extend_from_slice(&body);
+    b.extend_from_slice(&bytes[at + 9 + len..]);
+    std::fs::write(&case, &b).unwrap();
+    let read = LogFile::open(&case).unwrap();
+    assert!(read.warnings().is_empty() && read.is_complete());
+    assert!(read.totals().is_none());
+    let _ = std::fs::remove_file(&case);
+    remove_with_kept(&path);
 }
 
 /// A killed writer's file, cut inside a run of records its INDEX entry
@@ -324,6 +446,18 @@ fn flips_and_cuts_in_an_indexed_file_never_give_a_record_the_whole_read_does_not
         assert!(got.iter().all(|r| seen.contains(r)), "case {i}");
         if damaged[0].warnings().is_empty() && part[0].warnings().is_empty() {
             assert_eq!(got, all, "case {i}");
+        }
+        // What `info` reads: the file's TOTALS only when they say what a
+        // whole read counts (damage the whole read finds in the lead
+        // regions or the end: not taken; in the runs left out: not seen,
+        // the writer's counts stand).
+        let head = LogFile::open_for(&case, &Want::nothing()).unwrap();
+        if let (Some(t), true) = (head.totals(), damaged[0].warnings().is_empty()) {
+            assert_eq!(
+                trimmed(t.clone()),
+                trimmed(counted(&damaged[0])),
+                "case {i}"
+            );
         }
     }
     let _ = std::fs::remove_file(&case);

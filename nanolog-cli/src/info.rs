@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::output::json_string;
-use nanolog_runtime::reader::{Batch, Event, Filter, Merge};
+use nanolog_runtime::reader::{Batch, Event, Filter, LogFile, Merge, Want};
 use nanolog_runtime::text::utc::rfc3339;
 
 use crate::cli::{Format, InfoArgs};
@@ -21,7 +21,7 @@ enum State {
     CutOff,
 }
 
-fn state(log: &nanolog_runtime::reader::LogFile) -> State {
+fn state(log: &LogFile) -> State {
     if log.is_complete() {
         return State::Ended;
     }
@@ -32,22 +32,68 @@ fn state(log: &nanolog_runtime::reader::LogFile) -> State {
     }
 }
 
-pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
-    let files = crate::inputs::open_all(std::slice::from_ref(&a.file), true)?;
-    let log = &files[0];
-    let h = log.header();
-    let mut per_thread: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut thread_drops: BTreeMap<u32, u64> = BTreeMap::new();
-    let mut per_site: BTreeMap<u32, u64> = BTreeMap::new();
-    let (mut first, mut last) = (i64::MAX, i64::MIN);
-    let mut dropped = 0u64;
-    // Records the writer lost (a failed write, its file deleted or cut
-    // back under it), apart from those dropped by a full ring.
-    let mut lost = 0u64;
-    let mut records = 0u64;
-    // Records some of whose spans were lost to damage.
-    let mut spans_lost = 0u64;
-    let mut merge = Merge::unsorted(&files, Filter::default()).batches();
+/// What `info` counts of a file's records.
+#[derive(Default)]
+struct Counts {
+    records: u64,
+    per_thread: BTreeMap<u32, u64>,
+    thread_drops: BTreeMap<u32, u64>,
+    per_site: BTreeMap<u32, u64>,
+    /// The earliest and latest record's time (`i64::MAX`, `i64::MIN` with
+    /// none).
+    first: i64,
+    last: i64,
+    dropped: u64,
+    /// Records the writer lost (a failed write, its file deleted or cut
+    /// back under it), apart from those dropped by a full ring.
+    lost: u64,
+    /// Records some of whose spans were lost to damage.
+    spans_lost: u64,
+}
+
+/// A finished file's counts as its writer wrote them at its end (its TOTALS
+/// entry), from a reading that left every indexed run of records out:
+/// what `info` answers without reading the records. `None` when the file
+/// has no TOTALS it can trust (see `LogFile::totals`).
+fn from_totals(log: &LogFile) -> Option<Counts> {
+    let t = log.totals()?;
+    let mut c = Counts {
+        records: t.records(),
+        first: i64::MAX,
+        last: i64::MIN,
+        lost: t.lost,
+        ..Counts::default()
+    };
+    if c.records > 0 {
+        // (Times never go back in a file of a writer that counts: its pairs
+        // only go forward, so the first and last tick are the first and
+        // last time.)
+        c.first = log.time_map().unix_ns(t.first_tick);
+        c.last = log.time_map().unix_ns(t.last_tick);
+    }
+    for (id, &n) in t.sites.iter().enumerate().filter(|(_, &n)| n > 0) {
+        c.per_site.insert(id as u32, n);
+    }
+    for (id, &[r, d]) in t.threads.iter().enumerate() {
+        if r > 0 {
+            c.per_thread.insert(id as u32, r);
+        }
+        if d > 0 {
+            c.thread_drops.insert(id as u32, d);
+            c.dropped += d;
+        }
+    }
+    Some(c)
+}
+
+/// Counts every record of `files` (one file), merged.
+fn counted(files: &[LogFile]) -> Counts {
+    let mut c = Counts {
+        first: i64::MAX,
+        last: i64::MIN,
+        ..Counts::default()
+    };
+    let mut merge = Merge::unsorted(files, Filter::default()).batches();
     let mut batch = Batch::with_capacity(1024);
     let mut go = true;
     while go {
@@ -56,22 +102,61 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
         for &ev in batch.events() {
             match ev {
                 Event::Record(r) => {
-                    records += 1;
-                    spans_lost += u64::from(r.spans_lost());
-                    *per_thread.entry(r.thread()).or_default() += 1;
-                    *per_site.entry(r.site().id).or_default() += 1;
+                    c.records += 1;
+                    c.spans_lost += u64::from(r.spans_lost());
+                    *c.per_thread.entry(r.thread()).or_default() += 1;
+                    *c.per_site.entry(r.site().id).or_default() += 1;
                     let ns = r.unix_ns();
-                    first = first.min(ns);
-                    last = last.max(ns);
+                    c.first = c.first.min(ns);
+                    c.last = c.last.max(ns);
                 }
-                Event::Gap(g, _) if g.is_lost() => lost += g.count,
+                Event::Gap(g, _) if g.is_lost() => c.lost += g.count,
                 Event::Gap(g, _) => {
-                    dropped += g.count;
-                    *thread_drops.entry(g.thread).or_default() += g.count;
+                    c.dropped += g.count;
+                    *c.thread_drops.entry(g.thread).or_default() += g.count;
                 }
             }
         }
     }
+    c
+}
+
+pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
+    // A finished file says what it holds at its end: read so, it costs its
+    // dictionary and its end, not its records. Else every record is read.
+    let mut files = Vec::new();
+    crate::inputs::open_each_in(
+        &crate::inputs::expand(std::slice::from_ref(&a.file))?,
+        false,
+        &mut files,
+        |_, path| LogFile::open_for(path, &Want::nothing()),
+        |files, log| {
+            files.push(log);
+            Ok(())
+        },
+    )?;
+    let quick = files.first().and_then(from_totals);
+    let (files, c) = match quick {
+        Some(c) => (files, c),
+        None => {
+            let files = crate::inputs::open_all(std::slice::from_ref(&a.file), true)?;
+            let c = counted(&files);
+            (files, c)
+        }
+    };
+    let log = &files[0];
+    let h = log.header();
+    let Counts {
+        records,
+        per_thread,
+        thread_drops,
+        per_site,
+        first,
+        last,
+        dropped,
+        lost,
+        spans_lost,
+    } = c;
     let mut s = String::new();
     let time = |ns: i64| {
         if ns == i64::MAX || ns == i64::MIN {

@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::fileset::{self, Retention};
 use crate::wire::frame::put_entry;
 use crate::wire::header::Header;
+use crate::wire::totals::{put_totals, Totals};
 use crate::wire::{self, dict, tag};
 
 /// Time-based rolling: a new file at each UTC boundary of this length
@@ -93,6 +94,8 @@ pub(crate) struct Writer {
     last_write: (u64, u64),
     /// The tick of the last look at the path.
     checked_tick: u64,
+    /// What the live file's writes hold, for its TOTALS entry.
+    totals: Totals,
 }
 
 /// What became of the live file and its path, from [`Writer::check`].
@@ -345,6 +348,7 @@ impl Writer {
             copy,
             _lock: Some(lock),
             unchecked_records: 0,
+            totals: Totals::new(),
             last_write: (0, 0),
             checked_tick: clock::now(),
         };
@@ -378,6 +382,7 @@ impl Writer {
             copy: None,
             _lock: None,
             unchecked_records: 0,
+            totals: Totals::new(),
             last_write: (0, 0),
             checked_tick: clock::now(),
         })
@@ -396,9 +401,17 @@ impl Writer {
     /// Appends `buf`, holding `records` records. On failure the file is cut
     /// back to its last good length, so it stays decodable, and the error
     /// is returned.
-    pub(crate) fn write(&mut self, head: &[u8], buf: &[u8], records: u64) -> io::Result<()> {
+    /// `totals` counts what `head` and `buf` hold, for the file's TOTALS.
+    pub(crate) fn write(
+        &mut self,
+        head: &[u8],
+        buf: &[u8],
+        records: u64,
+        totals: &Totals,
+    ) -> io::Result<()> {
         self.write_parts(head, buf)?;
         self.records += records;
+        self.totals.add(totals);
         self.last_write = (records, clock::now());
         // Written into a file with no name left: lost, unless it comes back
         // (found by the next `check`, which starts a fresh file).
@@ -557,7 +570,7 @@ impl Writer {
         put_entry(&mut out, tag::ROTATE, |b| {
             wire::put_str(b, &name.to_string_lossy())
         });
-        let end = self.close_entries_with(&mut out, end_pair, 0);
+        let end = self.close_entries_with(&mut out, end_pair, 0, None);
         // If the old file cannot take its last entries it still ends at a
         // whole entry (see `write`); the log goes on in the new file.
         let _ = self.write_live(&out);
@@ -575,6 +588,7 @@ impl Writer {
         self.seq += 1;
         self.before += self.records;
         self.records = 0;
+        self.totals.clear();
         Ok(self.len)
     }
 
@@ -649,6 +663,7 @@ impl Writer {
                 self.len = start.len() as u64;
                 self.start_unix_ns = header.base_unix_ns;
                 self.records = 0;
+                self.totals.clear();
                 self.unchecked_records = 0;
                 self.checked_tick = now;
                 return Ok((self.len, lost));
@@ -673,6 +688,7 @@ impl Writer {
         self.len = start_len;
         self.start_unix_ns = header.base_unix_ns;
         self.records = 0;
+        self.totals.clear();
         self.unchecked_records = 0;
         self.checked_tick = now;
         self.plan_boundary();
@@ -683,7 +699,7 @@ impl Writer {
     /// file's records, `pending` of them in the buffer it ends); returns
     /// the pair.
     pub(crate) fn close_entries(&self, out: &mut Vec<u8>, pending: u64) -> (u64, i64) {
-        self.close_entries_with(out, clock::pair(), pending)
+        self.close_entries_with(out, clock::pair(), pending, None)
     }
 
     /// Appends the clock pair `(tick, ns)` and the END entry; returns the pair.
@@ -692,16 +708,25 @@ impl Writer {
         out: &mut Vec<u8>,
         (tick, ns): (u64, i64),
         pending: u64,
+        pending_totals: Option<&Totals>,
     ) -> (u64, i64) {
         dict::put_clock_entry(out, tick, ns);
-        self.put_end(out, pending);
+        self.put_end(out, pending, pending_totals);
         (tick, ns)
     }
 
-    /// Appends the END entry of the file once `pending` more records are
-    /// written.
-    pub(crate) fn put_end(&self, out: &mut Vec<u8>, pending: u64) {
+    /// Appends the TOTALS and END entries of the file once `pending` more
+    /// records, counted in `pending_totals`, are written.
+    pub(crate) fn put_end(&self, out: &mut Vec<u8>, pending: u64, pending_totals: Option<&Totals>) {
         let records = self.records + pending;
+        match pending_totals {
+            Some(p) => {
+                let mut all = self.totals.clone();
+                all.add(p);
+                put_entry(out, tag::TOTALS, |b| put_totals(b, &all));
+            }
+            None => put_entry(out, tag::TOTALS, |b| put_totals(b, &self.totals)),
+        }
         put_entry(out, tag::END, |b| dict::put_end(b, records));
     }
 

@@ -148,6 +148,7 @@ impl State {
             if site == ring::DROPS {
                 let d = ring::DropMarker::parse(rec.args);
                 self.sum.add_gap(thread, d.first, d.last);
+                self.tally.dropped(thread, d.count);
                 close(&mut self.out, &mut open);
                 put_entry(&mut self.out, tag::DROP, |b| {
                     dict::put_drop(b, thread, d.count, d.first, d.last)
@@ -191,12 +192,13 @@ impl State {
                         switch_to(&mut self.out, o, c);
                     }
                 }
-                let (out, sum) = (&mut self.out, &mut self.sum);
+                let (out, sum, tally) = (&mut self.out, &mut self.sum, &mut self.tally);
                 let o = open.get_or_insert_with(|| {
                     // Its records' ticks start here (the extent's base, then
                     // never back: see below); the write's INDEX entry names
                     // its thread.
                     sum.extent(thread, tick);
+                    tally.first_tick = tally.first_tick.min(tick);
                     let start = begin_entry(out, tag::EXTENT);
                     extent::put_header(out, thread, tick);
                     // An extent begins in no span (version 3 writes no
@@ -232,6 +234,7 @@ impl State {
                         let (used, recs) =
                             compact(raw, site, &mut o.prev_tick, out, stop, &mut self.strings);
                         self.sum.records(cur.level_bit, o.prev_tick);
+                        self.tally.count(site, thread, recs, o.prev_tick);
                         if recs == 0 {
                             // A malformed record: skipped as `peek` measured
                             // it, and counted and marked as a drop.
@@ -277,6 +280,7 @@ impl State {
                                 }
                             }
                             self.sum.records(cur.level_bit, o.prev_tick);
+                            self.tally.count(site, thread, 1, o.prev_tick);
                             self.out_records += 1;
                             n += 1;
                         }
@@ -323,6 +327,7 @@ impl State {
     fn unreadable(&mut self, thread: u32, tick: u64, open: &mut Option<Open>) {
         self.shared.count_dropped();
         self.sum.add_gap(thread, tick, tick);
+        self.tally.dropped(thread, 1);
         close(&mut self.out, open);
         put_entry(&mut self.out, tag::DROP, |b| {
             dict::put_drop(b, thread, 1, tick, tick)

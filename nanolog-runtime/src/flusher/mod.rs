@@ -181,6 +181,9 @@ struct State {
     lead: Vec<u8>,
     /// What the records in `out` hold, for the write's INDEX entry.
     sum: index::Summary,
+    /// The records in `out` counted by site and thread, for the file's
+    /// TOTALS entry (the writer adds them up as writes succeed).
+    tally: crate::wire::totals::Totals,
     /// Batches go into the file as one compressed BLOCK entry while the
     /// flusher has the time (`Builder::compression`).
     compression: Compression,
@@ -269,6 +272,7 @@ impl State {
             clocks: Vec::new(),
             lead: Vec::new(),
             sum: index::Summary::default(),
+            tally: crate::wire::totals::Totals::new(),
             compression: config.compression,
             duty: 0,
             packer: crate::wire::block::Packer::new(),

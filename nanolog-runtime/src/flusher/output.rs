@@ -179,6 +179,7 @@ impl State {
         head.splice(0..0, restated.iter().copied());
         self.fresh = restated;
         if let Some(l) = self.pending_lost {
+            self.tally.lost += l.records;
             let mut gap = Vec::new();
             put_entry(&mut gap, tag::DROP, |b| {
                 dict::put_drop(b, dict::WRITER_THREAD, l.records, l.first_tick, l.last_tick)
@@ -206,7 +207,7 @@ impl State {
             None => &self.out,
         };
         index::put(&mut lead, &self.sum, out.len(), self.out_records);
-        let result = self.writer.write(&lead, out, self.out_records);
+        let result = self.writer.write(&lead, out, self.out_records, &self.tally);
         let written = lead.len() + out.len();
         self.lead = lead;
         head.clear();
@@ -243,6 +244,8 @@ impl State {
         self.out.clear();
         self.out_records = 0;
         self.sum = Summary::default();
+        // (Records of a failed write are counted again as lost.)
+        self.tally.clear();
     }
 
     /// Starts the next file; a failure leaves the live file in use.
@@ -293,13 +296,17 @@ impl State {
     }
 
     /// Ends the file after the records in `out`: a clock pair (with the
-    /// others, outside the records) and the END entry counting them. The
-    /// write's records get no INDEX entry: a reader always reads a file's
-    /// end.
+    /// others, outside the records), the TOTALS entry of the file with
+    /// them and the gap this write reports, and the END entry counting
+    /// them. The write's records get no INDEX entry: a reader always reads
+    /// a file's end.
     pub(super) fn close_out(&mut self) {
         let (tick, ns) = clock::pair();
         dict::put_clock_entry(&mut self.clocks, tick, ns);
-        self.writer.put_end(&mut self.out, self.out_records);
+        let mut pending = self.tally.clone();
+        pending.lost += self.pending_lost.map_or(0, |l| l.records);
+        self.writer
+            .put_end(&mut self.out, self.out_records, Some(&pending));
         self.sum.ends = true;
     }
 }

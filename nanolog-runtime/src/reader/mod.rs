@@ -37,6 +37,7 @@ pub use crate::wire::dict::SiteEntry;
 pub use crate::wire::format::{Align, ArgKind, Count, Piece, Role, Spec, Ty};
 pub use crate::wire::header::{Header, HeaderError};
 pub use crate::wire::record::{HexStr, NumberedStr, PreformattedStrs, Value};
+pub use crate::wire::totals::Totals;
 pub use error::ReadError;
 pub use extent::ExtentRecords;
 pub use file::{

@@ -14,6 +14,7 @@ pub(crate) mod frame;
 pub mod header;
 pub mod index;
 pub mod record;
+pub mod totals;
 mod value;
 
 /// The first eight bytes of every nanolog file.
@@ -87,6 +88,10 @@ pub mod tag {
     /// index; writers since 2026-11-29, format version 8: older readers
     /// skip it, as any tag from 13 to 32).
     pub const INDEX: u8 = 13;
+    /// What a finished file holds, counted by its writer, right ahead of
+    /// its END (writers since 2026-11-29, format version 8: older readers
+    /// skip it, as any tag from 13 to 32).
+    pub const TOTALS: u8 = 14;
 }
 
 /// CRC-32 (IEEE) of an entry's tag, length and body.

@@ -174,11 +174,33 @@ impl LogFile {
             raw: self.blocks.raw,
             ..BlockStats::default()
         };
+        let mut codec = |c: Option<&u8>| match c {
+            Some(&wire::block::DEFLATE_COMPACT) => st.deflate += 1,
+            Some(_) => st.lz4 += 1,
+            None => {}
+        };
         for b in &self.blocks.at {
-            match self.data.get(b.start) {
-                Some(&wire::block::DEFLATE_COMPACT) => st.deflate += 1,
-                Some(_) => st.lz4 += 1,
-                None => {}
+            codec(self.data.get(b.start));
+        }
+        // A run left out that is one BLOCK (as writers that index write
+        // them): its head says its codec and inflated length.
+        for &(start, end) in &self.skip {
+            let Some(head) = self.data.get(start..end) else {
+                continue;
+            };
+            if let Frame::Ok {
+                tag: tag::BLOCK,
+                body,
+            } = frame_at(head, 0)
+            {
+                if wire::FRAME_LEN + body.len() == head.len() {
+                    let mut pos = 1;
+                    if let Some(raw) = wire::get_varint(body, &mut pos) {
+                        codec(body.first());
+                        st.bytes += head.len();
+                        st.raw += raw as usize;
+                    }
+                }
             }
         }
         st

@@ -36,6 +36,7 @@ use crate::wire::format::ArgKind;
 use crate::wire::frame::{frame_at, frame_within, Entries, Frame};
 use crate::wire::header::{Header, HeaderError};
 use crate::wire::record::Strings;
+use crate::wire::totals::{self, Totals};
 use crate::wire::{self, dict, tag};
 
 /// Where a thread's records are. One per extent, twice (per thread and in
@@ -158,6 +159,11 @@ pub struct LogFile {
     strs: Vec<(usize, usize)>,
     /// What the last END entry counts of the file's records.
     end_records: Option<u64>,
+    /// What the TOTALS entry right before the last END says (see
+    /// [`LogFile::totals`]) ...
+    totals: Option<Totals>,
+    /// ... and the TOTALS entry read last, if no other entry came after.
+    totals_next: Option<Totals>,
     /// What DROP entries hold, in file order (see `Item::Drop`).
     drops: Vec<DropInfo>,
     /// Its compressed blocks: where each is, which are held inflated.
@@ -314,6 +320,8 @@ impl LogFile {
             spans: SpanIndex::default(),
             strs: Vec::new(),
             end_records: None,
+            totals: None,
+            totals_next: None,
             drops: Vec::new(),
             blocks: Blocks::default(),
             thread_ctx: Default::default(),
@@ -492,6 +500,18 @@ impl LogFile {
     /// earlier writer.
     pub fn records_total(&self) -> Option<u64> {
         self.end_records.filter(|_| self.clean_end)
+    }
+
+    /// What the file's writer counted of its records (by call site and
+    /// thread, their ticks' range, the drops and losses), as the TOTALS
+    /// entry right ahead of its last END says: `None` for a file that did
+    /// not end cleanly, of a writer before 2026-11-29, read with damage
+    /// (a warning), or whose TOTALS does not count what its END does. A
+    /// reader that trusts it needs none of the records: `nanolog info`
+    /// opens such a file leaving them all out ([`Want::nothing`]).
+    pub fn totals(&self) -> Option<&Totals> {
+        let t = self.totals.as_ref()?;
+        (self.warnings.is_empty() && self.records_total() == Some(t.records())).then_some(t)
     }
 
     /// The call site with this id, if the dictionary has it.

@@ -536,7 +536,10 @@ impl LogFile {
         // exits writes one, and calls made after that (other exit hooks)
         // add their records and another END.
         self.clean_end = t == tag::END;
+        // A TOTALS entry counts for the END right after it only.
+        let totals_next = self.totals_next.take();
         match t {
+            tag::TOTALS => self.totals_next = totals::get_totals(body),
             tag::SITE => match dict::get_site(body) {
                 Some(s) => {
                     let id = s.id as usize;
@@ -592,7 +595,10 @@ impl LogFile {
                 let mut p = 0;
                 self.rotated_to = wire::get_str(body, &mut p).map(str::to_owned);
             }
-            tag::END => self.end_records = dict::get_end(body),
+            tag::END => {
+                self.end_records = dict::get_end(body);
+                self.totals = totals_next;
+            }
             tag::SET => {
                 if let Some(e) = dict::get_set(body) {
                     self.set = Some(e);

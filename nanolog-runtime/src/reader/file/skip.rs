@@ -33,6 +33,10 @@ pub struct Want {
     /// older than the last runs that hold that many are left out. (With no
     /// other want: a run's count is of all its records.)
     pub last: Option<u64>,
+    /// No record at all: a reader of what the file says of itself (its
+    /// dictionary, clock pairs and [`LogFile::totals`]) leaves out every
+    /// run an INDEX entry announces.
+    pub none: bool,
 }
 
 impl Want {
@@ -44,6 +48,15 @@ impl Want {
             until_ns,
             min_level,
             last: None,
+            none: false,
+        }
+    }
+
+    /// No record: see [`Want::none`].
+    pub fn nothing() -> Want {
+        Want {
+            none: true,
+            ..Want::default()
         }
     }
 
@@ -53,6 +66,7 @@ impl Want {
             && self.until_ns.is_none()
             && self.min_level.is_none()
             && self.last.is_none()
+            && !self.none
     }
 }
 
@@ -172,7 +186,8 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
         // (Within the file: the walk checked where it lands.)
         let (start, end) = (row.offset as usize, (row.offset + row.len) as usize);
         let (early, late) = times(row);
-        let wanted = want.since_ns.is_none_or(|s| late >= s)
+        let wanted = !want.none
+            && want.since_ns.is_none_or(|s| late >= s)
             && want.until_ns.is_none_or(|u| early <= u)
             && row.levels & levels != 0
             && older_than.is_none_or(|t| late >= t);
