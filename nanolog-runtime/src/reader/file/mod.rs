@@ -333,6 +333,7 @@ impl LogFile {
         if let Some(want) = want.filter(|_| sparse) {
             f.data.sparse(true);
             f.skip = skip::left_out(&f.data, &header, want);
+            f.blocks.skipped = blocks::skipped(&f.data, &f.skip);
         }
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs, on_wave);
