@@ -134,6 +134,17 @@ impl DecodePlan {
 
 pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     let plan = DecodePlan::from_args(a)?;
+    // The writes whose index says they hold no record of the window or
+    // level (or none of the last `-n`) are not read.
+    let mut want = plan.want();
+    // `-n N` alone: the runs older than the last ones holding N records are
+    // left out (a filter would make a run's count of all its records
+    // say nothing of how many pass).
+    let filtered =
+        !want.all() || !a.filters.thread.is_empty() || plan.grep.is_some() || plan.trace.is_some();
+    if !filtered {
+        want.last = a.lines;
+    }
     if a.follow {
         if a.files.len() != 1 {
             bail!("--follow takes exactly one file");
@@ -147,18 +158,11 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
             tail: a.lines,
         };
         let cursor = Cursor::new(a.cursor.as_deref(), &a.files[0]);
-        return follow(&a.files[0], &cursor, Start::LiveFile, &mut sink);
-    }
-    // The writes whose index says they hold no record of the window or
-    // level (or none of the last `-n`) are not read.
-    let mut want = plan.want();
-    // `-n N` alone: the runs older than the last ones holding N records are
-    // left out (a filter would make a run's count of all its records
-    // say nothing of how many pass).
-    let filtered =
-        !want.all() || !a.filters.thread.is_empty() || plan.grep.is_some() || plan.trace.is_some();
-    if !filtered {
-        want.last = a.lines;
+        // `-f -n N` (or a window, a level): the live file as it is opened
+        // is read from its last writes that hold the answer; a saved
+        // position goes on from where it was instead.
+        let first = Some(want).filter(|w| !w.all() && a.cursor.is_none());
+        return follow(&a.files[0], &cursor, Start::LiveFile, first, &mut sink);
     }
     if !want.all() {
         crate::inputs::want(want);

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use nanolog_runtime::reader::{next_in_set, Header, LogFile, Refresh, SetListing, Warning};
+use nanolog_runtime::reader::{next_in_set, Header, LogFile, Refresh, SetListing, Want, Warning};
 
 /// What a follower does with the entries it finds.
 pub(crate) trait Sink {
@@ -99,10 +99,15 @@ const POLL: Duration = Duration::from_millis(100);
 /// new run took the path), it goes on with the files of the set that began
 /// after it, oldest first, then the live one: a follower several rolls or
 /// a restart behind the writer takes every entry once.
+///
+/// `first`: what the follower wants of the first file it opens, as it is
+/// then (`decode -f -n N`, no saved position: the last N); the writes its
+/// index says hold none of it are not read.
 pub(crate) fn follow(
     base: &Path,
     cursor: &Cursor,
     start: Start,
+    mut first: Option<Want>,
     sink: &mut impl Sink,
 ) -> anyhow::Result<()> {
     // A link at the path: the set is beside the file it points to.
@@ -238,7 +243,11 @@ pub(crate) fn follow(
                 std::thread::sleep(POLL);
                 continue;
             };
-            match LogFile::open_live(&next) {
+            let opened = match first.take() {
+                Some(w) => LogFile::open_live_for(&next, &w),
+                None => LogFile::open_live(&next),
+            };
+            match opened {
                 // The live file is still the one read to its end (the
                 // writer has yet to start the next): wait for it.
                 Ok(l) if Some(*l.header()) == done => {}

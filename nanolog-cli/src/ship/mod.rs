@@ -146,7 +146,7 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
     let cursor = |i: usize| Cursor::new(a.cursor.get(i).map(PathBuf::as_path), &logs[i]);
     if let [one] = logs.as_slice() {
         let mut s = make(one)?;
-        let result = follow(one, &cursor(0), Start::WholeSet, &mut s)
+        let result = follow(one, &cursor(0), Start::WholeSet, None, &mut s)
             .with_context(|| format!("shipping {}", one.display()));
         s.progress.summary();
         return result;
@@ -165,7 +165,7 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
                 let abort = std::sync::Arc::clone(&abort);
                 scope.spawn(move || {
                     let base = s.progress.base.clone();
-                    let r = follow(&base, &cursor, Start::WholeSet, &mut s)
+                    let r = follow(&base, &cursor, Start::WholeSet, None, &mut s)
                         .with_context(|| format!("shipping {}", base.display()));
                     s.progress.summary();
                     match &r {

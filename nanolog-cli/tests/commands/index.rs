@@ -312,3 +312,74 @@ fn windows_over_a_wall_clock_stepped_back_print_what_the_whole_decode_prints() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `decode -f -n 20` of a large live file: its last 20 records, read from
+/// the last writes its index says hold them (the rest of the file is not
+/// read), then what the writer adds.
+#[test]
+fn follow_with_lines_of_a_large_live_file_reads_its_last_writes_then_follows() {
+    use common::SpawnReaped;
+    use std::process::{Command, Stdio};
+
+    let _s = serial();
+    let dir = fresh_dir("index", "follow");
+    let live = dir.join("live.nlog");
+    let logger = nanolog::Logger::builder().path(&live).start().unwrap();
+    for i in 0..300_000u64 {
+        nanolog::info!("bulk {} of the backlog", i);
+        if i % 2_000 == 1_999 {
+            logger.flush().unwrap();
+        }
+    }
+    logger.flush().unwrap();
+    // A clock pair after the last record: the live edge is past it.
+    std::thread::sleep(Duration::from_millis(1_500));
+    logger.flush().unwrap();
+    // The backlog's reading leaves out all but its last writes.
+    let mut last = nanolog_runtime::reader::Want::default();
+    last.last = Some(20);
+    let part = nanolog_runtime::reader::LogFile::open_live_for(&live, &last).unwrap();
+    let whole = nanolog_runtime::reader::LogFile::open_live(&live).unwrap();
+    assert!(
+        part.extent_count() * 10 < whole.extent_count(),
+        "{} of {} extents read",
+        part.extent_count(),
+        whole.extent_count()
+    );
+    let full: Vec<String> = ok(&["decode", p(&live)])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(full.len(), 300_000);
+    let mut child = Command::new(common::BIN)
+        .args(["decode", "-f", "-n", "20", p(&live)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn_reaped();
+    let rx = common::line_reader(&mut child);
+    let take = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut got = Vec::new();
+        while got.len() < n {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(l) => got.push(l),
+                Err(_) => break,
+            }
+        }
+        got
+    };
+    assert_eq!(take(20), full[full.len() - 20..]);
+    for i in 0..5u64 {
+        nanolog::info!("after {} the backlog", i);
+    }
+    logger.flush().unwrap();
+    let after = take(5);
+    assert_eq!(after.len(), 5, "{after:?}");
+    for (i, l) in after.iter().enumerate() {
+        assert!(l.ends_with(&format!(" after {i} the backlog")), "{l}");
+    }
+    drop(logger);
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(p(&dir));
+}

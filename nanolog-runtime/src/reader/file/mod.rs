@@ -252,6 +252,19 @@ impl LogFile {
         Ok(f)
     }
 
+    /// [`LogFile::open_live`] for a follower that wants only some of what
+    /// is there now (`decode -f -n N`: the last N): the writes the file's
+    /// index says hold none of them are left out, as [`LogFile::open_for`]
+    /// leaves them; everything the file gains after is read.
+    pub fn open_live_for(path: impl AsRef<Path>, want: &Want) -> Result<LogFile, ReadError> {
+        let path = path.as_ref();
+        let loaded = load(path)?;
+        let mut f = Self::index(path.to_path_buf(), loaded.data, true, None, Some(want))?;
+        f.identity = loaded.identity;
+        f.handle = Some(loaded.file);
+        Ok(f)
+    }
+
     fn open_keeping(path: &Path, keep_handle: bool) -> Result<LogFile, ReadError> {
         let loaded = load(path)?;
         let mut f = Self::index(path.to_path_buf(), loaded.data, keep_handle, None, None)?;
