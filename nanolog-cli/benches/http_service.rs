@@ -23,8 +23,10 @@
 //! answered. Each subscriber's cost is what it adds over "none".
 //!
 //! ```text
-//! cargo bench -p nanolog-cli --bench http_service [-- SECS ROUNDS] [conns N]
+//! cargo bench -p nanolog-cli --bench http_service [-- SECS ROUNDS] [conns N] [only NAME]
 //! ```
+//!
+//! `only NAME` runs that subscriber's rounds alone (for a profiler).
 //!
 //! Defaults: 10 s, 5 rounds, 32 connections. Prints each subscriber's
 //! median CPU a request, what it adds, and nanolog's added CPU as a share
@@ -287,6 +289,19 @@ fn main() {
         .map(|k| subscriber(k, &dir, &logger))
         .collect();
     let servers: Vec<_> = subs.iter().map(|s| serve(s.dispatch.clone())).collect();
+    // `only NAME`: that subscriber's rounds alone (for a profiler).
+    let only = args
+        .iter()
+        .skip_while(|a| *a != "only")
+        .nth(1)
+        .and_then(|n| KINDS.iter().position(|k| k.starts_with(n.as_str())));
+    if let Some(k) = only {
+        for _ in 0..rounds {
+            let (cpu, n) = round(servers[k].1, &subs[k], secs, conns);
+            println!("{}: {n} requests, {:.2} µs a request", KINDS[k], cpu * 1e6);
+        }
+        return;
+    }
     // A short warm-up of each.
     for (k, s) in subs.iter().enumerate() {
         round(servers[k].1, s, 1.0, conns);
