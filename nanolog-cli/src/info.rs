@@ -138,6 +138,13 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
     let quick = files.first().and_then(from_totals);
     let (files, c) = match quick {
         Some(c) => (files, c),
+        // Nothing was left out (an older writer's file, or one of small
+        // writes): that reading is the whole one.
+        None if files.first().is_some_and(LogFile::is_whole) => {
+            crate::inputs::tell_warnings(&files[0]);
+            let c = counted(&files);
+            (files, c)
+        }
         None => {
             let files = crate::inputs::open_all(std::slice::from_ref(&a.file), true)?;
             let c = counted(&files);

@@ -195,19 +195,8 @@ pub(crate) fn open_each_in<S>(
                 continue;
             }
         };
-        // A log its writer is appending to: its last entry may be half
-        // written. The reader takes the entries before it (it never
-        // searches inside a block cut short), and that end is the write in
-        // progress, not damage: nothing is said of it.
-        let live = !log.is_complete() && writer_alive(log.path(), log.header().pid) == Some(true);
         if warn {
-            for w in log.warnings() {
-                if live && matches!(w, nanolog_runtime::reader::Warning::TornTail { .. }) {
-                    continue;
-                }
-                let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
-            }
-            warn_if_cut(&log);
+            tell_warnings(&log);
         }
         opened += 1;
         each(state, log)?;
@@ -222,6 +211,22 @@ pub(crate) fn open_each_in<S>(
         });
     }
     Ok(())
+}
+
+/// Says `log`'s warnings on stderr, as [`open_each`] does when asked to.
+pub(crate) fn tell_warnings(log: &nanolog_runtime::reader::LogFile) {
+    // A log its writer is appending to: its last entry may be half
+    // written. The reader takes the entries before it (it never searches
+    // inside a block cut short), and that end is the write in progress,
+    // not damage: nothing is said of it.
+    let live = !log.is_complete() && writer_alive(log.path(), log.header().pid) == Some(true);
+    for w in log.warnings() {
+        if live && matches!(w, nanolog_runtime::reader::Warning::TornTail { .. }) {
+            continue;
+        }
+        let _ = writeln!(io::stderr(), "nanolog: warning: {w}");
+    }
+    warn_if_cut(log);
 }
 
 /// Whether the process `pid`, which wrote the file at `path`, still runs

@@ -528,6 +528,13 @@ impl LogFile {
         (self.warnings.is_empty() && self.records_total() == Some(t.records())).then_some(t)
     }
 
+    /// Whether every record of the file was read: nothing was left out
+    /// ([`LogFile::open_for`] found no run of records its want could do
+    /// without, or the file was opened whole).
+    pub fn is_whole(&self) -> bool {
+        self.skip.is_empty()
+    }
+
     /// The call site with this id, if the dictionary has it.
     pub fn site(&self, id: u32) -> Option<&SiteEntry> {
         self.sites.get(id as usize)?.as_ref()
