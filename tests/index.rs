@@ -197,6 +197,60 @@ fn windows_and_levels_read_what_the_whole_file_reads_leaving_out_the_rest() {
     }
 }
 
+/// `--thread ID`: a thread that logs only in the second half of a file
+/// (a batch job's thread beside a service's): reading for it leaves out
+/// the runs of the first half, whose INDEX entries name other threads
+/// only, and gives what the whole file gives for it; for a thread in
+/// every run, the whole answer too.
+#[test]
+fn a_thread_wanted_leaves_out_the_runs_that_hold_none_of_its_records() {
+    let _s = serial();
+    let path = temp("index-threads");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+    let log_for = |who: &'static str, n: u64| {
+        std::thread::Builder::new()
+            .name(who.into())
+            .spawn(move || {
+                for i in 0..n {
+                    nanolog::info!("{} record {} of its run", who, i);
+                    if i % 500 == 499 {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        logger.flush().unwrap();
+    };
+    log_for("early", 100_000);
+    log_for("late", 100_000);
+    drop(logger);
+    let whole = [LogFile::open(&path).unwrap()];
+    let ids: Vec<(u32, String)> = whole[0].threads().map(|t| (t.id, t.name)).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    for (id, name) in &ids {
+        let mut want = Want::new(None, None, None);
+        want.threads = Some(vec![*id]);
+        let part = [LogFile::open_for(&path, &want).unwrap()];
+        let only = || Filter {
+            threads: Some(vec![*id]),
+            ..Filter::default()
+        };
+        let got = read(&part, only());
+        assert_eq!(got, read(&whole, only()), "{name}");
+        assert_eq!(got.len(), 100_000, "{name}");
+        // Each half's runs name one thread: the other half is left out.
+        assert!(
+            part[0].records().count() < 150_000,
+            "{name}: {} of 200000 read",
+            part[0].records().count()
+        );
+    }
+    remove_with_kept(&path);
+}
+
 /// What a file's records hold, counted from a whole read: the records by
 /// site and by thread, their ticks' range, the drops by thread, the lost.
 fn counted(log: &LogFile) -> Totals {

@@ -37,7 +37,19 @@ impl DecodePlan {
     /// What its filters want of the inputs' records, for the files' index
     /// (`LogFile::open_for`): the time window and the level.
     pub(crate) fn want(&self) -> nanolog_runtime::reader::Want {
-        nanolog_runtime::reader::Want::new(self.since_ns, self.until_ns, self.min_level)
+        let mut w =
+            nanolog_runtime::reader::Want::new(self.since_ns, self.until_ns, self.min_level);
+        // `--thread ID`s (a name is looked up in the files' dictionaries,
+        // which the index is read before): the runs of none of them are
+        // left out.
+        if !self.threads.is_empty() {
+            w.threads = self
+                .threads
+                .iter()
+                .map(|t| t.parse::<u32>().ok())
+                .collect::<Option<Vec<u32>>>();
+        }
+        w
     }
 
     fn from_args(a: &DecodeArgs) -> anyhow::Result<DecodePlan> {

@@ -184,6 +184,21 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
             .map(String::as_str)
             .collect::<Vec<_>>()
     );
+    // `--thread ID` (the runs naming none of it left out) prints what
+    // `--thread NAME` (looked up in the dictionaries: every file read)
+    // does.
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&["info", "--format", "json", &files[0]])).unwrap();
+    let worker = info["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "worker")
+        .map(|t| t["id"].to_string())
+        .unwrap();
+    let by_id = with(&["decode", "--thread", &worker]);
+    assert!(by_id.lines().count() > 10_000);
+    assert_eq!(by_id, with(&["decode", "--thread", "worker"]));
     info_of_finished_files_is_what_their_records_count(&dir, &files);
     let _ = std::fs::remove_dir_all(p(&dir));
 }

@@ -15,7 +15,7 @@
 
 use super::*;
 use crate::level::Level;
-use crate::wire::index::{get_index, Row};
+use crate::wire::index::{get_index, thread_bit, Row};
 
 /// What a reader wants of a file's records (see [`LogFile::open_for`]):
 /// records it cannot want may be left out of the index. Records left in
@@ -33,6 +33,10 @@ pub struct Want {
     /// older than the last runs that hold that many are left out. (With no
     /// other want: a run's count is of all its records.)
     pub last: Option<u64>,
+    /// Records of these thread ids only (`decode --thread ID`): the runs
+    /// whose INDEX entries name none of them are left out. (A gap of the
+    /// writer's own, records it lost, is in every thread's answer.)
+    pub threads: Option<Vec<u32>>,
     /// No record at all: a reader of what the file says of itself (its
     /// dictionary, clock pairs and [`LogFile::totals`]) leaves out every
     /// run an INDEX entry announces.
@@ -48,6 +52,7 @@ impl Want {
             until_ns,
             min_level,
             last: None,
+            threads: None,
             none: false,
         }
     }
@@ -66,6 +71,7 @@ impl Want {
             && self.until_ns.is_none()
             && self.min_level.is_none()
             && self.last.is_none()
+            && self.threads.is_none()
             && !self.none
     }
 }
@@ -181,6 +187,10 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
         }
         None
     });
+    let threads = want.threads.as_ref().map(|ids| {
+        ids.iter()
+            .fold(thread_bit(dict::WRITER_THREAD), |m, &t| m | thread_bit(t))
+    });
     let mut out: Vec<(usize, usize)> = Vec::new();
     for row in &rows {
         // (Within the file: the walk checked where it lands.)
@@ -190,7 +200,8 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
             && want.since_ns.is_none_or(|s| late >= s)
             && want.until_ns.is_none_or(|u| early <= u)
             && row.levels & levels != 0
-            && older_than.is_none_or(|t| late >= t);
+            && older_than.is_none_or(|t| late >= t)
+            && threads.is_none_or(|m| row.threads & m != 0);
         if !wanted {
             out.push((start, end));
         }
