@@ -184,21 +184,21 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
             .map(String::as_str)
             .collect::<Vec<_>>()
     );
-    // `--thread ID` (the runs naming none of it left out) prints what
-    // `--thread NAME` (looked up in the dictionaries: every file read)
-    // does.
-    let info: serde_json::Value =
-        serde_json::from_str(&ok(&["info", "--format", "json", &files[0]])).unwrap();
-    let worker = info["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "worker")
-        .map(|t| t["id"].to_string())
-        .unwrap();
-    let by_id = with(&["decode", "--thread", &worker]);
-    assert!(by_id.lines().count() > 10_000);
-    assert_eq!(by_id, with(&["decode", "--thread", "worker"]));
+    // `--thread ID` (the runs naming none of it left out) prints the whole
+    // decode's lines of that id (`LEVEL[name:id]`), in every run of the
+    // set (an id is a thread's within its run: the two runs' workers may
+    // have different ones).
+    for id in 1..=2 {
+        let by_id = with(&["decode", "--thread", &id.to_string()]);
+        let tag = (format!(":{id}]: "), format!("[{id}]: "));
+        let want: Vec<&str> = all
+            .iter()
+            .filter(|l| l.contains(&tag.0) || l.contains(&tag.1))
+            .map(String::as_str)
+            .collect();
+        assert!(want.len() > 10_000, "thread {id}: {} lines", want.len());
+        assert_eq!(by_id.lines().collect::<Vec<_>>(), want, "--thread {id}");
+    }
     info_of_finished_files_is_what_their_records_count(&dir, &files);
     let _ = std::fs::remove_dir_all(p(&dir));
 }
@@ -325,6 +325,9 @@ fn windows_over_a_wall_clock_stepped_back_print_what_the_whole_decode_prints() {
             assert_eq!(got.lines().collect::<Vec<_>>(), want, "{args:?}");
         }
     }
+    // `info` from the files' ends places their first and last records as
+    // the whole reading does, across the step.
+    info_of_finished_files_is_what_their_records_count(&dir, &files);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
