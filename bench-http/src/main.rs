@@ -1,4 +1,5 @@
-//! What logging costs a real HTTP service (issue #68): an axum 0.8 server
+//! What logging costs a real HTTP service (issue #68; a workspace of its
+//! own, so that axum and tower-http stay out of the library's builds): an axum 0.8 server
 //! with tower-http's `TraceLayer` (a span per request, its request and
 //! response events), two `#[instrument]`ed async functions under the
 //! handler and about five events a request of its own, on a 2-worker tokio
@@ -23,7 +24,7 @@
 //! answered. Each subscriber's cost is what it adds over "none".
 //!
 //! ```text
-//! cargo bench -p nanolog-cli --bench http_service [-- SECS ROUNDS] [conns N] [only NAME]
+//! cargo run --release --manifest-path bench-http/Cargo.toml -- [SECS ROUNDS] [conns N] [only NAME]
 //! ```
 //!
 //! `only NAME` runs that subscriber's rounds alone (for a profiler).
