@@ -197,7 +197,7 @@ impl State {
                     // Its records' ticks start here (the extent's base, then
                     // never back: see below); the write's INDEX entry names
                     // its thread.
-                    sum.extent(thread, tick);
+                    sum.extent(thread);
                     tally.first_tick = tally.first_tick.min(tick);
                     let start = begin_entry(out, tag::EXTENT);
                     extent::put_header(out, thread, tick);
@@ -233,7 +233,7 @@ impl State {
                         let raw = r.c.contiguous(tail, (release_bytes as usize).max(len));
                         let (used, recs) =
                             compact(raw, site, &mut o.prev_tick, out, stop, &mut self.strings);
-                        self.sum.records(cur.level_bit, o.prev_tick);
+                        self.sum.records(cur.level_bit);
                         self.tally.count(site, thread, recs, o.prev_tick);
                         if recs == 0 {
                             // A malformed record: skipped as `peek` measured
@@ -279,7 +279,7 @@ impl State {
                                     );
                                 }
                             }
-                            self.sum.records(cur.level_bit, o.prev_tick);
+                            self.sum.records(cur.level_bit);
                             self.tally.count(site, thread, 1, o.prev_tick);
                             self.out_records += 1;
                             n += 1;

@@ -11,6 +11,7 @@
 use crate::wire::frame::put_entry;
 use crate::wire::index::{put_index, thread_bit, Row};
 use crate::wire::tag;
+use crate::wire::totals::Totals;
 
 /// A write's records get an INDEX entry when they take at least this much
 /// of the file: the entry (about 30 bytes) is then at most 6% of them. A
@@ -18,11 +19,13 @@ use crate::wire::tag;
 /// whole (a reader's walk goes through their few entries).
 const INDEXED: usize = 512;
 
-/// What the records of the write being filled hold.
+/// What the records of the write being filled hold, beside what the
+/// write's [`Totals`] count (the records' first and last tick are theirs).
 #[derive(Clone, Copy)]
 pub(super) struct Summary {
-    first: u64,
-    last: u64,
+    /// The earliest and latest tick of the write's gaps (DROPs).
+    gap_first: u64,
+    gap_last: u64,
     levels: u8,
     threads: u64,
     /// The write ends the file (an END after its records): not a row, so
@@ -33,8 +36,8 @@ pub(super) struct Summary {
 impl Default for Summary {
     fn default() -> Self {
         Summary {
-            first: u64::MAX,
-            last: 0,
+            gap_first: u64::MAX,
+            gap_last: 0,
             levels: 0,
             threads: 0,
             ends: false,
@@ -43,40 +46,42 @@ impl Default for Summary {
 }
 
 impl Summary {
-    /// An extent of thread `thread` opens at tick `first`: its records'
-    /// ticks are that or later.
-    pub(super) fn extent(&mut self, thread: u32, first: u64) {
-        self.first = self.first.min(first);
+    /// An extent of thread `thread` opens (its first tick goes to the
+    /// write's `Totals`).
+    pub(super) fn extent(&mut self, thread: u32) {
         self.threads |= thread_bit(thread);
     }
 
-    /// Records of the open extent at the levels of `levels` (bits), the
-    /// last of them at tick `last`: an OR and a compare a record or run.
+    /// Records of the open extent at the levels of `levels` (bits): an OR a
+    /// record or run (their last tick goes to the write's `Totals`).
     #[inline(always)]
-    pub(super) fn records(&mut self, levels: u8, last: u64) {
+    pub(super) fn records(&mut self, levels: u8) {
         self.levels |= levels;
-        self.last = self.last.max(last);
     }
 
     /// Records dropped (a gap, which no level filter leaves out).
     pub(super) fn add_gap(&mut self, thread: u32, first: u64, last: u64) {
-        self.extent(thread, first.min(last));
-        self.records(u8::MAX, last.max(first));
+        self.extent(thread);
+        self.levels = u8::MAX;
+        self.gap_first = self.gap_first.min(first.min(last));
+        self.gap_last = self.gap_last.max(last.max(first));
     }
 }
 
 /// Appends to `out` the INDEX entry of the write's records, `len` bytes
-/// holding `records` records summed up in `sum`, when they are worth one.
-pub(super) fn put(out: &mut Vec<u8>, sum: &Summary, len: usize, records: u64) {
+/// holding `records` records summed up in `sum` and `tally`, when they are
+/// worth one.
+pub(super) fn put(out: &mut Vec<u8>, sum: &Summary, tally: &Totals, len: usize, records: u64) {
     if len < INDEXED || sum.ends {
         return;
     }
+    let first = sum.gap_first.min(tally.first_tick);
     let row = Row {
         offset: 0,
         len: len as u64,
         records,
-        first_tick: if sum.first == u64::MAX { 0 } else { sum.first },
-        last_tick: sum.last,
+        first_tick: if first == u64::MAX { 0 } else { first },
+        last_tick: sum.gap_last.max(tally.last_tick),
         levels: sum.levels,
         threads: sum.threads,
     };

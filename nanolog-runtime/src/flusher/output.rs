@@ -206,7 +206,13 @@ impl State {
             Some(block) => block,
             None => &self.out,
         };
-        index::put(&mut lead, &self.sum, out.len(), self.out_records);
+        index::put(
+            &mut lead,
+            &self.sum,
+            &self.tally,
+            out.len(),
+            self.out_records,
+        );
         let result = self.writer.write(&lead, out, self.out_records, &self.tally);
         let written = lead.len() + out.len();
         self.lead = lead;

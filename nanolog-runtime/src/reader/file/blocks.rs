@@ -73,38 +73,8 @@ pub(super) struct Blocks {
     /// ... and what they inflated to.
     pub(super) raw: usize,
     /// The blocks of the runs [`LogFile::open_for`] left out, counted by
-    /// their heads as the runs were stepped over (see [`skipped`]).
+    /// their heads as the runs were stepped over (see `skip::blocks_of`).
     pub(super) skipped: BlockStats,
-}
-
-/// The blocks of the runs `skip` of the file's bytes `data`, counted by
-/// their heads (codec and inflated length; nothing inflated, no checksum):
-/// a run that is one BLOCK, as writers that index write them. Read while
-/// the file is indexed with no read-ahead: a page a run.
-pub(super) fn skipped(data: &[u8], skip: &[(usize, usize)]) -> BlockStats {
-    let mut st = BlockStats::default();
-    for &(start, end) in skip {
-        let Some(run) = data.get(start..end) else {
-            continue;
-        };
-        let Some(head) = run.get(..wire::FRAME_LEN + 11) else {
-            continue;
-        };
-        let len = u32::from_le_bytes([head[1], head[2], head[3], head[4]]) as usize;
-        if head[0] != tag::BLOCK || wire::FRAME_LEN + len != run.len() {
-            continue;
-        }
-        let mut pos = wire::FRAME_LEN + 1;
-        if let Some(raw) = wire::get_varint(head, &mut pos) {
-            match head[wire::FRAME_LEN] {
-                wire::block::DEFLATE_COMPACT => st.deflate += 1,
-                _ => st.lz4 += 1,
-            }
-            st.bytes += run.len();
-            st.raw += raw as usize;
-        }
-    }
-    st
 }
 
 /// Raw bytes of blocks a file holds inflated from its index on:

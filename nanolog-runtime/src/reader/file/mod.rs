@@ -162,8 +162,9 @@ pub struct LogFile {
     /// What the TOTALS entry right before the last END says (see
     /// [`LogFile::totals`]) ...
     totals: Option<Totals>,
-    /// ... and the TOTALS entry read last, if no other entry came after.
-    totals_next: Option<Totals>,
+    /// ... and the TOTALS entry read last, with where its body ends (it
+    /// counts for an END whose frame starts there).
+    totals_next: Option<(usize, Totals)>,
     /// What DROP entries hold, in file order (see `Item::Drop`).
     drops: Vec<DropInfo>,
     /// Its compressed blocks: where each is, which are held inflated.
@@ -346,7 +347,7 @@ impl LogFile {
         if let Some(want) = want.filter(|_| sparse) {
             f.data.sparse(true);
             f.skip = skip::left_out(&f.data, &header, want);
-            f.blocks.skipped = blocks::skipped(&f.data, &f.skip);
+            f.blocks.skipped = skip::blocks_of(&f.data, &f.skip);
         }
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs, on_wave);

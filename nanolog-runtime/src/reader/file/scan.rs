@@ -536,10 +536,8 @@ impl LogFile {
         // exits writes one, and calls made after that (other exit hooks)
         // add their records and another END.
         self.clean_end = t == tag::END;
-        // A TOTALS entry counts for the END right after it only.
-        let totals_next = self.totals_next.take();
         match t {
-            tag::TOTALS => self.totals_next = totals::get_totals(body),
+            tag::TOTALS => self.totals_next = totals::get_totals(body).map(|t| (end, t)),
             tag::SITE => match dict::get_site(body) {
                 Some(s) => {
                     let id = s.id as usize;
@@ -597,7 +595,13 @@ impl LogFile {
             }
             tag::END => {
                 self.end_records = dict::get_end(body);
-                self.totals = totals_next;
+                // A TOTALS entry counts for the END right after it only
+                // (`start` and `end` are an entry's body's).
+                self.totals = self
+                    .totals_next
+                    .take()
+                    .filter(|(e, _)| *e + wire::FRAME_LEN == start)
+                    .map(|(_, t)| t);
             }
             tag::SET => {
                 if let Some(e) = dict::get_set(body) {

@@ -106,6 +106,30 @@ fn holds(data: &[u8], pos: usize) -> Option<usize> {
     ((1..=32).contains(&head[0]) && next <= data.len()).then_some(next)
 }
 
+/// The blocks of the runs `skip` of the file's bytes `data`, counted by
+/// their heads (`wire::block::block_parts`: codec and inflated length;
+/// nothing inflated, no checksum): a run that is one BLOCK, as writers
+/// that index write them. Read while the file is indexed with no
+/// read-ahead: a page a run.
+pub(super) fn blocks_of(data: &[u8], skip: &[(usize, usize)]) -> BlockStats {
+    let mut st = BlockStats::default();
+    for &(start, end) in skip {
+        if holds(data, start) != Some(end) || data[start] != tag::BLOCK {
+            continue;
+        }
+        let body = &data[start + wire::FRAME_LEN..end];
+        if let Ok(parts) = wire::block::block_parts(body) {
+            match body[0] {
+                wire::block::DEFLATE_COMPACT => st.deflate += 1,
+                _ => st.lz4 += 1,
+            }
+            st.bytes += end - start;
+            st.raw += parts.raw;
+        }
+    }
+    st
+}
+
 fn walk(data: &[u8], header: &Header) -> Walk {
     let mut w = Walk {
         pairs: vec![(header.base_tick, header.base_unix_ns)],
