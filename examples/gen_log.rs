@@ -1,7 +1,9 @@
 //! Writes a benchmark log: `cargo run --release --example gen_log -- PATH THREADS TOTAL`
 //! (`NANOLOG_GEN_PACE_US=N`: paced, see below; `NANOLOG_GEN_COMPRESS=0`: no
 //! compressed batches, to compare the same log's two forms;
-//! `NANOLOG_GEN_ROTATE_MB=N`: a set of files of about N MB each).
+//! `NANOLOG_GEN_ROTATE_MB=N`: a set of files of about N MB each;
+//! `NANOLOG_GEN_ERROR_EVERY=N`: every Nth record of a thread is an error,
+//! in place of the mix's, as a service's rare errors among its traffic).
 //! Each thread logs TOTAL/THREADS records of the mix in `common/workload.rs`.
 
 #[path = "common/workload.rs"]
@@ -25,6 +27,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.rotate_bytes(mb << 20);
     }
     let logger = builder.start()?;
+    let error_every = std::env::var("NANOLOG_GEN_ERROR_EVERY")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|&n| n > 0);
     // NANOLOG_GEN_PACE_US=N: each thread pauses N µs after every 1,000
     // records, so the flusher keeps up and compresses its batches (a
     // service's pace); without it the threads log flat out.
@@ -37,13 +43,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 s.spawn(move || {
                     let n = total / threads;
                     for from in (0..n).step_by(1000) {
-                        workload::log_mixed_range(t, from..(from + 1000).min(n));
+                        log_range(t, from..(from + 1000).min(n), error_every);
                         std::thread::sleep(std::time::Duration::from_micros(us));
                     }
                 });
             }
         }),
-        None => workload::log_mixed_threads(threads, total),
+        None => std::thread::scope(|s| {
+            for t in 0..threads {
+                s.spawn(move || log_range(t, 0..total / threads, error_every));
+            }
+        }),
     }
     logger.flush()?;
     let s = logger.stats();
@@ -52,4 +62,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         path, s.logged, s.bytes_written
     );
     Ok(())
+}
+
+/// Records `range` of thread `worker`'s sequence: the mix, or with every
+/// `error_every`th record an error in its place.
+fn log_range(worker: u64, range: std::ops::Range<u64>, error_every: Option<u64>) {
+    let Some(every) = error_every else {
+        return workload::log_mixed_range(worker, range);
+    };
+    for i in range {
+        if i % every == every - 1 {
+            nanolog::error!("request {} from worker {} failed: {}", i, worker, "timeout");
+        } else {
+            workload::log_mixed_range(worker, i..i + 1);
+        }
+    }
 }

@@ -5,7 +5,7 @@ use super::file::{Item, LogFile, Wave};
 use super::record::Record;
 use super::time::TimeMap;
 use crate::wire::dict::SiteEntry;
-use crate::wire::record::Strings;
+use crate::wire::record::{SkipPlan, Strings};
 use crate::wire::{self, get_varint};
 
 /// Reading a file's records: every one, or those of a range of extents.
@@ -301,9 +301,97 @@ impl<'a> Extent<'a> {
         }))
     }
 
+    /// The next record of a call site `allowed` admits (indexed by site
+    /// id), stamped by `time`. Records of other sites are stepped over
+    /// unstamped, by their `plans` entry if they have one, else by their
+    /// kinds; damage is found as [`Extent::next_record`] finds it. A reader
+    /// of 0.1% of the records spends its time here, so a refused record
+    /// costs its header and its lengths only. With `until`, one
+    /// refused record in [`CHECK_EVERY`] in a row is returned stamped, for
+    /// the caller to see its stream has passed the window's end.
+    #[inline]
+    pub(crate) fn next_allowed(
+        &mut self,
+        time: &TimeMap,
+        allowed: &[bool],
+        plans: &[Option<SkipPlan>],
+        until: bool,
+    ) -> Option<Result<Record<'a>, ReadError>> {
+        let mut passed = 0u32;
+        loop {
+            // Refused sites with a plan (`plans`), no context switch:
+            // stepped over by their headers and nibble codes, in a loop on
+            // locals (the position stays in a register; through `self` it
+            // went by memory, a store and a load a record). Anything else,
+            // and every CHECK_EVERY-th record under `until`, takes the
+            // general path below.
+            if !self.failed {
+                let body = self.body;
+                let (mut pos, mut tick, mut rec_start) = (self.pos, self.tick, self.rec_start);
+                while !(until && (passed + 1).is_multiple_of(CHECK_EVERY)) {
+                    let mut at = pos;
+                    let plan = get_varint(body, &mut at)
+                        .filter(|&id| id != u64::from(wire::CONTEXT_SWITCH))
+                        .and_then(|id| plans.get(usize::try_from(id).ok()?)?.as_ref());
+                    let Some(plan) = plan else { break };
+                    let Some(delta) = get_varint(body, &mut at) else {
+                        break;
+                    };
+                    let Some(len) = plan.args_len(body, at) else {
+                        break;
+                    };
+                    rec_start = pos;
+                    pos = at + len;
+                    tick = tick.wrapping_add(delta);
+                    passed += 1;
+                }
+                (self.pos, self.tick, self.rec_start) = (pos, tick, rec_start);
+            }
+            let (site, tick) = match self.next_header() {
+                Some(Ok(h)) => h,
+                Some(Err(e)) => return Some(Err(self.shrank_or(e))),
+                // Refused records' pages were not checked (below).
+                None if passed > 0 && self.mapped && self.file.shrank() && !self.failed => {
+                    return Some(Err(self.fail(SHRANK)));
+                }
+                None => return None,
+            };
+            let keep = allowed.get(site.id as usize).copied().unwrap_or(false);
+            passed += 1;
+            if !(keep || until && passed.is_multiple_of(CHECK_EVERY)) {
+                // A refused record: only its lengths are read. A page the
+                // file no longer covers is counted when read (`GuardedMap`),
+                // and the count is checked by the next record handed out, or
+                // here at a failure or the extent's end: a shrink is told as
+                // such, never as damage.
+                let skipped =
+                    wire::record::skip_args(&site.kinds, self.body, &mut self.pos, &self.strings);
+                if skipped.is_none() {
+                    let e = self.fail("malformed record arguments");
+                    return Some(Err(self.shrank_or(e)));
+                }
+                continue;
+            }
+            return Some(self.take_args(site).map(|(args, len)| {
+                let ns = Some(time.unix_ns(tick));
+                Record::new(self.file, site, self.thread, self.ctx, tick, args, len, ns)
+            }));
+        }
+    }
+
+    /// `e`, or the file's shrink if its mapped bytes were cut while read
+    /// (the cause of whatever damage was found after).
+    fn shrank_or(&mut self, e: ReadError) -> ReadError {
+        if self.mapped && self.file.shrank() {
+            self.file.malformed(self.body_offset + self.pos, SHRANK)
+        } else {
+            e
+        }
+    }
+
     /// The next record's header fields, without decoding its arguments:
     /// `(site, tick)`; then [`Extent::take_args`] must be called.
-    #[inline]
+    #[inline(always)]
     fn next_header(&mut self) -> Option<Result<(&'a SiteEntry, u64), ReadError>> {
         if self.gone {
             self.gone = false;
@@ -357,7 +445,7 @@ impl<'a> Extent<'a> {
     }
 
     /// The record's arguments and its total length in bytes.
-    #[inline]
+    #[inline(always)]
     fn take_args(&mut self, site: &SiteEntry) -> Result<(&'a [u8], u32), ReadError> {
         let start = self.pos;
         let skipped = wire::record::skip_args(&site.kinds, self.body, &mut self.pos, &self.strings);
@@ -368,9 +456,7 @@ impl<'a> Extent<'a> {
             touch_pages(&self.body[self.rec_start..self.pos.min(self.body.len())]);
         }
         if self.mapped && self.file.shrank() {
-            return Err(
-                self.fail("the file shrank while being read (truncated by another program)")
-            );
+            return Err(self.fail(SHRANK));
         }
         match skipped {
             Some(()) => Ok((
@@ -400,6 +486,13 @@ impl<'a> Iterator for Extent<'a> {
         self.next_record(time)
     }
 }
+
+/// Why an extent of a mapped file stopped when the file was cut under it.
+const SHRANK: &str = "the file shrank while being read (truncated by another program)";
+
+/// How many refused records in a row [`Extent::next_allowed`] steps over
+/// before it returns one, stamped, for a window's end to be checked.
+const CHECK_EVERY: u32 = 256;
 
 /// Reads one byte of every page `bytes` spans (see `Extent::take_args`).
 #[inline]

@@ -10,6 +10,7 @@ use super::extent::{Clock, Extent};
 use super::file::{Block, Gap, Item, LogFile, SharedBlocks};
 use super::{ReadError, Record, SiteEntry, TimeMap};
 use crate::level::Level;
+use crate::wire::record::SkipPlan;
 
 /// Which records to yield. Everything here is decided from the dictionary and
 /// the record header, before arguments are formatted.
@@ -126,6 +127,12 @@ struct BlockCache {
 pub struct Merge<'a> {
     files: &'a [LogFile],
     allowed: Vec<Vec<bool>>,
+    /// Whether `allowed` refuses a site of some file (a level or site
+    /// filter): records are then taken by [`Extent::next_allowed`].
+    narrowed: bool,
+    /// Per file and site id, how a refused site's records are stepped over
+    /// (`None`: admitted, or by its kinds).
+    plans: Vec<Vec<Option<SkipPlan>>>,
     filter: Filter,
     streams: Vec<Stream<'a>>,
     heap: BinaryHeap<Reverse<HeapKey>>,
@@ -177,6 +184,29 @@ impl<'a> Merge<'a> {
                     })
                     .collect()
             })
+            .collect::<Vec<Vec<bool>>>();
+        // (A site id no entry defines is refused too, but no filter is
+        // needed for that: a record of one is damage either way.)
+        let narrowed = files.iter().zip(&allowed).any(|(f, allowed)| {
+            f.site_slots()
+                .iter()
+                .zip(allowed)
+                .any(|(slot, &keep)| slot.is_some() && !keep)
+        });
+        let plans = files
+            .iter()
+            .zip(&allowed)
+            .map(|(f, allowed)| {
+                f.site_slots()
+                    .iter()
+                    .zip(allowed)
+                    .map(|(slot, &keep)| {
+                        slot.as_ref()
+                            .filter(|_| narrowed && !keep)
+                            .and_then(|s| SkipPlan::of(&s.kinds))
+                    })
+                    .collect()
+            })
             .collect();
         let mut streams = Vec::new();
         if sorted {
@@ -216,6 +246,8 @@ impl<'a> Merge<'a> {
         Merge {
             files,
             allowed,
+            narrowed,
+            plans,
             filter,
             streams,
             heap: BinaryHeap::with_capacity(n),
@@ -345,8 +377,16 @@ impl<'a> Merge<'a> {
                 return None;
             }
             if let Some(ext) = cur.extent.as_mut() {
-                let Some(rec) = extent_next(ext, &self.clocks[cur.file_ix], &mut self.errors)
-                else {
+                let next = self
+                    .narrowed
+                    .then(|| (&self.allowed[cur.file_ix][..], &self.plans[cur.file_ix][..]));
+                let clock = &self.clocks[cur.file_ix];
+                let until = self.filter.until_ns.is_some();
+                let rec = match next {
+                    Some(n) => extent_next_allowed(ext, clock, n, until, &mut self.errors),
+                    None => extent_next(ext, clock, &mut self.errors),
+                };
+                let Some(rec) = rec else {
                     cur.extent = None;
                     continue;
                 };
@@ -453,7 +493,16 @@ impl<'a> Merge<'a> {
         loop {
             let file = self.files.get(self.u_file)?;
             if let Some(ext) = self.u_extent.as_mut() {
-                match extent_next(ext, &self.clocks[self.u_file], &mut self.errors) {
+                let next = self
+                    .narrowed
+                    .then(|| (&self.allowed[self.u_file][..], &self.plans[self.u_file][..]));
+                let clock = &self.clocks[self.u_file];
+                let until = self.filter.until_ns.is_some();
+                let rec = match next {
+                    Some(n) => extent_next_allowed(ext, clock, n, until, &mut self.errors),
+                    None => extent_next(ext, clock, &mut self.errors),
+                };
+                match rec {
                     Some(rec) if self.keep_record(self.u_file, &rec) == Some(true) => {
                         self.u_emitted = true;
                         return Some(Event::Record(rec));
@@ -647,6 +696,27 @@ fn extent_next<'a>(
     errors: &mut Vec<ReadError>,
 ) -> Option<Record<'a>> {
     match ext.next_record(Some(clock))? {
+        Ok(rec) => Some(rec),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    }
+}
+
+/// [`extent_next`] under a level or site filter: the next record of a site
+/// `allowed` admits, or one to check `until` by (see
+/// [`Extent::next_allowed`]). Kept out of line: the unfiltered reader's
+/// loop stays as it was.
+#[inline(never)]
+fn extent_next_allowed<'a>(
+    ext: &mut Extent<'a>,
+    clock: &TimeMap,
+    (allowed, plans): (&[bool], &[Option<SkipPlan>]),
+    until: bool,
+    errors: &mut Vec<ReadError>,
+) -> Option<Record<'a>> {
+    match ext.next_allowed(clock, allowed, plans, until)? {
         Ok(rec) => Some(rec),
         Err(e) => {
             errors.push(e);

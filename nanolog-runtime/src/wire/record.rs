@@ -767,6 +767,66 @@ pub fn skip_args(
     Some(())
 }
 
+/// How a record of one call site is stepped over when its arguments are
+/// integers, chars, floats and bools only: its arguments' length follows
+/// from its nibble codes alone. Made once per site, so a reader that
+/// leaves out most records (a level or site filter) pays a table lookup
+/// and a few additions a record, not [`skip_args`]' walk of the kinds.
+#[derive(Debug, Clone, Copy)]
+pub struct SkipPlan {
+    /// How many nibble-coded arguments (at most 8).
+    codes: u8,
+    /// The bytes of the arguments without a nibble code.
+    fixed: u16,
+    /// Each nibble-coded argument's full width (code 15), in order.
+    full: [u8; 8],
+}
+
+impl SkipPlan {
+    /// The plan for records of `kinds`, if they have one (no string or
+    /// rendered argument, at most 8 coded ones).
+    pub fn of(kinds: &[ArgKind]) -> Option<SkipPlan> {
+        let mut plan = SkipPlan {
+            codes: 0,
+            fixed: 0,
+            full: [0; 8],
+        };
+        for &kind in kinds {
+            match kind {
+                ArgKind::Str | ArgKind::Rendered => return None,
+                ArgKind::F32 => plan.fixed += 4,
+                ArgKind::F64 => plan.fixed += 8,
+                ArgKind::Bool => plan.fixed += 1,
+                k => {
+                    let slot = plan.full.get_mut(usize::from(plan.codes))?;
+                    *slot = full_width(k) as u8;
+                    plan.codes += 1;
+                }
+            }
+        }
+        Some(plan)
+    }
+
+    /// The length of the arguments at `buf[at..]`, as [`skip_args`] would
+    /// step over them; `None` if they run past the end of `buf`.
+    #[inline(always)]
+    pub fn args_len(&self, buf: &[u8], at: usize) -> Option<usize> {
+        let n = usize::from(self.codes);
+        let codes = buf.get(at..at.checked_add(n.div_ceil(2))?)?;
+        let mut len = codes.len() + usize::from(self.fixed);
+        for i in 0..n {
+            let c = (codes[i / 2] >> ((i & 1) * 4)) & 0xf;
+            // Codes 0-7: 1-8 bytes; 8-14: 1-7 bytes (negative); 15: full.
+            len += if c == 15 {
+                usize::from(self.full[i])
+            } else {
+                usize::from(c & 7) + 1
+            };
+        }
+        (len <= buf.len() - at).then_some(len)
+    }
+}
+
 /// Calls `f` with the values of `args` (stored by `kinds`) as a slice,
 /// without allocating for up to 8 of them.
 pub fn with_values<'a, R>(
@@ -876,10 +936,48 @@ mod tests {
                     let mut skip = 1;
                     skip_args(&[a, b], &out, &mut skip, &Strings::TAGGED).unwrap();
                     assert_eq!(skip, out.len());
+                    // A refused record's plan steps over the same bytes,
+                    // and not over a record cut short.
+                    let plan = SkipPlan::of(&[a, b]).unwrap();
+                    assert_eq!(plan.args_len(&out, 1), Some(out.len() - 1));
+                    assert_eq!(plan.args_len(&out[..out.len() - 1], 1), None);
                     assert_eq!(nth_arg(&[a, b], &out, 1, 1, Strings::TAGGED), Some(vb));
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_skip_plan_steps_over_floats_bools_and_chars_and_refuses_strings() {
+        let kinds = [
+            ArgKind::F64,
+            ArgKind::Char,
+            ArgKind::Bool,
+            ArgKind::I32,
+            ArgKind::F32,
+            ArgKind::U64,
+        ];
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&1.5f64.to_le_bytes());
+        raw.extend_from_slice(&u32::from('é').to_le_bytes());
+        raw.push(1);
+        raw.extend_from_slice(&(-70000i32).to_le_bytes());
+        raw.extend_from_slice(&2.5f32.to_le_bytes());
+        raw.extend_from_slice(&u64::MAX.to_le_bytes());
+        let mut out = vec![0xAA, 0xBB];
+        compact(&kinds, &raw, &mut out).unwrap();
+        let mut skip = 2;
+        skip_args(&kinds, &out, &mut skip, &Strings::TAGGED).unwrap();
+        let plan = SkipPlan::of(&kinds).unwrap();
+        assert_eq!(plan.args_len(&out, 2), Some(skip - 2));
+        assert_eq!(plan.args_len(&out[..skip - 1], 2), None);
+        assert!(SkipPlan::of(&[ArgKind::U8, ArgKind::Str]).is_none());
+        assert!(SkipPlan::of(&[ArgKind::Rendered]).is_none());
+        assert!(
+            SkipPlan::of(&[ArgKind::U8; 9]).is_none(),
+            "more codes than it holds"
+        );
+        assert_eq!(SkipPlan::of(&[]).unwrap().args_len(&out, 2), Some(0));
     }
 
     #[test]
