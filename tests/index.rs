@@ -136,15 +136,23 @@ fn passed(all: &[Keyed], want: &Want) -> Vec<String> {
 /// reads the records, and reports the damage, an unfiltered read does.
 fn check_levels(files: &[LogFile], case: &str) {
     let (all, errors) = read_all(files);
+    // Read serially, and with the stops found first on both cores (the
+    // pre-scan a large set gets; made to run on these small files).
     for level in [Level::Warn, Level::Error] {
-        let want = Want::new(None, None, Some(level));
-        let mut merge = Merge::new(files, filter(&want));
-        let got = read_events(&mut merge);
-        let mut got_errors: Vec<String> =
-            merge.take_errors().iter().map(|e| e.to_string()).collect();
-        got_errors.sort();
-        assert_eq!(got, passed(&all, &want), "{case} {level:?}");
-        assert_eq!(got_errors, errors, "{case} {level:?}");
+        for prescan in [false, true] {
+            let want = Want::new(None, None, Some(level));
+            let mut merge = Merge::new(files, filter(&want));
+            if prescan {
+                merge = merge.__prescan_from(0);
+            }
+            let got = read_events(&mut merge);
+            let mut got_errors: Vec<String> =
+                merge.take_errors().iter().map(|e| e.to_string()).collect();
+            got_errors.sort();
+            let how = format!("{case} {level:?} prescan {prescan}");
+            assert_eq!(got, passed(&all, &want), "{how}");
+            assert_eq!(got_errors, errors, "{how}");
+        }
     }
 }
 
@@ -203,6 +211,9 @@ fn check_windows(path: &Path, seed: u64) -> (usize, usize) {
         let part = [LogFile::open_for(path, &want).unwrap()];
         assert!(part[0].warnings().is_empty(), "{:?}", part[0].warnings());
         let got = read(&part, filter(&want));
+        // A window's end checked by the records a pre-scan stops at too.
+        let mut prescanned = Merge::new(&part, filter(&want)).__prescan_from(0);
+        assert_eq!(read_events(&mut prescanned), got, "{want:?} prescan");
         let expected = read(&whole, filter(&want));
         assert_eq!(got, expected, "{want:?}");
         assert_eq!(expected, passed(&keyed, &want), "{want:?}");

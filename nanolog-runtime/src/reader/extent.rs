@@ -229,6 +229,18 @@ pub(crate) struct Extent<'a> {
     gone: bool,
 }
 
+/// Where a record of an extent starts, and the extent's state there: what
+/// it takes to read that record alone ([`Extent::record_at`]). A merge
+/// under a narrow filter finds its records' stops on both cores first.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stop {
+    pos: usize,
+    /// The tick before the record's (its delta is added to it).
+    tick: u64,
+    ctx: u32,
+    switched: u32,
+}
+
 /// Which clock stamps an extent's records with wall-clock time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Clock {
@@ -377,6 +389,43 @@ impl<'a> Extent<'a> {
                 Record::new(self.file, site, self.thread, self.ctx, tick, args, len, ns)
             }));
         }
+    }
+
+    /// The stop of the record [`Extent::next_allowed`] just returned, whose
+    /// tick is `tick`.
+    pub(crate) fn stop_of(&self, tick: u64) -> Option<Stop> {
+        let mut at = self.rec_start;
+        get_varint(self.body, &mut at)?;
+        let delta = get_varint(self.body, &mut at)?;
+        Some(Stop {
+            pos: self.rec_start,
+            tick: tick.wrapping_sub(delta),
+            ctx: self.ctx,
+            switched: self.switched,
+        })
+    }
+
+    /// The record at `stop` (from [`Extent::stop_of`] on an extent of the
+    /// same bytes), stamped by `time`, read and checked as
+    /// [`Extent::next_record`] reads one.
+    pub(crate) fn record_at(
+        &mut self,
+        stop: Stop,
+        time: &TimeMap,
+    ) -> Option<Result<Record<'a>, ReadError>> {
+        if self.failed || stop.pos >= self.body.len() {
+            return None;
+        }
+        self.pos = stop.pos;
+        self.tick = stop.tick;
+        self.ctx = stop.ctx;
+        self.switched = stop.switched;
+        self.next_record(Some(time))
+    }
+
+    /// Whether its file's mapped bytes were cut since it was opened.
+    pub(crate) fn shrank(&self) -> bool {
+        self.mapped && self.file.shrank()
     }
 
     /// `e`, or the file's shrink if its mapped bytes were cut while read
