@@ -80,6 +80,39 @@ enum Opened<'a> {
     Nothing,
 }
 
+/// What a narrow filter's pre-scan found of an item of a stream.
+#[derive(Debug, Clone, Default)]
+enum Scan {
+    /// Read it whole (not an extent, not pre-scanned, or given up on).
+    #[default]
+    Whole,
+    /// In a wave not yet pre-scanned.
+    Pending,
+    /// Only the records at these stops are read.
+    Stops(Vec<Stop>),
+}
+
+/// An extent to pre-scan (see [`Merge::plan_prescan`]).
+struct Job<'a> {
+    stream: usize,
+    item: usize,
+    file: &'a LogFile,
+    file_ix: usize,
+    /// Where its item is in its file (the order waves take).
+    at: usize,
+    thread: u32,
+    start: usize,
+    end: usize,
+    ctx: u32,
+}
+
+/// About this many bytes of extents a pre-scan wave: memory and the time
+/// to the first record stay bounded however large the set.
+const WAVE_BYTES: usize = 64 << 20;
+
+/// At most a stop per this many bytes of an extent.
+const BYTES_PER_STOP: usize = 256;
+
 struct Stream<'a> {
     file: &'a LogFile,
     file_ix: usize,
@@ -93,9 +126,9 @@ struct Stream<'a> {
     /// An event read from `held` was handed out: a batch holds its block.
     emitted: bool,
     done: bool,
-    /// Per item (empty: none), the stops of its records a narrow filter
-    /// passes, found by [`Merge::prescan`]; `None`: read it whole.
-    stops: Vec<Option<Vec<Stop>>>,
+    /// Per item (empty: all [`Scan::Whole`]), what the pre-scan of a
+    /// narrow filter found.
+    stops: Vec<Scan>,
     /// The stops of the extent being read, and the next one.
     reading: Option<(Vec<Stop>, usize)>,
 }
@@ -138,8 +171,14 @@ pub struct Merge<'a> {
     /// Per file and site id, how a refused site's records are stepped over
     /// (`None`: admitted, or by its kinds).
     plans: Vec<Vec<Option<SkipPlan>>>,
-    /// Below this many bytes of extents to read, no [`Merge::prescan`].
+    /// Below this many bytes of extents to read, no pre-scan
+    /// ([`Merge::plan_prescan`]).
     prescan_min: usize,
+    /// The extents to pre-scan, in order, and the next wave's first.
+    jobs: Vec<Job<'a>>,
+    /// About this many bytes of extents a wave ([`WAVE_BYTES`]).
+    wave_bytes: usize,
+    next_job: usize,
     filter: Filter,
     streams: Vec<Stream<'a>>,
     heap: BinaryHeap<Reverse<HeapKey>>,
@@ -259,6 +298,9 @@ impl<'a> Merge<'a> {
             plans,
             // Below this much to walk, a thread costs more than it saves.
             prescan_min: 4 << 20,
+            jobs: Vec::new(),
+            wave_bytes: WAVE_BYTES,
+            next_job: 0,
             filter,
             streams,
             heap: BinaryHeap::with_capacity(n),
@@ -278,11 +320,13 @@ impl<'a> Merge<'a> {
         }
     }
 
-    /// Tests only: pre-scans under a narrow filter (see [`Merge::prescan`])
-    /// from this many bytes of extents on (4 MiB unless set).
+    /// Tests only: pre-scans under a narrow filter (see
+    /// [`Merge::plan_prescan`]) from `min_bytes` of extents on (4 MiB
+    /// unless set), in waves of `wave_bytes` (64 MiB).
     #[doc(hidden)]
-    pub fn __prescan_from(mut self, bytes: usize) -> Self {
-        self.prescan_min = bytes;
+    pub fn __prescan(mut self, min_bytes: usize, wave_bytes: usize) -> Self {
+        self.prescan_min = min_bytes;
+        self.wave_bytes = wave_bytes.max(1);
         self
     }
 
@@ -465,9 +509,17 @@ impl<'a> Merge<'a> {
             }
             match self.open_item(file, file_ix, thread, item) {
                 Opened::Extent(e, held) => {
+                    let ix = self.streams[c].next_item - 1;
+                    while matches!(self.streams[c].stops.get(ix), Some(Scan::Pending))
+                        && self.next_job < self.jobs.len()
+                    {
+                        self.prescan_wave();
+                    }
                     let cur = &mut self.streams[c];
-                    let ix = cur.next_item - 1;
-                    cur.reading = cur.stops.get_mut(ix).and_then(Option::take).map(|v| (v, 0));
+                    cur.reading = match cur.stops.get_mut(ix).map(std::mem::take) {
+                        Some(Scan::Stops(v)) => Some((v, 0)),
+                        _ => None,
+                    };
                     cur.extent = Some(e);
                     let left = cur.switch(held);
                     self.left(left);
@@ -479,29 +531,16 @@ impl<'a> Merge<'a> {
     }
 
     /// Under a narrow filter (a level or site), before the first event:
-    /// finds the stops of the records it passes in every extent the
-    /// streams will read, half the extents on another core, so that each
-    /// stream then reads only those records. Reading one record in a
-    /// thousand, the merge was a serial walk of every record's header on
-    /// one core. An extent whose walk fails, finds too many (a filter that
-    /// passes much: the stops would cost memory for nothing), lies in a
-    /// block past the resident budget or in a file cut meanwhile, is left
-    /// to be read whole, as without a pre-scan: the output is the same.
-    fn prescan(&mut self) {
-        /// At most a stop per this many bytes of an extent.
-        const BYTES_PER_STOP: usize = 256;
+    /// plans the pre-scan of every extent the streams will read, each
+    /// stream's first then in file order, done a wave at a time as the
+    /// streams reach them
+    /// ([`Merge::prescan_wave`]). Reading one record in a thousand, the
+    /// merge was a serial walk of every record's header on one core; a
+    /// wave finds the stops of the records the filter passes, half its
+    /// extents on another core, and the streams then read only those.
+    fn plan_prescan(&mut self) {
         if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
             return;
-        }
-        struct Job<'a> {
-            stream: usize,
-            item: usize,
-            file: &'a LogFile,
-            file_ix: usize,
-            thread: u32,
-            start: usize,
-            end: usize,
-            ctx: u32,
         }
         let mut jobs = Vec::new();
         for (c, s) in self.streams.iter().enumerate() {
@@ -521,6 +560,7 @@ impl<'a> Merge<'a> {
                     item: i,
                     file: s.file,
                     file_ix: s.file_ix,
+                    at,
                     thread: s.thread,
                     start,
                     end,
@@ -532,51 +572,98 @@ impl<'a> Merge<'a> {
         if total < self.prescan_min {
             return;
         }
+        // Each stream's first extent first (the merge reads every
+        // stream's first record before it gives one: a late file's too),
+        // then file order, the order a set's files are read in.
+        let mut seen = vec![false; self.streams.len()];
+        let mut order: Vec<(bool, usize, usize, usize)> = jobs
+            .iter()
+            .enumerate()
+            .map(|(k, j)| {
+                (
+                    std::mem::replace(&mut seen[j.stream], true),
+                    j.file_ix,
+                    j.at,
+                    k,
+                )
+            })
+            .collect();
+        order.sort_unstable();
+        let mut slots: Vec<Option<Job<'a>>> = jobs.into_iter().map(Some).collect();
+        let jobs: Vec<Job<'a>> = order.iter().filter_map(|o| slots[o.3].take()).collect();
+        for j in &jobs {
+            let s = &mut self.streams[j.stream];
+            if s.stops.is_empty() {
+                s.stops = vec![Scan::Whole; s.items.len()];
+            }
+            s.stops[j.item] = Scan::Pending;
+        }
+        self.jobs = jobs;
+    }
+
+    /// Pre-scans the next wave of [`Merge::plan_prescan`]'s extents (about
+    /// [`WAVE_BYTES`] of them, in its order), this thread and another
+    /// taking half each. An extent whose walk fails, that passes more than
+    /// a record per [`BYTES_PER_STOP`] bytes (a filter that passes much:
+    /// the stops would cost memory for nothing), or whose file was cut
+    /// meanwhile is read whole, as without a pre-scan: the output is the
+    /// same.
+    fn prescan_wave(&mut self) {
+        let first = self.next_job;
+        let mut bytes = 0;
+        let last = self.jobs[first..]
+            .iter()
+            .position(|j| {
+                bytes += j.end - j.start;
+                bytes >= self.wave_bytes
+            })
+            .map_or(self.jobs.len(), |i| first + i + 1);
+        self.next_job = last;
+        let wave = &self.jobs[first..last];
         let (allowed, plans, clocks) = (&self.allowed, &self.plans, &self.clocks);
         let until = self.filter.until_ns.is_some();
-        let scan = |j: &Job<'a>| -> Option<Vec<Stop>> {
+        let scan = |j: &Job<'a>| -> Scan {
             let mut ext = Extent::new(j.file, j.thread, j.start, j.end, j.ctx, Clock::Untimed);
             let (allowed, plans) = (&allowed[j.file_ix][..], &plans[j.file_ix][..]);
             let mut stops = Vec::new();
             let most = (j.end - j.start) / BYTES_PER_STOP + 1;
             while let Some(rec) = ext.next_allowed(&clocks[j.file_ix], allowed, plans, until) {
-                stops.push(ext.stop_of(rec.ok()?.tick())?);
+                let Some(stop) = rec.ok().and_then(|r| ext.stop_of(r.tick())) else {
+                    return Scan::Whole;
+                };
+                stops.push(stop);
                 if stops.len() > most {
-                    return None;
+                    return Scan::Whole;
                 }
             }
-            (!ext.shrank()).then_some(stops)
+            if ext.shrank() {
+                return Scan::Whole;
+            }
+            Scan::Stops(stops)
         };
         // Two halves of about equal bytes: this thread takes the first.
         let mut half = 0;
-        let split = jobs
+        let split = wave
             .iter()
             .position(|j| {
                 half += j.end - j.start;
-                half * 2 >= total
+                half * 2 >= bytes
             })
-            .map_or(jobs.len(), |i| i + 1);
-        let (mine, theirs) = jobs.split_at(split);
-        let found = std::thread::scope(|s| {
+            .map_or(wave.len(), |i| i + 1);
+        let (mine, theirs) = wave.split_at(split);
+        let (found, other) = std::thread::scope(|s| {
             let other = s.spawn(|| theirs.iter().map(scan).collect::<Vec<_>>());
             let found: Vec<_> = mine.iter().map(scan).collect();
-            // A panic there (a bug): the other half is read whole.
+            // A panic there (a bug): that half is read whole.
             (found, other.join().ok())
         });
-        let found = found.0.into_iter().map(Some).chain(
-            found
-                .1
-                .into_iter()
-                .flatten()
-                .map(Some)
-                .chain(std::iter::repeat(None)),
-        );
-        for (j, stops) in jobs.iter().zip(found) {
-            let s = &mut self.streams[j.stream];
-            if s.stops.is_empty() {
-                s.stops = vec![None; s.items.len()];
-            }
-            s.stops[j.item] = stops.flatten();
+        let found = found
+            .into_iter()
+            .chain(other.into_iter().flatten())
+            .chain(std::iter::repeat(Scan::Whole));
+        for (j, scan) in (first..last).zip(found) {
+            let (c, item) = (self.jobs[j].stream, self.jobs[j].item);
+            self.streams[c].stops[item] = scan;
         }
     }
 
@@ -606,7 +693,7 @@ impl<'a> Merge<'a> {
         if !self.started {
             self.started = true;
             if self.narrowed {
-                self.prescan();
+                self.plan_prescan();
             }
             for c in 0..self.streams.len() {
                 if let Some(ev) = self.advance(c) {
