@@ -246,6 +246,7 @@ fn full_width(kind: ArgKind) -> usize {
     }
 }
 
+#[inline(always)]
 fn is_nibbled(kind: ArgKind) -> bool {
     !matches!(
         kind,
@@ -254,6 +255,7 @@ fn is_nibbled(kind: ArgKind) -> bool {
 }
 
 /// How many nibble codes a record of these kinds carries.
+#[inline]
 pub fn nibble_count(kinds: &[ArgKind]) -> usize {
     kinds.iter().filter(|k| is_nibbled(**k)).count()
 }
