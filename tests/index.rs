@@ -330,9 +330,18 @@ fn a_thread_wanted_leaves_out_the_runs_that_hold_none_of_its_records() {
 /// What a file's records hold, counted from a whole read: the records by
 /// site and by thread, their ticks' range, the drops by thread, the lost.
 fn counted(log: &LogFile) -> Totals {
+    counted_from(log, 0)
+}
+
+/// [`counted`] of the records and gaps at or after byte `min_offset`.
+fn counted_from(log: &LogFile, min_offset: usize) -> Totals {
     let mut t = Totals::new();
     let files = std::slice::from_ref(log);
-    for ev in Merge::unsorted(files, Filter::default()) {
+    let filter = Filter {
+        min_offset,
+        ..Filter::default()
+    };
+    for ev in Merge::unsorted(files, filter) {
         match ev {
             Event::Record(r) => {
                 t.count(r.site().id, r.thread(), 1, r.tick());
@@ -635,6 +644,62 @@ fn records_stepped_over_unread_are_checked_as_read_ones() {
         "{errors:?}"
     );
     check_levels(&files, "cut extents");
+    let _ = std::fs::remove_file(&case);
+    remove_with_kept(&path);
+}
+
+/// A file still being written, or a killed writer's, has checkpoints (a
+/// TOTALS entry after the write that takes it 16 MiB past the last; here
+/// every 64 KiB): read from its last checkpoint on, the checkpoint's counts
+/// and the records after it add up to what a whole read counts, at every
+/// cut; a reading that finds damage (a checkpoint whose checksum fails)
+/// takes none; and a finished file still ends with its END.
+#[test]
+fn a_live_files_last_checkpoint_and_what_follows_count_what_a_whole_read_does() {
+    let _s = serial();
+    nanolog_runtime::__set_checkpoint_bytes(64 << 10);
+    let path = temp("index-checkpoints");
+    write(&path, true, 1.5);
+    nanolog_runtime::__set_checkpoint_bytes(0);
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(
+        LogFile::open(&path).unwrap().is_complete(),
+        "END stays last"
+    );
+    let checkpoints: Vec<(usize, usize)> = common::entries(&bytes)
+        .into_iter()
+        .filter(|e| e.2 == tag::TOTALS)
+        .map(|e| (e.0, e.1))
+        .collect();
+    assert!(checkpoints.len() > 5, "{} checkpoints", checkpoints.len());
+    let case = temp("index-checkpoints-case");
+    let check = |b: &[u8], what: &str| -> bool {
+        std::fs::write(&case, b).unwrap();
+        let whole = LogFile::open(&case).unwrap();
+        let part = LogFile::open_for(&case, &Want::since_checkpoint()).unwrap();
+        let Some((from, t)) = part.checkpoint() else {
+            return false;
+        };
+        let mut sum = t.clone();
+        sum.add(&counted_from(&part, from));
+        assert_eq!(trimmed(sum), trimmed(counted(&whole)), "{what}");
+        true
+    };
+    let mut rng = Lcg(5);
+    let mut used = 0;
+    for i in 0..40 {
+        let cut = bytes.len() / 4 + (rng.next() * (bytes.len() * 3 / 4) as f64) as usize;
+        used += usize::from(check(&bytes[..cut], &format!("cut {i} at {cut}")));
+    }
+    assert!(used > 30, "the checkpoints were used at {used} of 40 cuts");
+    // The last checkpoint's body damaged, the file cut after it: the
+    // reading finds the damage, and takes no checkpoint (read it whole).
+    let (start, end) = checkpoints[checkpoints.len() - 2];
+    let mut b = bytes[..end + (bytes.len() - end) / 2].to_vec();
+    b[start + 12] ^= 0x10;
+    assert!(!check(&b, "damaged checkpoint"), "taken despite the damage");
+    // A finished file's last TOTALS is its END's, not a checkpoint.
+    assert!(!check(&bytes, "finished"), "a finished file's TOTALS");
     let _ = std::fs::remove_file(&case);
     remove_with_kept(&path);
 }

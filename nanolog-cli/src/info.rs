@@ -56,7 +56,11 @@ struct Counts {
 /// what `info` answers without reading the records. `None` when the file
 /// has no TOTALS it can trust (see `LogFile::totals`).
 fn from_totals(log: &LogFile) -> Option<Counts> {
-    let t = log.totals()?;
+    Some(counts_of(log, log.totals()?))
+}
+
+/// What a TOTALS entry `t` of `log` counts.
+fn counts_of(log: &LogFile, t: &nanolog_runtime::reader::Totals) -> Counts {
     let mut c = Counts {
         records: t.records(),
         first: i64::MAX,
@@ -83,17 +87,61 @@ fn from_totals(log: &LogFile) -> Option<Counts> {
             c.dropped += d;
         }
     }
-    Some(c)
+    c
+}
+
+impl Counts {
+    /// Adds what `o` counts (of records after those these count).
+    fn add(&mut self, o: Counts) {
+        self.records += o.records;
+        for (k, v) in o.per_thread {
+            *self.per_thread.entry(k).or_default() += v;
+        }
+        for (k, v) in o.thread_drops {
+            *self.thread_drops.entry(k).or_default() += v;
+        }
+        for (k, v) in o.per_site {
+            *self.per_site.entry(k).or_default() += v;
+        }
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+        self.dropped += o.dropped;
+        self.lost += o.lost;
+        self.spans_lost += o.spans_lost;
+    }
+}
+
+/// A file still being written, or a killed writer's: what its last
+/// checkpoint counts and the records after it, read (`None`: it has no
+/// checkpoint to trust; read it whole).
+fn from_checkpoint(path: &std::path::Path) -> Option<(LogFile, Counts)> {
+    let log = LogFile::open_for(path, &Want::since_checkpoint()).ok()?;
+    let (from, t) = log.checkpoint()?;
+    let mut c = counts_of(&log, t);
+    crate::inputs::tell_warnings(&log);
+    let files = [log];
+    c.add(counted_from(&files, from));
+    let [log] = files;
+    Some((log, c))
 }
 
 /// Counts every record of `files` (one file), merged.
 fn counted(files: &[LogFile]) -> Counts {
+    counted_from(files, 0)
+}
+
+/// Counts the records of `files` (one file) at or after byte `min_offset`.
+fn counted_from(files: &[LogFile], min_offset: usize) -> Counts {
     let mut c = Counts {
         first: i64::MAX,
         last: i64::MIN,
         ..Counts::default()
     };
-    let mut merge = Merge::unsorted(files, Filter::default()).batches();
+    let filter = Filter {
+        min_offset,
+        ..Filter::default()
+    };
+    let mut merge = Merge::unsorted(files, filter).batches();
     let mut batch = Batch::with_capacity(1024);
     let mut go = true;
     while go {
@@ -145,11 +193,14 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             let c = counted(&files);
             (files, c)
         }
-        None => {
-            let files = crate::inputs::open_all(std::slice::from_ref(&a.file), true)?;
-            let c = counted(&files);
-            (files, c)
-        }
+        None => match files.first().and_then(|f| from_checkpoint(f.path())) {
+            Some((log, c)) => (vec![log], c),
+            None => {
+                let files = crate::inputs::open_all(std::slice::from_ref(&a.file), true)?;
+                let c = counted(&files);
+                (files, c)
+            }
+        },
     };
     let log = &files[0];
     let h = log.header();

@@ -80,6 +80,9 @@ pub fn __tracing_spans_held() -> (usize, usize) {
     span::mail::held()
 }
 
+#[doc(hidden)]
+pub use writer::__set_checkpoint_bytes;
+
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {

@@ -96,6 +96,37 @@ pub(crate) struct Writer {
     checked_tick: u64,
     /// What the live file's writes hold, for its TOTALS entry.
     totals: Totals,
+    /// The live file's length at its last checkpoint (or its start): see
+    /// [`CHECKPOINT_BYTES`].
+    checkpointed: u64,
+    /// An END was put into the bytes being written ([`Writer::put_end`]):
+    /// no checkpoint after them, the END stays last.
+    end_put: std::cell::Cell<bool>,
+}
+
+/// A live file gets a checkpoint, a TOTALS entry of what it holds so far,
+/// after the write that takes it this far past the last (FORMAT.md,
+/// "TOTALS"): `info` of a file still being written, or of a killed
+/// writer's, reads what follows its last checkpoint, not the whole file.
+/// A few hundred bytes each 16 MiB.
+const CHECKPOINT_BYTES: u64 = 16 << 20;
+
+/// [`CHECKPOINT_BYTES`], or what a test set (0: not set).
+/// (Relaxed: a setting of its own, read at each write.)
+static CHECKPOINT_SET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Tests only: a checkpoint every `bytes` (0: every 16 MiB) in the files
+/// written from now on in this process.
+#[doc(hidden)]
+pub fn __set_checkpoint_bytes(bytes: u64) {
+    CHECKPOINT_SET.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn checkpoint_bytes() -> u64 {
+    match CHECKPOINT_SET.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => CHECKPOINT_BYTES,
+        n => n,
+    }
 }
 
 /// What became of the live file and its path, from [`Writer::check`].
@@ -349,6 +380,8 @@ impl Writer {
             _lock: Some(lock),
             unchecked_records: 0,
             totals: Totals::new(),
+            checkpointed: 0,
+            end_put: std::cell::Cell::new(false),
             last_write: (0, 0),
             checked_tick: clock::now(),
         };
@@ -383,6 +416,8 @@ impl Writer {
             _lock: None,
             unchecked_records: 0,
             totals: Totals::new(),
+            checkpointed: 0,
+            end_put: std::cell::Cell::new(false),
             last_write: (0, 0),
             checked_tick: clock::now(),
         })
@@ -413,6 +448,10 @@ impl Writer {
         self.records += records;
         self.totals.add(totals);
         self.last_write = (records, clock::now());
+        if !self.end_put.take() && self.len.saturating_sub(self.checkpointed) >= checkpoint_bytes()
+        {
+            self.checkpoint();
+        }
         // Written into a file with no name left: lost, unless it comes back
         // (found by the next `check`, which starts a fresh file).
         if self.file.metadata().is_ok_and(|m| !has_name(&m)) {
@@ -423,6 +462,21 @@ impl Writer {
             let _ = c.write_all(head).and_then(|()| c.write_all(buf));
         }
         Ok(())
+    }
+
+    /// Appends a checkpoint (see [`CHECKPOINT_BYTES`]): on its own, after a
+    /// write, so it is a top-level entry a reader finds by the writes'
+    /// INDEX entries. A failure leaves the file as it was, to be tried
+    /// again after the next write.
+    fn checkpoint(&mut self) {
+        let mut out = Vec::new();
+        put_entry(&mut out, tag::TOTALS, |b| put_totals(b, &self.totals));
+        if self.write_live(&out).is_ok() {
+            self.checkpointed = self.len;
+            if let Some(c) = &mut self.copy {
+                let _ = c.write_all(&out);
+            }
+        }
     }
 
     /// Writes `head` then `buf` (the batch's dictionary entries, then its
@@ -589,6 +643,7 @@ impl Writer {
         self.before += self.records;
         self.records = 0;
         self.totals.clear();
+        self.checkpointed = self.len;
         Ok(self.len)
     }
 
@@ -664,6 +719,7 @@ impl Writer {
                 self.start_unix_ns = header.base_unix_ns;
                 self.records = 0;
                 self.totals.clear();
+                self.checkpointed = self.len;
                 self.unchecked_records = 0;
                 self.checked_tick = now;
                 return Ok((self.len, lost));
@@ -689,6 +745,7 @@ impl Writer {
         self.start_unix_ns = header.base_unix_ns;
         self.records = 0;
         self.totals.clear();
+        self.checkpointed = self.len;
         self.unchecked_records = 0;
         self.checked_tick = now;
         self.plan_boundary();
@@ -718,6 +775,7 @@ impl Writer {
     /// Appends the TOTALS and END entries of the file once `pending` more
     /// records, counted in `pending_totals`, are written.
     pub(crate) fn put_end(&self, out: &mut Vec<u8>, pending: u64, pending_totals: Option<&Totals>) {
+        self.end_put.set(true);
         let records = self.records + pending;
         match pending_totals {
             Some(p) => {

@@ -247,6 +247,77 @@ fn info_of_finished_files_is_what_their_records_count(dir: &Path, files: &[Strin
     assert!(compared >= 3, "{compared} files compared");
 }
 
+/// `info` of a killed writer's file (no END, so no TOTALS of the whole
+/// file) reads from its last checkpoint on (a TOTALS entry its writer puts
+/// after a write every 16 MiB; every 32 KiB here) and prints what it prints
+/// reading every record: cuts of a file at random, each against the same
+/// cut with its checkpoints made a reserved tag (read whole).
+#[test]
+fn info_of_a_killed_writers_file_from_its_last_checkpoint_is_what_its_records_count() {
+    let _s = serial();
+    let dir = fresh_dir("index", "checkpoints");
+    let base = dir.join("app.nlog");
+    nanolog_runtime::__set_checkpoint_bytes(32 << 10);
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    let until = Instant::now() + Duration::from_millis(800);
+    let mut i = 0u64;
+    while Instant::now() < until {
+        for _ in 0..200 {
+            i += 1;
+            if i.is_multiple_of(50) {
+                nanolog::warn!("request {} slow", i);
+            } else {
+                nanolog::info!("request {} served in {} us", i, i % 977);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(logger);
+    nanolog_runtime::__set_checkpoint_bytes(0);
+    let bytes = std::fs::read(&base).unwrap();
+    let (cut, whole) = (dir.join("cut.nlog"), dir.join("whole.nlog"));
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..6 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let len = bytes.len() / 2 + (state % (bytes.len() as u64 / 2)) as usize;
+        let b = &bytes[..len];
+        std::fs::write(&cut, b).unwrap();
+        let mut w = b.to_vec();
+        let mut at = 48;
+        let mut checkpoints = 0;
+        while at + 9 <= w.len() {
+            let n = u32::from_le_bytes(w[at + 1..at + 5].try_into().unwrap()) as usize;
+            if at + 9 + n > w.len() {
+                break;
+            }
+            if w[at] == 14 {
+                w[at] = 15;
+                let crc = nanolog_runtime::wire::entry_crc(15, &w[at + 9..at + 9 + n]);
+                w[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
+                checkpoints += 1;
+            }
+            at += 9 + n;
+        }
+        assert!(
+            checkpoints > 3,
+            "{checkpoints} checkpoints before byte {len}"
+        );
+        std::fs::write(&whole, &w).unwrap();
+        for format in ["text", "json"] {
+            let quick = ok(&["info", "--format", format, p(&cut)]);
+            let read = ok(&["info", "--format", format, p(&whole)]);
+            assert_eq!(
+                quick.replace(p(&cut), "FILE"),
+                read.replace(p(&whole), "FILE"),
+                "cut at {len}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(p(&dir));
+}
+
 /// Puts the wall clock back as it was, even if the test fails.
 struct Stepped(i64);
 

@@ -165,6 +165,9 @@ pub struct LogFile {
     /// ... and the TOTALS entry read last, with where its body ends (it
     /// counts for an END whose frame starts there).
     totals_next: Option<(usize, Totals)>,
+    /// Read with [`Want::since_checkpoint`]: the last checkpoint, where it
+    /// ends and what it counts (see [`LogFile::checkpoint`]).
+    checkpoint: Option<(usize, Totals)>,
     /// What DROP entries hold, in file order (see `Item::Drop`).
     drops: Vec<DropInfo>,
     /// Its compressed blocks: where each is, which are held inflated.
@@ -336,6 +339,7 @@ impl LogFile {
             end_records: None,
             totals: None,
             totals_next: None,
+            checkpoint: None,
             drops: Vec::new(),
             blocks: Blocks::default(),
             thread_ctx: Default::default(),
@@ -346,7 +350,9 @@ impl LogFile {
         let sparse = want.is_some_and(|w| !w.all());
         if let Some(want) = want.filter(|_| sparse) {
             f.data.sparse(true);
-            f.skip = skip::left_out(&f.data, &header, want);
+            let left = skip::left_out(&f.data, &header, want);
+            f.skip = left.regions;
+            f.checkpoint = left.checkpoint;
             f.blocks.skipped = skip::blocks_of(&f.data, &f.skip);
         }
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
@@ -527,6 +533,25 @@ impl LogFile {
     pub fn totals(&self) -> Option<&Totals> {
         let t = self.totals.as_ref()?;
         (self.warnings.is_empty() && self.records_total() == Some(t.records())).then_some(t)
+    }
+
+    /// Read with [`Want::since_checkpoint`]: what the file's last
+    /// checkpoint counts (a TOTALS entry its writer puts after a write
+    /// every 16 MiB, FORMAT.md), and where it ends: the records and gaps at
+    /// or after that offset ([`Filter::min_offset`]) are the ones it does
+    /// not count, so its counts and theirs add up to the file's. (Records
+    /// before it may have been read too: a write without an INDEX entry, or
+    /// whose INDEX entry was damaged, is read; it counts them.) As with
+    /// [`LogFile::totals`], damage inside the runs it counts is not seen;
+    /// and as with it, a reading that found damage (a warning other than a
+    /// torn tail, what a writer still writing or killed leaves) takes none,
+    /// nor does a file that ended (its END's TOTALS is [`LogFile::totals`]).
+    pub fn checkpoint(&self) -> Option<(usize, &Totals)> {
+        let torn = |w: &Warning| matches!(w, Warning::TornTail { .. });
+        if self.is_complete() || !self.warnings.iter().all(torn) {
+            return None;
+        }
+        self.checkpoint.as_ref().map(|(end, t)| (*end, t))
     }
 
     /// Whether every record of the file was read: nothing was left out

@@ -16,6 +16,7 @@
 use super::*;
 use crate::level::Level;
 use crate::wire::index::{get_index, thread_bit, Row};
+use crate::wire::totals::Totals;
 
 /// What a reader wants of a file's records (see [`LogFile::open_for`]):
 /// records it cannot want may be left out of the index. Records left in
@@ -41,6 +42,10 @@ pub struct Want {
     /// dictionary, clock pairs and [`LogFile::totals`]) leaves out every
     /// run an INDEX entry announces.
     pub none: bool,
+    /// Only the records after the file's last checkpoint (a TOTALS entry
+    /// of a live file, FORMAT.md): with [`LogFile::checkpoint`], what the
+    /// file holds without reading what the checkpoint counts.
+    pub since_checkpoint: bool,
 }
 
 impl Want {
@@ -54,6 +59,7 @@ impl Want {
             last: None,
             threads: None,
             none: false,
+            since_checkpoint: false,
         }
     }
 
@@ -61,6 +67,15 @@ impl Want {
     pub fn nothing() -> Want {
         Want {
             none: true,
+            ..Want::default()
+        }
+    }
+
+    /// The records after the last checkpoint: see
+    /// [`Want::since_checkpoint`].
+    pub fn since_checkpoint() -> Want {
+        Want {
+            since_checkpoint: true,
             ..Want::default()
         }
     }
@@ -73,6 +88,7 @@ impl Want {
             && self.last.is_none()
             && self.threads.is_none()
             && !self.none
+            && !self.since_checkpoint
     }
 }
 
@@ -95,6 +111,19 @@ struct Walk {
     pairs: Vec<(u64, i64)>,
     /// The runs of records the INDEX entries announce, each where it landed.
     rows: Vec<Row>,
+    /// The last TOTALS entry it landed on (whose checksum holds): where it
+    /// ends, and what it counts.
+    checkpoint: Option<(usize, Totals)>,
+}
+
+/// What a file's reader leaves out ([`left_out`]).
+pub(super) struct LeftOut {
+    /// The regions `[start, end)` holding no wanted record, sorted and
+    /// disjoint.
+    pub(super) regions: Vec<(usize, usize)>,
+    /// With [`Want::since_checkpoint`]: the checkpoint whose runs before it
+    /// are left out, where it ends and what it counts.
+    pub(super) checkpoint: Option<(usize, Totals)>,
 }
 
 /// Whether a frame that holds together by its head starts at `pos` of
@@ -134,13 +163,20 @@ fn walk(data: &[u8], header: &Header) -> Walk {
     let mut w = Walk {
         pairs: vec![(header.base_tick, header.base_unix_ns)],
         rows: Vec::new(),
+        checkpoint: None,
     };
     let mut pos = wire::HEADER_LEN;
     while pos < data.len() {
         let Some(next) = holds(data, pos) else { break };
         let t = data[pos];
         let mut to = next;
-        if t == tag::CLOCK || t == tag::INDEX {
+        if t == tag::TOTALS {
+            if let Frame::Ok { body, .. } = frame_at(data, pos) {
+                if let Some(totals) = crate::wire::totals::get_totals(body) {
+                    w.checkpoint = Some((next, totals));
+                }
+            }
+        } else if t == tag::CLOCK || t == tag::INDEX {
             if let Frame::Ok { body, .. } = frame_at(data, pos) {
                 if t == tag::CLOCK {
                     w.pairs.extend(dict::get_clock(body));
@@ -168,19 +204,29 @@ fn walk(data: &[u8], header: &Header) -> Walk {
 
 /// The regions `[start, end)` of the file's bytes `data` (of header
 /// `header`) that hold no record `want` wants, sorted and disjoint.
-pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize, usize)> {
+pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> LeftOut {
+    let mut out = LeftOut {
+        regions: Vec::new(),
+        checkpoint: None,
+    };
     if want.all() {
-        return Vec::new();
+        return out;
     }
-    let Walk { pairs, rows } = walk(data, header);
+    let Walk {
+        pairs,
+        rows,
+        checkpoint,
+    } = walk(data, header);
     if rows.is_empty() {
-        return Vec::new();
+        return out;
     }
     let time = TimeMap::new(header.ticks_per_second, pairs);
     let (first_pair, last_pair) = match (time.pairs().first(), time.pairs().last()) {
         (Some(f), Some(l)) => (f.0, l.0),
-        _ => return Vec::new(),
+        _ => return out,
     };
+    let checkpoint = checkpoint.filter(|_| want.since_checkpoint);
+    let counted = checkpoint.as_ref().map_or(0, |c| c.0);
     let levels = want
         .min_level
         .map_or(u8::MAX, |l| u8::MAX << (l as u8).min(7));
@@ -215,7 +261,6 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
         ids.iter()
             .fold(thread_bit(dict::WRITER_THREAD), |m, &t| m | thread_bit(t))
     });
-    let mut out: Vec<(usize, usize)> = Vec::new();
     for row in &rows {
         // (Within the file: the walk checked where it lands.)
         let (start, end) = (row.offset as usize, (row.offset + row.len) as usize);
@@ -225,11 +270,13 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want) -> Vec<(usize,
             && want.until_ns.is_none_or(|u| early <= u)
             && row.levels & levels != 0
             && older_than.is_none_or(|t| late >= t)
-            && threads.is_none_or(|m| row.threads & m != 0);
+            && threads.is_none_or(|m| row.threads & m != 0)
+            && end > counted;
         if !wanted {
-            out.push((start, end));
+            out.regions.push((start, end));
         }
     }
     // (In file order and apart: the walk jumped over each run in turn.)
+    out.checkpoint = checkpoint;
     out
 }
