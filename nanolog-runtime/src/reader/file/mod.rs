@@ -538,8 +538,9 @@ impl LogFile {
     /// Read with [`Want::since_checkpoint`]: what the file's last
     /// checkpoint counts (a TOTALS entry its writer puts after a write
     /// every 16 MiB, FORMAT.md), and where it ends: the records and gaps at
-    /// or after that offset ([`Filter::min_offset`]) are the ones it does
-    /// not count, so its counts and theirs add up to the file's. (Records
+    /// or after that offset
+    /// ([`Filter::min_offset`](super::Filter::min_offset)) are the ones it
+    /// does not count, so its counts and theirs add up to the file's. (Records
     /// before it may have been read too: a write without an INDEX entry, or
     /// whose INDEX entry was damaged, is read; it counts them.) As with
     /// [`LogFile::totals`], damage inside the runs it counts is not seen;
