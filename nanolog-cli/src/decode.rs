@@ -4,7 +4,8 @@ use std::io::{self, Write};
 
 use anyhow::{bail, Context};
 use nanolog_runtime::reader::{
-    Batch, Batches, Event, Filter, Header, LogFile, Merge, Record, ThreadInfo, TraceContext,
+    Batch, Batches, Event, Filter, Header, LogFile, Merge, Record, SiteEntry, ThreadInfo,
+    TraceContext,
 };
 use nanolog_runtime::Level;
 use regex::Regex;
@@ -129,7 +130,7 @@ impl DecodePlan {
             since_ns: self.since_ns,
             until_ns: self.until_ns,
             threads: crate::inputs::thread_ids(&self.threads, threads),
-            site: None,
+            site: self.grep.clone().map(static_grep),
             // A gap has no message, so a --grep or --level query leaves it out.
             no_gaps: self.grep.is_some() || self.min_level.is_some() || self.trace.is_some(),
             min_offset,
@@ -346,6 +347,23 @@ fn count_records_from(plan: &DecodePlan, merge: Merge<'_>, from: u64) -> u64 {
     // (Its warnings are said when it is printed, if it is.)
     let _ = merge.take_errors();
     n
+}
+
+/// `--grep` decided per call site where it can be: a site whose message
+/// has no argument renders the same text every time, so its records either
+/// all pass or none does, and those of a site that does not match are
+/// stepped over unread (a filter that refuses sites: see `Merge`). Records
+/// of other sites still have their message rendered and matched.
+#[allow(clippy::type_complexity)]
+fn static_grep(re: Regex) -> Box<dyn Fn(&SiteEntry) -> bool> {
+    Box::new(move |s: &SiteEntry| {
+        if !s.kinds.is_empty() {
+            return true;
+        }
+        let mut msg = String::new();
+        nanolog_runtime::text::render::format_message(&s.pieces, &s.kinds, &[], &mut msg);
+        re.is_match(&msg)
+    })
 }
 
 /// Whether `rec` passes `--trace` and `--grep` (its message rendered

@@ -318,6 +318,48 @@ fn info_of_a_killed_writers_file_from_its_last_checkpoint_is_what_its_records_co
     let _ = std::fs::remove_dir_all(p(&dir));
 }
 
+/// `--grep` over messages with and without arguments (those without are
+/// decided once per call site, their records stepped over unread when it
+/// does not match) prints the lines of the whole decode whose message
+/// matches.
+#[test]
+fn grep_over_static_and_formatted_messages_prints_the_whole_decodes_matching_lines() {
+    let _s = serial();
+    let dir = fresh_dir("index", "grep");
+    let base = dir.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    for i in 0..3000u64 {
+        match i % 3 {
+            0 => nanolog::info!("static alpha"),
+            1 => nanolog::warn!("static beta"),
+            _ => nanolog::info!("value {} alpha", i),
+        }
+    }
+    drop(logger);
+    let all = ok(&["decode", p(&base)]);
+    for re in ["alpha", "beta", "^static", "value 1", "zzz", "a$"] {
+        let r = regex::Regex::new(re).unwrap();
+        let want: Vec<&str> = all
+            .lines()
+            .filter(|l| r.is_match(l.split_once("]: ").unwrap().1))
+            .collect();
+        let got = ok(&["decode", "--grep", re, p(&base)]);
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "--grep {re}");
+        let warn = ok(&["decode", "--grep", re, "--level", "warn", p(&base)]);
+        let want_warn: Vec<&str> = want
+            .iter()
+            .copied()
+            .filter(|l| l.contains(" WARN"))
+            .collect();
+        assert_eq!(
+            warn.lines().collect::<Vec<_>>(),
+            want_warn,
+            "--grep {re} --level warn"
+        );
+    }
+    let _ = std::fs::remove_dir_all(p(&dir));
+}
+
 /// Puts the wall clock back as it was, even if the test fails.
 struct Stepped(i64);
 
