@@ -439,49 +439,39 @@ impl<'a> Merge<'a> {
             if cur.done {
                 return None;
             }
-            if let (Some(ext), Some((stops, i))) = (cur.extent.as_mut(), cur.reading.as_mut()) {
-                // Read by the stops its pre-scan found: only the records
-                // the filter passes (and those `until` is checked by).
-                let clock = &self.clocks[cur.file_ix];
-                let next = stops.get(*i).and_then(|&stop| ext.record_at(stop, clock));
-                *i += 1;
-                let rec = match next {
-                    Some(Ok(rec)) => rec,
-                    Some(Err(e)) => {
-                        self.errors.push(e);
-                        cur.extent = None;
-                        cur.reading = None;
-                        continue;
-                    }
-                    None => {
-                        cur.extent = None;
-                        cur.reading = None;
-                        continue;
-                    }
-                };
-                let file_ix = cur.file_ix;
-                match self.keep_record(file_ix, &rec) {
-                    Some(true) => return Some(Event::Record(rec)),
-                    Some(false) => continue,
-                    None => {
-                        let left = self.streams[c].finish();
-                        self.left(left);
-                        return None;
-                    }
+            // The stream's next record in the extent it reads, if it reads
+            // one: by the stops its pre-scan found (only the records the
+            // filter passes, and those `until` is checked by), else record
+            // by record (stepping over refused sites' records unread).
+            let clock = &self.clocks[cur.file_ix];
+            let next = match (cur.extent.as_mut(), cur.reading.as_mut()) {
+                (Some(ext), Some((stops, i))) => {
+                    let next = stops.get(*i).and_then(|&stop| ext.record_at(stop, clock));
+                    *i += 1;
+                    Some(match next {
+                        Some(Ok(rec)) => Some(rec),
+                        Some(Err(e)) => {
+                            self.errors.push(e);
+                            None
+                        }
+                        None => None,
+                    })
                 }
-            }
-            if let Some(ext) = cur.extent.as_mut() {
-                let next = self
-                    .narrowed
-                    .then(|| (&self.allowed[cur.file_ix][..], &self.plans[cur.file_ix][..]));
-                let clock = &self.clocks[cur.file_ix];
-                let until = self.filter.until_ns.is_some();
-                let rec = match next {
-                    Some(n) => extent_next_allowed(ext, clock, n, until, &mut self.errors),
-                    None => extent_next(ext, clock, &mut self.errors),
-                };
+                (Some(ext), None) => {
+                    let until = self.filter.until_ns.is_some();
+                    Some(if self.narrowed {
+                        let n = (&self.allowed[cur.file_ix][..], &self.plans[cur.file_ix][..]);
+                        extent_next_allowed(ext, clock, n, until, &mut self.errors)
+                    } else {
+                        extent_next(ext, clock, &mut self.errors)
+                    })
+                }
+                (None, _) => None,
+            };
+            if let Some(rec) = next {
                 let Some(rec) = rec else {
                     cur.extent = None;
+                    cur.reading = None;
                     continue;
                 };
                 let file_ix = cur.file_ix;
