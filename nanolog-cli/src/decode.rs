@@ -4,8 +4,7 @@ use std::io::{self, Write};
 
 use anyhow::{bail, Context};
 use nanolog_runtime::reader::{
-    Batch, Batches, Event, Filter, Header, LogFile, Merge, Record, SiteEntry, ThreadInfo,
-    TraceContext,
+    Batch, Batches, Event, Filter, Header, LogFile, Merge, Record, SiteEntry, TraceContext,
 };
 use nanolog_runtime::Level;
 use regex::Regex;
@@ -119,17 +118,16 @@ impl DecodePlan {
         })
     }
 
-    pub(crate) fn filter(&self, files: &[LogFile], min_offset: usize) -> Filter {
-        self.filter_in(&crate::inputs::threads_of(files), min_offset)
-    }
-
-    /// [`DecodePlan::filter`] for files whose threads are among `threads`.
-    pub(crate) fn filter_in(&self, threads: &[ThreadInfo], min_offset: usize) -> Filter {
+    /// The reader's filter for its options, entries from `min_offset` on
+    /// (`--thread` names are looked up in each file: see
+    /// [`Filter::thread_names`]).
+    pub(crate) fn filter_in(&self, min_offset: usize) -> Filter {
         Filter {
             min_level: self.min_level,
             since_ns: self.since_ns,
             until_ns: self.until_ns,
-            threads: crate::inputs::thread_ids(&self.threads, threads),
+            threads: crate::inputs::thread_ids(&self.threads),
+            thread_names: crate::inputs::thread_names(&self.threads),
             site: self.grep.clone().map(static_grep),
             // A gap has no message, so a --grep or --level query leaves it out.
             no_gaps: self.grep.is_some() || self.min_level.is_some() || self.trace.is_some(),
@@ -185,8 +183,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     let mut printed = 0;
     if let Some(n) = a.lines {
         if let Some(mut last) = last_files(&plan, a, n)? {
-            let threads = last.threads();
-            print_last(&plan, &mut last, &threads, n, &mut w, &mut printed)?;
+            print_last(&plan, &mut last, n, &mut w, &mut printed)?;
             w.flush()?;
             return Ok(());
         }
@@ -195,13 +192,13 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
     let threads = inputs.threads();
     crate::inputs::warn_unknown_threads(&a.filters.thread, &threads);
     if let Some(n) = a.lines {
-        print_last(&plan, &mut inputs, &threads, n, &mut w, &mut printed)?;
+        print_last(&plan, &mut inputs, n, &mut w, &mut printed)?;
         w.flush()?;
         return Ok(());
     }
     inputs.merges(
         plan.sorted,
-        || plan.filter_in(&threads, 0),
+        || plan.filter_in(0),
         |merge| print_merge(&plan, merge, &mut 0, &mut w, &mut printed),
     )?;
     w.flush()?;
@@ -216,7 +213,6 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
 fn print_last(
     plan: &DecodePlan,
     inputs: &mut crate::window::Inputs,
-    threads: &[ThreadInfo],
     n: u64,
     w: &mut impl Write,
     printed: &mut u64,
@@ -228,13 +224,13 @@ fn print_last(
     let (mut first, mut held) = (groups, 0u64);
     while first > 0 && held < n {
         first -= 1;
-        held += inputs.merge_group(plan.sorted, first, plan.filter_in(threads, 0), |m| {
+        held += inputs.merge_group(plan.sorted, first, plan.filter_in(0), |m| {
             count_records(plan, m)
         });
     }
     let mut skip = held.saturating_sub(n);
     for g in first..groups {
-        let filter = plan.filter_in(threads, 0);
+        let filter = plan.filter_in(0);
         let more = inputs.merge_group(plan.sorted, g, filter, |m| {
             print_merge(plan, m, &mut skip, w, printed)
         })?;
@@ -302,8 +298,7 @@ fn last_files(
             return Ok(None);
         };
         let Some(file) = opened.pop() else { continue };
-        let threads = file.threads().collect::<Vec<_>>();
-        let filter = plan.filter_in(&threads, 0);
+        let filter = plan.filter_in(0);
         held += count_records_from(
             plan,
             Merge::new(std::slice::from_ref(&file), filter),
@@ -693,7 +688,7 @@ impl<W: Write> Sink for PrintSink<'_, W> {
         let clock = self.live.clock(log, from);
         let plan = self.plan;
         let merge = || {
-            let mut filter = plan.filter(files, from);
+            let mut filter = plan.filter_in(from);
             filter.max_offset = Some(end);
             let mut merge = if plan.sorted {
                 Merge::new(files, filter)

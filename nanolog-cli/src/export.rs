@@ -53,7 +53,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
             let mut printed = 0;
             inputs.merges(
                 true,
-                || plan.filter_in(&threads, 0),
+                || plan.filter_in(0),
                 |merge| print_merge(&plan, merge, &mut 0, &mut w, &mut printed),
             )?;
             w.flush()

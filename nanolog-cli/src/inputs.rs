@@ -53,26 +53,23 @@ pub(crate) fn threads_of(
     files.iter().flat_map(|f| f.threads()).collect()
 }
 
-/// The thread ids `--thread` selects among `threads` (those of every file
-/// read): each value an id, or a thread name (every id that has it, in any
-/// of the files). `None` when no `--thread` was given.
-pub(crate) fn thread_ids(
-    args: &[String],
-    threads: &[nanolog_runtime::reader::ThreadInfo],
-) -> Option<Vec<u32>> {
-    if args.is_empty() {
-        return None;
-    }
-    let mut ids = Vec::new();
-    for a in args {
-        match a.parse::<u32>() {
-            Ok(id) => ids.push(id),
-            Err(_) => ids.extend(threads.iter().filter(|t| t.name == *a).map(|t| t.id)),
-        }
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    Some(ids)
+/// The thread ids `--thread` selects, in every file: the values that are
+/// ids. `None` when no `--thread` was given, or only names (see
+/// [`thread_names`]; a name is each file's own: a thread's id is its run's).
+pub(crate) fn thread_ids(args: &[String]) -> Option<Vec<u32>> {
+    let ids: Vec<u32> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    (!ids.is_empty()).then_some(ids)
+}
+
+/// The thread names `--thread` selects: the values that are not ids.
+/// `None` when there are none.
+pub(crate) fn thread_names(args: &[String]) -> Option<Vec<String>> {
+    let names: Vec<String> = args
+        .iter()
+        .filter(|a| a.parse::<u32>().is_err())
+        .cloned()
+        .collect();
+    (!names.is_empty()).then_some(names)
 }
 
 /// Says on stderr which `--thread` values name no thread among `threads` (a

@@ -310,10 +310,9 @@ pub(crate) fn parquet(
     };
     let send = |batch: RecordBatch| -> bool { to_writer.send(ToWriter::Batch(batch)).is_ok() };
     let mut writer_gone = false;
-    let threads = inputs.threads();
     inputs.merges(
         true,
-        || plan.filter_in(&threads, 0),
+        || plan.filter_in(0),
         |merge| {
             let mut more = true;
             // In batches: a large file's blocks are inflated as the merge

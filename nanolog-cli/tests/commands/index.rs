@@ -360,6 +360,70 @@ fn grep_over_static_and_formatted_messages_prints_the_whole_decodes_matching_lin
     let _ = std::fs::remove_dir_all(p(&dir));
 }
 
+/// `--thread NAME` over a set of two runs in which that thread had a
+/// different id (ids are a run's own: numbered as threads first log):
+/// every record of the thread by that name, and no other thread's, though
+/// the other run's thread of the same id is another.
+#[test]
+fn thread_by_name_over_runs_that_numbered_it_apart_prints_that_thread_alone() {
+    let _s = serial();
+    let dir = fresh_dir("index", "thread-names");
+    let base = dir.join("app.nlog");
+    for run in 0..2u64 {
+        let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+        // Run 0: main logs first (id 1), the worker second; run 1: the
+        // worker first (id 1), main after it.
+        if run == 0 {
+            for i in 0..50u64 {
+                nanolog::info!("run {} main {}", run, i);
+            }
+        }
+        std::thread::Builder::new()
+            .name("worker".into())
+            .spawn(move || {
+                for i in 0..50u64 {
+                    nanolog::info!("run {} worker {}", run, i);
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        if run == 1 {
+            for i in 0..50u64 {
+                nanolog::info!("run {} main {}", run, i);
+            }
+        }
+        drop(logger);
+    }
+    let files = set_files(&dir);
+    let args = |extra: &[&str]| {
+        let mut a = vec!["decode", "--format", "json"];
+        a.extend_from_slice(extra);
+        a.extend(files.iter().map(String::as_str));
+        ok(&a)
+    };
+    let all = args(&[]);
+    let ids: std::collections::BTreeSet<(u64, u64)> = all
+        .lines()
+        .filter(|l| l.contains("\"worker\""))
+        .map(|l| {
+            let run = l.contains("run 1") as u64;
+            let id = l.split("\"thread\":").nth(1).unwrap();
+            (run, id.split(',').next().unwrap().parse().unwrap())
+        })
+        .collect();
+    assert_eq!(ids.len(), 2, "the worker's id in each run: {ids:?}");
+    assert_ne!(ids.first().unwrap().1, ids.last().unwrap().1, "{ids:?}");
+    let want: Vec<&str> = all
+        .lines()
+        .filter(|l| l.contains("\"thread_name\":\"worker\""))
+        .collect();
+    assert_eq!(want.len(), 100);
+    let got = args(&["--thread", "worker"]);
+    assert_eq!(got.lines().collect::<Vec<_>>(), want);
+    let _ = std::fs::remove_dir_all(p(&dir));
+}
+
 /// Puts the wall clock back as it was, even if the test fails.
 struct Stepped(i64);
 

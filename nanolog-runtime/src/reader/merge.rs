@@ -22,8 +22,12 @@ pub struct Filter {
     pub since_ns: Option<i64>,
     /// Latest time, Unix ns (inclusive).
     pub until_ns: Option<i64>,
-    /// Only these thread ids.
+    /// Only these thread ids (in every file) ...
     pub threads: Option<Vec<u32>>,
+    /// ... or, with it or alone, the threads of these names, each file's
+    /// own (a thread's id is its run's: another run may have given that id
+    /// to another thread).
+    pub thread_names: Option<Vec<String>>,
     /// Only call sites for which this returns true.
     #[allow(clippy::type_complexity)]
     pub site: Option<Box<dyn Fn(&SiteEntry) -> bool>>,
@@ -36,6 +40,21 @@ pub struct Filter {
     pub max_offset: Option<usize>,
 }
 
+impl Filter {
+    /// Whether it wants the records of thread `id` of `file`.
+    pub fn wants_thread(&self, file: &LogFile, id: u32) -> bool {
+        if self.threads.is_none() && self.thread_names.is_none() {
+            return true;
+        }
+        self.threads.as_ref().is_some_and(|t| t.contains(&id))
+            || self.thread_names.as_ref().is_some_and(|names| {
+                file.threads()
+                    .find(|t| t.id == id)
+                    .is_some_and(|t| names.contains(&t.name))
+            })
+    }
+}
+
 impl std::fmt::Debug for Filter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Filter")
@@ -43,6 +62,7 @@ impl std::fmt::Debug for Filter {
             .field("since_ns", &self.since_ns)
             .field("until_ns", &self.until_ns)
             .field("threads", &self.threads)
+            .field("thread_names", &self.thread_names)
             .field("site", &self.site.as_ref().map(|_| ".."))
             .field("min_offset", &self.min_offset)
             .field("max_offset", &self.max_offset)
@@ -258,11 +278,7 @@ impl<'a> Merge<'a> {
         if sorted {
             for (file_ix, f) in files.iter().enumerate() {
                 for thread in f.stream_ids() {
-                    if filter
-                        .threads
-                        .as_ref()
-                        .is_some_and(|t| !t.contains(&thread))
-                    {
+                    if !filter.wants_thread(f, thread) {
                         continue;
                     }
                     let items = f.stream(thread);
@@ -364,13 +380,9 @@ impl<'a> Merge<'a> {
         )
     }
 
-    fn keep_gap(&self, g: &Gap) -> bool {
+    fn keep_gap(&self, file: &LogFile, g: &Gap) -> bool {
         !self.filter.no_gaps
-            && self
-                .filter
-                .threads
-                .as_ref()
-                .is_none_or(|t| g.is_lost() || t.contains(&g.thread))
+            && (g.is_lost() || self.filter.wants_thread(file, g.thread))
             && self.filter.since_ns.is_none_or(|s| g.last_unix_ns >= s)
             && self.filter.until_ns.is_none_or(|u| g.first_unix_ns <= u)
     }
@@ -415,7 +427,7 @@ impl<'a> Merge<'a> {
             Item::Drop { ix, .. } => {
                 let d = file.drop_info(ix);
                 let g = Gap::stamped(&self.clocks[file_ix], thread, d.count, d.first, d.last);
-                if self.keep_gap(&g) {
+                if self.keep_gap(file, &g) {
                     Opened::Gap(Event::Gap(g, file))
                 } else {
                     Opened::Nothing
@@ -756,12 +768,7 @@ impl<'a> Merge<'a> {
                 continue;
             };
             self.u_item += 1;
-            if self
-                .filter
-                .threads
-                .as_ref()
-                .is_some_and(|t| !t.contains(&thread))
-            {
+            if !self.filter.wants_thread(file, thread) {
                 continue;
             }
             match self.open_item(file, self.u_file, thread, item) {
