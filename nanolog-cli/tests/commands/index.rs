@@ -203,6 +203,28 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
     let _ = std::fs::remove_dir_all(p(&dir));
 }
 
+/// Makes every whole TOTALS entry (tag 14) of `file` one of a tag reserved
+/// for later revisions (15, its checksum made again): a reader skips them
+/// and reads the file whole. Returns how many it changed.
+fn totals_reserved(file: &mut [u8]) -> usize {
+    let mut changed = 0;
+    let mut at = 48;
+    while at + 9 <= file.len() {
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+        if at + 9 + len > file.len() {
+            break;
+        }
+        if file[at] == 14 {
+            file[at] = 15;
+            let crc = nanolog_runtime::wire::entry_crc(15, &file[at + 9..at + 9 + len]);
+            file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
+            changed += 1;
+        }
+        at += 9 + len;
+    }
+    changed
+}
+
 /// `info` of a finished file, answered from its TOTALS entry without its
 /// records, prints what it prints reading them all: each file of the set
 /// against a copy whose TOTALS entry was made one of a tag reserved for
@@ -213,19 +235,7 @@ fn info_of_finished_files_is_what_their_records_count(dir: &Path, files: &[Strin
     let mut compared = 0;
     for f in files {
         let mut b = std::fs::read(f).unwrap();
-        let mut at = 48;
-        let mut found = false;
-        while at + 9 <= b.len() {
-            let len = u32::from_le_bytes(b[at + 1..at + 5].try_into().unwrap()) as usize;
-            if b[at] == 14 {
-                b[at] = 15;
-                let crc = nanolog_runtime::wire::entry_crc(15, &b[at + 9..at + 9 + len]);
-                b[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
-                found = true;
-            }
-            at += 9 + len;
-        }
-        if !found {
+        if totals_reserved(&mut b) == 0 {
             continue;
         }
         std::fs::write(&copy, &b).unwrap();
@@ -285,21 +295,7 @@ fn info_of_a_killed_writers_file_from_its_last_checkpoint_is_what_its_records_co
         let b = &bytes[..len];
         std::fs::write(&cut, b).unwrap();
         let mut w = b.to_vec();
-        let mut at = 48;
-        let mut checkpoints = 0;
-        while at + 9 <= w.len() {
-            let n = u32::from_le_bytes(w[at + 1..at + 5].try_into().unwrap()) as usize;
-            if at + 9 + n > w.len() {
-                break;
-            }
-            if w[at] == 14 {
-                w[at] = 15;
-                let crc = nanolog_runtime::wire::entry_crc(15, &w[at + 9..at + 9 + n]);
-                w[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
-                checkpoints += 1;
-            }
-            at += 9 + n;
-        }
+        let checkpoints = totals_reserved(&mut w);
         assert!(
             checkpoints > 3,
             "{checkpoints} checkpoints before byte {len}"

@@ -47,11 +47,11 @@ impl Filter {
             return true;
         }
         self.threads.as_ref().is_some_and(|t| t.contains(&id))
-            || self.thread_names.as_ref().is_some_and(|names| {
-                file.threads()
-                    .find(|t| t.id == id)
-                    .is_some_and(|t| names.contains(&t.name))
-            })
+            || self
+                .thread_names
+                .as_ref()
+                .zip(file.thread_name(id))
+                .is_some_and(|(names, name)| names.iter().any(|n| n == name))
     }
 }
 
@@ -116,6 +116,8 @@ enum Scan {
 struct Job<'a> {
     stream: usize,
     item: usize,
+    /// The first of its stream's extents to pre-scan.
+    first: bool,
     file: &'a LogFile,
     file_ix: usize,
     /// Where its item is in its file (the order waves take).
@@ -557,9 +559,11 @@ impl<'a> Merge<'a> {
                 {
                     continue;
                 }
+                let first = jobs.last().is_none_or(|j: &Job<'a>| j.stream != c);
                 jobs.push(Job {
                     stream: c,
                     item: i,
+                    first,
                     file: s.file,
                     file_ix: s.file_ix,
                     at,
@@ -577,22 +581,7 @@ impl<'a> Merge<'a> {
         // Each stream's first extent first (the merge reads every
         // stream's first record before it gives one: a late file's too),
         // then file order, the order a set's files are read in.
-        let mut seen = vec![false; self.streams.len()];
-        let mut order: Vec<(bool, usize, usize, usize)> = jobs
-            .iter()
-            .enumerate()
-            .map(|(k, j)| {
-                (
-                    std::mem::replace(&mut seen[j.stream], true),
-                    j.file_ix,
-                    j.at,
-                    k,
-                )
-            })
-            .collect();
-        order.sort_unstable();
-        let mut slots: Vec<Option<Job<'a>>> = jobs.into_iter().map(Some).collect();
-        let jobs: Vec<Job<'a>> = order.iter().filter_map(|o| slots[o.3].take()).collect();
+        jobs.sort_unstable_by_key(|j| (!j.first, j.file_ix, j.at));
         for j in &jobs {
             let s = &mut self.streams[j.stream];
             if s.stops.is_empty() {
