@@ -157,6 +157,39 @@ fn check_levels(files: &[LogFile], case: &str) {
     }
 }
 
+/// Records' heads (`tally_extents`: values stepped over unread, what
+/// `stats` counts) are the records' own, and the damage is found where a
+/// reading of the whole records finds it, for every extent range.
+fn check_heads(file: &LogFile, case: &str) {
+    type Seen = Vec<Result<(u32, u32, u64, usize), String>>;
+    let n = file.extent_count();
+    let ranges = [0..n, 0..n / 2, n / 2..n, n / 3..n / 3 + 1];
+    for range in ranges {
+        let mut read: Seen = Vec::new();
+        file.scan_extents(range.clone(), |r| {
+            read.push(
+                r.map(|r| (r.site().id, r.thread(), r.tick(), r.encoded_len()))
+                    .map_err(|e| e.to_string()),
+            )
+        });
+        let mut heads: Seen = Vec::new();
+        file.tally_extents(range.clone(), |h| {
+            heads.push(
+                h.map(|h| (h.site.id, h.thread, h.tick, h.len as usize))
+                    .map_err(|e| e.to_string()),
+            )
+        });
+        let first = heads.iter().zip(&read).position(|(h, r)| h != r);
+        assert!(
+            first.is_none() && heads.len() == read.len(),
+            "{case}: extents {range:?}: {} heads, {} records; the first that differ: {:?}",
+            heads.len(),
+            read.len(),
+            first.map(|i| (&heads[i], &read[i]))
+        );
+    }
+}
+
 fn filter(w: &Want) -> Filter {
     Filter {
         since_ns: w.since_ns,
@@ -582,6 +615,7 @@ fn flips_and_cuts_in_an_indexed_file_never_give_a_record_the_whole_read_does_not
         let all = read(&damaged, filter(&want));
         let got = read(&part, filter(&want));
         check_levels(&damaged, &format!("case {i}"));
+        check_heads(&damaged[0], &format!("case {i}"));
         let seen: std::collections::HashSet<&String> = all.iter().collect();
         assert!(got.iter().all(|r| seen.contains(r)), "case {i}");
         if damaged[0].warnings().is_empty() && part[0].warnings().is_empty() {
@@ -644,8 +678,55 @@ fn records_stepped_over_unread_are_checked_as_read_ones() {
         "{errors:?}"
     );
     check_levels(&files, "cut extents");
+    check_heads(&files[0], "cut extents");
     let _ = std::fs::remove_file(&case);
     remove_with_kept(&path);
+}
+
+/// Records' heads, read for `stats` without their values, compressed and
+/// plain, with string arguments (stepped over by their kinds) and numbers
+/// (by their nibble codes), and with the file cut anywhere.
+#[test]
+fn records_heads_are_their_records_own() {
+    let _s = serial();
+    for compress in [false, true] {
+        let path = temp("index-heads");
+        remove_with_kept(&path);
+        let logger = nanolog::Logger::builder()
+            .path(&path)
+            .compress(compress)
+            .start()
+            .unwrap();
+        for i in 0..20_000u64 {
+            let _s = (i / 50)
+                .is_multiple_of(2)
+                .then(|| nanolog::span!("request", id = i));
+            match i % 4 {
+                0 => nanolog::info!("user {} at {}", "x".repeat((i % 40) as usize), i),
+                1 => nanolog::warn!("{} {} {} {}", i as f64 / 3.0, i % 2 == 0, 'c', -(i as i64)),
+                2 => nanolog::info!("static"),
+                _ => nanolog::error!("{}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            }
+            if i % 2_000 == 0 {
+                logger.flush().unwrap();
+            }
+        }
+        drop(logger);
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = LogFile::open(&path).unwrap();
+        assert_eq!(whole.records().count(), 20_000);
+        check_heads(&whole, &format!("compress {compress}"));
+        let case = temp("index-heads-case");
+        let mut rng = Lcg(7);
+        for i in 0..40 {
+            let cut = 48 + (rng.next() * (bytes.len() - 48) as f64) as usize;
+            std::fs::write(&case, &bytes[..cut]).unwrap();
+            let f = LogFile::open(&case).unwrap();
+            check_heads(&f, &format!("compress {compress}, cut {i} at {cut}"));
+        }
+        let _ = std::fs::remove_file(&case);
+        remove_with_kept(&path);
+    }
 }
 
 /// A file still being written, or a killed writer's, has checkpoints (a

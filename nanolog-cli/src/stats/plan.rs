@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use nanolog_runtime::reader::{LogFile, Record, SiteEntry};
+use nanolog_runtime::reader::{LogFile, SiteEntry};
 use regex::Regex;
 
 use crate::cli::GroupBy;
@@ -254,19 +254,17 @@ impl Groups {
         self.threads[fi] = threads;
     }
 
-    /// The group of `rec`, a record of file `fi`.
+    /// The group of a record of call site `site` and thread `thread` in
+    /// file `fi`.
     #[inline]
-    pub(super) fn of(&self, by: GroupBy, fi: usize, rec: &Record<'_>) -> u32 {
-        let level = self.levels[rec.level() as usize];
+    pub(super) fn of(&self, by: GroupBy, fi: usize, site: &SiteEntry, thread: u32) -> u32 {
+        let level = self.levels[site.level as usize];
         match by {
             GroupBy::Site => self.sites[fi]
-                .get(rec.site().id as usize)
+                .get(site.id as usize)
                 .copied()
                 .unwrap_or(level),
-            GroupBy::Thread => self.threads[fi]
-                .get(&rec.thread())
-                .copied()
-                .unwrap_or(level),
+            GroupBy::Thread => self.threads[fi].get(&thread).copied().unwrap_or(level),
             GroupBy::Level => level,
         }
     }

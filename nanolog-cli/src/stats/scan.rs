@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use nanolog_runtime::reader::{LogFile, ReadError, Record, Wave};
+use nanolog_runtime::reader::{Head, LogFile, ReadError, Record, Wave};
 
 use super::*;
 use crate::percentile;
@@ -26,6 +26,7 @@ pub(super) struct Totals {
 pub(super) trait Extents: Sync {
     fn extent_count(&self) -> usize;
     fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>));
+    fn tally_extents(&self, range: Range<usize>, f: impl FnMut(Result<Head<'_>, ReadError>));
 }
 
 impl Extents for LogFile {
@@ -35,6 +36,9 @@ impl Extents for LogFile {
     fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>)) {
         LogFile::scan_extents(self, range, f)
     }
+    fn tally_extents(&self, range: Range<usize>, f: impl FnMut(Result<Head<'_>, ReadError>)) {
+        LogFile::tally_extents(self, range, f)
+    }
 }
 
 impl Extents for Wave<'_> {
@@ -43,6 +47,9 @@ impl Extents for Wave<'_> {
     }
     fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>)) {
         Wave::scan_extents(self, range, f)
+    }
+    fn tally_extents(&self, range: Range<usize>, f: impl FnMut(Result<Head<'_>, ReadError>)) {
+        Wave::tally_extents(self, range, f)
     }
 }
 
@@ -153,6 +160,30 @@ pub(super) fn scan(
     // Per group: the first and last tick of its records in the file.
     let ticks = p.ticks.entry(fi).or_default();
     ticks.resize(p.rows.len(), (u64::MAX, 0));
+    if plan.arg.is_none() && plan.every_ns.is_none() {
+        // Counts, bytes and time ranges: a record's head is all it takes,
+        // its values stepped over unread (a third of the time of reading
+        // each record whole).
+        f.tally_extents(range, |head| {
+            let head = match head {
+                Ok(h) => h,
+                Err(e) => {
+                    p.errors.push(e.to_string());
+                    return;
+                }
+            };
+            let id = head.site.id as usize;
+            if !sel.get(id).copied().unwrap_or(false) {
+                return;
+            }
+            let g = plan.groups.of(plan.by, fi, head.site, head.thread) as usize;
+            p.rows[g].count_one(u64::from(head.len));
+            let (lo, hi) = &mut ticks[g];
+            *lo = (*lo).min(head.tick);
+            *hi = (*hi).max(head.tick);
+        });
+        return;
+    }
     // Blocks past the file's resident budget inflated one at a time as the
     // scan reaches them.
     f.scan_extents(range, |rec| {
@@ -186,18 +217,12 @@ pub(super) fn scan(
             }
             return;
         }
-        let group = plan.groups.of(plan.by, fi, &rec);
-        if let Some(every) = plan.every_ns {
-            let ns = rec.unix_ns();
-            *p.series
-                .entry((ns.div_euclid(every) * every, group))
-                .or_default() += 1;
-        } else {
-            let g = group as usize;
-            p.rows[g].count_one(rec.encoded_len() as u64);
-            let (lo, hi) = &mut ticks[g];
-            *lo = (*lo).min(rec.tick());
-            *hi = (*hi).max(rec.tick());
-        }
+        // `--every` (counts and bytes without it are tallied above).
+        let group = plan.groups.of(plan.by, fi, rec.site(), rec.thread());
+        let every = plan.every_ns.unwrap_or(i64::MAX);
+        let ns = rec.unix_ns();
+        *p.series
+            .entry((ns.div_euclid(every) * every, group))
+            .or_default() += 1;
     });
 }

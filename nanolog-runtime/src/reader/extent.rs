@@ -2,7 +2,7 @@
 
 use super::error::ReadError;
 use super::file::{Item, LogFile, Wave};
-use super::record::Record;
+use super::record::{Head, Record};
 use super::time::TimeMap;
 use crate::wire::dict::SiteEntry;
 use crate::wire::record::{SkipPlan, Strings};
@@ -58,6 +58,46 @@ impl LogFile {
             };
             Extent::over(self, thread, start, end, ctx, Clock::Untimed, body).for_each(&mut f);
         }
+    }
+
+    /// Calls `f` with the head of each record of the extents in `range`
+    /// (as [`LogFile::scan_extents`] gives them): its site, thread, tick
+    /// and length, its values stepped over unread (by their nibble codes
+    /// where the site's arguments are numbers). Damage and a file cut
+    /// while read are told as `scan_extents` tells them.
+    pub fn tally_extents(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(Result<Head<'_>, ReadError>),
+    ) {
+        let plans = self.skip_plans();
+        let mut buf = Vec::new();
+        let mut loaded = None;
+        for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
+            let body = match self.lazy_block(start) {
+                Some(b) => {
+                    if loaded != Some(b) {
+                        self.inflate_block(b, &mut buf);
+                        loaded = Some(b);
+                    }
+                    self.in_block(b, &buf, start..end)
+                }
+                None => self.bytes(start..end),
+            };
+            let mut ext = Extent::over(self, thread, start, end, ctx, Clock::Untimed, body);
+            while let Some(h) = ext.next_head(&plans) {
+                f(h);
+            }
+        }
+    }
+
+    /// Per site id, how its records' arguments are stepped over unread
+    /// (`None`: by their kinds, one by one).
+    fn skip_plans(&self) -> Vec<Option<SkipPlan>> {
+        self.site_slots()
+            .iter()
+            .map(|slot| slot.as_ref().and_then(|s| SkipPlan::of(&s.kinds)))
+            .collect()
     }
 
     /// The earliest and the latest tick of the file's records and drop
@@ -122,6 +162,32 @@ impl<'w> Wave<'w> {
                 self.file.bytes(start..end)
             };
             Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body).for_each(&mut f);
+        }
+    }
+}
+
+impl<'w> Wave<'w> {
+    /// Calls `f` with the head of each record of the run's extents in
+    /// `range`, as [`LogFile::tally_extents`] does.
+    pub fn tally_extents(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(Result<Head<'_>, ReadError>),
+    ) {
+        let plans = self.file.skip_plans();
+        let items = &self.file.order()[self.items.clone()];
+        for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
+            let body = if start >= self.base {
+                self.bytes
+                    .get(start - self.base..end - self.base)
+                    .unwrap_or(&[])
+            } else {
+                self.file.bytes(start..end)
+            };
+            let mut ext = Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body);
+            while let Some(h) = ext.next_head(&plans) {
+                f(h);
+            }
         }
     }
 }
@@ -389,6 +455,44 @@ impl<'a> Extent<'a> {
                 Record::new(self.file, site, self.thread, self.ctx, tick, args, len, ns)
             }));
         }
+    }
+
+    /// The next record's head, its arguments stepped over by `plans` (per
+    /// site id; a site without one by its kinds), unread and their pages
+    /// untouched: a file cut under the reader is found at a failure or the
+    /// extent's end, and told as such, as [`Extent::next_allowed`] does.
+    #[inline]
+    pub(crate) fn next_head(
+        &mut self,
+        plans: &[Option<SkipPlan>],
+    ) -> Option<Result<Head<'a>, ReadError>> {
+        let (site, tick) = match self.next_header() {
+            Some(Ok(h)) => h,
+            Some(Err(e)) => return Some(Err(self.shrank_or(e))),
+            None if self.shrank() && !self.failed => return Some(Err(self.fail(SHRANK))),
+            None => return None,
+        };
+        let planned = match plans.get(site.id as usize) {
+            Some(Some(plan)) => plan.args_len(self.body, self.pos).map(|n| self.pos + n),
+            _ => None,
+        };
+        // Without a plan, or where it fails, by the kinds: the damage is
+        // then found at the byte a reading of the values finds it.
+        let end = planned.or_else(|| {
+            wire::record::skip_args(&site.kinds, self.body, &mut self.pos, &self.strings)
+                .map(|()| self.pos)
+        });
+        let Some(end) = end else {
+            let e = self.fail("malformed record arguments");
+            return Some(Err(self.shrank_or(e)));
+        };
+        self.pos = end;
+        Some(Ok(Head {
+            site,
+            thread: self.thread,
+            tick,
+            len: (end - self.rec_start) as u32,
+        }))
     }
 
     /// The stop of the record [`Extent::next_allowed`] just returned, whose

@@ -44,7 +44,7 @@ pub use file::{
     __set_read_resident, BlockStats, Gap, LogFile, Refresh, SpanRef, ThreadInfo, Want, Wave,
 };
 pub use merge::{Batch, Batches, Event, Filter, Merge};
-pub use record::Record;
+pub use record::{Head, Record};
 pub use time::TimeMap;
 pub use trace::TraceContext;
 pub use warning::{Warning, LISTED_DAMAGE};

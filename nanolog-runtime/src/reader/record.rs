@@ -27,6 +27,21 @@ pub struct Record<'a> {
     ns: i64,
 }
 
+/// A record's head: its call site, thread, tick and length, read without
+/// its values ([`LogFile::tally_extents`]): what a count, a byte total or a
+/// time range per site, thread or level needs.
+#[derive(Debug, Clone, Copy)]
+pub struct Head<'a> {
+    /// Its call site.
+    pub site: &'a SiteEntry,
+    /// The logger-assigned id of its thread.
+    pub thread: u32,
+    /// Its raw clock tick.
+    pub tick: u64,
+    /// Bytes of the record in the file (as [`Record::encoded_len`]).
+    pub len: u32,
+}
+
 impl fmt::Debug for Record<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Record")
