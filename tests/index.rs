@@ -377,7 +377,8 @@ fn counted_from(log: &LogFile, min_offset: usize) -> Totals {
     for ev in Merge::unsorted(files, filter) {
         match ev {
             Event::Record(r) => {
-                t.count(r.site().id, r.thread(), 1, r.tick());
+                let len = r.encoded_len() as u64;
+                t.count(r.site().id, r.thread(), 1, len, r.tick(), r.tick());
                 t.first_tick = t.first_tick.min(r.tick());
             }
             Event::Gap(g, _) if g.is_lost() => t.lost += g.count,
@@ -391,9 +392,11 @@ fn counted_from(log: &LogFile, min_offset: usize) -> Totals {
 fn trimmed(mut t: Totals) -> Totals {
     while t.sites.last() == Some(&0) {
         t.sites.pop();
+        t.site_detail.pop();
     }
     while t.threads.last() == Some(&[0, 0]) {
         t.threads.pop();
+        t.thread_detail.pop();
     }
     t
 }

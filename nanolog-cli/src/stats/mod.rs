@@ -64,13 +64,27 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         // Each file read as it is indexed (the order of records does not
         // matter here, nor their times but a group's first and last): a
         // compressed file's blocks are inflated once, a few MiB at a time.
-        let mut state = (&mut plan, &mut totals, None);
+        // A finished file whose writer counted what is asked is answered
+        // from its end (its TOTALS entry), its records left unread.
+        let from_end = plan.counted_by_writer();
+        let mut state = (&mut plan, &mut totals, None, false);
         crate::inputs::open_each_in(
             &paths,
             true,
             &mut state,
-            |(plan, totals, current), path| {
+            |(plan, totals, current, counted), path| {
                 *current = None;
+                *counted = false;
+                if from_end {
+                    if let Ok(log) =
+                        LogFile::open_for(path, &nanolog_runtime::reader::Want::nothing())
+                    {
+                        if plan.answered_by(&log) {
+                            *counted = true;
+                            return Ok(log);
+                        }
+                    }
+                }
                 LogFile::open_streamed(path, |wave| {
                     let f = wave.file();
                     let fi = match *current {
@@ -83,7 +97,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
                     totals.scan(plan, std::slice::from_ref(wave), fi);
                 })
             },
-            |(plan, totals, current), f| {
+            |(plan, totals, current, counted), f| {
                 let fi = match current.take() {
                     Some(fi) => {
                         plan.refresh(fi, &f);
@@ -91,7 +105,11 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
                     }
                     None => plan.add(&f),
                 };
-                totals.finish_file(fi, &f);
+                if *counted {
+                    totals.counted(plan, fi, &f);
+                } else {
+                    totals.finish_file(fi, &f);
+                }
                 Ok(())
             },
         )?;

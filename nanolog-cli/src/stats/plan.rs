@@ -190,6 +190,41 @@ impl StatsPlan {
     }
 }
 
+impl StatsPlan {
+    /// Whether what is asked is what a writer counts in a file's TOTALS
+    /// (FORMAT.md): the records, bytes and time range of each site and of
+    /// each thread, so also of each level; but not of a thread's records of
+    /// some sites, a time series, or an argument's values.
+    pub(super) fn counted_by_writer(&self) -> bool {
+        self.arg.is_none()
+            && self.every_ns.is_none()
+            && (self.by != GroupBy::Thread || self.site_re.is_none())
+    }
+
+    /// Whether `f`, opened leaving its records out, is answered by its
+    /// writer's counts: a finished file whose TOTALS are taken (nothing
+    /// read was damaged, they add up to its END's count) and have their
+    /// details, every site and thread they count in its dictionary.
+    pub(super) fn answered_by(&self, f: &LogFile) -> bool {
+        let Some(t) = f.totals().filter(|t| t.detailed) else {
+            return false;
+        };
+        let sites = t
+            .sites
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .all(|(id, _)| f.site(id as u32).is_some());
+        let threads: std::collections::HashSet<u32> = f.threads().map(|t| t.id).collect();
+        sites
+            && t.threads
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c[0] > 0)
+                .all(|(id, _)| threads.contains(&(id as u32)))
+    }
+}
+
 impl Partial {
     /// A worker's results before it begins: a row for each of `groups`.
     pub(super) fn new(groups: usize) -> Partial {

@@ -4,6 +4,7 @@
 use std::ops::Range;
 
 use nanolog_runtime::reader::{Head, LogFile, ReadError, Record, Wave};
+use nanolog_runtime::wire::totals::Detail;
 
 use super::*;
 use crate::percentile;
@@ -127,6 +128,40 @@ impl Totals {
                     *lo = (*lo).min(l);
                     *hi = (*hi).max(h);
                 }
+            }
+        }
+    }
+
+    /// File `fi` is answered by its writer's counts (see
+    /// [`StatsPlan::answered_by`]): each site's (or thread's) records,
+    /// bytes and time range added to its group's.
+    pub(super) fn counted(&mut self, plan: &StatsPlan, fi: usize, f: &LogFile) {
+        let Some(t) = f.totals() else {
+            return;
+        };
+        let map = f.time_map();
+        let rows = &mut self.total.rows;
+        rows.resize(plan.groups.keys.len(), Row::default());
+        let mut add = |g: u32, n: u64, d: &Detail| {
+            if let Some(row) = rows.get_mut(g as usize) {
+                row.count += n;
+                row.bytes += d.bytes;
+                row.span(map.unix_ns(d.first_tick), map.unix_ns(d.last_tick));
+            }
+        };
+        if plan.by == GroupBy::Thread {
+            for (id, (c, d)) in t.threads.iter().zip(&t.thread_detail).enumerate() {
+                if let (true, Some(&g)) = (c[0] > 0, plan.groups.threads[fi].get(&(id as u32))) {
+                    add(g, c[0], d);
+                }
+            }
+            return;
+        }
+        let sel = &plan.selected[fi];
+        for (id, (&n, d)) in t.sites.iter().zip(&t.site_detail).enumerate() {
+            let site = f.site(id as u32).filter(|_| n > 0);
+            if let (Some(site), true) = (site, sel.get(id).copied().unwrap_or(false)) {
+                add(plan.groups.of(plan.by, fi, site, 0), n, d);
             }
         }
     }

@@ -200,7 +200,60 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
         assert_eq!(by_id.lines().collect::<Vec<_>>(), want, "--thread {id}");
     }
     info_of_finished_files_is_what_their_records_count(&dir, &files);
+    stats_of_finished_files_is_what_their_records_count(&dir, &files);
     let _ = std::fs::remove_dir_all(p(&dir));
+}
+
+/// `stats` of finished files, answered from their TOTALS entries (the
+/// records, bytes and time range of each site and thread, as their writer
+/// counted them) without their records, prints what it prints reading
+/// them all: each file and the whole set, against copies whose TOTALS
+/// entries were made a reserved tag (read whole), for each grouping, a
+/// site selection and JSON.
+fn stats_of_finished_files_is_what_their_records_count(dir: &Path, files: &[String]) {
+    let copies = dir.join("copies");
+    std::fs::create_dir_all(&copies).unwrap();
+    let mut copied = Vec::new();
+    let mut answered = 0;
+    for f in files {
+        let mut b = std::fs::read(f).unwrap();
+        totals_reserved(&mut b);
+        let copy = copies.join(Path::new(f).file_name().unwrap());
+        std::fs::write(&copy, &b).unwrap();
+        copied.push(p(&copy).to_owned());
+        let head =
+            nanolog::reader::LogFile::open_for(Path::new(f), &nanolog::reader::Want::nothing())
+                .unwrap();
+        answered += usize::from(head.totals().is_some_and(|t| t.detailed));
+    }
+    assert!(answered >= 3, "{answered} files answered by their totals");
+    let questions: [&[&str]; 7] = [
+        &["stats"],
+        &["stats", "--by", "thread"],
+        &["stats", "--by", "level"],
+        &["stats", "--site", "slow"],
+        &["stats", "--by", "level", "--site", "served"],
+        &["stats", "--format", "json"],
+        &["stats", "--by", "thread", "--format", "json"],
+    ];
+    let same = |quick: String, whole: String, what: &str| {
+        assert!(quick.lines().count() >= 2, "{what}: {quick}");
+        assert_eq!(quick, whole.replace(p(&copies), p(dir)), "{what}");
+    };
+    for q in questions {
+        same(
+            on_set(q, files),
+            on_set(q, &copied),
+            &format!("{q:?} of the set"),
+        );
+        for (f, c) in files.iter().zip(&copied).take(3) {
+            let mut a = q.to_vec();
+            let mut b = q.to_vec();
+            a.push(f);
+            b.push(c);
+            same(ok(&a), ok(&b), &format!("{q:?} {f}"));
+        }
+    }
 }
 
 /// Makes every whole TOTALS entry (tag 14) of `file` one of a tag reserved

@@ -231,10 +231,18 @@ impl State {
                         // inside it compacts nothing (a record larger than
                         // `release_bytes` was skipped so, uncounted, before).
                         let raw = r.c.contiguous(tail, (release_bytes as usize).max(len));
+                        // The run's first record's tick, as its delta makes
+                        // it (clamped, see above), and its bytes: `stats`
+                        // answers from what the writer counts.
+                        let (first, at) = (o.prev_tick.max(tick), out.len());
                         let (used, recs) =
                             compact(raw, site, &mut o.prev_tick, out, stop, &mut self.strings);
                         self.sum.records(cur.level_bit);
-                        self.tally.count(site, thread, recs, o.prev_tick);
+                        if recs > 0 {
+                            let bytes = (self.out.len() - at) as u64;
+                            self.tally
+                                .count(site, thread, recs, bytes, first, o.prev_tick);
+                        }
                         if recs == 0 {
                             // A malformed record: skipped as `peek` measured
                             // it, and counted and marked as a drop.
@@ -280,7 +288,9 @@ impl State {
                                 }
                             }
                             self.sum.records(cur.level_bit);
-                            self.tally.count(site, thread, 1, o.prev_tick);
+                            let bytes = (self.out.len() - rollback.0) as u64;
+                            self.tally
+                                .count(site, thread, 1, bytes, o.prev_tick, o.prev_tick);
                             self.out_records += 1;
                             n += 1;
                         }

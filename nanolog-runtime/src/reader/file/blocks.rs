@@ -196,7 +196,11 @@ impl LogFile {
     /// inflated size: what its entries take uncompressed (the size of the
     /// same file written with `Builder::compress(false)`, near enough).
     pub fn raw_len(&self) -> usize {
-        self.valid_len - self.blocks.bytes + self.blocks.raw
+        // Blocks of runs left out unread count too (their heads state both
+        // sizes).
+        let k = &self.blocks.skipped;
+        let (bytes, raw) = (self.blocks.bytes + k.bytes, self.blocks.raw + k.raw);
+        (self.valid_len + raw).saturating_sub(bytes)
     }
 
     /// The bytes of `range` (an extent body the index points to).
