@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use crate::output::json_string;
 use nanolog_runtime::reader::{Batch, Event, Filter, LogFile, Merge, Want};
 use nanolog_runtime::text::utc::rfc3339;
+use nanolog_runtime::wire::totals::Tally;
 
 use crate::cli::{Format, InfoArgs};
 
@@ -75,10 +76,18 @@ fn counts_of(log: &LogFile, t: &nanolog_runtime::reader::Totals) -> Counts {
         c.first = log.time_map().unix_ns(t.first_tick);
         c.last = log.time_map().unix_ns(t.last_tick);
     }
-    for (id, &n) in t.sites.iter().enumerate().filter(|(_, &n)| n > 0) {
-        c.per_site.insert(id as u32, n);
+    for (id, s) in t.sites.iter().enumerate().filter(|(_, s)| s.records > 0) {
+        c.per_site.insert(id as u32, s.records);
     }
-    for (id, &[r, d]) in t.threads.iter().enumerate() {
+    for (
+        id,
+        &Tally {
+            records: r,
+            dropped: d,
+            ..
+        },
+    ) in t.threads.iter().enumerate()
+    {
         if r > 0 {
             c.per_thread.insert(id as u32, r);
         }

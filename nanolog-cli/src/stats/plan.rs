@@ -213,14 +213,14 @@ impl StatsPlan {
             .sites
             .iter()
             .enumerate()
-            .filter(|(_, &n)| n > 0)
+            .filter(|(_, s)| s.records > 0)
             .all(|(id, _)| f.site(id as u32).is_some());
         let threads: std::collections::HashSet<u32> = f.threads().map(|t| t.id).collect();
         sites
             && t.threads
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| c[0] > 0)
+                .filter(|(_, c)| c.records > 0)
                 .all(|(id, _)| threads.contains(&(id as u32)))
     }
 }

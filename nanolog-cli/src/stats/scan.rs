@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use nanolog_runtime::reader::{Head, LogFile, ReadError, Record, Wave};
-use nanolog_runtime::wire::totals::Detail;
+use nanolog_runtime::wire::totals::Tally;
 
 use super::*;
 use crate::percentile;
@@ -142,26 +142,27 @@ impl Totals {
         let map = f.time_map();
         let rows = &mut self.total.rows;
         rows.resize(plan.groups.keys.len(), Row::default());
-        let mut add = |g: u32, n: u64, d: &Detail| {
+        let mut add = |g: u32, d: &Tally| {
             if let Some(row) = rows.get_mut(g as usize) {
-                row.count += n;
+                row.count += d.records;
                 row.bytes += d.bytes;
                 row.span(map.unix_ns(d.first_tick), map.unix_ns(d.last_tick));
             }
         };
         if plan.by == GroupBy::Thread {
-            for (id, (c, d)) in t.threads.iter().zip(&t.thread_detail).enumerate() {
-                if let (true, Some(&g)) = (c[0] > 0, plan.groups.threads[fi].get(&(id as u32))) {
-                    add(g, c[0], d);
+            for (id, d) in t.threads.iter().enumerate() {
+                let g = plan.groups.threads[fi].get(&(id as u32));
+                if let (true, Some(&g)) = (d.records > 0, g) {
+                    add(g, d);
                 }
             }
             return;
         }
         let sel = &plan.selected[fi];
-        for (id, (&n, d)) in t.sites.iter().zip(&t.site_detail).enumerate() {
-            let site = f.site(id as u32).filter(|_| n > 0);
+        for (id, d) in t.sites.iter().enumerate() {
+            let site = f.site(id as u32).filter(|_| d.records > 0);
             if let (Some(site), true) = (site, sel.get(id).copied().unwrap_or(false)) {
-                add(plan.groups.of(plan.by, fi, site, 0), n, d);
+                add(plan.groups.of(plan.by, fi, site, 0), d);
             }
         }
     }

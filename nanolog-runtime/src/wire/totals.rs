@@ -17,34 +17,40 @@ pub struct Totals {
     /// Records the writer lost (a failed write, the live file deleted or
     /// cut back under it): the gaps of thread `dict::WRITER_THREAD`.
     pub lost: u64,
-    /// Records by site id.
-    pub sites: Vec<u64>,
-    /// `[records, dropped]` by thread id.
-    pub threads: Vec<[u64; 2]>,
-    /// By site id (as long as `sites`): its records' bytes and ticks.
-    pub site_detail: Vec<Detail>,
-    /// By thread id (as long as `threads`): its records' bytes and ticks.
-    pub thread_detail: Vec<Detail>,
-    /// The details are known: counted here, or read from an entry that has
-    /// them (writers since 2026-11-29, the commit after 254e764).
+    /// By site id (its `dropped` 0).
+    pub sites: Vec<Tally>,
+    /// By thread id.
+    pub threads: Vec<Tally>,
+    /// The bytes and ticks of the tallies are known: counted here, or read
+    /// from an entry that has them (writers since 2026-11-29, the commit
+    /// after 254e764); otherwise they are those of no record.
     pub detailed: bool,
 }
 
-/// The bytes and the tick range of some records (a site's, a thread's).
+/// The records of a site or a thread: how many, their bytes and tick
+/// range, and a thread's drops. One per id, so that counting a run of
+/// records touches one line of memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Detail {
-    /// Their bytes in the file, as a reader measures a record (its site id,
-    /// tick delta and arguments; not the context switches between them).
+pub struct Tally {
+    /// Records.
+    pub records: u64,
+    /// Records the thread dropped (its ring full).
+    pub dropped: u64,
+    /// The records' bytes in the file, as a reader measures a record (its
+    /// site id, tick delta and arguments; not the context switches between
+    /// them).
     pub bytes: u64,
-    /// The earliest tick (`u64::MAX` with none) ...
+    /// The earliest tick of a record (`u64::MAX` with none) ...
     pub first_tick: u64,
     /// ... and the latest (0 with none).
     pub last_tick: u64,
 }
 
-impl Default for Detail {
-    fn default() -> Detail {
-        Detail {
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally {
+            records: 0,
+            dropped: 0,
             bytes: 0,
             first_tick: u64::MAX,
             last_tick: 0,
@@ -52,16 +58,27 @@ impl Default for Detail {
     }
 }
 
-impl Detail {
+impl Tally {
     #[inline(always)]
-    fn count(&mut self, bytes: u64, first: u64, last: u64) {
+    fn count(&mut self, n: u64, bytes: u64, first: u64, last: u64) {
+        self.records += n;
         self.bytes += bytes;
         self.first_tick = self.first_tick.min(first);
         self.last_tick = self.last_tick.max(last);
     }
 
-    fn add(&mut self, o: &Detail) {
-        self.count(o.bytes, o.first_tick, o.last_tick);
+    fn add(&mut self, o: &Tally) {
+        self.count(o.records, o.bytes, o.first_tick, o.last_tick);
+        self.dropped += o.dropped;
+    }
+
+    /// Its records' bytes and ticks cleared (not known).
+    fn counts_only(self) -> Tally {
+        Tally {
+            records: self.records,
+            dropped: self.dropped,
+            ..Tally::default()
+        }
     }
 }
 
@@ -77,32 +94,24 @@ impl Totals {
 
     /// The records counted.
     pub fn records(&self) -> u64 {
-        self.sites.iter().sum()
+        self.sites.iter().map(|s| s.records).sum()
     }
 
     /// `n` records of site `site` from thread `thread`, of `bytes` bytes,
     /// the first at tick `first` and the last at `last`: a few additions
-    /// and compares (the tables grow, cold, the first time an id is met).
-    /// (The file's first tick is the writer's to keep: an extent's first.)
+    /// and compares on two lines of memory (the tables grow, cold, the
+    /// first time an id is met). (The file's first tick is the writer's to
+    /// keep: an extent's first.)
     #[inline(always)]
     pub fn count(&mut self, site: u32, thread: u32, n: u64, bytes: u64, first: u64, last: u64) {
         self.last_tick = self.last_tick.max(last);
-        let (s, t) = (site as usize, thread as usize);
-        if s >= self.sites.len() {
-            grow(&mut self.sites, site, 0);
-            grow(&mut self.site_detail, site, Detail::default());
+        match self.sites.get_mut(site as usize) {
+            Some(t) => t.count(n, bytes, first, last),
+            None => grow(&mut self.sites, site)[site as usize].count(n, bytes, first, last),
         }
-        if t >= self.threads.len() {
-            grow(&mut self.threads, thread, [0; 2]);
-            grow(&mut self.thread_detail, thread, Detail::default());
-        }
-        if let (Some(c), Some(d)) = (self.sites.get_mut(s), self.site_detail.get_mut(s)) {
-            *c += n;
-            d.count(bytes, first, last);
-        }
-        if let (Some(c), Some(d)) = (self.threads.get_mut(t), self.thread_detail.get_mut(t)) {
-            c[0] += n;
-            d.count(bytes, first, last);
+        match self.threads.get_mut(thread as usize) {
+            Some(t) => t.count(n, bytes, first, last),
+            None => grow(&mut self.threads, thread)[thread as usize].count(n, bytes, first, last),
         }
     }
 
@@ -115,12 +124,9 @@ impl Totals {
 
     /// `n` records thread `thread` dropped.
     pub fn dropped(&mut self, thread: u32, n: u64) {
-        if thread as usize >= self.threads.len() {
-            grow(&mut self.threads, thread, [0; 2]);
-            grow(&mut self.thread_detail, thread, Detail::default());
-        }
-        if let Some(c) = self.threads.get_mut(thread as usize) {
-            c[1] += n;
+        match self.threads.get_mut(thread as usize) {
+            Some(t) => t.dropped += n,
+            None => grow(&mut self.threads, thread)[thread as usize].dropped += n,
         }
     }
 
@@ -130,28 +136,16 @@ impl Totals {
         self.last_tick = self.last_tick.max(other.last_tick);
         self.lost += other.lost;
         self.detailed &= other.detailed;
-        if self.sites.len() < other.sites.len() {
-            self.sites.resize(other.sites.len(), 0);
-            self.site_detail
-                .resize(other.sites.len(), Detail::default());
-        }
-        for (a, b) in self.sites.iter_mut().zip(&other.sites) {
-            *a += b;
-        }
-        for (a, b) in self.site_detail.iter_mut().zip(&other.site_detail) {
-            a.add(b);
-        }
-        if self.threads.len() < other.threads.len() {
-            self.threads.resize(other.threads.len(), [0; 2]);
-            self.thread_detail
-                .resize(other.threads.len(), Detail::default());
-        }
-        for (a, b) in self.threads.iter_mut().zip(&other.threads) {
-            a[0] += b[0];
-            a[1] += b[1];
-        }
-        for (a, b) in self.thread_detail.iter_mut().zip(&other.thread_detail) {
-            a.add(b);
+        for (mine, theirs) in [
+            (&mut self.sites, &other.sites),
+            (&mut self.threads, &other.threads),
+        ] {
+            if mine.len() < theirs.len() {
+                mine.resize(theirs.len(), Tally::default());
+            }
+            for (a, b) in mine.iter_mut().zip(theirs) {
+                a.add(b);
+            }
         }
     }
 
@@ -160,16 +154,14 @@ impl Totals {
         self.first_tick = u64::MAX;
         self.last_tick = 0;
         self.lost = 0;
-        self.sites.iter_mut().for_each(|c| *c = 0);
-        self.threads.iter_mut().for_each(|c| *c = [0; 2]);
-        self.site_detail.fill(Detail::default());
-        self.thread_detail.fill(Detail::default());
+        self.sites.fill(Tally::default());
+        self.threads.fill(Tally::default());
     }
 }
 
 #[cold]
-fn grow<T: Clone>(v: &mut Vec<T>, id: u32, zero: T) -> &mut Vec<T> {
-    v.resize(id as usize + 1, zero);
+fn grow(v: &mut Vec<Tally>, id: u32) -> &mut Vec<Tally> {
+    v.resize(id as usize + 1, Tally::default());
     v
 }
 
@@ -191,36 +183,31 @@ pub fn put_totals(out: &mut Vec<u8>, t: &Totals) {
     put_varint(out, first);
     put_varint(out, last - first);
     put_varint(out, t.lost);
-    let sites = t.sites.iter().enumerate().filter(|(_, &c)| c > 0);
+    let sites = t.sites.iter().enumerate().filter(|(_, s)| s.records > 0);
     put_varint(out, sites.clone().count() as u64);
-    for (id, &c) in sites.clone() {
+    for (id, s) in sites.clone() {
         put_varint(out, id as u64);
-        put_varint(out, c);
+        put_varint(out, s.records);
     }
     let threads = t
         .threads
         .iter()
         .enumerate()
-        .filter(|(_, c)| c[0] + c[1] > 0);
+        .filter(|(_, c)| c.records + c.dropped > 0);
     put_varint(out, threads.clone().count() as u64);
     for (id, c) in threads.clone() {
         put_varint(out, id as u64);
-        put_varint(out, c[0]);
-        put_varint(out, c[1]);
+        put_varint(out, c.records);
+        put_varint(out, c.dropped);
     }
-    let put_detail = |out: &mut Vec<u8>, d: Option<&Detail>| match d {
-        Some(d) if d.first_tick <= d.last_tick => {
+    for (_, d) in sites.chain(threads) {
+        if d.records > 0 && d.first_tick <= d.last_tick {
             put_varint(out, d.bytes);
             put_varint(out, d.first_tick.saturating_sub(first));
             put_varint(out, d.last_tick - d.first_tick);
+        } else {
+            out.extend_from_slice(&[0, 0, 0]);
         }
-        _ => out.extend_from_slice(&[0, 0, 0]),
-    };
-    for (id, _) in sites {
-        put_detail(out, t.site_detail.get(id));
-    }
-    for (id, _) in threads {
-        put_detail(out, t.thread_detail.get(id));
     }
 }
 
@@ -230,10 +217,10 @@ const MAX_ID: u64 = 1 << 24;
 
 /// The slot of id `id` in `v`, grown to it; `None` for an id past
 /// [`MAX_ID`].
-fn at<T: Clone>(v: &mut Vec<T>, id: u64, zero: T) -> Option<&mut T> {
+fn at(v: &mut Vec<Tally>, id: u64) -> Option<&mut Tally> {
     let id = u32::try_from(id).ok().filter(|&i| u64::from(i) < MAX_ID)?;
     if v.len() <= id as usize {
-        grow(v, id, zero);
+        grow(v, id);
     }
     v.get_mut(id as usize)
 }
@@ -253,78 +240,63 @@ pub fn get_totals(body: &[u8]) -> Option<Totals> {
         t.ticks(first, last);
     }
     t.lost = next()?;
+    let mut listed = Vec::new();
     let sites = next()?;
-    let mut site_ids = Vec::new();
     for _ in 0..sites {
         let (id, c) = (next()?, next()?);
-        let slot = at(&mut t.sites, id, 0)?;
-        *slot = slot.checked_add(c)?;
-        site_ids.push(id as usize);
+        let slot = at(&mut t.sites, id)?;
+        slot.records = slot.records.checked_add(c)?;
+        listed.push((false, id as usize));
     }
     let threads = next()?;
-    let mut thread_ids = Vec::new();
     for _ in 0..threads {
         let (id, r, d) = (next()?, next()?, next()?);
-        let slot = at(&mut t.threads, id, [0; 2])?;
-        *slot = [slot[0].checked_add(r)?, slot[1].checked_add(d)?];
-        thread_ids.push(id as usize);
+        let slot = at(&mut t.threads, id)?;
+        slot.records = slot.records.checked_add(r)?;
+        slot.dropped = slot.dropped.checked_add(d)?;
+        listed.push((true, id as usize));
     }
-    let by_sites = t.sites.iter().try_fold(0u64, |a, &c| a.checked_add(c))?;
-    let by_threads = t
-        .threads
-        .iter()
-        .try_fold(0u64, |a, c| a.checked_add(c[0]))?;
-    if by_sites != records || by_threads != records {
+    let sum = |v: &[Tally]| v.iter().try_fold(0u64, |a, c| a.checked_add(c.records));
+    if sum(&t.sites)? != records || sum(&t.threads)? != records {
         return None;
     }
-    t.site_detail = vec![Detail::default(); t.sites.len()];
-    t.thread_detail = vec![Detail::default(); t.threads.len()];
-    t.detailed = read_details(&mut t, &site_ids, &thread_ids, &mut next).is_some();
+    t.detailed = read_details(&mut t, &listed, &mut next).is_some();
     if !t.detailed {
-        t.site_detail.fill(Detail::default());
-        t.thread_detail.fill(Detail::default());
+        for d in t.sites.iter_mut().chain(&mut t.threads) {
+            *d = d.counts_only();
+        }
     }
     Some(t)
 }
 
-/// Reads the details of the sites and threads listed (ids repeated in a
-/// list are not: those are not details to trust), and checks them: each
-/// range inside the file's, the sites' bytes adding up to the threads'.
+/// Reads the details of the sites and threads `listed` (`true`: a thread),
+/// and checks them: each range inside the file's, an id listed twice
+/// given one, the sites' bytes adding up to the threads'.
 fn read_details(
     t: &mut Totals,
-    sites: &[usize],
-    threads: &[usize],
+    listed: &[(bool, usize)],
     next: &mut impl FnMut() -> Option<u64>,
 ) -> Option<()> {
     let (first, last) = (t.first_tick, t.last_tick);
-    let mut read = |d: &mut Detail, records: u64| -> Option<u64> {
-        let (bytes, from, span) = (next()?, next()?, next()?);
-        if records == 0 {
-            return (bytes == 0).then_some(0);
+    let mut bytes = [0u64; 2];
+    for &(thread, id) in listed {
+        let (b, from, span) = (next()?, next()?, next()?);
+        let d = if thread { &mut t.threads } else { &mut t.sites }.get_mut(id)?;
+        if d.records == 0 {
+            if b != 0 {
+                return None;
+            }
+            continue;
         }
         let lo = first.checked_add(from)?;
         let hi = lo.checked_add(span)?;
         if hi > last || d.first_tick <= d.last_tick {
             return None;
         }
-        *d = Detail {
-            bytes,
-            first_tick: lo,
-            last_tick: hi,
-        };
-        Some(bytes)
-    };
-    let mut by_sites = 0u64;
-    for &id in sites {
-        let records = *t.sites.get(id)?;
-        by_sites = by_sites.checked_add(read(t.site_detail.get_mut(id)?, records)?)?;
+        (d.bytes, d.first_tick, d.last_tick) = (b, lo, hi);
+        bytes[usize::from(thread)] = bytes[usize::from(thread)].checked_add(b)?;
     }
-    let mut by_threads = 0u64;
-    for &id in threads {
-        let records = t.threads.get(id)?[0];
-        by_threads = by_threads.checked_add(read(t.thread_detail.get_mut(id)?, records)?)?;
-    }
-    (by_sites == by_threads).then_some(())
+    (bytes[0] == bytes[1]).then_some(())
 }
 
 #[cfg(test)]
@@ -347,28 +319,26 @@ mod tests {
         assert_eq!(back.records(), 16);
         assert_eq!((back.first_tick, back.last_tick), (900, 2_000));
         assert_eq!(back.lost, 2);
-        assert_eq!(back.sites.get(3), Some(&11));
-        assert_eq!(back.sites.get(1), Some(&5));
-        assert_eq!(back.threads.get(1), Some(&[10, 0]));
-        assert_eq!(back.threads.get(2), Some(&[6, 0]));
-        assert_eq!(back.threads.get(7), Some(&[0, 4]));
-        assert_eq!(back, t, "the details read back as counted");
-        assert_eq!(back.site_detail[3].bytes, 109);
-        assert_eq!(back.thread_detail[2].first_tick, 900);
-        // Cut short in the details: the counts stand, the details are not
-        // known; in the counts, or a count that does not add up: not
-        // totals.
+        let counts = |v: &[Tally]| v.iter().map(|c| [c.records, c.dropped]).collect::<Vec<_>>();
+        assert_eq!(counts(&back.sites), [[0, 0], [5, 0], [0, 0], [11, 0]]);
+        assert_eq!(counts(&back.threads)[1..3], [[10, 0], [6, 0]]);
+        assert_eq!(counts(&back.threads)[7], [0, 4]);
+        assert_eq!(back, t, "the bytes and ticks read back as counted");
+        assert_eq!(back.sites[3].bytes, 109);
+        assert_eq!(back.threads[2].first_tick, 900);
+        // Cut short in the details: the counts stand, the bytes and ticks
+        // are not known; in the counts, or a count that does not add up:
+        // not totals.
         let short = get_totals(&body[..body.len() - 1]).unwrap();
         assert!(!short.detailed);
-        assert_eq!(
-            (short.sites.clone(), short.threads.clone()),
-            (t.sites.clone(), t.threads.clone())
-        );
-        assert_eq!(short.site_detail[3], Detail::default());
+        assert_eq!(counts(&short.sites), counts(&t.sites));
+        assert_eq!(counts(&short.threads), counts(&t.threads));
+        assert_eq!(short.sites[3].bytes, 0);
+        assert_eq!(short.sites[3].first_tick, u64::MAX);
         assert_eq!(get_totals(&body[..6]), None);
         // Details that do not add up (a site's bytes changed): not known.
         let mut odd = t.clone();
-        odd.site_detail[3].bytes += 1;
+        odd.sites[3].bytes += 1;
         let mut odd_body = Vec::new();
         put_totals(&mut odd_body, &odd);
         assert!(!get_totals(&odd_body).unwrap().detailed);
