@@ -158,7 +158,8 @@ fn check_levels(files: &[LogFile], case: &str) {
 }
 
 /// Records' heads (`tally_extents`: values stepped over unread, what
-/// `stats` counts) are the records' own, and the damage is found where a
+/// `stats` counts) are the records' own, and a reading of some sites'
+/// records (`scan_extents_of`) gives theirs; the damage is found where a
 /// reading of the whole records finds it, for every extent range.
 fn check_heads(file: &LogFile, case: &str) {
     type Seen = Vec<Result<(u32, u32, u64, usize), String>>;
@@ -179,15 +180,45 @@ fn check_heads(file: &LogFile, case: &str) {
                     .map_err(|e| e.to_string()),
             )
         });
-        let first = heads.iter().zip(&read).position(|(h, r)| h != r);
-        assert!(
-            first.is_none() && heads.len() == read.len(),
-            "{case}: extents {range:?}: {} heads, {} records; the first that differ: {:?}",
-            heads.len(),
-            read.len(),
-            first.map(|i| (&heads[i], &read[i]))
+        same(
+            &heads,
+            &read,
+            &format!("{case}: heads of extents {range:?}"),
         );
+        // Records of some sites, the others stepped over unread: those
+        // records, and every damage, of the whole reading.
+        for pick in [1u32, 2, 3] {
+            let allowed: Vec<bool> = (0..16).map(|id: u32| id.is_multiple_of(pick)).collect();
+            let want: Seen = read
+                .iter()
+                .filter(|r| r.as_ref().map_or(true, |r| allowed[r.0 as usize]))
+                .cloned()
+                .collect();
+            let mut got: Seen = Vec::new();
+            file.scan_extents_of(range.clone(), &allowed, |r| {
+                got.push(
+                    r.map(|r| (r.site().id, r.thread(), r.tick(), r.encoded_len()))
+                        .map_err(|e| e.to_string()),
+                )
+            });
+            same(
+                &got,
+                &want,
+                &format!("{case}: sites of {pick}, extents {range:?}"),
+            );
+        }
     }
+}
+
+fn same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    let first = got.iter().zip(want).position(|(g, w)| g != w);
+    assert!(
+        first.is_none() && got.len() == want.len(),
+        "{what}: {} against {}; the first that differ: {:?}",
+        got.len(),
+        want.len(),
+        first.map(|i| (&got[i], &want[i]))
+    );
 }
 
 fn filter(w: &Want) -> Filter {

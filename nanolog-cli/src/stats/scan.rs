@@ -26,7 +26,12 @@ pub(super) struct Totals {
 /// is indexed.
 pub(super) trait Extents: Sync {
     fn extent_count(&self) -> usize;
-    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>));
+    fn scan_extents_of(
+        &self,
+        range: Range<usize>,
+        allowed: &[bool],
+        f: impl FnMut(Result<Record<'_>, ReadError>),
+    );
     fn tally_extents(&self, range: Range<usize>, f: impl FnMut(Result<Head<'_>, ReadError>));
 }
 
@@ -34,8 +39,13 @@ impl Extents for LogFile {
     fn extent_count(&self) -> usize {
         LogFile::extent_count(self)
     }
-    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>)) {
-        LogFile::scan_extents(self, range, f)
+    fn scan_extents_of(
+        &self,
+        range: Range<usize>,
+        allowed: &[bool],
+        f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        LogFile::scan_extents_of(self, range, allowed, f)
     }
     fn tally_extents(&self, range: Range<usize>, f: impl FnMut(Result<Head<'_>, ReadError>)) {
         LogFile::tally_extents(self, range, f)
@@ -46,8 +56,13 @@ impl Extents for Wave<'_> {
     fn extent_count(&self) -> usize {
         Wave::extent_count(self)
     }
-    fn scan_extents(&self, range: Range<usize>, f: impl FnMut(Result<Record<'_>, ReadError>)) {
-        Wave::scan_extents(self, range, f)
+    fn scan_extents_of(
+        &self,
+        range: Range<usize>,
+        allowed: &[bool],
+        f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        Wave::scan_extents_of(self, range, allowed, f)
     }
     fn tally_extents(&self, range: Range<usize>, f: impl FnMut(Result<Head<'_>, ReadError>)) {
         Wave::tally_extents(self, range, f)
@@ -221,8 +236,8 @@ pub(super) fn scan(
         return;
     }
     // Blocks past the file's resident budget inflated one at a time as the
-    // scan reaches them.
-    f.scan_extents(range, |rec| {
+    // scan reaches them; the records of sites not selected stepped over.
+    f.scan_extents_of(range, sel, |rec| {
         let rec = match rec {
             Ok(r) => r,
             Err(e) => {
@@ -231,9 +246,6 @@ pub(super) fn scan(
             }
         };
         let id = rec.site().id as usize;
-        if !sel.get(id).copied().unwrap_or(false) {
-            return;
-        }
         if let Some(arg) = &plan.arg {
             let Some(n) = arg.per_file[fi].get(id).copied().flatten() else {
                 // A selected site without an argument of that name.

@@ -91,6 +91,37 @@ impl LogFile {
         }
     }
 
+    /// Calls `f` with each record of a call site `allowed` admits (by site
+    /// id) in the extents in `range`, as [`LogFile::scan_extents`] gives
+    /// them; the others are stepped over unread, as
+    /// [`LogFile::tally_extents`] steps over their values.
+    pub fn scan_extents_of(
+        &self,
+        range: std::ops::Range<usize>,
+        allowed: &[bool],
+        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        let plans = self.skip_plans();
+        let mut buf = Vec::new();
+        let mut loaded = None;
+        for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
+            let body = match self.lazy_block(start) {
+                Some(b) => {
+                    if loaded != Some(b) {
+                        self.inflate_block(b, &mut buf);
+                        loaded = Some(b);
+                    }
+                    self.in_block(b, &buf, start..end)
+                }
+                None => self.bytes(start..end),
+            };
+            let mut ext = Extent::over(self, thread, start, end, ctx, Clock::Untimed, body);
+            while let Some(r) = ext.next_of(allowed, &plans) {
+                f(r);
+            }
+        }
+    }
+
     /// Per site id, how its records' arguments are stepped over unread
     /// (`None`: by their kinds, one by one).
     fn skip_plans(&self) -> Vec<Option<SkipPlan>> {
@@ -154,19 +185,52 @@ impl<'w> Wave<'w> {
     ) {
         let items = &self.file.order()[self.items.clone()];
         for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
-            let body = if start >= self.base {
-                self.bytes
-                    .get(start - self.base..end - self.base)
-                    .unwrap_or(&[])
-            } else {
-                self.file.bytes(start..end)
-            };
-            Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body).for_each(&mut f);
+            Extent::over(
+                self.file,
+                thread,
+                start,
+                end,
+                ctx,
+                Clock::Untimed,
+                self.body(start, end),
+            )
+            .for_each(&mut f);
         }
     }
 }
 
 impl<'w> Wave<'w> {
+    /// Calls `f` with each record of a call site `allowed` admits in the
+    /// run's extents in `range`, as [`LogFile::scan_extents_of`] does.
+    pub fn scan_extents_of(
+        &self,
+        range: std::ops::Range<usize>,
+        allowed: &[bool],
+        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        let plans = self.file.skip_plans();
+        let items = &self.file.order()[self.items.clone()];
+        for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
+            let body = self.body(start, end);
+            let mut ext = Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body);
+            while let Some(r) = ext.next_of(allowed, &plans) {
+                f(r);
+            }
+        }
+    }
+
+    /// The bytes of the extent at `[start, end)`: the run's inflated
+    /// bytes, or the file's.
+    fn body(&self, start: usize, end: usize) -> &'w [u8] {
+        if start >= self.base {
+            self.bytes
+                .get(start - self.base..end - self.base)
+                .unwrap_or(&[])
+        } else {
+            self.file.bytes(start..end)
+        }
+    }
+
     /// Calls `f` with the head of each record of the run's extents in
     /// `range`, as [`LogFile::tally_extents`] does.
     pub fn tally_extents(
@@ -177,13 +241,7 @@ impl<'w> Wave<'w> {
         let plans = self.file.skip_plans();
         let items = &self.file.order()[self.items.clone()];
         for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
-            let body = if start >= self.base {
-                self.bytes
-                    .get(start - self.base..end - self.base)
-                    .unwrap_or(&[])
-            } else {
-                self.file.bytes(start..end)
-            };
+            let body = self.body(start, end);
             let mut ext = Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body);
             while let Some(h) = ext.next_head(&plans) {
                 f(h);
@@ -472,27 +530,76 @@ impl<'a> Extent<'a> {
             None if self.shrank() && !self.failed => return Some(Err(self.fail(SHRANK))),
             None => return None,
         };
-        let planned = match plans.get(site.id as usize) {
-            Some(Some(plan)) => plan.args_len(self.body, self.pos).map(|n| self.pos + n),
-            _ => None,
-        };
-        // Without a plan, or where it fails, by the kinds: the damage is
-        // then found at the byte a reading of the values finds it.
-        let end = planned.or_else(|| {
-            wire::record::skip_args(&site.kinds, self.body, &mut self.pos, &self.strings)
-                .map(|()| self.pos)
-        });
-        let Some(end) = end else {
-            let e = self.fail("malformed record arguments");
-            return Some(Err(self.shrank_or(e)));
-        };
-        self.pos = end;
+        if let Err(e) = self.step_args(site, plans) {
+            return Some(Err(e));
+        }
         Some(Ok(Head {
             site,
             thread: self.thread,
             tick,
-            len: (end - self.rec_start) as u32,
+            len: (self.pos - self.rec_start) as u32,
         }))
+    }
+
+    /// The next record of a call site `allowed` admits (by site id), left
+    /// to be stamped on demand; the others' arguments stepped over unread
+    /// by `plans`, as [`Extent::next_head`] steps over them.
+    #[inline]
+    pub(crate) fn next_of(
+        &mut self,
+        allowed: &[bool],
+        plans: &[Option<SkipPlan>],
+    ) -> Option<Result<Record<'a>, ReadError>> {
+        loop {
+            let (site, tick) = match self.next_header() {
+                Some(Ok(h)) => h,
+                Some(Err(e)) => return Some(Err(self.shrank_or(e))),
+                None if self.shrank() && !self.failed => return Some(Err(self.fail(SHRANK))),
+                None => return None,
+            };
+            if allowed.get(site.id as usize).copied().unwrap_or(false) {
+                return Some(self.take_args(site).map(|(args, len)| {
+                    Record::new(
+                        self.file,
+                        site,
+                        self.thread,
+                        self.ctx,
+                        tick,
+                        args,
+                        len,
+                        None,
+                    )
+                }));
+            }
+            if let Err(e) = self.step_args(site, plans) {
+                return Some(Err(e));
+            }
+        }
+    }
+
+    /// Steps over the arguments of a record of `site` unread: by its plan,
+    /// else (or where the plan fails) by its kinds, so that damage is
+    /// found at the byte a reading of the values finds it.
+    #[inline(always)]
+    fn step_args(&mut self, site: &SiteEntry, plans: &[Option<SkipPlan>]) -> Result<(), ReadError> {
+        let planned = match plans.get(site.id as usize) {
+            Some(Some(plan)) => plan.args_len(self.body, self.pos).map(|n| self.pos + n),
+            _ => None,
+        };
+        let end = planned.or_else(|| {
+            wire::record::skip_args(&site.kinds, self.body, &mut self.pos, &self.strings)
+                .map(|()| self.pos)
+        });
+        match end {
+            Some(end) => {
+                self.pos = end;
+                Ok(())
+            }
+            None => {
+                let e = self.fail("malformed record arguments");
+                Err(self.shrank_or(e))
+            }
+        }
     }
 
     /// The stop of the record [`Extent::next_allowed`] just returned, whose
