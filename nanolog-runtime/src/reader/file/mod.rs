@@ -350,7 +350,7 @@ impl LogFile {
         let sparse = want.is_some_and(|w| !w.all());
         if let Some(want) = want.filter(|_| sparse) {
             f.data.sparse(true);
-            let left = skip::left_out(&f.data, &header, want);
+            let left = skip::left_out(&f.data, &header, want, || f.data.sparse(false));
             f.skip = left.regions;
             f.checkpoint = left.checkpoint;
             f.blocks.skipped = skip::blocks_of(&f.data, &f.skip);
