@@ -19,7 +19,7 @@ use std::io::{self, Write};
 use anyhow::{bail, Context};
 
 use crate::time_args::parse_duration_ns;
-use nanolog_runtime::reader::LogFile;
+use nanolog_runtime::reader::{LogFile, Want as Reading};
 use regex::Regex;
 
 use crate::cli::{GroupBy, StatsArgs};
@@ -65,23 +65,33 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         // matter here, nor their times but a group's first and last): a
         // compressed file's blocks are inflated once, a few MiB at a time.
         // A finished file whose writer counted what is asked is answered
-        // from its end (its TOTALS entry), its records left unread.
+        // from its end (its TOTALS entry), its records left unread; one
+        // without its END (live, or its writer killed) from its last
+        // checkpoint and the records after it.
         let from_end = plan.counted_by_writer();
-        let mut state = (&mut plan, &mut totals, None, false);
+        let mut state = (&mut plan, &mut totals, None, Source::Records);
         crate::inputs::open_each_in(
             &paths,
             true,
             &mut state,
-            |(plan, totals, current, counted), path| {
+            |(plan, totals, current, source), path| {
                 *current = None;
-                *counted = false;
+                *source = Source::Records;
                 if from_end {
-                    if let Ok(log) =
-                        LogFile::open_for(path, &nanolog_runtime::reader::Want::nothing())
-                    {
-                        if plan.answered_by(&log) {
-                            *counted = true;
+                    let ended = match LogFile::open_for(path, &Reading::nothing()) {
+                        Ok(log) if answered_by(&log) => {
+                            *source = Source::End;
                             return Ok(log);
+                        }
+                        Ok(log) => log.is_complete(),
+                        Err(_) => true,
+                    };
+                    if !ended {
+                        if let Ok(log) = LogFile::open_for(path, &Reading::since_checkpoint()) {
+                            if let Some(from) = answered_from(&log) {
+                                *source = Source::Checkpoint(from);
+                                return Ok(log);
+                            }
                         }
                     }
                 }
@@ -97,7 +107,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
                     totals.scan(plan, std::slice::from_ref(wave), fi);
                 })
             },
-            |(plan, totals, current, counted), f| {
+            |(plan, totals, current, source), f| {
                 let fi = match current.take() {
                     Some(fi) => {
                         plan.refresh(fi, &f);
@@ -105,10 +115,24 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
                     }
                     None => plan.add(&f),
                 };
-                if *counted {
-                    totals.counted(plan, fi, &f);
-                } else {
-                    totals.finish_file(fi, &f);
+                match *source {
+                    Source::End => {
+                        if let Some(t) = f.totals() {
+                            totals.counted(plan, fi, &f, t);
+                        }
+                    }
+                    Source::Checkpoint(from) => {
+                        if let Some((_, t)) = f.checkpoint() {
+                            totals.counted(plan, fi, &f, t);
+                        }
+                        let after = After {
+                            file: &f,
+                            first: f.extents_before(from),
+                        };
+                        totals.scan(plan, std::slice::from_ref(&after), fi);
+                        totals.finish_file(fi, &f);
+                    }
+                    Source::Records => totals.finish_file(fi, &f),
                 }
                 Ok(())
             },
@@ -174,6 +198,18 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
     }
     io::stdout().lock().write_all(out.as_bytes())?;
     Ok(())
+}
+
+/// How `stats` reads a file.
+#[derive(Clone, Copy)]
+enum Source {
+    /// Every record (as it is indexed).
+    Records,
+    /// Its writer's counts at its end.
+    End,
+    /// Its writer's counts at its last checkpoint, and the records after
+    /// it, which begin at this byte.
+    Checkpoint(usize),
 }
 
 /// Says why the selection reads nothing: a `--site` that matches no call

@@ -200,29 +200,39 @@ impl StatsPlan {
             && self.every_ns.is_none()
             && (self.by != GroupBy::Thread || self.site_re.is_none())
     }
+}
 
-    /// Whether `f`, opened leaving its records out, is answered by its
-    /// writer's counts: a finished file whose TOTALS are taken (nothing
-    /// read was damaged, they add up to its END's count) and have their
-    /// details, every site and thread they count in its dictionary.
-    pub(super) fn answered_by(&self, f: &LogFile) -> bool {
-        let Some(t) = f.totals().filter(|t| t.detailed) else {
-            return false;
-        };
-        let sites = t
-            .sites
-            .iter()
+/// Whether `f`, opened leaving its records out, is answered by its
+/// writer's counts: a finished file whose TOTALS are taken (nothing read
+/// was damaged, they add up to its END's count) and have their details,
+/// every site and thread they count in its dictionary.
+pub(super) fn answered_by(f: &LogFile) -> bool {
+    f.totals().is_some_and(|t| counts_known(f, t))
+}
+
+/// Whether `f`, opened from its last checkpoint on (a file without its
+/// END: live, or its writer killed), is answered by the checkpoint's counts
+/// and the records after it: where those begin, if so.
+pub(super) fn answered_from(f: &LogFile) -> Option<usize> {
+    f.checkpoint()
+        .filter(|(_, t)| counts_known(f, t))
+        .map(|(from, _)| from)
+}
+
+/// Whether the writer's counts `t` of file `f` have their bytes and ticks,
+/// and every site and thread they count is in its dictionary.
+fn counts_known(f: &LogFile, t: &nanolog_runtime::reader::Totals) -> bool {
+    let counted = |v: &[nanolog_runtime::wire::totals::Tally]| {
+        v.iter()
             .enumerate()
-            .filter(|(_, s)| s.records > 0)
-            .all(|(id, _)| f.site(id as u32).is_some());
-        let threads: std::collections::HashSet<u32> = f.threads().map(|t| t.id).collect();
-        sites
-            && t.threads
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.records > 0)
-                .all(|(id, _)| threads.contains(&(id as u32)))
-    }
+            .filter(|(_, c)| c.records > 0)
+            .map(|(id, _)| id as u32)
+            .collect::<Vec<_>>()
+    };
+    let threads: std::collections::HashSet<u32> = f.threads().map(|t| t.id).collect();
+    t.detailed
+        && counted(&t.sites).iter().all(|&id| f.site(id).is_some())
+        && counted(&t.threads).iter().all(|id| threads.contains(id))
 }
 
 impl Partial {

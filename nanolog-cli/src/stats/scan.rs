@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use nanolog_runtime::reader::{Head, LogFile, ReadError, Record, Wave};
-use nanolog_runtime::wire::totals::Tally;
+use nanolog_runtime::wire::totals::{Tally, Totals as Counted};
 
 use super::*;
 use crate::percentile;
@@ -66,6 +66,31 @@ impl Extents for Wave<'_> {
     }
     fn tally_extents(&self, range: Range<usize>, f: impl FnMut(Result<Head<'_>, ReadError>)) {
         Wave::tally_extents(self, range, f)
+    }
+}
+
+/// The extents of a file from its `first` on: those after a checkpoint.
+pub(super) struct After<'a> {
+    pub(super) file: &'a LogFile,
+    pub(super) first: usize,
+}
+
+impl Extents for After<'_> {
+    fn extent_count(&self) -> usize {
+        self.file.extent_count().saturating_sub(self.first)
+    }
+    fn scan_extents_of(
+        &self,
+        range: Range<usize>,
+        allowed: &[bool],
+        f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        let range = range.start + self.first..range.end + self.first;
+        self.file.scan_extents_of(range, allowed, f)
+    }
+    fn tally_extents(&self, range: Range<usize>, f: impl FnMut(Result<Head<'_>, ReadError>)) {
+        let range = range.start + self.first..range.end + self.first;
+        self.file.tally_extents(range, f)
     }
 }
 
@@ -147,13 +172,10 @@ impl Totals {
         }
     }
 
-    /// File `fi` is answered by its writer's counts (see
-    /// [`StatsPlan::answered_by`]): each site's (or thread's) records,
-    /// bytes and time range added to its group's.
-    pub(super) fn counted(&mut self, plan: &StatsPlan, fi: usize, f: &LogFile) {
-        let Some(t) = f.totals() else {
-            return;
-        };
+    /// File `fi` is answered by its writer's counts `t` (see
+    /// [`answered_by`], [`answered_from`]): each site's (or thread's)
+    /// records, bytes and time range added to its group's.
+    pub(super) fn counted(&mut self, plan: &StatsPlan, fi: usize, f: &LogFile, t: &Counted) {
         let map = f.time_map();
         let rows = &mut self.total.rows;
         rows.resize(plan.groups.keys.len(), Row::default());

@@ -310,11 +310,12 @@ fn info_of_finished_files_is_what_their_records_count(dir: &Path, files: &[Strin
     assert!(compared >= 3, "{compared} files compared");
 }
 
-/// `info` of a killed writer's file (no END, so no TOTALS of the whole
-/// file) reads from its last checkpoint on (a TOTALS entry its writer puts
-/// after a write every 16 MiB; every 32 KiB here) and prints what it prints
-/// reading every record: cuts of a file at random, each against the same
-/// cut with its checkpoints made a reserved tag (read whole).
+/// `info` and `stats` of a killed writer's file (no END, so no TOTALS of
+/// the whole file) read from its last checkpoint on (a TOTALS entry its
+/// writer puts after a write every 16 MiB; every 32 KiB here) and print
+/// what they print reading every record: cuts of a file at random, each
+/// against the same cut with its checkpoints made a reserved tag (read
+/// whole).
 #[test]
 fn info_of_a_killed_writers_file_from_its_last_checkpoint_is_what_its_records_count() {
     let _s = serial();
@@ -361,6 +362,24 @@ fn info_of_a_killed_writers_file_from_its_last_checkpoint_is_what_its_records_co
                 quick.replace(p(&cut), "FILE"),
                 read.replace(p(&whole), "FILE"),
                 "cut at {len}"
+            );
+        }
+        // `stats` too: the checkpoint's counts of each site and thread,
+        // and the records after it read.
+        let questions: [&[&str]; 4] = [
+            &["stats"],
+            &["stats", "--by", "thread", "--format", "json"],
+            &["stats", "--by", "level"],
+            &["stats", "--site", "slow"],
+        ];
+        for q in questions {
+            let quick = ok(&[q, &[p(&cut)]].concat());
+            let read = ok(&[q, &[p(&whole)]].concat());
+            assert!(quick.contains("count"), "{q:?}: {quick}");
+            assert_eq!(
+                quick.replace(p(&cut), "FILE"),
+                read.replace(p(&whole), "FILE"),
+                "{q:?} of the cut at {len}"
             );
         }
     }

@@ -675,6 +675,19 @@ impl LogFile {
         self.valid_len.max(from)
     }
 
+    /// How many of the file's extents (counted as
+    /// [`LogFile::scan_extents`] counts them) stand before byte `offset`
+    /// of the file: those after it are `extents_before(offset)..`, as a
+    /// reader of what follows a checkpoint ([`LogFile::checkpoint`]) wants
+    /// them.
+    pub fn extents_before(&self, offset: usize) -> usize {
+        self.order
+            .iter()
+            .filter(|(_, it)| matches!(it, Item::Extent { .. }))
+            .take_while(|(_, it)| self.offset_of(it) < offset)
+            .count()
+    }
+
     /// How many extents (runs of one thread's records) the file holds.
     pub fn extent_count(&self) -> usize {
         self.order
