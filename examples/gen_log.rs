@@ -40,7 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     {
         Some(us) => std::thread::scope(|s| {
             for t in 0..threads {
-                s.spawn(move || {
+                spawn(s, t, move || {
                     let n = total / threads;
                     for from in (0..n).step_by(1000) {
                         log_range(t, from..(from + 1000).min(n), error_every);
@@ -51,7 +51,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }),
         None => std::thread::scope(|s| {
             for t in 0..threads {
-                s.spawn(move || log_range(t, 0..total / threads, error_every));
+                spawn(s, t, move || log_range(t, 0..total / threads, error_every));
             }
         }),
     }
@@ -77,4 +77,13 @@ fn log_range(worker: u64, range: std::ops::Range<u64>, error_every: Option<u64>)
             workload::log_mixed_range(worker, i..i + 1);
         }
     }
+}
+
+/// Starts logging thread `t`, named `gen-T` (as a service names its
+/// workers: `decode --thread gen-2` picks one).
+fn spawn<'s>(s: &'s std::thread::Scope<'s, '_>, t: u64, f: impl FnOnce() + Send + 's) {
+    std::thread::Builder::new()
+        .name(format!("gen-{t}"))
+        .spawn_scoped(s, f)
+        .expect("a thread");
 }

@@ -39,9 +39,8 @@ impl DecodePlan {
     pub(crate) fn want(&self) -> nanolog_runtime::reader::Want {
         let mut w =
             nanolog_runtime::reader::Want::new(self.since_ns, self.until_ns, self.min_level);
-        // `--thread ID`s (a name is looked up in the files' dictionaries,
-        // which the index is read before): the runs of none of them are
-        // left out.
+        // `--thread ID`s: the runs of none of them are left out. (Names:
+        // see `inputs_want`.)
         if !self.threads.is_empty() {
             w.threads = self
                 .threads
@@ -50,6 +49,21 @@ impl DecodePlan {
                 .collect::<Option<Vec<u32>>>();
         }
         w
+    }
+
+    /// What the inputs of a set are opened wanting: [`DecodePlan::want`],
+    /// and `--thread`'s names, each looked up in each file's dictionary as
+    /// it is opened (a thread's id is its run's), their ids added to its
+    /// `--thread` ids (see `inputs::open_log`).
+    pub(crate) fn inputs_want(&self) {
+        let mut w = self.want();
+        let names = crate::inputs::thread_names(&self.threads);
+        if names.is_some() {
+            w.threads = Some(crate::inputs::thread_ids(&self.threads).unwrap_or_default());
+        }
+        if !w.all() {
+            crate::inputs::want(w, names);
+        }
     }
 
     fn from_args(a: &DecodeArgs) -> anyhow::Result<DecodePlan> {
@@ -175,9 +189,7 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         let first = Some(want).filter(|w| !w.all() && a.cursor.is_none());
         return follow(&a.files[0], &cursor, Start::LiveFile, first, &mut sink);
     }
-    if !want.all() {
-        crate::inputs::want(want);
-    }
+    plan.inputs_want();
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut printed = 0;

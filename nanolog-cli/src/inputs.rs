@@ -3,6 +3,7 @@
 //! their threads and the names `--thread` gives, and whether a file's
 //! writer still runs.
 
+use nanolog_runtime::reader::{LogFile, Want};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -286,23 +287,43 @@ fn is_set_companion(f: &Path) -> bool {
 /// What this run wants of its inputs' records (a `decode` or `export` with
 /// a time window or a level, a `decode -n`), set once before the inputs are
 /// opened.
-static WANT: std::sync::OnceLock<nanolog_runtime::reader::Want> = std::sync::OnceLock::new();
+/// (With the thread names whose ids each file adds to its `threads`.)
+static WANT: std::sync::OnceLock<(Want, Option<Vec<String>>)> = std::sync::OnceLock::new();
 
 /// Says what this run wants of its inputs' records: the files are then
 /// opened with the writes their index says hold none of them left out
-/// (`LogFile::open_for`). The readers filter as before; this only saves
-/// them work.
-pub(crate) fn want(w: nanolog_runtime::reader::Want) {
-    let _ = WANT.set(w);
+/// (`LogFile::open_for`). `names`: threads whose ids in each file (looked
+/// up in its dictionary first) are wanted too. The readers filter as
+/// before; this only saves them work.
+pub(crate) fn want(w: Want, names: Option<Vec<String>>) {
+    let _ = WANT.set((w, names));
 }
 
 /// Opens a log as this run reads its inputs: whole, or leaving out what
 /// [`want`] said it does not want.
-pub(crate) fn open_log(
-    path: &Path,
-) -> Result<nanolog_runtime::reader::LogFile, nanolog_runtime::reader::ReadError> {
+pub(crate) fn open_log(path: &Path) -> Result<LogFile, nanolog_runtime::reader::ReadError> {
     match WANT.get() {
-        Some(w) if !w.all() => nanolog_runtime::reader::LogFile::open_for(path, w),
-        _ => nanolog_runtime::reader::LogFile::open(path),
+        Some((w, Some(names))) => {
+            // The file's dictionary, its records left out (a walk of its
+            // frames, as `info` reads it): its threads of those names. A
+            // live file may name another by the time it is read: then read
+            // again with its id too (a few times at most, then whole).
+            let mut known = LogFile::open_for(path, &Want::nothing())?;
+            for _ in 0..3 {
+                let named = |t: &nanolog_runtime::reader::ThreadInfo| names.contains(&t.name);
+                let mut ids = w.threads.clone().unwrap_or_default();
+                ids.extend(known.threads().filter(named).map(|t| t.id));
+                let mut want = w.clone();
+                want.threads = Some(ids.clone());
+                let log = LogFile::open_for(path, &want)?;
+                if log.threads().filter(named).all(|t| ids.contains(&t.id)) {
+                    return Ok(log);
+                }
+                known = log;
+            }
+            LogFile::open(path)
+        }
+        Some((w, None)) if !w.all() => LogFile::open_for(path, w),
+        _ => LogFile::open(path),
     }
 }

@@ -199,6 +199,35 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
         assert!(want.len() > 10_000, "thread {id}: {} lines", want.len());
         assert_eq!(by_id.lines().collect::<Vec<_>>(), want, "--thread {id}");
     }
+    // `--thread NAME`: looked up in each file (the runs of none of its ids
+    // there left out), alone and with a window.
+    let worker: Vec<&str> = all
+        .iter()
+        .filter(|l| l.contains("[worker:"))
+        .map(String::as_str)
+        .collect();
+    assert!(
+        worker.len() > 10_000,
+        "{} lines of the worker",
+        worker.len()
+    );
+    let by_name = with(&["decode", "--thread", "worker"]);
+    assert_eq!(
+        by_name.lines().collect::<Vec<_>>(),
+        worker,
+        "--thread worker"
+    );
+    let late: Vec<&str> = worker
+        .iter()
+        .copied()
+        .filter(|l| time_of(l) >= mid)
+        .collect();
+    let by_name = with(&["decode", "--thread", "worker", "--since", &mid]);
+    assert_eq!(
+        by_name.lines().collect::<Vec<_>>(),
+        late,
+        "--thread worker --since"
+    );
     info_of_finished_files_is_what_their_records_count(&dir, &files);
     stats_of_finished_files_is_what_their_records_count(&dir, &files);
     let _ = std::fs::remove_dir_all(p(&dir));
