@@ -237,6 +237,7 @@ pub(super) fn scan(
         // Counts, bytes and time ranges: a record's head is all it takes,
         // its values stepped over unread (a third of the time of reading
         // each record whole).
+        let mut last = None;
         f.tally_extents(range, |head| {
             let head = match head {
                 Ok(h) => h,
@@ -249,7 +250,10 @@ pub(super) fn scan(
             if !sel.get(id).copied().unwrap_or(false) {
                 return;
             }
-            let g = plan.groups.of(plan.by, fi, head.site, head.thread) as usize;
+            let g = plan
+                .groups
+                .of_run(plan.by, fi, head.site, head.thread, &mut last)
+                as usize;
             p.rows[g].count_one(u64::from(head.len));
             let (lo, hi) = &mut ticks[g];
             *lo = (*lo).min(head.tick);
@@ -259,6 +263,7 @@ pub(super) fn scan(
     }
     // Blocks past the file's resident budget inflated one at a time as the
     // scan reaches them; the records of sites not selected stepped over.
+    let mut last = None;
     f.scan_extents_of(range, sel, |rec| {
         let rec = match rec {
             Ok(r) => r,
@@ -288,7 +293,9 @@ pub(super) fn scan(
             return;
         }
         // `--every` (counts and bytes without it are tallied above).
-        let group = plan.groups.of(plan.by, fi, rec.site(), rec.thread());
+        let group = plan
+            .groups
+            .of_run(plan.by, fi, rec.site(), rec.thread(), &mut last);
         let every = plan.every_ns.unwrap_or(i64::MAX);
         let ns = rec.unix_ns();
         *p.series
