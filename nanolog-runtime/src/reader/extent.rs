@@ -43,21 +43,7 @@ impl LogFile {
         range: std::ops::Range<usize>,
         mut f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
-        let mut buf = Vec::new();
-        let mut loaded = None;
-        for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
-            let body = match self.lazy_block(start) {
-                Some(b) => {
-                    if loaded != Some(b) {
-                        self.inflate_block(b, &mut buf);
-                        loaded = Some(b);
-                    }
-                    self.in_block(b, &buf, start..end)
-                }
-                None => self.bytes(start..end),
-            };
-            Extent::over(self, thread, start, end, ctx, Clock::Untimed, body).for_each(&mut f);
-        }
+        self.each_extent(range, |ext| ext.for_each(&mut f));
     }
 
     /// Calls `f` with the head of each record of the extents in `range`
@@ -71,24 +57,7 @@ impl LogFile {
         mut f: impl FnMut(Result<Head<'_>, ReadError>),
     ) {
         let plans = self.skip_plans();
-        let mut buf = Vec::new();
-        let mut loaded = None;
-        for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
-            let body = match self.lazy_block(start) {
-                Some(b) => {
-                    if loaded != Some(b) {
-                        self.inflate_block(b, &mut buf);
-                        loaded = Some(b);
-                    }
-                    self.in_block(b, &buf, start..end)
-                }
-                None => self.bytes(start..end),
-            };
-            let mut ext = Extent::over(self, thread, start, end, ctx, Clock::Untimed, body);
-            while let Some(h) = ext.next_head(&plans) {
-                f(h);
-            }
-        }
+        self.each_extent(range, |ext| ext.heads(&plans, &mut f));
     }
 
     /// Calls `f` with each record of a call site `allowed` admits (by site
@@ -102,6 +71,12 @@ impl LogFile {
         mut f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
         let plans = self.skip_plans();
+        self.each_extent(range, |ext| ext.records_of(allowed, &plans, &mut f));
+    }
+
+    /// Calls `f` with each extent in `range`, unstamped, the blocks past
+    /// the file's resident budget inflated into one buffer, one at a time.
+    fn each_extent(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&mut Extent<'_>)) {
         let mut buf = Vec::new();
         let mut loaded = None;
         for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
@@ -115,10 +90,15 @@ impl LogFile {
                 }
                 None => self.bytes(start..end),
             };
-            let mut ext = Extent::over(self, thread, start, end, ctx, Clock::Untimed, body);
-            while let Some(r) = ext.next_of(allowed, &plans) {
-                f(r);
-            }
+            f(&mut Extent::over(
+                self,
+                thread,
+                start,
+                end,
+                ctx,
+                Clock::Untimed,
+                body,
+            ));
         }
     }
 
@@ -183,19 +163,7 @@ impl<'w> Wave<'w> {
         range: std::ops::Range<usize>,
         mut f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
-        let items = &self.file.order()[self.items.clone()];
-        for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
-            Extent::over(
-                self.file,
-                thread,
-                start,
-                end,
-                ctx,
-                Clock::Untimed,
-                self.body(start, end),
-            )
-            .for_each(&mut f);
-        }
+        self.each_extent(range, |ext| ext.for_each(&mut f));
     }
 }
 
@@ -209,26 +177,7 @@ impl<'w> Wave<'w> {
         mut f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
         let plans = self.file.skip_plans();
-        let items = &self.file.order()[self.items.clone()];
-        for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
-            let body = self.body(start, end);
-            let mut ext = Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body);
-            while let Some(r) = ext.next_of(allowed, &plans) {
-                f(r);
-            }
-        }
-    }
-
-    /// The bytes of the extent at `[start, end)`: the run's inflated
-    /// bytes, or the file's.
-    fn body(&self, start: usize, end: usize) -> &'w [u8] {
-        if start >= self.base {
-            self.bytes
-                .get(start - self.base..end - self.base)
-                .unwrap_or(&[])
-        } else {
-            self.file.bytes(start..end)
-        }
+        self.each_extent(range, |ext| ext.records_of(allowed, &plans, &mut f));
     }
 
     /// Calls `f` with the head of each record of the run's extents in
@@ -239,13 +188,30 @@ impl<'w> Wave<'w> {
         mut f: impl FnMut(Result<Head<'_>, ReadError>),
     ) {
         let plans = self.file.skip_plans();
+        self.each_extent(range, |ext| ext.heads(&plans, &mut f));
+    }
+
+    /// Calls `f` with each of the run's extents in `range`, unstamped, over
+    /// the run's inflated bytes or the file's.
+    fn each_extent(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&mut Extent<'w>)) {
         let items = &self.file.order()[self.items.clone()];
         for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
-            let body = self.body(start, end);
-            let mut ext = Extent::over(self.file, thread, start, end, ctx, Clock::Untimed, body);
-            while let Some(h) = ext.next_head(&plans) {
-                f(h);
-            }
+            let body = if start >= self.base {
+                self.bytes
+                    .get(start - self.base..end - self.base)
+                    .unwrap_or(&[])
+            } else {
+                self.file.bytes(start..end)
+            };
+            f(&mut Extent::over(
+                self.file,
+                thread,
+                start,
+                end,
+                ctx,
+                Clock::Untimed,
+                body,
+            ));
         }
     }
 }
@@ -539,6 +505,30 @@ impl<'a> Extent<'a> {
             tick,
             len: (self.pos - self.rec_start) as u32,
         }))
+    }
+
+    /// Calls `f` with each of its records' heads ([`Extent::next_head`]).
+    fn heads(
+        &mut self,
+        plans: &[Option<SkipPlan>],
+        f: &mut impl FnMut(Result<Head<'a>, ReadError>),
+    ) {
+        while let Some(h) = self.next_head(plans) {
+            f(h);
+        }
+    }
+
+    /// Calls `f` with each of its records of a call site `allowed` admits
+    /// ([`Extent::next_of`]).
+    fn records_of(
+        &mut self,
+        allowed: &[bool],
+        plans: &[Option<SkipPlan>],
+        f: &mut impl FnMut(Result<Record<'a>, ReadError>),
+    ) {
+        while let Some(r) = self.next_of(allowed, plans) {
+            f(r);
+        }
     }
 
     /// The next record of a call site `allowed` admits (by site id), left
