@@ -77,16 +77,16 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
             |(plan, totals, current, source), path| {
                 *current = None;
                 *source = Source::Records;
+                // The file's dictionary and end, its records left out.
+                let mut head = (from_end || plan.site_re.is_some())
+                    .then(|| LogFile::open_for(path, &Reading::nothing()).ok())
+                    .flatten();
                 if from_end {
-                    let ended = match LogFile::open_for(path, &Reading::nothing()) {
-                        Ok(log) if answered_by(&log) => {
-                            *source = Source::End;
-                            return Ok(log);
-                        }
-                        Ok(log) => log.is_complete(),
-                        Err(_) => true,
-                    };
-                    if !ended {
+                    if let Some(log) = head.take_if(|h| answered_by(h)) {
+                        *source = Source::End;
+                        return Ok(log);
+                    }
+                    if head.as_ref().is_some_and(|h| !h.is_complete()) {
                         if let Ok(log) = LogFile::open_for(path, &Reading::since_checkpoint()) {
                             if let Some(from) = answered_from(&log) {
                                 *source = Source::Checkpoint(from);
@@ -95,7 +95,16 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
                         }
                     }
                 }
-                LogFile::open_streamed(path, |wave| {
+                // `--site`: the writes whose index names none of the sites
+                // it selects there are left out (of a finished file: a
+                // live one may define another such site meanwhile).
+                let mut want = Reading::default();
+                let finished = head.filter(|h| h.is_complete());
+                if let (Some(re), Some(h)) = (&plan.site_re, &finished) {
+                    let ids = h.sites().filter(|s| re.is_match(&s.format)).map(|s| s.id);
+                    want.sites = Some(ids.collect());
+                }
+                LogFile::open_streamed_for(path, &want, |wave| {
                     let f = wave.file();
                     let fi = match *current {
                         Some(fi) => {

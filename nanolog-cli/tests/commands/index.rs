@@ -289,6 +289,12 @@ fn stats_of_finished_files_is_what_their_records_count(dir: &Path, files: &[Stri
 /// for later revisions (15, its checksum made again): a reader skips them
 /// and reads the file whole. Returns how many it changed.
 fn totals_reserved(file: &mut [u8]) -> usize {
+    made_reserved(file, 14)
+}
+
+/// Makes every whole entry of tag `tag` of `file` one of a tag reserved for
+/// later revisions (15, its checksum made again). Returns how many.
+fn made_reserved(file: &mut [u8], tag: u8) -> usize {
     let mut changed = 0;
     let mut at = 48;
     while at + 9 <= file.len() {
@@ -296,7 +302,7 @@ fn totals_reserved(file: &mut [u8]) -> usize {
         if at + 9 + len > file.len() {
             break;
         }
-        if file[at] == 14 {
+        if file[at] == tag {
             file[at] = 15;
             let crc = nanolog_runtime::wire::entry_crc(15, &file[at + 9..at + 9 + len]);
             file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
@@ -673,5 +679,87 @@ fn follow_with_lines_of_a_large_live_file_reads_its_last_writes_then_follows() {
     drop(logger);
     let _ = child.kill();
     let _ = child.wait();
+    let _ = std::fs::remove_dir_all(p(&dir));
+}
+
+/// `stats --site` of a finished file leaves out the writes whose INDEX
+/// entries name none of the sites it selects, and prints what a reading of
+/// every write prints (a copy whose INDEX entries were made a reserved tag):
+/// a site logged in a few of the writes only, aggregated, by thread, as a
+/// series, and a site in every write.
+#[test]
+fn stats_of_a_rare_site_reads_its_writes_and_prints_what_the_whole_file_does() {
+    let _s = serial();
+    let dir = fresh_dir("index", "sites");
+    let base = dir.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    for batch in 0..120u64 {
+        for i in 0..300u64 {
+            nanolog::info!("request {} served in {} us", i, (i * batch) % 977);
+        }
+        if batch % 15 == 7 {
+            for i in 0..5u64 {
+                nanolog::warn!("gc took {} ms", batch * 10 + i);
+            }
+        }
+        logger.flush().unwrap();
+    }
+    drop(logger);
+    let mut b = std::fs::read(&base).unwrap();
+    let whole = dir.join("whole.nlog");
+    assert!(made_reserved(&mut b, 13) > 50, "the writes are indexed");
+    std::fs::write(&whole, &b).unwrap();
+    // The library's reading of the rare site's writes: a few of them.
+    let head =
+        nanolog::reader::LogFile::open_for(&base, &nanolog::reader::Want::nothing()).unwrap();
+    let gc = head
+        .sites()
+        .find(|s| s.format.starts_with("gc took"))
+        .unwrap()
+        .id;
+    let mut want = nanolog::reader::Want::default();
+    want.sites = Some(vec![gc]);
+    let part = nanolog::reader::LogFile::open_for(&base, &want).unwrap();
+    let all = nanolog::reader::LogFile::open(&base).unwrap();
+    assert!(
+        part.extent_count() * 4 < all.extent_count(),
+        "{} of {} extents read",
+        part.extent_count(),
+        all.extent_count()
+    );
+    let gc_ticks = |f: &nanolog::reader::LogFile| {
+        f.records()
+            .map(Result::unwrap)
+            .filter(|r| r.site().id == gc)
+            .map(|r| (r.tick(), r.message()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(gc_ticks(&part).len(), 40);
+    assert_eq!(gc_ticks(&part), gc_ticks(&all));
+    let questions: [&[&str]; 5] = [
+        &["stats", "--site", "^gc", "--arg", "0"],
+        &[
+            "stats",
+            "--fmt",
+            "gc took {} ms",
+            "--arg",
+            "0",
+            "--format",
+            "json",
+        ],
+        &["stats", "--site", "^gc", "--by", "thread"],
+        &["stats", "--site", "^gc", "--every", "10ms"],
+        &["stats", "--site", "served", "--arg", "1"],
+    ];
+    for q in questions {
+        let quick = ok(&[q, &[p(&base)]].concat());
+        let read = ok(&[q, &[p(&whole)]].concat());
+        assert!(!quick.trim().is_empty(), "{q:?}");
+        assert_eq!(
+            quick.replace(p(&base), "FILE"),
+            read.replace(p(&whole), "FILE"),
+            "{q:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(p(&dir));
 }

@@ -9,7 +9,7 @@
 //! read every name, span and time they do not hold.
 
 use crate::wire::frame::put_entry;
-use crate::wire::index::{put_index, thread_bit, Row};
+use crate::wire::index::{put_index, thread_bit, Row, Sites};
 use crate::wire::tag;
 use crate::wire::totals::Totals;
 
@@ -84,6 +84,17 @@ pub(super) fn put(out: &mut Vec<u8>, sum: &Summary, tally: &Totals, len: usize, 
         last_tick: sum.gap_last.max(tally.last_tick),
         levels: sum.levels,
         threads: sum.threads,
+        // The sites the write's counts name (made once a write, not a
+        // record); a write with a gap holds "any".
+        sites: if sum.levels == u8::MAX {
+            Sites::ANY
+        } else {
+            let ids: Vec<u32> = (tally.sites.iter().enumerate())
+                .filter(|(_, s)| s.records > 0)
+                .map(|(id, _)| id as u32)
+                .collect();
+            Sites::of(&ids)
+        },
     };
     put_entry(out, tag::INDEX, |b| put_index(b, &row));
 }

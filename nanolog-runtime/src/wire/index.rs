@@ -30,6 +30,62 @@ pub struct Row {
     /// Bit [`thread_bit`]`(t)` set for each thread `t` with a record or a
     /// gap there (a filter of one hash: a set bit says "maybe").
     pub threads: u64,
+    /// The call sites with a record there (writers since 2026-11-29, the
+    /// commit after 281579e; [`Sites::ANY`] for older ones).
+    pub sites: Sites,
+}
+
+/// The call sites of a run's records, as a filter of one hash: a set bit
+/// says "maybe". Its size grows with the sites it holds (8 bits a site,
+/// 64 to 1,024 bits), so that a site absent from a run is found absent
+/// most of the time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sites {
+    /// Its bits: `2^log2` of them, 0 for "any site may be there".
+    log2: u8,
+    words: [u64; SITE_WORDS],
+}
+
+/// The largest site filter: 1,024 bits (128 bytes of an INDEX entry of a
+/// run of at least a few KiB: a service's hundred sites or more).
+const SITE_WORDS: usize = 16;
+
+impl Sites {
+    /// Any site may be there (an older writer's, or a run with a gap).
+    pub const ANY: Sites = Sites {
+        log2: 0,
+        words: [0; SITE_WORDS],
+    };
+
+    /// The filter of the sites `ids` (each once).
+    pub fn of(ids: &[u32]) -> Sites {
+        let log2 = (ids.len() * 8)
+            .next_power_of_two()
+            .clamp(64, SITE_WORDS * 64)
+            .ilog2() as u8;
+        let mut s = Sites {
+            log2,
+            words: [0; SITE_WORDS],
+        };
+        for &id in ids {
+            let b = s.bit(id);
+            s.words[b / 64] |= 1 << (b % 64);
+        }
+        s
+    }
+
+    fn bit(&self, id: u32) -> usize {
+        (u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - u32::from(self.log2))) as usize
+    }
+
+    /// Whether one of the sites `ids` may have a record there.
+    pub fn may_hold_any(&self, ids: &[u32]) -> bool {
+        self.log2 == 0
+            || ids.iter().any(|&id| {
+                let b = self.bit(id);
+                self.words[b / 64] & (1 << (b % 64)) != 0
+            })
+    }
 }
 
 /// The bit of thread `t` in [`Row::threads`].
@@ -46,6 +102,13 @@ pub fn put_index(out: &mut Vec<u8>, row: &Row) {
     put_varint(out, row.last_tick.saturating_sub(row.first_tick));
     out.push(row.levels);
     put_varint(out, row.threads);
+    if row.sites.log2 > 0 {
+        out.push(row.sites.log2);
+        let bytes = 1usize << (row.sites.log2 - 3);
+        for w in &row.sites.words[..bytes.div_ceil(8)] {
+            out.extend_from_slice(&w.to_le_bytes()[..bytes.min(8)]);
+        }
+    }
 }
 
 /// The row of an INDEX entry's body, its records at `offset` (where the
@@ -60,6 +123,27 @@ pub fn get_index(body: &[u8], offset: u64) -> Option<Row> {
     let levels = *body.get(pos)?;
     pos += 1;
     let threads = get_varint(body, &mut pos)?;
+    // The sites (writers since 2026-11-29): taken only whole and of a size
+    // a writer gives them; else any site may be there.
+    let sites = body
+        .get(pos)
+        .copied()
+        .filter(|l| (6..=10).contains(l))
+        .and_then(|log2| {
+            let bytes = 1usize << (log2 - 3);
+            let raw = body.get(pos + 1..pos + 1 + bytes)?;
+            let mut s = Sites {
+                log2,
+                words: [0; SITE_WORDS],
+            };
+            for (w, chunk) in s.words.iter_mut().zip(raw.chunks(8)) {
+                let mut b = [0u8; 8];
+                b[..chunk.len()].copy_from_slice(chunk);
+                *w = u64::from_le_bytes(b);
+            }
+            Some(s)
+        })
+        .unwrap_or(Sites::ANY);
     Some(Row {
         offset,
         len,
@@ -68,6 +152,7 @@ pub fn get_index(body: &[u8], offset: u64) -> Option<Row> {
         last_tick,
         levels,
         threads,
+        sites,
     })
 }
 
@@ -86,6 +171,17 @@ mod tests {
                 last_tick: (1 << 40) + 5_000_000,
                 levels: 0b0_0110,
                 threads: thread_bit(1) | thread_bit(7),
+                sites: Sites::of(&[1, 5, 9]),
+            },
+            Row {
+                offset: 4096,
+                len: 70_000,
+                records: 3_000,
+                first_tick: 1 << 40,
+                last_tick: (1 << 40) + 5_000_000,
+                levels: 0b0_0110,
+                threads: thread_bit(1),
+                sites: Sites::of(&(1..400).collect::<Vec<_>>()),
             },
             Row {
                 offset: 0,
@@ -95,13 +191,25 @@ mod tests {
                 last_tick: u64::MAX,
                 levels: 0xff,
                 threads: u64::MAX,
+                sites: Sites::ANY,
             },
         ] {
             let mut body = Vec::new();
             put_index(&mut body, &row);
             assert_eq!(get_index(&body, row.offset), Some(row));
-            // Cut short: not a row.
-            assert_eq!(get_index(&body[..body.len() - 1], row.offset), None);
+            // Cut short: not a row; in its sites, a row of any site.
+            let cut = get_index(&body[..body.len() - 1], row.offset);
+            if row.sites == Sites::ANY {
+                assert_eq!(cut, None);
+            } else {
+                assert_eq!(
+                    cut,
+                    Some(Row {
+                        sites: Sites::ANY,
+                        ..row
+                    })
+                );
+            }
         }
         // A last tick before the first cannot be said; past u64 is damage.
         let mut body = Vec::new();
@@ -115,6 +223,7 @@ mod tests {
                 last_tick: 0,
                 levels: 1,
                 threads: 1,
+                sites: Sites::ANY,
             },
         );
         assert_eq!(get_index(&body, 0).unwrap().last_tick, u64::MAX);
@@ -125,6 +234,22 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_sites_filter_holds_its_sites_and_few_others() {
+        for n in [1u32, 3, 20, 100, 300] {
+            let ids: Vec<u32> = (1..=n).map(|i| i * 7).collect();
+            let f = Sites::of(&ids);
+            assert!(ids.iter().all(|&id| f.may_hold_any(&[id])), "{n} sites");
+            let others = (10_000..11_000).filter(|&id| f.may_hold_any(&[id])).count();
+            // 8 bits a site (at most 1,024): an eighth of the others, or
+            // fewer, say "maybe"; past 128 sites, more.
+            let most = if n <= 128 { 180 } else { 400 };
+            assert!(others < most, "{n} sites: {others} of 1000 others maybe");
+        }
+        assert!(Sites::ANY.may_hold_any(&[5]));
+        assert!(!Sites::of(&[1]).may_hold_any(&[]));
     }
 
     #[test]

@@ -225,6 +225,16 @@ impl LogFile {
     /// them again.
     pub fn open_streamed(
         path: impl AsRef<Path>,
+        on_wave: impl FnMut(&Wave<'_>),
+    ) -> Result<LogFile, ReadError> {
+        Self::open_streamed_for(path, &Want::default(), on_wave)
+    }
+
+    /// [`LogFile::open_streamed`] leaving out what `want` does not want, as
+    /// [`LogFile::open_for`] does: the waves hold the writes read.
+    pub fn open_streamed_for(
+        path: impl AsRef<Path>,
+        want: &Want,
         mut on_wave: impl FnMut(&Wave<'_>),
     ) -> Result<LogFile, ReadError> {
         let path = path.as_ref();
@@ -234,7 +244,7 @@ impl LogFile {
             loaded.data,
             false,
             Some(&mut on_wave),
-            None,
+            Some(want),
         )?;
         f.identity = loaded.identity;
         Ok(f)

@@ -38,6 +38,10 @@ pub struct Want {
     /// whose INDEX entries name none of them are left out. (A gap of the
     /// writer's own, records it lost, is in every thread's answer.)
     pub threads: Option<Vec<u32>>,
+    /// Records of these call sites only (ids of the file's dictionary:
+    /// `stats --site`): the runs whose INDEX entries' sites filter names
+    /// none of them are left out.
+    pub sites: Option<Vec<u32>>,
     /// No record at all: a reader of what the file says of itself (its
     /// dictionary, clock pairs and [`LogFile::totals`]) leaves out every
     /// run an INDEX entry announces.
@@ -58,6 +62,7 @@ impl Want {
             min_level,
             last: None,
             threads: None,
+            sites: None,
             none: false,
             since_checkpoint: false,
         }
@@ -87,6 +92,7 @@ impl Want {
             && self.min_level.is_none()
             && self.last.is_none()
             && self.threads.is_none()
+            && self.sites.is_none()
             && !self.none
             && !self.since_checkpoint
     }
@@ -292,6 +298,10 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
             && row.levels & levels != 0
             && older_than.is_none_or(|t| late >= t)
             && threads.is_none_or(|m| row.threads & m != 0)
+            && want
+                .sites
+                .as_ref()
+                .is_none_or(|ids| row.sites.may_hold_any(ids))
             && end > counted;
         if !wanted {
             out.regions.push((start, end));
