@@ -93,7 +93,9 @@ pub(super) fn put(out: &mut Vec<u8>, sum: &Summary, tally: &Totals, len: usize, 
                 .filter(|(_, s)| s.records > 0)
                 .map(|(id, _)| id as u32)
                 .collect();
-            Sites::of(&ids)
+            // (At most a bit for 8 bytes of the write: the filter stays
+            // within 1/64 of what it indexes.)
+            Sites::of(&ids, len / 8)
         },
     };
     put_entry(out, tag::INDEX, |b| put_index(b, &row));

@@ -57,12 +57,12 @@ impl Sites {
         words: [0; SITE_WORDS],
     };
 
-    /// The filter of the sites `ids` (each once).
-    pub fn of(ids: &[u32]) -> Sites {
-        let log2 = (ids.len() * 8)
-            .next_power_of_two()
-            .clamp(64, SITE_WORDS * 64)
-            .ilog2() as u8;
+    /// The filter of the sites `ids` (each once), of at most `most` bits
+    /// (but 64 at least).
+    pub fn of(ids: &[u32], most: usize) -> Sites {
+        let most = 1usize << most.max(64).ilog2();
+        let bits = (ids.len() * 8).next_power_of_two().min(most);
+        let log2 = bits.clamp(64, SITE_WORDS * 64).ilog2() as u8;
         let mut s = Sites {
             log2,
             words: [0; SITE_WORDS],
@@ -171,7 +171,7 @@ mod tests {
                 last_tick: (1 << 40) + 5_000_000,
                 levels: 0b0_0110,
                 threads: thread_bit(1) | thread_bit(7),
-                sites: Sites::of(&[1, 5, 9]),
+                sites: Sites::of(&[1, 5, 9], usize::MAX),
             },
             Row {
                 offset: 4096,
@@ -181,7 +181,7 @@ mod tests {
                 last_tick: (1 << 40) + 5_000_000,
                 levels: 0b0_0110,
                 threads: thread_bit(1),
-                sites: Sites::of(&(1..400).collect::<Vec<_>>()),
+                sites: Sites::of(&(1..400).collect::<Vec<_>>(), usize::MAX),
             },
             Row {
                 offset: 0,
@@ -240,7 +240,7 @@ mod tests {
     fn a_sites_filter_holds_its_sites_and_few_others() {
         for n in [1u32, 3, 20, 100, 300] {
             let ids: Vec<u32> = (1..=n).map(|i| i * 7).collect();
-            let f = Sites::of(&ids);
+            let f = Sites::of(&ids, usize::MAX);
             assert!(ids.iter().all(|&id| f.may_hold_any(&[id])), "{n} sites");
             let others = (10_000..11_000).filter(|&id| f.may_hold_any(&[id])).count();
             // 8 bits a site (at most 1,024): an eighth of the others, or
@@ -249,7 +249,10 @@ mod tests {
             assert!(others < most, "{n} sites: {others} of 1000 others maybe");
         }
         assert!(Sites::ANY.may_hold_any(&[5]));
-        assert!(!Sites::of(&[1]).may_hold_any(&[]));
+        assert!(!Sites::of(&[1], usize::MAX).may_hold_any(&[]));
+        // Held to a size: 300 sites in 256 bits, 64 at least.
+        assert_eq!(Sites::of(&(0..300).collect::<Vec<_>>(), 300).log2, 8);
+        assert_eq!(Sites::of(&(0..300).collect::<Vec<_>>(), 10).log2, 6);
     }
 
     #[test]
