@@ -562,7 +562,7 @@ fn an_index_that_cannot_be_trusted_is_not_used() {
         let mut body = Vec::new();
         nanolog_runtime::wire::index::put_index(
             &mut body,
-            &nanolog_runtime::wire::index::Row { len, ..row },
+            &nanolog_runtime::wire::index::Row { len, ..row.clone() },
         );
         let mut b = bytes[..first.0].to_vec();
         b.push(tag::INDEX);

@@ -52,17 +52,21 @@ impl DecodePlan {
     }
 
     /// What the inputs of a set are opened wanting: [`DecodePlan::want`],
-    /// and `--thread`'s names, each looked up in each file's dictionary as
-    /// it is opened (a thread's id is its run's), their ids added to its
-    /// `--thread` ids (see `inputs::open_log`).
+    /// `--thread`'s names, each looked up in each file's dictionary as it
+    /// is opened (a thread's id is its run's), their ids added to its
+    /// `--thread` ids, and `--trace`'s contexts there (see
+    /// `inputs::open_log`).
     pub(crate) fn inputs_want(&self) {
         let mut w = self.want();
-        let names = crate::inputs::thread_names(&self.threads);
-        if names.is_some() {
+        let per_file = crate::inputs::PerFile {
+            thread_names: crate::inputs::thread_names(&self.threads),
+            trace: self.trace,
+        };
+        if per_file.thread_names.is_some() {
             w.threads = Some(crate::inputs::thread_ids(&self.threads).unwrap_or_default());
         }
-        if !w.all() {
-            crate::inputs::want(w, names);
+        if !w.all() || per_file.trace.is_some() {
+            crate::inputs::want(w, per_file);
         }
     }
 

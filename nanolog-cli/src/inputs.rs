@@ -287,43 +287,69 @@ fn is_set_companion(f: &Path) -> bool {
 /// What this run wants of its inputs' records (a `decode` or `export` with
 /// a time window or a level, a `decode -n`), set once before the inputs are
 /// opened.
-/// (With the thread names whose ids each file adds to its `threads`.)
-static WANT: std::sync::OnceLock<(Want, Option<Vec<String>>)> = std::sync::OnceLock::new();
+static WANT: std::sync::OnceLock<(Want, PerFile)> = std::sync::OnceLock::new();
+
+/// What a run wants of its inputs that each file names in its own way:
+/// looked up in each file's dictionary, read first, its records left out.
+#[derive(Default)]
+pub(crate) struct PerFile {
+    /// Threads of these names (`--thread NAME`): their ids there are added
+    /// to the want's `threads`.
+    pub(crate) thread_names: Option<Vec<String>>,
+    /// One trace's records (`--trace`): the contexts of that trace there
+    /// are the want's `contexts` (a finished file's only: a live one may
+    /// define more of them by the time its records are read).
+    pub(crate) trace: Option<[u8; 16]>,
+}
 
 /// Says what this run wants of its inputs' records: the files are then
 /// opened with the writes their index says hold none of them left out
-/// (`LogFile::open_for`). `names`: threads whose ids in each file (looked
-/// up in its dictionary first) are wanted too. The readers filter as
-/// before; this only saves them work.
-pub(crate) fn want(w: Want, names: Option<Vec<String>>) {
-    let _ = WANT.set((w, names));
+/// (`LogFile::open_for`), and what each file names in its own way looked up
+/// in it first (`per_file`). The readers filter as before; this only saves
+/// them work.
+pub(crate) fn want(w: Want, per_file: PerFile) {
+    let _ = WANT.set((w, per_file));
 }
 
 /// Opens a log as this run reads its inputs: whole, or leaving out what
 /// [`want`] said it does not want.
 pub(crate) fn open_log(path: &Path) -> Result<LogFile, nanolog_runtime::reader::ReadError> {
-    match WANT.get() {
-        Some((w, Some(names))) => {
-            // The file's dictionary, its records left out (a walk of its
-            // frames, as `info` reads it): its threads of those names. A
-            // live file may name another by the time it is read: then read
-            // again with its id too (a few times at most, then whole).
-            let mut known = LogFile::open_for(path, &Want::nothing())?;
-            for _ in 0..3 {
-                let named = |t: &nanolog_runtime::reader::ThreadInfo| names.contains(&t.name);
-                let mut ids = w.threads.clone().unwrap_or_default();
-                ids.extend(known.threads().filter(named).map(|t| t.id));
-                let mut want = w.clone();
-                want.threads = Some(ids.clone());
-                let log = LogFile::open_for(path, &want)?;
-                if log.threads().filter(named).all(|t| ids.contains(&t.id)) {
-                    return Ok(log);
-                }
-                known = log;
-            }
+    let Some((w, per_file)) = WANT.get() else {
+        return LogFile::open(path);
+    };
+    if per_file.thread_names.is_none() && per_file.trace.is_none() {
+        return if w.all() {
             LogFile::open(path)
-        }
-        Some((w, None)) if !w.all() => LogFile::open_for(path, w),
-        _ => LogFile::open(path),
+        } else {
+            LogFile::open_for(path, w)
+        };
     }
+    // The file's dictionary, its records left out (a walk of its frames, as
+    // `info` reads it). A live file may name another thread of those names
+    // by the time it is read: then read again with its id too (a few times
+    // at most, then whole).
+    let names = per_file.thread_names.as_deref().unwrap_or_default();
+    let named = |t: &nanolog_runtime::reader::ThreadInfo| names.contains(&t.name);
+    let mut known = LogFile::open_for(path, &Want::nothing())?;
+    for _ in 0..3 {
+        let mut want = w.clone();
+        let mut ids = w.threads.clone().unwrap_or_default();
+        if per_file.thread_names.is_some() {
+            ids.extend(known.threads().filter(named).map(|t| t.id));
+            want.threads = Some(ids.clone());
+        }
+        if let Some(trace) = per_file.trace.filter(|_| known.is_complete()) {
+            want.contexts = Some(known.contexts_in_trace(trace));
+        }
+        let log = if want.all() {
+            LogFile::open(path)?
+        } else {
+            LogFile::open_for(path, &want)?
+        };
+        if log.threads().filter(named).all(|t| ids.contains(&t.id)) {
+            return Ok(log);
+        }
+        known = log;
+    }
+    LogFile::open(path)
 }

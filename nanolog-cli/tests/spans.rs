@@ -920,3 +920,93 @@ fn records_in_spans_with_w3c_ids_carry_them_and_decode_trace_picks_them() {
     let _ = std::fs::remove_dir_all(&dir);
     remove_with_kept(&path);
 }
+
+/// `decode --trace` of finished files reads only the writes whose INDEX
+/// entries name a context of that trace (the contexts looked up in each
+/// file's SPAN entries first), and prints what the whole decode prints of
+/// it: requests of their own traces, a write each, across a rolled set,
+/// with children spans without ids or with ids that are not ids (their
+/// request's trace) and records outside any trace between them.
+#[test]
+fn one_traces_records_are_read_from_its_writes_only() {
+    let _g = serial();
+    let path = temp("trace-index");
+    remove_with_kept(&path);
+    let logger = nanolog::Logger::builder()
+        .path(&path)
+        .rotate_bytes(64 << 10)
+        .start()
+        .unwrap();
+    let traces: Vec<String> = (1..=40u128)
+        .map(|i| {
+            format!(
+                "{:032x}",
+                i.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)
+            )
+        })
+        .collect();
+    let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+    tracing::subscriber::with_default(subscriber, || {
+        for (i, t) in traces.iter().enumerate() {
+            let span_id = format!("{:016x}", i + 1);
+            let request = tracing::info_span!(
+                "request",
+                trace_id = t.as_str(),
+                span_id = span_id.as_str(),
+                n = i
+            );
+            {
+                let _e = request.enter();
+                for k in 0..100 {
+                    tracing::info!(k, "in request");
+                    let _db = tracing::info_span!("db", k).entered();
+                    tracing::info!("in db");
+                }
+                // Ids that are not ids: the request's trace holds its record
+                // (and the writer names this span for it), in a write of its
+                // own.
+                logger.flush().unwrap();
+                let _half =
+                    tracing::info_span!("half", trace_id = "zz", span_id = "12ab").entered();
+                tracing::info!("in half");
+            }
+            for k in 0..300 {
+                tracing::info!(k, "between requests");
+            }
+            logger.flush().unwrap();
+        }
+    });
+    drop(logger);
+    let files = set(&path);
+    assert!(files.len() >= 2, "{files:?}");
+    let with = |extra: &[&str]| {
+        let mut args = vec!["decode", "--format", "json"];
+        args.extend_from_slice(extra);
+        args.extend(files.iter().map(String::as_str));
+        String::from_utf8(succeed(&args).stdout).unwrap()
+    };
+    let all = with(&[]);
+    for t in [&traces[0], &traces[17], &traces[39]] {
+        let key = format!("\"trace_id\":\"{t}\"");
+        let want: Vec<&str> = all.lines().filter(|l| l.contains(&key)).collect();
+        assert_eq!(want.len(), 201, "{t}");
+        let got = with(&["--trace", t]);
+        assert_eq!(got.lines().collect::<Vec<_>>(), want, "--trace {t}");
+    }
+    // What the reader leaves out: the writes of the other requests.
+    let mut read = 0;
+    let mut whole = 0;
+    for f in &files {
+        let head =
+            nanolog::reader::LogFile::open_for(f, &nanolog::reader::Want::nothing()).unwrap();
+        let mut want = nanolog::reader::Want::default();
+        let trace = nanolog::reader::TraceContext::parse_trace_id(&traces[17]).unwrap();
+        want.contexts = Some(head.contexts_in_trace(trace));
+        read += nanolog::reader::LogFile::open_for(f, &want)
+            .unwrap()
+            .extent_count();
+        whole += nanolog::reader::LogFile::open(f).unwrap().extent_count();
+    }
+    assert!(read * 5 < whole, "{read} of {whole} extents read");
+    remove_with_kept(&path);
+}

@@ -82,6 +82,13 @@ impl SpanFile for FileSide<'_> {
     fn mirrored(&self) -> bool {
         self.mirror
     }
+
+    fn traced(&mut self, site: u32) -> bool {
+        let reg = site_ix(self.sites, self.site_emitted, site)
+            .and_then(|ix| self.sites.get(ix))
+            .and_then(Option::as_deref);
+        reg.is_some_and(|r| r.site.names.contains(&"span_id"))
+    }
 }
 
 /// Appends the dictionary entry of site `ix` to `out`.

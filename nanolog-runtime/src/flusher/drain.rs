@@ -189,7 +189,8 @@ impl State {
                         break;
                     };
                     if let Some(o) = open.as_mut() {
-                        switch_to(&mut self.out, o, c);
+                        let anchor = r.ctx.resolved.anchor;
+                        switch_to(&mut self.out, &mut self.sum, o, c, anchor);
                     }
                 }
                 let (out, sum, tally) = (&mut self.out, &mut self.sum, &mut self.tally);
@@ -209,7 +210,8 @@ impl State {
                         prev_tick: tick,
                         ctx: 0,
                     };
-                    switch_to(out, &mut o, r.ctx.resolved.ctx);
+                    let resolved = &r.ctx.resolved;
+                    switch_to(out, sum, &mut o, resolved.ctx, resolved.anchor);
                     o
                 });
                 // A macro site's own function takes this record and the
@@ -351,11 +353,23 @@ impl State {
 /// requests in flight, whose contexts were given out lately: a byte or two
 /// where the context itself grew to three and four as a file went on.
 #[inline]
-fn switch_to(out: &mut Vec<u8>, o: &mut Open, ctx: u32) {
+/// The open extent's records are in context `ctx` from here: a switch
+/// written if it was in another, and the write's INDEX entry told its
+/// innermost span that may carry trace ids (`anchor`, 0: none).
+fn switch_to(
+    out: &mut Vec<u8>,
+    sum: &mut super::index::Summary,
+    o: &mut Open,
+    ctx: u32,
+    anchor: u32,
+) {
     if ctx != o.ctx {
         put_varint(out, u64::from(crate::wire::CONTEXT_SWITCH));
         put_varint(out, crate::wire::zigzag(i64::from(ctx) - i64::from(o.ctx)));
         o.ctx = ctx;
+        if anchor != 0 {
+            sum.context(anchor);
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 //! read every name, span and time they do not hold.
 
 use crate::wire::frame::put_entry;
-use crate::wire::index::{put_index, thread_bit, Row, Sites};
+use crate::wire::index::{put_index, thread_bit, Ids, Row, MOST_CONTEXT_BITS, MOST_SITE_BITS};
 use crate::wire::tag;
 use crate::wire::totals::Totals;
 
@@ -21,13 +21,15 @@ const INDEXED: usize = 512;
 
 /// What the records of the write being filled hold, beside what the
 /// write's [`Totals`] count (the records' first and last tick are theirs).
-#[derive(Clone, Copy)]
 pub(super) struct Summary {
     /// The earliest and latest tick of the write's gaps (DROPs).
     gap_first: u64,
     gap_last: u64,
     levels: u8,
     threads: u64,
+    /// The contexts its records switch to, each time (sorted and made
+    /// unique once, when the write's entry is made).
+    contexts: Vec<u32>,
     /// The write ends the file (an END after its records): not a row, so
     /// a reader always reads it.
     pub(super) ends: bool,
@@ -40,6 +42,7 @@ impl Default for Summary {
             gap_last: 0,
             levels: 0,
             threads: 0,
+            contexts: Vec::new(),
             ends: false,
         }
     }
@@ -59,6 +62,23 @@ impl Summary {
         self.levels |= levels;
     }
 
+    /// The open extent's records switch to context `ctx` (not 0): a push
+    /// a switch.
+    #[inline(always)]
+    pub(super) fn context(&mut self, ctx: u32) {
+        self.contexts.push(ctx);
+    }
+
+    /// Back to no record, keeping its memory.
+    pub(super) fn clear(&mut self) {
+        let mut contexts = std::mem::take(&mut self.contexts);
+        contexts.clear();
+        *self = Summary {
+            contexts,
+            ..Summary::default()
+        };
+    }
+
     /// Records dropped (a gap, which no level filter leaves out).
     pub(super) fn add_gap(&mut self, thread: u32, first: u64, last: u64) {
         self.extent(thread);
@@ -71,11 +91,16 @@ impl Summary {
 /// Appends to `out` the INDEX entry of the write's records, `len` bytes
 /// holding `records` records summed up in `sum` and `tally`, when they are
 /// worth one.
-pub(super) fn put(out: &mut Vec<u8>, sum: &Summary, tally: &Totals, len: usize, records: u64) {
+pub(super) fn put(out: &mut Vec<u8>, sum: &mut Summary, tally: &Totals, len: usize, records: u64) {
     if len < INDEXED || sum.ends {
         return;
     }
     let first = sum.gap_first.min(tally.first_tick);
+    // (A write with a gap holds any site and context: `decode` shows its
+    // gaps whatever it filters.)
+    let gap = sum.levels == u8::MAX;
+    sum.contexts.sort_unstable();
+    sum.contexts.dedup();
     let row = Row {
         offset: 0,
         len: len as u64,
@@ -86,8 +111,8 @@ pub(super) fn put(out: &mut Vec<u8>, sum: &Summary, tally: &Totals, len: usize, 
         threads: sum.threads,
         // The sites the write's counts name (made once a write, not a
         // record); a write with a gap holds "any".
-        sites: if sum.levels == u8::MAX {
-            Sites::ANY
+        sites: if gap {
+            Ids::ANY
         } else {
             let ids: Vec<u32> = (tally.sites.iter().enumerate())
                 .filter(|(_, s)| s.records > 0)
@@ -95,7 +120,12 @@ pub(super) fn put(out: &mut Vec<u8>, sum: &Summary, tally: &Totals, len: usize, 
                 .collect();
             // (At most a bit for 8 bytes of the write: the filter stays
             // within 1/64 of what it indexes.)
-            Sites::of(&ids, len / 8)
+            Ids::of(&ids, (len / 8).min(MOST_SITE_BITS))
+        },
+        contexts: if gap {
+            Ids::ANY
+        } else {
+            Ids::of(&sum.contexts, (len / 8).min(MOST_CONTEXT_BITS))
         },
     };
     put_entry(out, tag::INDEX, |b| put_index(b, &row));

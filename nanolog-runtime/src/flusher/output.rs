@@ -7,7 +7,7 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use super::dict::emit_site;
-use super::index::{self, Summary};
+use super::index;
 use super::{Compression, State};
 use crate::clock;
 use crate::wire::frame::put_entry;
@@ -208,7 +208,7 @@ impl State {
         };
         index::put(
             &mut lead,
-            &self.sum,
+            &mut self.sum,
             &self.tally,
             out.len(),
             self.out_records,
@@ -249,7 +249,7 @@ impl State {
         }
         self.out.clear();
         self.out_records = 0;
-        self.sum = Summary::default();
+        self.sum.clear();
         // (Records of a failed write are counted again as lost.)
         self.tally.clear();
     }

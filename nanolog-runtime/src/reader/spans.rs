@@ -55,6 +55,8 @@ impl ContextIds {
 /// A context as indexed: a span entered inside its parent.
 #[derive(Debug, Clone)]
 pub(crate) struct SpanDef {
+    /// Its context id in the file (as context switches name it).
+    id: u32,
     /// The parent's index in the file's spans, plus one (0: outermost;
     /// `LOST_CONTEXT`: its entry was lost).
     parent: u32,
@@ -174,6 +176,7 @@ impl SpanIndex {
                 .and_then(|i| self.defs.get(i as usize))
                 .is_some_and(|p| p.cut);
         self.defs.push(SpanDef {
+            id: e.ctx,
             parent,
             cut,
             site: e.site,
@@ -228,6 +231,31 @@ impl SpanIndex {
         for &c in more.iter().rev().chain(chain[..n].iter().rev()) {
             f(&self.defs[c as usize - 1]);
         }
+    }
+
+    /// The file's context ids of trace `trace` that a writer's INDEX
+    /// entries name (see FORMAT.md, "INDEX"): of the spans that may carry
+    /// trace ids (`anchor`), those whose records are of that trace, as
+    /// [`Record::trace_context`](super::Record::trace_context) finds it
+    /// (`traced` gives a span's own trace id, if its values hold one; else
+    /// its parent's counts: parents come first).
+    pub(super) fn in_trace(
+        &self,
+        trace: [u8; 16],
+        anchor: impl Fn(&SpanDef) -> bool,
+        traced: impl Fn(&SpanDef) -> Option<[u8; 16]>,
+    ) -> Vec<u32> {
+        let mut inner: Vec<Option<[u8; 16]>> = Vec::with_capacity(self.defs.len());
+        let mut ids = Vec::new();
+        for d in &self.defs {
+            let parent = d.parent.checked_sub(1).and_then(|i| inner.get(i as usize));
+            let t = traced(d).or_else(|| parent.copied().flatten());
+            if t == Some(trace) && anchor(d) {
+                ids.push(d.id);
+            }
+            inner.push(t);
+        }
+        ids
     }
 
     /// A SPAN entry at `start` (its body `body`) waits for a site of its.

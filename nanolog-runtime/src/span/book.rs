@@ -38,6 +38,10 @@ pub(crate) trait SpanFile {
     fn span_text(&mut self, site: u32, raw: &[u8]) -> Option<String>;
     /// Whether a text mirror wants the chains' texts.
     fn mirrored(&self) -> bool;
+    /// Whether span site `site` has a field named `span_id` (a span that
+    /// may carry W3C trace ids): a record's innermost such span is what
+    /// the write's INDEX entry names for it (`Resolved::anchor`).
+    fn traced(&mut self, site: u32) -> bool;
 }
 
 /// A thread's span context, as the flusher follows it.
@@ -76,6 +80,9 @@ pub(crate) struct Resolved {
     generation: u64,
     /// The context (file id) of the chain: 0, no span.
     pub(crate) ctx: u32,
+    /// The context (file id) of its innermost span that may carry trace
+    /// ids ([`SpanFile::traced`]): 0, none.
+    pub(crate) anchor: u32,
     from: u64,
     /// Records from this tick on need another resolution.
     pub(crate) until: u64,
@@ -102,6 +109,7 @@ impl Default for Resolved {
         Resolved {
             generation: 0,
             ctx: 0,
+            anchor: 0,
             from: 0,
             until: u64::MAX,
             epoch: 0,
@@ -439,6 +447,7 @@ impl Book {
         // context: its records say that spans are lost.
         let root = if k == 0 { 0 } else { LOST_CONTEXT };
         let (mut ctx, mut from, mut until) = (root, 0u64, u64::MAX);
+        let mut anchor = 0;
         for &k in chain.iter().rev() {
             let Some(sp) = self.spans.get(&k) else {
                 break;
@@ -491,11 +500,15 @@ impl Book {
                     }
                 }
             }
+            if file.traced(site) {
+                anchor = c;
+            }
             ctx = c;
         }
         r.resolved = Resolved {
             generation,
             ctx,
+            anchor,
             from,
             until,
             epoch,
@@ -699,6 +712,9 @@ mod tests {
             None
         }
         fn mirrored(&self) -> bool {
+            false
+        }
+        fn traced(&mut self, _site: u32) -> bool {
             false
         }
     }

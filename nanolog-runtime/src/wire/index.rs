@@ -11,7 +11,7 @@ use super::{get_varint, put_varint};
 /// run of whole top-level entries (EXTENTs and DROPs, or a BLOCK of them)
 /// right after its INDEX entry, holding no dictionary entry, clock pair or
 /// END.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     /// Where its first entry starts: where its INDEX entry ends (not in the
     /// entry's bytes).
@@ -31,60 +31,98 @@ pub struct Row {
     /// gap there (a filter of one hash: a set bit says "maybe").
     pub threads: u64,
     /// The call sites with a record there (writers since 2026-11-29, the
-    /// commit after 281579e; [`Sites::ANY`] for older ones).
-    pub sites: Sites,
+    /// commit after 281579e; [`Ids::ANY`] for older ones).
+    pub sites: Ids,
+    /// The contexts (span stacks, by their ids in the file) its records
+    /// switch to (writers since 2026-11-29, the commit after 395c780;
+    /// [`Ids::ANY`] for older ones).
+    pub contexts: Ids,
 }
 
-/// The call sites of a run's records, as a filter of one hash: a set bit
-/// says "maybe". Its size grows with the sites it holds (8 bits a site,
-/// 64 to 1,024 bits), so that a site absent from a run is found absent
-/// most of the time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sites {
-    /// Its bits: `2^log2` of them, 0 for "any site may be there".
+/// Ids (call sites, contexts) as a filter of one hash: a set bit says
+/// "maybe". Its size grows with the ids it holds (8 bits an id, 64 bits to
+/// a largest size), so that an id absent from a run is found absent most
+/// of the time.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Ids {
+    /// Its bits: `2^log2` of them, 0 for "any id may be there".
     log2: u8,
-    words: [u64; SITE_WORDS],
+    words: Vec<u64>,
 }
 
-/// The largest site filter: 1,024 bits (128 bytes of an INDEX entry of a
-/// run of at least a few KiB: a service's hundred sites or more).
-const SITE_WORDS: usize = 16;
+/// The largest sites filter: 1,024 bits (a service's hundred sites or
+/// more).
+pub const MOST_SITE_BITS: usize = 1 << 10;
 
-impl Sites {
-    /// Any site may be there (an older writer's, or a run with a gap).
-    pub const ANY: Sites = Sites {
+/// The largest contexts filter: 8,192 bits (1 KiB, for a busy write's
+/// thousand requests).
+pub const MOST_CONTEXT_BITS: usize = 1 << 13;
+
+impl Ids {
+    /// Any id may be there (an older writer's, or a run with a gap).
+    pub const ANY: Ids = Ids {
         log2: 0,
-        words: [0; SITE_WORDS],
+        words: Vec::new(),
     };
 
-    /// The filter of the sites `ids` (each once), of at most `most` bits
-    /// (but 64 at least).
-    pub fn of(ids: &[u32], most: usize) -> Sites {
+    /// The filter of `ids` (each once), of at most `most` bits (a power of
+    /// two; 64 at least).
+    pub fn of(ids: &[u32], most: usize) -> Ids {
         let most = 1usize << most.max(64).ilog2();
-        let bits = (ids.len() * 8).next_power_of_two().min(most);
-        let log2 = bits.clamp(64, SITE_WORDS * 64).ilog2() as u8;
-        let mut s = Sites {
-            log2,
-            words: [0; SITE_WORDS],
+        let bits = (ids.len() * 8).next_power_of_two().clamp(64, most);
+        let mut f = Ids {
+            log2: bits.ilog2() as u8,
+            words: vec![0; bits / 64],
         };
         for &id in ids {
-            let b = s.bit(id);
-            s.words[b / 64] |= 1 << (b % 64);
+            let b = f.bit(id);
+            f.words[b / 64] |= 1 << (b % 64);
         }
-        s
+        f
     }
 
     fn bit(&self, id: u32) -> usize {
         (u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - u32::from(self.log2))) as usize
     }
 
-    /// Whether one of the sites `ids` may have a record there.
+    /// Whether one of `ids` may be there.
     pub fn may_hold_any(&self, ids: &[u32]) -> bool {
         self.log2 == 0
             || ids.iter().any(|&id| {
                 let b = self.bit(id);
-                self.words[b / 64] & (1 << (b % 64)) != 0
+                self.words
+                    .get(b / 64)
+                    .is_some_and(|w| w & (1 << (b % 64)) != 0)
             })
+    }
+
+    /// Appends it: `log2: u8`, then `2^log2 / 8` bytes (none for "any").
+    fn put(&self, out: &mut Vec<u8>) {
+        out.push(self.log2);
+        for w in &self.words {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+
+    /// The filter at `body[*pos..]`, of at most `most` bits; `None` if it
+    /// is cut short or of another size.
+    fn get(body: &[u8], pos: &mut usize, most: usize) -> Option<Ids> {
+        let log2 = *body.get(*pos)?;
+        if log2 == 0 {
+            *pos += 1;
+            return Some(Ids::ANY);
+        }
+        if !(6..=most.ilog2()).contains(&u32::from(log2)) {
+            return None;
+        }
+        let bytes = 1usize << (log2 - 3);
+        let raw = body.get(*pos + 1..*pos + 1 + bytes)?;
+        *pos += 1 + bytes;
+        let words = raw
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect();
+        Some(Ids { log2, words })
     }
 }
 
@@ -102,13 +140,8 @@ pub fn put_index(out: &mut Vec<u8>, row: &Row) {
     put_varint(out, row.last_tick.saturating_sub(row.first_tick));
     out.push(row.levels);
     put_varint(out, row.threads);
-    if row.sites.log2 > 0 {
-        out.push(row.sites.log2);
-        let bytes = 1usize << (row.sites.log2 - 3);
-        for w in &row.sites.words[..bytes.div_ceil(8)] {
-            out.extend_from_slice(&w.to_le_bytes()[..bytes.min(8)]);
-        }
-    }
+    row.sites.put(out);
+    row.contexts.put(out);
 }
 
 /// The row of an INDEX entry's body, its records at `offset` (where the
@@ -123,27 +156,14 @@ pub fn get_index(body: &[u8], offset: u64) -> Option<Row> {
     let levels = *body.get(pos)?;
     pos += 1;
     let threads = get_varint(body, &mut pos)?;
-    // The sites (writers since 2026-11-29): taken only whole and of a size
-    // a writer gives them; else any site may be there.
-    let sites = body
-        .get(pos)
-        .copied()
-        .filter(|l| (6..=10).contains(l))
-        .and_then(|log2| {
-            let bytes = 1usize << (log2 - 3);
-            let raw = body.get(pos + 1..pos + 1 + bytes)?;
-            let mut s = Sites {
-                log2,
-                words: [0; SITE_WORDS],
-            };
-            for (w, chunk) in s.words.iter_mut().zip(raw.chunks(8)) {
-                let mut b = [0u8; 8];
-                b[..chunk.len()].copy_from_slice(chunk);
-                *w = u64::from_le_bytes(b);
-            }
-            Some(s)
-        })
-        .unwrap_or(Sites::ANY);
+    // The sites and contexts (writers since 2026-11-29): taken only whole
+    // and of a size a writer gives them; else any may be there.
+    let sites = Ids::get(body, &mut pos, MOST_SITE_BITS);
+    let contexts = sites
+        .as_ref()
+        .and_then(|_| Ids::get(body, &mut pos, MOST_CONTEXT_BITS))
+        .unwrap_or(Ids::ANY);
+    let sites = sites.unwrap_or(Ids::ANY);
     Some(Row {
         offset,
         len,
@@ -153,6 +173,7 @@ pub fn get_index(body: &[u8], offset: u64) -> Option<Row> {
         levels,
         threads,
         sites,
+        contexts,
     })
 }
 
@@ -160,29 +181,30 @@ pub fn get_index(body: &[u8], offset: u64) -> Option<Row> {
 mod tests {
     use super::*;
 
+    fn row(sites: Ids, contexts: Ids) -> Row {
+        Row {
+            offset: 4096,
+            len: 70_000,
+            records: 3_000,
+            first_tick: 1 << 40,
+            last_tick: (1 << 40) + 5_000_000,
+            levels: 0b0_0110,
+            threads: thread_bit(1) | thread_bit(7),
+            sites,
+            contexts,
+        }
+    }
+
     #[test]
     fn a_row_reads_back_as_written() {
+        let many: Vec<u32> = (1..400).collect();
         for row in [
-            Row {
-                offset: 4096,
-                len: 70_000,
-                records: 3_000,
-                first_tick: 1 << 40,
-                last_tick: (1 << 40) + 5_000_000,
-                levels: 0b0_0110,
-                threads: thread_bit(1) | thread_bit(7),
-                sites: Sites::of(&[1, 5, 9], usize::MAX),
-            },
-            Row {
-                offset: 4096,
-                len: 70_000,
-                records: 3_000,
-                first_tick: 1 << 40,
-                last_tick: (1 << 40) + 5_000_000,
-                levels: 0b0_0110,
-                threads: thread_bit(1),
-                sites: Sites::of(&(1..400).collect::<Vec<_>>(), usize::MAX),
-            },
+            row(
+                Ids::of(&[1, 5, 9], usize::MAX),
+                Ids::of(&many, MOST_CONTEXT_BITS),
+            ),
+            row(Ids::of(&many, MOST_SITE_BITS), Ids::ANY),
+            row(Ids::ANY, Ids::ANY),
             Row {
                 offset: 0,
                 len: 0,
@@ -191,39 +213,37 @@ mod tests {
                 last_tick: u64::MAX,
                 levels: 0xff,
                 threads: u64::MAX,
-                sites: Sites::ANY,
+                sites: Ids::ANY,
+                contexts: Ids::ANY,
             },
         ] {
             let mut body = Vec::new();
             put_index(&mut body, &row);
-            assert_eq!(get_index(&body, row.offset), Some(row));
-            // Cut short: not a row; in its sites, a row of any site.
-            let cut = get_index(&body[..body.len() - 1], row.offset);
-            if row.sites == Sites::ANY {
-                assert_eq!(cut, None);
-            } else {
-                assert_eq!(
-                    cut,
-                    Some(Row {
-                        sites: Sites::ANY,
-                        ..row
-                    })
-                );
-            }
+            assert_eq!(get_index(&body, row.offset).as_ref(), Some(&row));
+            // Cut short in its filters: any id may be there; in its fields:
+            // not a row.
+            let cut = get_index(&body[..body.len() - 1], row.offset).unwrap();
+            assert_eq!(cut.contexts, Ids::ANY);
+            assert_eq!((cut.len, cut.threads), (row.len, row.threads));
+            assert_eq!(get_index(&body[..3], row.offset), None);
+            // An older writer's row (no filters): any.
+            let old =
+                &body[..body.len() - 2 - row.sites.words.len() * 8 - row.contexts.words.len() * 8];
+            let old = get_index(old, row.offset).unwrap();
+            assert_eq!((old.sites, old.contexts), (Ids::ANY, Ids::ANY));
         }
+        // A filter of a size no writer gives: any.
+        let mut body = Vec::new();
+        put_index(&mut body, &row(Ids::of(&many, 1 << 12), Ids::ANY));
+        assert_eq!(get_index(&body, 4096).unwrap().sites, Ids::ANY);
         // A last tick before the first cannot be said; past u64 is damage.
         let mut body = Vec::new();
         put_index(
             &mut body,
             &Row {
-                offset: 0,
-                len: 1,
-                records: 1,
                 first_tick: u64::MAX,
                 last_tick: 0,
-                levels: 1,
-                threads: 1,
-                sites: Sites::ANY,
+                ..row(Ids::ANY, Ids::ANY)
             },
         );
         assert_eq!(get_index(&body, 0).unwrap().last_tick, u64::MAX);
@@ -237,22 +257,24 @@ mod tests {
     }
 
     #[test]
-    fn a_sites_filter_holds_its_sites_and_few_others() {
+    fn a_filter_holds_its_ids_and_few_others() {
         for n in [1u32, 3, 20, 100, 300] {
             let ids: Vec<u32> = (1..=n).map(|i| i * 7).collect();
-            let f = Sites::of(&ids, usize::MAX);
+            let f = Ids::of(&ids, MOST_SITE_BITS);
             assert!(ids.iter().all(|&id| f.may_hold_any(&[id])), "{n} sites");
             let others = (10_000..11_000).filter(|&id| f.may_hold_any(&[id])).count();
-            // 8 bits a site (at most 1,024): an eighth of the others, or
-            // fewer, say "maybe"; past 128 sites, more.
+            // 8 bits an id (at most 1,024): an eighth of the others, or
+            // fewer, say "maybe"; past 128 ids, more.
             let most = if n <= 128 { 180 } else { 400 };
             assert!(others < most, "{n} sites: {others} of 1000 others maybe");
         }
-        assert!(Sites::ANY.may_hold_any(&[5]));
-        assert!(!Sites::of(&[1], usize::MAX).may_hold_any(&[]));
-        // Held to a size: 300 sites in 256 bits, 64 at least.
-        assert_eq!(Sites::of(&(0..300).collect::<Vec<_>>(), 300).log2, 8);
-        assert_eq!(Sites::of(&(0..300).collect::<Vec<_>>(), 10).log2, 6);
+        assert!(Ids::ANY.may_hold_any(&[5]));
+        assert!(!Ids::of(&[1], usize::MAX).may_hold_any(&[]));
+        // Held to a size: 300 ids in 256 bits, 64 at least.
+        let many: Vec<u32> = (0..300).collect();
+        assert_eq!(Ids::of(&many, 300).log2, 8);
+        assert_eq!(Ids::of(&many, 10).log2, 6);
+        assert_eq!(Ids::of(&many, MOST_CONTEXT_BITS).log2, 12);
     }
 
     #[test]

@@ -457,6 +457,31 @@ impl LogFile {
         });
     }
 
+    /// The context ids of the file whose records' INDEX entries a reader
+    /// of trace `trace_id` wants ([`Want::contexts`]): its spans that may
+    /// carry trace ids (a field named `span_id`) whose records are of that
+    /// trace ([`Record::trace_context`](super::Record::trace_context)), from
+    /// its SPAN entries. (A writer names, for each record in a span, the
+    /// innermost such span of its stack: FORMAT.md, "INDEX".)
+    pub fn contexts_in_trace(&self, trace_id: [u8; 16]) -> Vec<u32> {
+        let has_ids = |site: &SiteEntry| site.names.iter().any(|n| n == "span_id");
+        self.spans.in_trace(
+            trace_id,
+            |d| self.site(d.site).is_some_and(has_ids),
+            |d| {
+                // (Most spans have no ids: their values are not decoded.)
+                let site = self.site(d.site).filter(|s| has_ids(s))?;
+                let span = SpanRef {
+                    site,
+                    args: self.bytes(d.args.clone()),
+                    tick: d.tick,
+                    strings: self.strings(),
+                };
+                span.trace_context().map(|t| t.trace_id)
+            },
+        )
+    }
+
     /// The file's path (or the name given to [`from_bytes`](Self::from_bytes)).
     pub fn path(&self) -> &Path {
         &self.path

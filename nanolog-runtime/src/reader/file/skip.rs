@@ -42,6 +42,10 @@ pub struct Want {
     /// `stats --site`): the runs whose INDEX entries' sites filter names
     /// none of them are left out.
     pub sites: Option<Vec<u32>>,
+    /// Records in these contexts only (context ids of the file: those of
+    /// one trace, [`LogFile::contexts_in_trace`]): the runs whose INDEX
+    /// entries' contexts filter names none of them are left out.
+    pub contexts: Option<Vec<u32>>,
     /// No record at all: a reader of what the file says of itself (its
     /// dictionary, clock pairs and [`LogFile::totals`]) leaves out every
     /// run an INDEX entry announces.
@@ -63,6 +67,7 @@ impl Want {
             last: None,
             threads: None,
             sites: None,
+            contexts: None,
             none: false,
             since_checkpoint: false,
         }
@@ -93,6 +98,7 @@ impl Want {
             && self.last.is_none()
             && self.threads.is_none()
             && self.sites.is_none()
+            && self.contexts.is_none()
             && !self.none
             && !self.since_checkpoint
     }
@@ -302,6 +308,10 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
                 .sites
                 .as_ref()
                 .is_none_or(|ids| row.sites.may_hold_any(ids))
+            && want
+                .contexts
+                .as_ref()
+                .is_none_or(|ids| row.contexts.may_hold_any(ids))
             && end > counted;
         if !wanted {
             out.regions.push((start, end));
