@@ -3,7 +3,9 @@
 //! compressed batches, to compare the same log's two forms;
 //! `NANOLOG_GEN_ROTATE_MB=N`: a set of files of about N MB each;
 //! `NANOLOG_GEN_ERROR_EVERY=N`: every Nth record of a thread is an error,
-//! in place of the mix's, as a service's rare errors among its traffic).
+//! in place of the mix's, as a service's rare errors among its traffic;
+//! `NANOLOG_GEN_TRACE_EVERY=N`: every N records of a thread in a span of
+//! a trace of their own).
 //! Each thread logs TOTAL/THREADS records of the mix in `common/workload.rs`.
 
 #[path = "common/workload.rs"]
@@ -65,8 +67,49 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Records `range` of thread `worker`'s sequence: the mix, or with every
-/// `error_every`th record an error in its place.
+/// `error_every`th record an error in its place; with
+/// `NANOLOG_GEN_TRACE_EVERY=N`, each run of N records in a span of a trace
+/// of its own (`trace_id`, `span_id` fields: W3C ids, `trace_of`).
 fn log_range(worker: u64, range: std::ops::Range<u64>, error_every: Option<u64>) {
+    if let Some(n) = trace_every() {
+        let mut i = range.start;
+        while i < range.end {
+            let to = ((i / n + 1) * n).min(range.end);
+            let (trace, span) = trace_of(worker, i / n);
+            let _s = nanolog::span!(
+                "request",
+                trace_id = trace.as_str(),
+                span_id = span.as_str()
+            );
+            log_plain(worker, i..to, error_every);
+            i = to;
+        }
+        return;
+    }
+    log_plain(worker, range, error_every);
+}
+
+/// `NANOLOG_GEN_TRACE_EVERY`, once.
+fn trace_every() -> Option<u64> {
+    static N: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("NANOLOG_GEN_TRACE_EVERY")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n| n > 0)
+    })
+}
+
+/// The W3C ids (hex) of thread `worker`'s `k`-th traced run: `nanolog
+/// decode --trace` of `trace_of(w, k).0` picks it.
+fn trace_of(worker: u64, k: u64) -> (String, String) {
+    let x = ((u128::from(worker) << 64) | (u128::from(k) + 1))
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
+    (format!("{x:032x}"), format!("{:016x}", x as u64 | 1))
+}
+
+/// [`log_range`] without traces.
+fn log_plain(worker: u64, range: std::ops::Range<u64>, error_every: Option<u64>) {
     let Some(every) = error_every else {
         return workload::log_mixed_range(worker, range);
     };
