@@ -209,6 +209,10 @@ pub struct Registration {
     /// The site's own compaction (macro sites), else the flusher interprets
     /// `kinds` (bridge sites).
     pub compact: Option<CompactFn>,
+    /// A span site with a field named `span_id`: its spans may carry W3C
+    /// trace ids (the flusher's INDEX entries name them; known once here,
+    /// not by comparing names at each span chain the flusher resolves).
+    pub traced: bool,
 }
 
 /// Site id -> descriptor; index 0 unused. Append-only for the life of the process.
@@ -229,6 +233,7 @@ fn register(site: &'static Site, kinds: &[ArgKind], compact: Option<CompactFn>) 
         site,
         kinds: kinds.into(),
         compact,
+        traced: site.names.contains(&"span_id"),
     })));
     let id = (table.len() - 1) as u32;
     // (A billion call sites: ids above carry a flag in the rings.)

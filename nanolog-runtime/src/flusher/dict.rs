@@ -87,7 +87,7 @@ impl SpanFile for FileSide<'_> {
         let reg = site_ix(self.sites, self.site_emitted, site)
             .and_then(|ix| self.sites.get(ix))
             .and_then(Option::as_deref);
-        reg.is_some_and(|r| r.site.names.contains(&"span_id"))
+        reg.is_some_and(|r| r.traced)
     }
 }
 

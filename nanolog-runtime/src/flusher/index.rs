@@ -63,10 +63,13 @@ impl Summary {
     }
 
     /// The open extent's records switch to context `ctx` (not 0): a push
-    /// a switch.
+    /// a switch to another than the last (a request's records switch
+    /// between its spans, of one such context).
     #[inline(always)]
     pub(super) fn context(&mut self, ctx: u32) {
-        self.contexts.push(ctx);
+        if self.contexts.last() != Some(&ctx) {
+            self.contexts.push(ctx);
+        }
     }
 
     /// Back to no record, keeping its memory.
