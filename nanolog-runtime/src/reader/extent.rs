@@ -490,11 +490,9 @@ impl<'a> Extent<'a> {
         &mut self,
         plans: &[Option<SkipPlan>],
     ) -> Option<Result<Head<'a>, ReadError>> {
-        let (site, tick) = match self.next_header() {
-            Some(Ok(h)) => h,
-            Some(Err(e)) => return Some(Err(self.shrank_or(e))),
-            None if self.shrank() && !self.failed => return Some(Err(self.fail(SHRANK))),
-            None => return None,
+        let (site, tick) = match self.next_unchecked_header()? {
+            Ok(h) => h,
+            Err(e) => return Some(Err(e)),
         };
         if let Err(e) = self.step_args(site, plans) {
             return Some(Err(e));
@@ -505,6 +503,19 @@ impl<'a> Extent<'a> {
             tick,
             len: (self.pos - self.rec_start) as u32,
         }))
+    }
+
+    /// [`Extent::next_header`] for a reader whose records' pages are not
+    /// each touched (their values stepped over unread): a file cut under
+    /// it is found at a failure or the extent's end, and told as such.
+    #[inline(always)]
+    fn next_unchecked_header(&mut self) -> Option<Result<(&'a SiteEntry, u64), ReadError>> {
+        match self.next_header() {
+            Some(Ok(h)) => Some(Ok(h)),
+            Some(Err(e)) => Some(Err(self.shrank_or(e))),
+            None if self.shrank() && !self.failed => Some(Err(self.fail(SHRANK))),
+            None => None,
+        }
     }
 
     /// Calls `f` with each of its records' heads ([`Extent::next_head`]).
@@ -541,11 +552,9 @@ impl<'a> Extent<'a> {
         plans: &[Option<SkipPlan>],
     ) -> Option<Result<Record<'a>, ReadError>> {
         loop {
-            let (site, tick) = match self.next_header() {
-                Some(Ok(h)) => h,
-                Some(Err(e)) => return Some(Err(self.shrank_or(e))),
-                None if self.shrank() && !self.failed => return Some(Err(self.fail(SHRANK))),
-                None => return None,
+            let (site, tick) = match self.next_unchecked_header()? {
+                Ok(h) => h,
+                Err(e) => return Some(Err(e)),
             };
             if allowed.get(site.id as usize).copied().unwrap_or(false) {
                 return Some(self.take_args(site).map(|(args, len)| {
