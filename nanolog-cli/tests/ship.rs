@@ -1107,7 +1107,22 @@ fn corrupt_bytes_are_warned_and_told_to_the_collector() {
         .max_by_key(|f| std::fs::metadata(f).unwrap().len())
         .unwrap();
     let mut bytes = std::fs::read(victim).unwrap();
-    let mid = bytes.len() / 2;
+    // A byte in the middle of the first run of records (an EXTENT or a
+    // BLOCK of them) that reaches the file's middle: not an INDEX entry or
+    // a dictionary's, whose loss costs no record.
+    let mut at = 48;
+    let mid = loop {
+        let len = u32::from_le_bytes(bytes[at + 1..at + 5].try_into().unwrap()) as usize;
+        let records = [
+            nanolog_runtime::wire::tag::EXTENT,
+            nanolog_runtime::wire::tag::BLOCK,
+        ];
+        if at + 9 + len > bytes.len() / 2 && records.contains(&bytes[at]) && len > 16 {
+            break at + 9 + len / 2;
+        }
+        at += 9 + len;
+        assert!(at + 9 <= bytes.len(), "no run of records past the middle");
+    };
     bytes[mid] ^= 0xff;
     std::fs::write(victim, &bytes).unwrap();
     let decode = Command::new(BIN)
