@@ -61,11 +61,14 @@ impl DecodePlan {
         let per_file = crate::inputs::PerFile {
             thread_names: crate::inputs::thread_names(&self.threads),
             trace: self.trace,
+            sites: self.grep.clone().map(|re| {
+                Box::new(site_may_match(re)) as Box<dyn Fn(&SiteEntry) -> bool + Send + Sync>
+            }),
         };
         if per_file.thread_names.is_some() {
             w.threads = Some(crate::inputs::thread_ids(&self.threads).unwrap_or_default());
         }
-        if !w.all() || per_file.trace.is_some() {
+        if !w.all() || per_file.trace.is_some() || per_file.sites.is_some() {
             crate::inputs::want(w, per_file);
         }
     }
@@ -146,7 +149,10 @@ impl DecodePlan {
             until_ns: self.until_ns,
             threads: crate::inputs::thread_ids(&self.threads),
             thread_names: crate::inputs::thread_names(&self.threads),
-            site: self.grep.clone().map(static_grep),
+            site: self
+                .grep
+                .clone()
+                .map(|re| Box::new(site_may_match(re)) as Box<dyn Fn(&SiteEntry) -> bool>),
             // A gap has no message, so a --grep or --level query leaves it out.
             no_gaps: self.grep.is_some() || self.min_level.is_some() || self.trace.is_some(),
             min_offset,
@@ -360,21 +366,12 @@ fn count_records_from(plan: &DecodePlan, merge: Merge<'_>, from: u64) -> u64 {
     n
 }
 
-/// `--grep` decided per call site where it can be: a site whose message
-/// has no argument renders the same text every time, so its records either
-/// all pass or none does, and those of a site that does not match are
-/// stepped over unread (a filter that refuses sites: see `Merge`). Records
-/// of other sites still have their message rendered and matched.
-#[allow(clippy::type_complexity)]
-fn static_grep(re: Regex) -> Box<dyn Fn(&SiteEntry) -> bool> {
-    Box::new(move |s: &SiteEntry| {
-        if !s.kinds.is_empty() {
-            return true;
-        }
-        let mut msg = String::new();
-        nanolog_runtime::text::render::format_message(&s.pieces, &s.kinds, &[], &mut msg);
-        re.is_match(&msg)
-    })
+/// `--grep` decided per call site where it can be (`grep.rs`): records of
+/// a site that cannot match are stepped over unread, and the writes of a
+/// finished file that hold none of the sites that may match are not read.
+fn site_may_match(re: Regex) -> impl Fn(&SiteEntry) -> bool + Send + Sync + 'static {
+    let grep = crate::grep::Grep::new(re);
+    move |s: &SiteEntry| grep.site_may_match(s)
 }
 
 /// Whether `rec` passes `--trace` and `--grep` (its message rendered

@@ -3,7 +3,7 @@
 //! their threads and the names `--thread` gives, and whether a file's
 //! writer still runs.
 
-use nanolog_runtime::reader::{LogFile, Want};
+use nanolog_runtime::reader::{LogFile, SiteEntry, Want};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -300,6 +300,12 @@ pub(crate) struct PerFile {
     /// are the want's `contexts` (a finished file's only: a live one may
     /// define more of them by the time its records are read).
     pub(crate) trace: Option<[u8; 16]>,
+    /// Records of the call sites this says may match (`--grep`, decided by
+    /// a site's own text where it has no argument): the ids of those there
+    /// are the want's `sites`, when it refuses some (a finished file's
+    /// only, as `trace`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) sites: Option<Box<dyn Fn(&SiteEntry) -> bool + Send + Sync>>,
 }
 
 /// Says what this run wants of its inputs' records: the files are then
@@ -317,7 +323,7 @@ pub(crate) fn open_log(path: &Path) -> Result<LogFile, nanolog_runtime::reader::
     let Some((w, per_file)) = WANT.get() else {
         return LogFile::open(path);
     };
-    if per_file.thread_names.is_none() && per_file.trace.is_none() {
+    if per_file.thread_names.is_none() && per_file.trace.is_none() && per_file.sites.is_none() {
         return if w.all() {
             LogFile::open(path)
         } else {
@@ -340,6 +346,17 @@ pub(crate) fn open_log(path: &Path) -> Result<LogFile, nanolog_runtime::reader::
         }
         if let Some(trace) = per_file.trace.filter(|_| known.is_complete()) {
             want.contexts = Some(known.contexts_in_trace(trace));
+        }
+        if let Some(may) = per_file.sites.as_ref().filter(|_| known.is_complete()) {
+            let (ids, all) = known.sites().fold((Vec::new(), 0), |(mut ids, n), s| {
+                if may(s) {
+                    ids.push(s.id);
+                }
+                (ids, n + 1)
+            });
+            if ids.len() < all {
+                want.sites = Some(ids);
+            }
         }
         let log = if want.all() {
             LogFile::open(path)?

@@ -8,6 +8,7 @@ mod cli;
 mod decode;
 mod export;
 mod follow;
+mod grep;
 mod info;
 mod inputs;
 mod live;

@@ -463,6 +463,110 @@ fn grep_over_static_and_formatted_messages_prints_the_whole_decodes_matching_lin
     let _ = std::fs::remove_dir_all(p(&dir));
 }
 
+/// `--grep` of a finished file leaves out the writes whose INDEX entries
+/// name none of the call sites that may match (a site without arguments is
+/// decided by its own text), and prints what a reading of every write
+/// prints (a copy whose INDEX entries were made a reserved tag); a write it
+/// leaves out is not read at all: a byte flipped inside one of its records
+/// makes the whole decode warn, and `--grep` of the rare message not.
+#[test]
+fn grep_of_a_rare_message_reads_its_writes_and_prints_what_the_whole_file_does() {
+    let _s = serial();
+    let dir = fresh_dir("index", "grep_sites");
+    let base = dir.join("app.nlog");
+    let logger = nanolog::Logger::builder()
+        .path(&base)
+        .compress(false)
+        .start()
+        .unwrap();
+    for batch in 0..120u64 {
+        for i in 0..300u64 {
+            nanolog::info!("request {} served in {} us", i, (i * batch) % 977);
+            if i % 100 == 0 {
+                nanolog::info!("pool has room");
+            }
+        }
+        if batch % 15 == 7 {
+            nanolog::warn!("disk full, retrying");
+            nanolog::error!("disk full: {} bytes lost", batch);
+        }
+        logger.flush().unwrap();
+    }
+    drop(logger);
+    let mut b = std::fs::read(&base).unwrap();
+    let whole = dir.join("whole.nlog");
+    assert!(made_reserved(&mut b, 13) > 50, "the writes are indexed");
+    std::fs::write(&whole, &b).unwrap();
+    let all = ok(&["decode", p(&whole)]);
+    for re in [
+        "disk full",
+        "^disk full, retrying$",
+        "room",
+        "served",
+        "zzz",
+    ] {
+        let r = regex::Regex::new(re).unwrap();
+        let want: Vec<&str> = all
+            .lines()
+            .filter(|l| r.is_match(l.split_once("]: ").unwrap().1))
+            .collect();
+        assert_eq!(
+            ok(&["decode", "--grep", re, p(&base)])
+                .lines()
+                .collect::<Vec<_>>(),
+            want,
+            "--grep {re}"
+        );
+        let json = |f: &Path| ok(&["decode", "--grep", re, "--format", "json", p(f)]);
+        assert_eq!(
+            json(&base),
+            json(&whole).replace(p(&whole), p(&base)),
+            "{re}"
+        );
+    }
+    assert_eq!(
+        ok(&["decode", "--grep", "disk full", p(&base)])
+            .lines()
+            .count(),
+        16
+    );
+    // A byte flipped in the body of an EXTENT in the first writes (no
+    // "disk full" before the eighth batch of 120).
+    let mut b = std::fs::read(&base).unwrap();
+    let (lo, hi) = (b.len() * 2 / 100, b.len() * 5 / 100);
+    let mut at = 48;
+    let mut flipped = false;
+    while at + 9 <= b.len() {
+        let len = u32::from_le_bytes(b[at + 1..at + 5].try_into().unwrap()) as usize;
+        if b[at] == 3 && at >= lo && at < hi && len > 64 {
+            b[at + 9 + len / 2] ^= 0x5a;
+            flipped = true;
+            break;
+        }
+        at += 9 + len;
+    }
+    assert!(flipped, "an extent in the file's first writes");
+    let damaged = dir.join("damaged.nlog");
+    std::fs::write(&damaged, &b).unwrap();
+    let out = |args: &[&str]| {
+        let o = common::run(args);
+        assert!(o.status.success(), "{args:?}");
+        (
+            String::from_utf8(o.stdout).unwrap(),
+            String::from_utf8(o.stderr).unwrap(),
+        )
+    };
+    let (_, warned) = out(&["decode", p(&damaged)]);
+    assert!(warned.contains("warning"), "the whole decode: {warned}");
+    let (lines, quiet) = out(&["decode", "--grep", "disk full", p(&damaged)]);
+    assert_eq!(quiet, "", "the writes of other sites are not read");
+    assert_eq!(
+        lines,
+        ok(&["decode", "--grep", "disk full", p(&base)]).replace(p(&base), p(&damaged))
+    );
+    let _ = std::fs::remove_dir_all(p(&dir));
+}
+
 /// `--thread NAME` over a set of two runs in which that thread had a
 /// different id (ids are a run's own: numbered as threads first log):
 /// every record of the thread by that name, and no other thread's, though
