@@ -32,7 +32,8 @@
 //!
 //! Prints each subscriber's median time and CPU time, what it adds over
 //! the baseline, and nanolog's added cost as a share of the appender's and
-//! of fmt JSON's (BENCHMARKS.md, "Logs that join their traces").
+//! of fmt JSON's (BENCHMARKS.md, "A service that traces with
+//! OpenTelemetry").
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};

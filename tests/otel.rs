@@ -65,7 +65,9 @@ fn remote_parent(req: u64, sampled: bool) -> opentelemetry::Context {
 /// One request: a root span (for some requests under a remote parent set
 /// after it was made and before it was entered, as a service does with an
 /// incoming `traceparent`), an instrumented handler, a spawned task, a
-/// closure on the blocking pool, and an event in each.
+/// closure on the blocking pool, a span inside the request's given a
+/// remote parent of another trace (a batch job's, say: its records are of
+/// that trace, not the request's), and an event in each.
 async fn request(req: u64, seen: Seen) {
     let root = tracing::info_span!("request", req, status = tracing::field::Empty);
     match req % 4 {
@@ -103,6 +105,10 @@ async fn request(req: u64, seen: Seen) {
         tokio::task::spawn_blocking(move || blocking.in_scope(|| note(&b, "blocking", req)))
             .await
             .unwrap();
+        // Inside the request's span, in another trace (sampled).
+        let linked = tracing::info_span!("linked", req);
+        let _ = linked.set_parent(remote_parent(req + 10_000, true));
+        linked.in_scope(|| note(&s, "linked", req));
         // A value recorded into the span after its context was taken.
         tracing::Span::current().record("status", 200u64);
         note(&s, "request", req);
@@ -192,8 +198,12 @@ fn service(name: &str, otel_first: bool) {
         exported.insert((s.name.to_string(), req), s.span_context.clone());
     }
     // Requests 2, 6, ... are under an unsampled parent: none of their
-    // spans is exported; all others' four are.
-    assert_eq!(exported.len() as u64, 4 * (REQUESTS - REQUESTS / 4));
+    // spans is exported but the linked one (its own parent is sampled);
+    // all others' five are.
+    assert_eq!(
+        exported.len() as u64,
+        5 * (REQUESTS - REQUESTS / 4) + REQUESTS / 4
+    );
     let seen = seen.lock().unwrap();
 
     let files = [LogFile::open(&path).unwrap()];
@@ -224,7 +234,11 @@ fn service(name: &str, otel_first: bool) {
                 unsampled += 1;
             }
         }
-        if matches!(req % 4, 1 | 2) {
+        if stage == "linked" {
+            let parent = remote_parent(req + 10_000, true);
+            let want = parent.span().span_context().trace_id().to_bytes();
+            assert_eq!(got.map(|c| c.trace_id), Some(want), "linked of {req}");
+        } else if matches!(req % 4, 1 | 2) {
             // Under the remote parent set after the span was made.
             let parent = remote_parent(req, req % 4 == 1);
             let want = parent.span().span_context().trace_id().to_bytes();
@@ -243,8 +257,34 @@ fn service(name: &str, otel_first: bool) {
         checked += 1;
     }
     assert_eq!(outside, 2);
-    // Six records a request (two in the handler, two in the request).
-    assert_eq!(checked, 6 * REQUESTS);
+    // Seven records a request (two in the handler, two in the request).
+    assert_eq!(checked, 7 * REQUESTS);
+    // A trace's contexts in the file (what `decode --trace` reads by):
+    // the records in them are the trace's records, its spans inside the
+    // outermost included (their trace ids left out of the file).
+    for trace in [
+        seen[&("request".to_owned(), 1)].trace_id(),
+        seen[&("request".to_owned(), 3)].trace_id(),
+        seen[&("linked".to_owned(), 5)].trace_id(),
+    ] {
+        let trace = trace.to_bytes();
+        let mut want = nanolog::reader::Want::default();
+        want.contexts = Some(files[0].contexts_in_trace(trace));
+        let part = [LogFile::open_for(&path, &want).unwrap()];
+        let of_trace = |files: &[LogFile]| {
+            let mut stages = Vec::new();
+            for ev in Merge::new(files, Filter::default()) {
+                let Event::Record(r) = ev else { continue };
+                if r.trace_context().is_some_and(|t| t.trace_id == trace) {
+                    stages.push(r.message());
+                }
+            }
+            stages
+        };
+        let all = of_trace(&files);
+        assert!(all.len() >= 6 || all.len() == 1, "{all:?}");
+        assert_eq!(of_trace(&part), all);
+    }
     assert_eq!(unsampled, 6 * (REQUESTS / 4));
 }
 

@@ -336,7 +336,7 @@ fn spans_of_a_version_6_file_are_stated_to_their_unit() {
     }
     drop(logger);
     let log = LogFile::open(&path).unwrap();
-    assert_eq!(log.header().version, 8);
+    assert_eq!(log.header().version, 9);
     let unit =
         1u64 << nanolog_runtime::wire::dict::span_tick_shift(7, log.header().ticks_per_second);
     assert!(
@@ -476,7 +476,7 @@ fn a_file_written_now_packs_numbered_strings_and_reads_as_logged() {
     }
     drop(logger);
     let log = LogFile::open(&path).unwrap();
-    assert_eq!(log.header().version, 8);
+    assert_eq!(log.header().version, 9);
     assert!(log.warnings().is_empty(), "{:?}", log.warnings());
     assert_eq!(lines_of(&log, |_, _| {}), version6_workload_lines());
     // Every key past the first sightings of its prefix is packed.

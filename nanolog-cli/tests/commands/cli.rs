@@ -641,7 +641,7 @@ fn info_shows_dictionary_threads_and_counts() {
     let out = ok(&["info", p(&f.main)]);
     for want in [
         // The version this build writes (FORMAT.md).
-        "format version:  8",
+        "format version:  9",
         "ticks/s",
         "Hello World # {}",
         "alpha",

@@ -131,14 +131,16 @@ impl<'a> Record<'a> {
         if self.ctx == 0 {
             return None;
         }
-        // Outermost first: the last found is the innermost.
-        let mut found = None;
+        // Outermost first: the last found is the innermost, and a span of
+        // its parent's trace (its trace id left out) takes the trace of
+        // the one found before it.
+        let mut found: Option<super::TraceContext> = None;
         self.file.for_each_span(self.ctx, |s| {
             // (Most spans have no ids: their values are not decoded.)
             if !s.site().names.iter().any(|n| n == "span_id") {
                 return;
             }
-            if let Some(t) = s.trace_context() {
+            if let Some(t) = s.trace_context_within(found.map(|t| t.trace_id)) {
                 found = Some(t);
             }
         });

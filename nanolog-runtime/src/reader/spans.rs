@@ -112,7 +112,17 @@ impl<'a> SpanRef<'a> {
     /// `trace_id` and `span_id` fields say (see
     /// [`TraceContext`](super::TraceContext)).
     pub fn trace_context(&self) -> Option<super::TraceContext> {
-        super::TraceContext::of_fields(|f| self.for_each_value(true, f))
+        self.trace_context_within(None)
+    }
+
+    /// Its trace context inside spans whose trace is `outer` (the nearest
+    /// of them with one): a span with a span id and an empty trace id is of
+    /// that trace (see [`TraceContext`](super::TraceContext)).
+    pub(crate) fn trace_context_within(
+        &self,
+        outer: Option<[u8; 16]>,
+    ) -> Option<super::TraceContext> {
+        super::TraceContext::of_fields_within(outer, |f| self.for_each_value(true, f))
     }
 
     /// Its named values in order: the fields, then (`context`) the trace

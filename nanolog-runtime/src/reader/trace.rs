@@ -43,18 +43,34 @@ impl TraceContext {
 
     /// The context in a span's fields, if it has `trace_id` and `span_id`
     /// (see the module's doc); `fields` are the span's (name, value) pairs.
+    #[cfg(test)]
     pub(crate) fn of_fields<'a>(
         fields: impl FnOnce(&mut dyn FnMut(&'a str, Value<'a>)),
     ) -> Option<TraceContext> {
-        let (mut trace, mut span, mut flags) = (None, None, None);
+        Self::of_fields_within(None, fields)
+    }
+
+    /// The context in a span's fields, inside spans whose trace is `outer`
+    /// (that of the nearest of them with one): a span whose
+    /// `trace_id` is empty and whose `span_id` is an id is a span of that
+    /// trace (format version 9: a writer leaves out a span's trace id when
+    /// its parent, a span with ids, has the same).
+    pub(crate) fn of_fields_within<'a>(
+        outer: Option<[u8; 16]>,
+        fields: impl FnOnce(&mut dyn FnMut(&'a str, Value<'a>)),
+    ) -> Option<TraceContext> {
+        let (mut trace, mut inherits, mut span, mut flags) = (None, false, None, None);
         fields(&mut |name, v| match name {
-            "trace_id" => trace = id_of(&v),
+            "trace_id" => {
+                trace = id_of(&v);
+                inherits = matches!(v, Value::Str(""));
+            }
             "span_id" => span = id_of(&v),
             "trace_flags" => flags = flags_of(&v),
             _ => {}
         });
         Some(TraceContext {
-            trace_id: trace?,
+            trace_id: trace.or(outer.filter(|_| inherits))?,
             span_id: span?,
             flags,
         })

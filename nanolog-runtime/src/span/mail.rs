@@ -599,11 +599,12 @@ pub(crate) fn define(key: u64, parent: u64, site: u32, raw: &[u8]) -> bool {
     })
 }
 
-/// Values recorded into span `key`: its fields from now on.
+/// Values recorded into span `key`: its fields from now on. False if the
+/// version was dropped (`OnFull::Drop`, as [`define`]).
 #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
-pub(crate) fn redefine(key: u64, site: u32, raw: &[u8]) {
+pub(crate) fn redefine(key: u64, site: u32, raw: &[u8]) -> bool {
     let tick = crate::clock::now();
-    let _ = post(Change::Version {
+    let posted = post(Change::Version {
         key,
         tick,
         site,
@@ -612,6 +613,7 @@ pub(crate) fn redefine(key: u64, site: u32, raw: &[u8]) {
     // Release, after the version is in a mailbox or the table: the
     // flusher's Acquire load that sees the new epoch finds it there.
     EPOCH.fetch_add(1, Ordering::Release);
+    posted
 }
 
 /// Span `key` was closed: forgotten by the flusher once the records logged

@@ -39,8 +39,10 @@ pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
 /// unless a span says otherwise, and states a context switch's context as
 /// its difference from the extent's previous one. Version 8 may compress a
 /// BLOCK with deflate (codec 3; a reader of version 7 would skip the block
-/// as a codec it does not know, and lose its records).
-pub const VERSION: u16 = 8;
+/// as a codec it does not know, and lose its records). Version 9 leaves a
+/// traced span's trace id out (empty) when its parent has the same (a
+/// reader of version 8 would take the parent's span for the span's).
+pub const VERSION: u16 = 9;
 /// The oldest format version this crate reads.
 pub const MIN_VERSION: u16 = 1;
 /// The site id of an extent's context switch (no call site has id 0).

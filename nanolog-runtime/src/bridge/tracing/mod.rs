@@ -267,6 +267,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
             attrs.record(e);
             SpanData::new(key, meta, &e.shape, &mut e.values, &[])
         });
+        data.parent = parent;
         if let Some((site, _)) = data.site {
             if !crate::span::define(data.key, parent, site, &data.raw) {
                 // Entered, and a parent, by a key that says so (see
@@ -300,12 +301,16 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for NanologLayer<S> {
                 });
                 new.dropped = data.dropped;
                 new.context_taken = data.context_taken;
+                new.context_posted = data.context_posted;
+                new.parent = data.parent;
                 *data = new;
                 if data.dropped {
                     return;
                 }
                 if let Some((site, _)) = data.site {
-                    crate::span::redefine(data.key, site, &data.raw);
+                    // (Dropped, the version before stands: its context
+                    // with it.)
+                    let _ = crate::span::redefine(data.key, site, &data.raw);
                 }
             };
             with_data(&ctx, self.owner, id, recorded);

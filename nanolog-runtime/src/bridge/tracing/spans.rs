@@ -33,6 +33,12 @@ pub(super) struct SpanData {
     /// Its trace context was looked for (on its first entry: see
     /// `otel.rs`), found or not.
     pub(super) context_taken: bool,
+    /// Its trace context went to the flusher with it (not dropped): a
+    /// span inside it of the same trace may leave its trace id out.
+    pub(super) context_posted: bool,
+    /// The key of the span it was defined inside (0: a root), as the file
+    /// says its parent.
+    pub(super) parent: u64,
     /// The bytes of its trace context in `raw`, after the fields and
     /// before the key (0: it has none).
     pub(super) context_len: u8,
@@ -62,6 +68,8 @@ impl SpanData {
             site,
             dropped: false,
             context_taken: false,
+            context_posted: false,
+            parent: 0,
             // (57 bytes: see `CONTEXT_ARGS`.)
             context_len: u8::try_from(context.len()).unwrap_or(0),
             raw: crate::span::SpanBytes::from_slice(values),
@@ -98,6 +106,7 @@ impl SpanData {
         });
         new.dropped = self.dropped;
         new.context_taken = true;
+        new.parent = self.parent;
         Some(new)
     }
 
@@ -446,9 +455,17 @@ pub(super) fn overflow_key<S: Subscriber + for<'a> LookupSpan<'a>>(
 
 /// A trace context as a traced span's site holds it (see
 /// `bridge::CONTEXT_ARGS`): its ids as lowercase hex text, which the file
-/// packs as their bytes, then its flags.
+/// packs as their bytes, then its flags. With `inherits`, the trace id is
+/// left out (empty): the span is of its parent's trace (format version 9),
+/// and a trace's 16 bytes are written once, with its outermost span, not
+/// again with each span inside it.
 #[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
-pub(super) fn encode_context(trace_id: [u8; 16], span_id: [u8; 8], flags: u8, out: &mut Vec<u8>) {
+pub(super) fn encode_context(
+    trace_id: Option<[u8; 16]>,
+    span_id: [u8; 8],
+    flags: u8,
+    out: &mut Vec<u8>,
+) {
     fn hex(bytes: &[u8], out: &mut Vec<u8>) {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         out.extend_from_slice(&(2 * bytes.len() as u32).to_le_bytes());
@@ -457,7 +474,28 @@ pub(super) fn encode_context(trace_id: [u8; 16], span_id: [u8; 8], flags: u8, ou
             out.push(DIGITS[usize::from(b & 15)]);
         }
     }
-    hex(&trace_id, out);
+    hex(trace_id.as_ref().map_or(&[][..], |t| &t[..]), out);
     hex(&span_id, out);
     out.push(flags);
+}
+
+/// A trace id as [`encode_context`] writes it: 32 lowercase hex digits.
+#[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
+pub(super) fn hex_of(trace: &[u8; 16]) -> [u8; 32] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; 32];
+    for (i, &b) in trace.iter().enumerate() {
+        out[2 * i] = DIGITS[usize::from(b >> 4)];
+        out[2 * i + 1] = DIGITS[usize::from(b & 15)];
+    }
+    out
+}
+
+/// The trace id in a context as [`encode_context`] made it (`None`: left
+/// out, or not there).
+#[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
+pub(super) fn context_trace(context: &[u8]) -> Option<&[u8]> {
+    let (len, rest) = context.split_first_chunk::<4>()?;
+    let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
+    rest.get(..len).filter(|t| !t.is_empty())
 }
