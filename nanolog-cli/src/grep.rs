@@ -6,34 +6,36 @@
 //!
 //! Two cases are decided. A site whose message has no argument renders the
 //! same text every time: its records all pass or none does. A site whose
-//! arguments are all numbers or bools, under a pattern that is one literal
-//! string (`disk full`, `^timeout`): each of its arguments renders as one
-//! or more characters of a small alphabet (digits, signs, `.`, the letters
-//! of hex, exponents, `inf`, `NaN`, `true`, `false`, and its fill when it
-//! has a width). So a run of the literal's characters outside that alphabet
-//! can only come from the site's own text between two arguments, and a site
-//! where some such run is found in none of those texts never matches. Every
-//! other site may match, and its records have their messages rendered and
-//! matched as before.
+//! arguments are all numbers or bools, under a pattern every match of which
+//! starts with one of a few literal strings (`disk full`, `^timeout`,
+//! `timeout|refused`, `(?i)error`, `took .* ms`: the regex parser's own
+//! prefix literals): each of its arguments renders as one or more
+//! characters of a small alphabet (digits, signs, `.`, the letters of hex,
+//! exponents, `inf`, `NaN`, `true`, `false`, and its fill when it has a
+//! width). So a run of a literal's characters outside that alphabet can
+//! only come from the site's own text between two arguments, and a site
+//! where, for each literal, some such run is found in none of those texts
+//! never matches. Every other site may match, and its records have their
+//! messages rendered and matched as before.
 
 use nanolog_runtime::reader::SiteEntry;
 use nanolog_runtime::wire::format::{ArgKind, Count, Piece, Spec, Ty};
 use regex::Regex;
-use regex_syntax::hir::{Hir, HirKind};
+use regex_syntax::hir::literal::Extractor;
 
-/// A `--grep` pattern and the one literal string every match contains
-/// exactly, when it is that simple.
+/// A `--grep` pattern and literal strings one of which every match starts
+/// with, when it has a few.
 #[derive(Clone)]
 pub(crate) struct Grep {
     re: Regex,
-    literal: Option<String>,
+    literals: Option<Vec<String>>,
 }
 
 impl Grep {
     /// The pattern `re` (valid: it compiled).
     pub(crate) fn new(re: Regex) -> Grep {
-        let literal = literal_of(re.as_str());
-        Grep { re, literal }
+        let literals = literals_of(re.as_str());
+        Grep { re, literals }
     }
 
     /// Whether a record of `site` may match (false only when none can).
@@ -43,40 +45,34 @@ impl Grep {
             nanolog_runtime::text::render::format_message(&site.pieces, &site.kinds, &[], &mut msg);
             return self.re.is_match(&msg);
         }
-        match &self.literal {
-            Some(lit) => literal_may_occur(lit, &site.pieces, &site.kinds),
+        self.may_occur(&site.pieces, &site.kinds)
+    }
+
+    /// Whether a message of `pieces` whose arguments are of `kinds` may
+    /// hold a match (see the module's doc).
+    fn may_occur(&self, pieces: &[Piece], kinds: &[ArgKind]) -> bool {
+        match &self.literals {
+            Some(lits) => lits.iter().any(|lit| literal_may_occur(lit, pieces, kinds)),
             None => true,
         }
     }
 }
 
-/// The literal string a pattern's every match holds, when the pattern is
-/// that string alone, or anchored at either end (`^`, `$`): no class, no
-/// repetition, no flag (a case-insensitive literal is classes).
-fn literal_of(pattern: &str) -> Option<String> {
+/// Literal strings one of which every match of `pattern` starts with (the
+/// parser's prefix literals; none may be empty), or `None` when it has no
+/// such few (a pattern that may start anywhere, `\d+ ms`, or too many).
+/// (An empty list: the pattern matches nothing.)
+fn literals_of(pattern: &str) -> Option<Vec<String>> {
     let hir = regex_syntax::parse(pattern).ok()?;
-    let bytes = |h: &Hir| match h.kind() {
-        HirKind::Literal(l) => Some(l.0.clone()),
-        _ => None,
-    };
-    let lit = match hir.kind() {
-        HirKind::Literal(_) => bytes(&hir)?,
-        HirKind::Concat(parts) => {
-            let mut lits = parts.iter().filter_map(bytes);
-            let lit = lits.next()?;
-            let rest_anchors = parts
-                .iter()
-                .all(|p| matches!(p.kind(), HirKind::Look(_) | HirKind::Literal(_)));
-            if lits.next().is_some() || !rest_anchors {
-                return None;
-            }
-            lit
-        }
-        _ => return None,
-    };
-    String::from_utf8(lit.into_vec())
-        .ok()
-        .filter(|s| !s.is_empty())
+    let seq = Extractor::new().extract(&hir);
+    seq.literals()?
+        .iter()
+        .map(|l| {
+            String::from_utf8(l.as_bytes().to_vec())
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+        .collect()
 }
 
 /// Whether `lit` may occur in a message of `pieces` whose arguments are of
@@ -176,29 +172,34 @@ mod tests {
     }
 
     #[test]
-    fn literals_are_found_in_plain_and_anchored_patterns_only() {
-        assert_eq!(literal_of("disk full").as_deref(), Some("disk full"));
-        assert_eq!(literal_of("^disk full$").as_deref(), Some("disk full"));
-        assert_eq!(literal_of(r"a\.b").as_deref(), Some("a.b"));
-        for p in [
-            "(?i)disk",
-            "a.b",
-            "disk|full",
-            "fu+ll",
-            "[ab]",
-            "",
-            "^$",
-            r"\d",
-        ] {
-            assert_eq!(literal_of(p), None, "{p}");
+    fn literals_are_a_patterns_prefixes() {
+        let lits = |p: &str| {
+            literals_of(p).map(|mut l| {
+                l.sort();
+                l
+            })
+        };
+        let one = |s: &str| Some(vec![s.to_owned()]);
+        assert_eq!(lits("disk full"), one("disk full"));
+        assert_eq!(lits("^disk full$"), one("disk full"));
+        assert_eq!(lits(r"a\.b"), one("a.b"));
+        assert_eq!(lits("took .* ms"), one("took "));
+        assert_eq!(
+            lits("timeout|refused"),
+            Some(vec!["refused".to_owned(), "timeout".to_owned()])
+        );
+        // o or O, then k, K or the Kelvin sign (K's case folding).
+        assert_eq!(lits("(?i)ok").map(|l| l.len()), Some(6));
+        assert_eq!(lits("a?b"), Some(vec!["ab".to_owned(), "b".to_owned()]));
+        for p in ["", "^$", r"\d+ ms", ".*x", "[a-z]+"] {
+            assert_eq!(lits(p), None, "{p}");
         }
     }
 
-    /// Every message a site renders, cut anywhere, is a literal the site is
-    /// said to maybe hold: the rule never rules out a match (values and
-    /// formats at random, rendered by the reader's own renderer).
-    #[test]
-    fn a_site_ruled_out_never_renders_a_match() {
+    /// `f(pieces, kinds, message, a piece of it, another string)` for
+    /// `count` messages of each of some formats, their values at random, rendered
+    /// by the reader's own renderer.
+    fn random_messages(count: usize, mut f: impl FnMut(&[Piece], &[ArgKind], &str, &str, &str)) {
         let alt = Spec::FLAG_ALTERNATE;
         let formats: Vec<Vec<Piece>> = vec![
             vec![lit("took "), display(0), lit(" ms")],
@@ -242,7 +243,6 @@ mod tests {
             rng ^= rng << 17;
             rng
         };
-        let mut ruled_out = 0;
         for pieces in &formats {
             let n = pieces
                 .iter()
@@ -252,7 +252,7 @@ mod tests {
                 })
                 .max()
                 .unwrap_or(0);
-            for _ in 0..2000 {
+            for _ in 0..count {
                 let (kinds, values): (Vec<ArgKind>, Vec<Value>) = (0..n)
                     .map(|_| match next() % 5 {
                         0 => (ArgKind::U64, Value::Uint(u128::from(next() % 100_000))),
@@ -283,19 +283,56 @@ mod tests {
                 let a = next() as usize % chars.len();
                 let b = a + 1 + next() as usize % (chars.len() - a);
                 let cut: String = chars[a..b].iter().collect();
-                assert!(
-                    literal_may_occur(&cut, pieces, &kinds),
-                    "{cut:?} in {msg:?}"
-                );
-                // And another literal, which it may rule out.
                 let other: String = cut.chars().rev().chain("kz".chars()).collect();
-                if !literal_may_occur(&other, pieces, &kinds) {
-                    assert!(!msg.contains(&other));
+                f(pieces, &kinds, &msg, &cut, &other);
+            }
+        }
+    }
+
+    /// Every message a site renders, cut anywhere, is a literal the site is
+    /// said to maybe hold: the rule never rules out a match.
+    #[test]
+    fn a_site_ruled_out_never_renders_a_match() {
+        let mut ruled_out = 0;
+        random_messages(2000, |pieces, kinds, msg, cut, other| {
+            assert!(literal_may_occur(cut, pieces, kinds), "{cut:?} in {msg:?}");
+            // And another literal, which it may rule out.
+            if !literal_may_occur(other, pieces, kinds) {
+                assert!(!msg.contains(other));
+                ruled_out += 1;
+            }
+        });
+        assert!(ruled_out > 100, "the rule rules sites out: {ruled_out}");
+    }
+
+    /// Every message a pattern matches is one whose site the pattern may
+    /// match: patterns made of pieces of the messages (cut, in another
+    /// case, in alternations, followed by more, anchored).
+    #[test]
+    fn a_site_ruled_out_by_a_pattern_never_renders_a_match() {
+        let (mut matched, mut ruled_out) = (0, 0);
+        random_messages(300, |pieces, kinds, msg, cut, other| {
+            let cut_re = regex::escape(cut);
+            for pattern in [
+                cut_re.clone(),
+                format!("(?i){}", regex::escape(&cut.to_uppercase())),
+                format!("{}|{cut_re}", regex::escape(other)),
+                format!("{cut_re}.*"),
+                format!("^{cut_re}"),
+                regex::escape(other),
+                format!("(?i){}", regex::escape(other)),
+            ] {
+                let re = Regex::new(&pattern).unwrap();
+                let may = Grep::new(re.clone()).may_occur(pieces, kinds);
+                if re.is_match(msg) {
+                    assert!(may, "{pattern:?} matches {msg:?}");
+                    matched += 1;
+                } else if !may {
                     ruled_out += 1;
                 }
             }
-        }
-        assert!(ruled_out > 100, "the rule rules sites out: {ruled_out}");
+        });
+        assert!(matched > 1000 && ruled_out > 50, "{matched} {ruled_out}");
     }
 
     #[test]
