@@ -12,6 +12,10 @@ use crate::wire::record::{with_values, Value};
 /// `Record::ns` before it is computed.
 const UNTIMED: i64 = i64::MIN;
 
+/// The most contexts' trace contexts a file keeps found (see
+/// [`Record::trace_context`]): past it, they are found afresh.
+const TRACES_KEPT: usize = 1 << 16;
+
 /// One record: its time, thread, call site and undecoded arguments.
 #[derive(Clone, Copy)]
 pub struct Record<'a> {
@@ -131,6 +135,30 @@ impl<'a> Record<'a> {
         if self.ctx == 0 {
             return None;
         }
+        // Each context's, found once (a context whose outer spans are lost
+        // is found again each time: a live file may define them later).
+        let memo = || {
+            self.file
+                .traces
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(&t) = memo().get(&self.ctx) {
+            return t;
+        }
+        let t = self.find_trace_context();
+        if !self.file.context_lost(self.ctx) {
+            let mut m = memo();
+            if m.len() >= TRACES_KEPT {
+                m.clear();
+            }
+            m.insert(self.ctx, t);
+        }
+        t
+    }
+
+    /// [`Record::trace_context`], found in its spans.
+    fn find_trace_context(&self) -> Option<super::TraceContext> {
         // Outermost first: the last found is the innermost, and a span of
         // its parent's trace (its trace id left out) takes the trace of
         // the one found before it.

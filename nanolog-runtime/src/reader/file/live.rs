@@ -34,6 +34,12 @@ impl LogFile {
     /// file while it was read) is read to its end through that handle too;
     /// it then stays [`Refresh::Unchanged`].
     pub fn refresh(&mut self) -> Result<Refresh, ReadError> {
+        // (A context's spans never change once read; a file read again
+        // from its start, replaced, numbers its contexts anew.)
+        self.traces
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         let loaded = match load(&self.path) {
             Ok(l) => l,
             Err(e) => {

@@ -185,6 +185,11 @@ pub struct LogFile {
     /// stated length runs past the bytes there is not written yet, never
     /// damage, until [`LogFile::settle`].
     live: bool,
+    /// Each context's trace context, once a record asked for it (see
+    /// `Record::trace_context`): the records of a context share it, and
+    /// finding it walks the context's spans and decodes their ids.
+    pub(crate) traces:
+        std::sync::Mutex<std::collections::HashMap<u32, Option<super::TraceContext>>>,
 }
 
 impl fmt::Debug for LogFile {
@@ -354,6 +359,7 @@ impl LogFile {
             blocks: Blocks::default(),
             thread_ctx: Default::default(),
             skip: Vec::new(),
+            traces: Default::default(),
         };
         // A reader that leaves some out reads the rest a few pages at a
         // time: no read-ahead while the file is indexed.
