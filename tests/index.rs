@@ -540,8 +540,12 @@ fn an_index_that_cannot_be_trusted_is_not_used() {
     let bytes = std::fs::read(&path).unwrap();
     let entries = common::entries(&bytes);
     let first = *entries.iter().find(|e| e.2 == tag::INDEX).unwrap();
-    let row = nanolog_runtime::wire::index::get_index(&bytes[first.0 + 9..first.1], first.1 as u64)
-        .unwrap();
+    let row = nanolog_runtime::wire::index::get_index(
+        &bytes[first.0 + 9..first.1],
+        first.1 as u64,
+        nanolog_runtime::wire::VERSION,
+    )
+    .unwrap();
     let run_end = first.1 + row.len as usize;
     assert!(
         entries.iter().any(|e| e.0 == run_end),

@@ -39,15 +39,31 @@ pub struct Row {
     pub contexts: Ids,
 }
 
-/// Ids (call sites, contexts) as a filter of one hash: a set bit says
-/// "maybe". Its size grows with the ids it holds (8 bits an id, 64 bits to
-/// a largest size), so that an id absent from a run is found absent most
-/// of the time.
+/// Ids (call sites, contexts) as a Bloom filter: an id sets [`HASHES`]
+/// bits (one in files before format version 9), and an id of which one is
+/// clear is not there. Its size grows with the ids it holds (8 bits an id,
+/// 64 bits to a largest size), so that an id absent from a run is found
+/// absent most of the time: with three bits an id, all but about 3% of the
+/// time (one bit: all but 12%).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Ids {
     /// Its bits: `2^log2` of them, 0 for "any id may be there".
     log2: u8,
+    /// The bits an id sets.
+    hashes: u8,
     words: Vec<u64>,
+}
+
+/// The bits an id sets in an [`Ids`] filter of a format version 9 file.
+pub const HASHES: u8 = 3;
+
+/// The bits an id sets in an [`Ids`] filter of a file of format `version`.
+pub fn hashes_of(version: u16) -> u8 {
+    if version >= 9 {
+        HASHES
+    } else {
+        1
+    }
 }
 
 /// The largest sites filter: 1,024 bits (a service's hundred sites or
@@ -62,37 +78,54 @@ impl Ids {
     /// Any id may be there (an older writer's, or a run with a gap).
     pub const ANY: Ids = Ids {
         log2: 0,
+        hashes: 1,
         words: Vec::new(),
     };
 
     /// The filter of `ids` (each once), of at most `most` bits (a power of
-    /// two; 64 at least).
+    /// two; 64 at least), as a writer of this version makes it.
     pub fn of(ids: &[u32], most: usize) -> Ids {
+        Ids::of_hashes(ids, most, HASHES)
+    }
+
+    /// [`Ids::of`], an id setting `hashes` bits.
+    pub fn of_hashes(ids: &[u32], most: usize, hashes: u8) -> Ids {
         let most = 1usize << most.max(64).ilog2();
         let bits = (ids.len() * 8).next_power_of_two().clamp(64, most);
         let mut f = Ids {
             log2: bits.ilog2() as u8,
+            hashes,
             words: vec![0; bits / 64],
         };
         for &id in ids {
-            let b = f.bit(id);
-            f.words[b / 64] |= 1 << (b % 64);
+            for i in 0..hashes {
+                let b = f.bit(id, i);
+                f.words[b / 64] |= 1 << (b % 64);
+            }
         }
         f
     }
 
-    fn bit(&self, id: u32) -> usize {
-        (u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - u32::from(self.log2))) as usize
+    /// Bit `i` of `id`: the top bits of two multiplicative hashes combined
+    /// (`h1 + i * h2`: the first is the one-bit filter's).
+    fn bit(&self, id: u32, i: u8) -> usize {
+        let id = u64::from(id);
+        let h1 = id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let h2 = (id ^ 0x5bd1_e995).wrapping_mul(0xc2b2_ae3d_27d4_eb4f) | 1;
+        let h = h1.wrapping_add(u64::from(i).wrapping_mul(h2));
+        (h >> (64 - u32::from(self.log2))) as usize
     }
 
     /// Whether one of `ids` may be there.
     pub fn may_hold_any(&self, ids: &[u32]) -> bool {
         self.log2 == 0
             || ids.iter().any(|&id| {
-                let b = self.bit(id);
-                self.words
-                    .get(b / 64)
-                    .is_some_and(|w| w & (1 << (b % 64)) != 0)
+                (0..self.hashes).all(|i| {
+                    let b = self.bit(id, i);
+                    self.words
+                        .get(b / 64)
+                        .is_some_and(|w| w & (1 << (b % 64)) != 0)
+                })
             })
     }
 
@@ -104,9 +137,9 @@ impl Ids {
         }
     }
 
-    /// The filter at `body[*pos..]`, of at most `most` bits; `None` if it
-    /// is cut short or of another size.
-    fn get(body: &[u8], pos: &mut usize, most: usize) -> Option<Ids> {
+    /// The filter at `body[*pos..]`, of at most `most` bits, an id setting
+    /// `hashes` of them; `None` if it is cut short or of another size.
+    fn get(body: &[u8], pos: &mut usize, most: usize, hashes: u8) -> Option<Ids> {
         let log2 = *body.get(*pos)?;
         if log2 == 0 {
             *pos += 1;
@@ -122,7 +155,11 @@ impl Ids {
             .chunks(8)
             .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
             .collect();
-        Some(Ids { log2, words })
+        Some(Ids {
+            log2,
+            hashes,
+            words,
+        })
     }
 }
 
@@ -144,10 +181,11 @@ pub fn put_index(out: &mut Vec<u8>, row: &Row) {
     row.contexts.put(out);
 }
 
-/// The row of an INDEX entry's body, its records at `offset` (where the
-/// entry ends); `None` if it is malformed. Bytes after the fields are
-/// left for later revisions.
-pub fn get_index(body: &[u8], offset: u64) -> Option<Row> {
+/// The row of an INDEX entry's body in a file of format `version`, its
+/// records at `offset` (where the entry ends); `None` if it is malformed.
+/// Bytes after the fields are left for later revisions.
+pub fn get_index(body: &[u8], offset: u64, version: u16) -> Option<Row> {
+    let hashes = hashes_of(version);
     let mut pos = 0;
     let len = get_varint(body, &mut pos)?;
     let records = get_varint(body, &mut pos)?;
@@ -158,10 +196,10 @@ pub fn get_index(body: &[u8], offset: u64) -> Option<Row> {
     let threads = get_varint(body, &mut pos)?;
     // The sites and contexts (writers since 2026-11-29): taken only whole
     // and of a size a writer gives them; else any may be there.
-    let sites = Ids::get(body, &mut pos, MOST_SITE_BITS);
+    let sites = Ids::get(body, &mut pos, MOST_SITE_BITS, hashes);
     let contexts = sites
         .as_ref()
-        .and_then(|_| Ids::get(body, &mut pos, MOST_CONTEXT_BITS))
+        .and_then(|_| Ids::get(body, &mut pos, MOST_CONTEXT_BITS, hashes))
         .unwrap_or(Ids::ANY);
     let sites = sites.unwrap_or(Ids::ANY);
     Some(Row {
@@ -180,6 +218,7 @@ pub fn get_index(body: &[u8], offset: u64) -> Option<Row> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::VERSION;
 
     fn row(sites: Ids, contexts: Ids) -> Row {
         Row {
@@ -219,23 +258,23 @@ mod tests {
         ] {
             let mut body = Vec::new();
             put_index(&mut body, &row);
-            assert_eq!(get_index(&body, row.offset).as_ref(), Some(&row));
+            assert_eq!(get_index(&body, row.offset, VERSION).as_ref(), Some(&row));
             // Cut short in its filters: any id may be there; in its fields:
             // not a row.
-            let cut = get_index(&body[..body.len() - 1], row.offset).unwrap();
+            let cut = get_index(&body[..body.len() - 1], row.offset, VERSION).unwrap();
             assert_eq!(cut.contexts, Ids::ANY);
             assert_eq!((cut.len, cut.threads), (row.len, row.threads));
-            assert_eq!(get_index(&body[..3], row.offset), None);
+            assert_eq!(get_index(&body[..3], row.offset, VERSION), None);
             // An older writer's row (no filters): any.
             let old =
                 &body[..body.len() - 2 - row.sites.words.len() * 8 - row.contexts.words.len() * 8];
-            let old = get_index(old, row.offset).unwrap();
+            let old = get_index(old, row.offset, VERSION).unwrap();
             assert_eq!((old.sites, old.contexts), (Ids::ANY, Ids::ANY));
         }
         // A filter of a size no writer gives: any.
         let mut body = Vec::new();
         put_index(&mut body, &row(Ids::of(&many, 1 << 12), Ids::ANY));
-        assert_eq!(get_index(&body, 4096).unwrap().sites, Ids::ANY);
+        assert_eq!(get_index(&body, 4096, VERSION).unwrap().sites, Ids::ANY);
         // A last tick before the first cannot be said; past u64 is damage.
         let mut body = Vec::new();
         put_index(
@@ -246,11 +285,12 @@ mod tests {
                 ..row(Ids::ANY, Ids::ANY)
             },
         );
-        assert_eq!(get_index(&body, 0).unwrap().last_tick, u64::MAX);
+        assert_eq!(get_index(&body, 0, VERSION).unwrap().last_tick, u64::MAX);
         assert_eq!(
             get_index(
                 &[1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 2, 1, 1],
-                0
+                0,
+                VERSION
             ),
             None
         );
@@ -263,11 +303,33 @@ mod tests {
             let f = Ids::of(&ids, MOST_SITE_BITS);
             assert!(ids.iter().all(|&id| f.may_hold_any(&[id])), "{n} sites");
             let others = (10_000..11_000).filter(|&id| f.may_hold_any(&[id])).count();
-            // 8 bits an id (at most 1,024): an eighth of the others, or
-            // fewer, say "maybe"; past 128 ids, more.
+            // 8 bits an id (at most 1,024), three an id: about 3% of the
+            // others, or fewer, say "maybe"; past 128 ids, more.
+            let most = if n <= 128 { 60 } else { 260 };
+            assert!(others < most, "{n} sites: {others} of 1000 others maybe");
+            // A file before version 9: one bit an id, an eighth.
+            let one = Ids::of_hashes(&ids, MOST_SITE_BITS, hashes_of(8));
+            assert!(ids.iter().all(|&id| one.may_hold_any(&[id])), "{n} sites");
+            let others = (10_000..11_000)
+                .filter(|&id| one.may_hold_any(&[id]))
+                .count();
             let most = if n <= 128 { 180 } else { 400 };
             assert!(others < most, "{n} sites: {others} of 1000 others maybe");
         }
+        // A version 8 writer's filter (one bit an id, the first hash)
+        // reads as it did: the bits of `id * 0x9e3779b97f4a7c15`'s top.
+        let ids = [3u32, 17, 400];
+        let f = Ids::of_hashes(&ids, MOST_SITE_BITS, 1);
+        let mut body = Vec::new();
+        f.put(&mut body);
+        let mut want = vec![0u64; 1 << (f.log2 - 6)];
+        for id in ids {
+            let b = (u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - f.log2)) as usize;
+            want[b / 64] |= 1 << (b % 64);
+        }
+        assert_eq!(f.words, want);
+        let back = Ids::get(&body, &mut 0, MOST_SITE_BITS, hashes_of(8)).unwrap();
+        assert_eq!(back, f);
         assert!(Ids::ANY.may_hold_any(&[5]));
         assert!(!Ids::of(&[1], usize::MAX).may_hold_any(&[]));
         // Held to a size: 300 ids in 256 bits, 64 at least.

@@ -41,7 +41,8 @@ pub const MAGIC: [u8; 8] = *b"NANOLOG\0";
 /// BLOCK with deflate (codec 3; a reader of version 7 would skip the block
 /// as a codec it does not know, and lose its records). Version 9 leaves a
 /// traced span's trace id out (empty) when its parent has the same (a
-/// reader of version 8 would take the parent's span for the span's).
+/// reader of version 8 would take the parent's span for the span's), and
+/// sets three bits an id in the INDEX entries' filters (one before).
 pub const VERSION: u16 = 9;
 /// The oldest format version this crate reads.
 pub const MIN_VERSION: u16 = 1;

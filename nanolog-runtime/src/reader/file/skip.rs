@@ -199,7 +199,7 @@ fn walk(data: &[u8], header: &Header, mut dense: impl FnMut()) -> Walk {
             if let Frame::Ok { body, .. } = frame_at(data, pos) {
                 if t == tag::CLOCK {
                     w.pairs.extend(dict::get_clock(body));
-                } else if let Some(row) = get_index(body, next as u64) {
+                } else if let Some(row) = get_index(body, next as u64, header.version) {
                     // Taken when it lands on a whole entry (one checksum
                     // a write) or the end of the file; else its run is
                     // walked as any entries are.
