@@ -33,6 +33,9 @@ pub(super) struct Summary {
     /// The write ends the file (an END after its records): not a row, so
     /// a reader always reads it.
     pub(super) ends: bool,
+    /// The sites its counts name, made when its entry is (kept for its
+    /// memory).
+    sites: Vec<u32>,
 }
 
 impl Default for Summary {
@@ -44,6 +47,7 @@ impl Default for Summary {
             threads: 0,
             contexts: Vec::new(),
             ends: false,
+            sites: Vec::new(),
         }
     }
 }
@@ -76,8 +80,10 @@ impl Summary {
     pub(super) fn clear(&mut self) {
         let mut contexts = std::mem::take(&mut self.contexts);
         contexts.clear();
+        let sites = std::mem::take(&mut self.sites);
         *self = Summary {
             contexts,
+            sites,
             ..Summary::default()
         };
     }
@@ -117,13 +123,15 @@ pub(super) fn put(out: &mut Vec<u8>, sum: &mut Summary, tally: &Totals, len: usi
         sites: if gap {
             Ids::ANY
         } else {
-            let ids: Vec<u32> = (tally.sites.iter().enumerate())
-                .filter(|(_, s)| s.records > 0)
-                .map(|(id, _)| id as u32)
-                .collect();
+            sum.sites.clear();
+            sum.sites.extend(
+                (tally.sites.iter().enumerate())
+                    .filter(|(_, s)| s.records > 0)
+                    .map(|(id, _)| id as u32),
+            );
             // (At most a bit for 8 bytes of the write: the filter stays
             // within 1/64 of what it indexes.)
-            Ids::of(&ids, (len / 8).min(MOST_SITE_BITS))
+            Ids::of(&sum.sites, (len / 8).min(MOST_SITE_BITS))
         },
         contexts: if gap {
             Ids::ANY
