@@ -9,7 +9,7 @@
 //! arguments are all numbers or bools, under a pattern every match of which
 //! starts with one of a few literal strings (`disk full`, `^timeout`,
 //! `timeout|refused`, `(?i)error`, `took .* ms`: the regex parser's own
-//! prefix literals): each of its arguments renders as one or more
+//! prefix literals), or ends with one (`\d+ ms`): each of its arguments renders as one or more
 //! characters of a small alphabet (digits, signs, `.`, the letters of hex,
 //! exponents, `inf`, `NaN`, `true`, `false`, and its fill when it has a
 //! width). So a run of a literal's characters outside that alphabet can
@@ -21,7 +21,7 @@
 use nanolog_runtime::reader::SiteEntry;
 use nanolog_runtime::wire::format::{ArgKind, Count, Piece, Spec, Ty};
 use regex::Regex;
-use regex_syntax::hir::literal::Extractor;
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
 
 /// A `--grep` pattern and literal strings one of which every match starts
 /// with, when it has a few.
@@ -59,20 +59,24 @@ impl Grep {
 }
 
 /// Literal strings one of which every match of `pattern` starts with (the
-/// parser's prefix literals; none may be empty), or `None` when it has no
-/// such few (a pattern that may start anywhere, `\d+ ms`, or too many).
-/// (An empty list: the pattern matches nothing.)
+/// parser's prefix literals; none may be empty), else one of which every
+/// match ends with (its suffix literals: `\d+ ms`); `None` when it has no
+/// such few either way (`\d+`, or too many). (An empty list: the pattern
+/// matches nothing.)
 fn literals_of(pattern: &str) -> Option<Vec<String>> {
     let hir = regex_syntax::parse(pattern).ok()?;
-    let seq = Extractor::new().extract(&hir);
-    seq.literals()?
-        .iter()
-        .map(|l| {
-            String::from_utf8(l.as_bytes().to_vec())
-                .ok()
-                .filter(|s| !s.is_empty())
-        })
-        .collect()
+    let of = |kind| {
+        let seq = Extractor::new().kind(kind).extract(&hir);
+        seq.literals()?
+            .iter()
+            .map(|l| {
+                String::from_utf8(l.as_bytes().to_vec())
+                    .ok()
+                    .filter(|s| !s.is_empty())
+            })
+            .collect::<Option<Vec<String>>>()
+    };
+    of(ExtractKind::Prefix).or_else(|| of(ExtractKind::Suffix))
 }
 
 /// Whether `lit` may occur in a message of `pieces` whose arguments are of
@@ -191,7 +195,10 @@ mod tests {
         // o or O, then k, K or the Kelvin sign (K's case folding).
         assert_eq!(lits("(?i)ok").map(|l| l.len()), Some(6));
         assert_eq!(lits("a?b"), Some(vec!["ab".to_owned(), "b".to_owned()]));
-        for p in ["", "^$", r"\d+ ms", ".*x", "[a-z]+"] {
+        // Ends with: a pattern that may start anywhere.
+        assert_eq!(lits(r"\d+ ms"), one(" ms"));
+        assert_eq!(lits(".*x"), one("x"));
+        for p in ["", "^$", r"\d+", "[a-z]+", r"\w.*\w"] {
             assert_eq!(lits(p), None, "{p}");
         }
     }
@@ -319,6 +326,8 @@ mod tests {
                 format!("{}|{cut_re}", regex::escape(other)),
                 format!("{cut_re}.*"),
                 format!("^{cut_re}"),
+                format!(r"\d*{cut_re}"),
+                format!(r"[a-z ]*{cut_re}$"),
                 regex::escape(other),
                 format!("(?i){}", regex::escape(other)),
             ] {
