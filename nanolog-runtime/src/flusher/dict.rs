@@ -60,10 +60,16 @@ impl SpanFile for FileSide<'_> {
         }
         let reg = self.sites.get(site as usize).and_then(Option::as_deref);
         let kinds = reg.map_or(&[][..], |r| &r.kinds[..]);
+        let traced = reg.is_some_and(|r| r.traced);
         let strings = &mut *self.strings;
         self.spans_out.push(ctx, parent, site, from, |b| {
             let at = b.len();
-            if record::compact_with(kinds, raw, b, strings).is_none() {
+            let put = if traced {
+                record::compact_with(kinds, raw, b, &mut SpanIdsInline(strings))
+            } else {
+                record::compact_with(kinds, raw, b, strings)
+            };
+            if put.is_none() {
                 // The layer encodes a span's fields for its site's kinds.
                 debug_assert!(false, "span fields do not match their site");
                 b.truncate(at);
@@ -88,6 +94,26 @@ impl SpanFile for FileSide<'_> {
             .and_then(|ix| self.sites.get(ix))
             .and_then(Option::as_deref);
         reg.is_some_and(|r| r.traced)
+    }
+}
+
+/// The file's strings for the fields of a span that may carry W3C ids: a
+/// span id (16 lowercase hex digits) is written inline, never looked up.
+/// Each span has its own, so none is ever met again; looking one up took a
+/// random slot of the table and of its filter of strings seen (a cache
+/// miss a span, `Interner::lookup` the flusher's largest symbol in the
+/// OpenTelemetry service bench), and pushed out the sightings of strings
+/// that repeat. A trace id (32 digits) is still looked up: a service that
+/// sets it as a field of each span of a request repeats it.
+struct SpanIdsInline<'a>(&'a mut crate::intern::Interner);
+
+impl record::StringRefs for SpanIdsInline<'_> {
+    #[inline]
+    fn lookup(&mut self, s: &[u8]) -> Option<u32> {
+        if s.len() == 16 && s.iter().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')) {
+            return None;
+        }
+        self.0.lookup(s)
     }
 }
 
