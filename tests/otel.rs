@@ -259,17 +259,27 @@ fn service(name: &str, otel_first: bool) {
     assert_eq!(outside, 2);
     // Seven records a request (two in the handler, two in the request).
     assert_eq!(checked, 7 * REQUESTS);
-    // A trace's contexts in the file (what `decode --trace` reads by):
-    // the records in them are the trace's records, its spans inside the
-    // outermost included (their trace ids left out of the file).
-    for trace in [
-        seen[&("request".to_owned(), 1)].trace_id(),
-        seen[&("request".to_owned(), 3)].trace_id(),
-        seen[&("linked".to_owned(), 5)].trace_id(),
-    ] {
-        let trace = trace.to_bytes();
+    // A trace's contexts in the file (what `decode --trace` reads by): a
+    // request's trace names its four spans with ids (the request's, and the
+    // handler's, the task's and the closure's inside it, whose trace ids
+    // the file leaves out), not the linked span of another trace inside it;
+    // the records read by them are the trace's records.
+    let contexts = |stage: &str, req: u64| {
+        files[0].contexts_in_trace(seen[&(stage.to_owned(), req)].trace_id().to_bytes())
+    };
+    for (req, linked) in [(1, 5), (3, 7)] {
+        let own = contexts("request", req);
+        assert!(own.len() >= 4, "request {req}'s trace: {own:?}");
+        let other = contexts("linked", linked);
+        assert!(!other.is_empty(), "linked {linked}'s trace");
+        assert!(other
+            .iter()
+            .all(|c| !contexts("request", linked).contains(c)));
+    }
+    for (stage, req) in [("request", 1), ("request", 3), ("linked", 5)] {
+        let trace = seen[&(stage.to_owned(), req)].trace_id().to_bytes();
         let mut want = nanolog::reader::Want::default();
-        want.contexts = Some(files[0].contexts_in_trace(trace));
+        want.contexts = Some(contexts(stage, req));
         let part = [LogFile::open_for(&path, &want).unwrap()];
         let of_trace = |files: &[LogFile]| {
             let mut stages = Vec::new();
@@ -282,7 +292,7 @@ fn service(name: &str, otel_first: bool) {
             stages
         };
         let all = of_trace(&files);
-        assert!(all.len() >= 6 || all.len() == 1, "{all:?}");
+        assert_eq!(all.len(), if stage == "linked" { 1 } else { 6 }, "{all:?}");
         assert_eq!(of_trace(&part), all);
     }
     assert_eq!(unsampled, 6 * (REQUESTS / 4));

@@ -61,9 +61,10 @@ impl DecodePlan {
         let per_file = crate::inputs::PerFile {
             thread_names: crate::inputs::thread_names(&self.threads),
             trace: self.trace,
-            sites: self.grep.clone().map(|re| {
-                Box::new(site_may_match(re)) as Box<dyn Fn(&SiteEntry) -> bool + Send + Sync>
-            }),
+            sites: self
+                .grep
+                .clone()
+                .map(|re| Box::new(site_may_match(re)) as crate::inputs::SiteTest),
         };
         if per_file.thread_names.is_some() {
             w.threads = Some(crate::inputs::thread_ids(&self.threads).unwrap_or_default());

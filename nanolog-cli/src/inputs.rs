@@ -289,6 +289,9 @@ fn is_set_companion(f: &Path) -> bool {
 /// opened.
 static WANT: std::sync::OnceLock<(Want, PerFile)> = std::sync::OnceLock::new();
 
+/// Whether a call site's records may be wanted.
+pub(crate) type SiteTest = Box<dyn Fn(&SiteEntry) -> bool + Send + Sync>;
+
 /// What a run wants of its inputs that each file names in its own way:
 /// looked up in each file's dictionary, read first, its records left out.
 #[derive(Default)]
@@ -300,12 +303,10 @@ pub(crate) struct PerFile {
     /// are the want's `contexts` (a finished file's only: a live one may
     /// define more of them by the time its records are read).
     pub(crate) trace: Option<[u8; 16]>,
-    /// Records of the call sites this says may match (`--grep`, decided by
-    /// a site's own text where it has no argument): the ids of those there
-    /// are the want's `sites`, when it refuses some (a finished file's
-    /// only, as `trace`).
-    #[allow(clippy::type_complexity)]
-    pub(crate) sites: Option<Box<dyn Fn(&SiteEntry) -> bool + Send + Sync>>,
+    /// Records of the call sites this says may match (`--grep`: see
+    /// `grep.rs`): the ids of those there are the want's `sites`, when it
+    /// refuses some (a finished file's only, as `trace`).
+    pub(crate) sites: Option<SiteTest>,
 }
 
 /// Says what this run wants of its inputs' records: the files are then

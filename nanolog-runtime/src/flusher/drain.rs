@@ -351,11 +351,10 @@ impl State {
 /// context `ctx` already: the context as its difference from the one the
 /// extent was in (0 as it opens). A worker of a service moves among the
 /// requests in flight, whose contexts were given out lately: a byte or two
-/// where the context itself grew to three and four as a file went on.
+/// where the context itself grew to three and four as a file went on. The
+/// write's INDEX entry is told the context's innermost span that may carry
+/// trace ids (`anchor`, 0: none).
 #[inline]
-/// The open extent's records are in context `ctx` from here: a switch
-/// written if it was in another, and the write's INDEX entry told its
-/// innermost span that may carry trace ids (`anchor`, 0: none).
 fn switch_to(
     out: &mut Vec<u8>,
     sum: &mut super::index::Summary,

@@ -76,14 +76,13 @@ impl Summary {
         }
     }
 
-    /// Back to no record, keeping its memory.
+    /// Back to no record, keeping its buffers' memory.
     pub(super) fn clear(&mut self) {
         let mut contexts = std::mem::take(&mut self.contexts);
         contexts.clear();
-        let sites = std::mem::take(&mut self.sites);
         *self = Summary {
             contexts,
-            sites,
+            sites: std::mem::take(&mut self.sites),
             ..Summary::default()
         };
     }

@@ -165,7 +165,7 @@ impl<'a> Record<'a> {
         let mut found: Option<super::TraceContext> = None;
         self.file.for_each_span(self.ctx, |s| {
             // (Most spans have no ids: their values are not decoded.)
-            if !s.site().names.iter().any(|n| n == "span_id") {
+            if !s.site().may_carry_trace() {
                 return;
             }
             if let Some(t) = s.trace_context_within(found.map(|t| t.trace_id)) {

@@ -49,6 +49,14 @@ pub struct SiteEntry {
 }
 
 impl SiteEntry {
+    /// Whether it has an argument named `span_id`: a span site whose spans
+    /// may carry W3C trace ids (its trace context, or fields by the
+    /// README's convention), which a record's trace context is looked for
+    /// in and a writer's INDEX entries name.
+    pub fn may_carry_trace(&self) -> bool {
+        self.names.iter().any(|n| n == "span_id")
+    }
+
     /// The pieces that render the message alone (a `tracing` or `log`
     /// record's, without its fields).
     pub fn message(&self) -> &[Piece] {

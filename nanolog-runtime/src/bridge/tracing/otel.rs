@@ -27,7 +27,7 @@ use tracing_core::Subscriber;
 use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
-use super::spans::{encode_context, with_data};
+use super::spans::{context_trace, encode_context, with_data};
 
 /// On span `id`'s first entry: its OpenTelemetry span's context, if the
 /// registry has tracing-opentelemetry's layer and the span is one it
@@ -74,15 +74,17 @@ pub(super) fn take_context<S: Subscriber + for<'a> LookupSpan<'a>>(
     let Some(meta) = ctx.metadata(id) else {
         return key;
     };
-    let trace = sc.trace_id().to_bytes();
-    let inherits = parent != 0 && parent_has_trace(ctx, owner, id, parent, &trace);
-    let mut context = Vec::with_capacity(64);
-    encode_context(
-        (!inherits).then_some(trace),
+    let (trace, span, flags) = (
+        sc.trace_id().to_bytes(),
         sc.span_id().to_bytes(),
         sc.trace_flags().to_u8(),
-        &mut context,
     );
+    let mut context = Vec::with_capacity(64);
+    encode_context(Some(trace), span, flags, &mut context);
+    if parent != 0 && parent_has_trace(ctx, owner, id, parent, &context) {
+        context.clear();
+        encode_context(None, span, flags, &mut context);
+    }
     with_data(ctx, owner, id, |d| {
         let Some(new) = d.with_context(meta, &context) else {
             return;
@@ -101,24 +103,25 @@ pub(super) fn take_context<S: Subscriber + for<'a> LookupSpan<'a>>(
 /// Whether span `id`'s parent in the registry is the span of key `parent`
 /// (its parent in the file: not a `nanolog::span!` between them, nor
 /// another explicit parent) and went to the flusher with a trace context
-/// of trace id `trace`: a reader then finds that trace in it, the nearest
-/// span outside `id`'s with ids.
+/// of the trace id of `context` (as `encode_context` made it): a reader
+/// then finds that trace in it, the nearest span outside `id`'s with ids.
 fn parent_has_trace<S: Subscriber + for<'a> LookupSpan<'a>>(
     ctx: &Context<'_, S>,
     owner: u64,
     id: &Id,
     parent: u64,
-    trace: &[u8; 16],
+    context: &[u8],
 ) -> bool {
     let Some(up) = ctx.span(id).and_then(|s| s.parent().map(|p| p.id())) else {
         return false;
     };
-    let hex = super::spans::hex_of(trace);
+    let trace = context_trace(context);
     with_data(ctx, owner, &up, |p| {
         p.key == parent
             && p.context_posted
             && !p.dropped
-            && super::spans::context_trace(p.context_bytes()) == Some(&hex[..])
+            && trace.is_some()
+            && context_trace(p.context_bytes()) == trace
     })
     .unwrap_or(false)
 }

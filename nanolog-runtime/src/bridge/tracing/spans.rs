@@ -479,18 +479,6 @@ pub(super) fn encode_context(
     out.push(flags);
 }
 
-/// A trace id as [`encode_context`] writes it: 32 lowercase hex digits.
-#[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]
-pub(super) fn hex_of(trace: &[u8; 16]) -> [u8; 32] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 32];
-    for (i, &b) in trace.iter().enumerate() {
-        out[2 * i] = DIGITS[usize::from(b >> 4)];
-        out[2 * i + 1] = DIGITS[usize::from(b & 15)];
-    }
-    out
-}
-
 /// The trace id in a context as [`encode_context`] made it (`None`: left
 /// out, or not there).
 #[cfg_attr(not(feature = "opentelemetry"), allow(dead_code))]

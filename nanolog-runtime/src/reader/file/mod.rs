@@ -470,13 +470,12 @@ impl LogFile {
     /// its SPAN entries. (A writer names, for each record in a span, the
     /// innermost such span of its stack: FORMAT.md, "INDEX".)
     pub fn contexts_in_trace(&self, trace_id: [u8; 16]) -> Vec<u32> {
-        let has_ids = |site: &SiteEntry| site.names.iter().any(|n| n == "span_id");
         self.spans.in_trace(
             trace_id,
-            |d| self.site(d.site).is_some_and(has_ids),
+            |d| self.site(d.site).is_some_and(SiteEntry::may_carry_trace),
             |d| {
                 // (Most spans have no ids: their values are not decoded.)
-                let site = self.site(d.site).filter(|s| has_ids(s))?;
+                let site = self.site(d.site).filter(|s| s.may_carry_trace())?;
                 let span = SpanRef {
                     site,
                     args: self.bytes(d.args.clone()),
