@@ -416,6 +416,7 @@ fn counted_from(log: &LogFile, min_offset: usize) -> Totals {
             Event::Gap(g, _) => t.dropped(g.thread, g.count),
         }
     }
+    t.settle();
     t
 }
 

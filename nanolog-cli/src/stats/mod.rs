@@ -69,6 +69,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         // without its END (live, or its writer killed) from its last
         // checkpoint and the records after it.
         let from_end = plan.counted_by_writer();
+        let pairs = plan.needs_pairs();
         let mut state = (&mut plan, &mut totals, None, Source::Records);
         crate::inputs::open_each_in(
             &paths,
@@ -82,13 +83,13 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
                     .then(|| LogFile::open_for(path, &Reading::nothing()).ok())
                     .flatten();
                 if from_end {
-                    if let Some(log) = head.take_if(|h| answered_by(h)) {
+                    if let Some(log) = head.take_if(|h| answered_by(h, pairs)) {
                         *source = Source::End;
                         return Ok(log);
                     }
                     if head.as_ref().is_some_and(|h| !h.is_complete()) {
                         if let Ok(log) = LogFile::open_for(path, &Reading::since_checkpoint()) {
-                            if let Some(from) = answered_from(&log) {
+                            if let Some(from) = answered_from(&log, pairs) {
                                 *source = Source::Checkpoint(from);
                                 return Ok(log);
                             }

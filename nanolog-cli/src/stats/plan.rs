@@ -192,36 +192,43 @@ impl StatsPlan {
 
 impl StatsPlan {
     /// Whether what is asked is what a writer counts in a file's TOTALS
-    /// (FORMAT.md): the records, bytes and time range of each site and of
-    /// each thread, so also of each level; but not of a thread's records of
-    /// some sites, a time series, or an argument's values.
+    /// (FORMAT.md): the records, bytes and time range of each site, of
+    /// each thread, and of each thread's records of each site, so also of
+    /// each level; but not a time series, or an argument's values.
     pub(super) fn counted_by_writer(&self) -> bool {
-        self.arg.is_none()
-            && self.every_ns.is_none()
-            && (self.by != GroupBy::Thread || self.site_re.is_none())
+        self.arg.is_none() && self.every_ns.is_none()
+    }
+
+    /// Whether the answer needs each thread's records of each site (a
+    /// thread's records of the sites selected), which only writers since
+    /// 2026-11-30 count.
+    pub(super) fn needs_pairs(&self) -> bool {
+        self.by == GroupBy::Thread && self.site_re.is_some()
     }
 }
 
 /// Whether `f`, opened leaving its records out, is answered by its
 /// writer's counts: a finished file whose TOTALS are taken (nothing read
 /// was damaged, they add up to its END's count) and have their details,
-/// every site and thread they count in its dictionary.
-pub(super) fn answered_by(f: &LogFile) -> bool {
-    f.totals().is_some_and(|t| counts_known(f, t))
+/// every site and thread they count in its dictionary, and the pairs of
+/// thread and site if `pairs` (see [`StatsPlan::needs_pairs`]).
+pub(super) fn answered_by(f: &LogFile, pairs: bool) -> bool {
+    f.totals().is_some_and(|t| counts_known(f, t, pairs))
 }
 
 /// Whether `f`, opened from its last checkpoint on (a file without its
 /// END: live, or its writer killed), is answered by the checkpoint's counts
 /// and the records after it: where those begin, if so.
-pub(super) fn answered_from(f: &LogFile) -> Option<usize> {
+pub(super) fn answered_from(f: &LogFile, pairs: bool) -> Option<usize> {
     f.checkpoint()
-        .filter(|(_, t)| counts_known(f, t))
+        .filter(|(_, t)| counts_known(f, t, pairs))
         .map(|(from, _)| from)
 }
 
-/// Whether the writer's counts `t` of file `f` have their bytes and ticks,
-/// and every site and thread they count is in its dictionary.
-fn counts_known(f: &LogFile, t: &nanolog_runtime::reader::Totals) -> bool {
+/// Whether the writer's counts `t` of file `f` have their bytes and ticks
+/// (and its pairs of thread and site, if `pairs`), and every site and
+/// thread they count is in its dictionary.
+fn counts_known(f: &LogFile, t: &nanolog_runtime::reader::Totals, pairs: bool) -> bool {
     let counted = |v: &[nanolog_runtime::wire::totals::Tally]| {
         v.iter()
             .enumerate()
@@ -231,6 +238,7 @@ fn counts_known(f: &LogFile, t: &nanolog_runtime::reader::Totals) -> bool {
     };
     let threads: std::collections::HashSet<u32> = f.threads().map(|t| t.id).collect();
     t.detailed
+        && (!pairs || t.pairs.is_some())
         && counted(&t.sites).iter().all(|&id| f.site(id).is_some())
         && counted(&t.threads).iter().all(|id| threads.contains(id))
 }

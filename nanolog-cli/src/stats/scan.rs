@@ -186,6 +186,20 @@ impl Totals {
                 row.span(map.unix_ns(d.first_tick), map.unix_ns(d.last_tick));
             }
         };
+        let sel = &plan.selected[fi];
+        if plan.needs_pairs() {
+            // A thread's records of the sites selected.
+            let Some(pairs) = t.pairs() else {
+                return;
+            };
+            for (thread, site, d) in pairs {
+                let g = plan.groups.threads[fi].get(&thread);
+                if let (true, Some(&g)) = (sel.get(site as usize).copied().unwrap_or(false), g) {
+                    add(g, d);
+                }
+            }
+            return;
+        }
         if plan.by == GroupBy::Thread {
             for (id, d) in t.threads.iter().enumerate() {
                 let g = plan.groups.threads[fi].get(&(id as u32));
@@ -195,7 +209,6 @@ impl Totals {
             }
             return;
         }
-        let sel = &plan.selected[fi];
         for (id, d) in t.sites.iter().enumerate() {
             let site = f.site(id as u32).filter(|_| d.records > 0);
             if let (Some(site), true) = (site, sel.get(id).copied().unwrap_or(false)) {

@@ -238,7 +238,8 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
 /// counted them) without their records, prints what it prints reading
 /// them all: each file and the whole set, against copies whose TOTALS
 /// entries were made a reserved tag (read whole), for each grouping, a
-/// site selection and JSON.
+/// site selection (by thread too: each thread's records of each site) and
+/// JSON.
 fn stats_of_finished_files_is_what_their_records_count(dir: &Path, files: &[String]) {
     let copies = dir.join("copies");
     std::fs::create_dir_all(&copies).unwrap();
@@ -253,10 +254,13 @@ fn stats_of_finished_files_is_what_their_records_count(dir: &Path, files: &[Stri
         let head =
             nanolog::reader::LogFile::open_for(Path::new(f), &nanolog::reader::Want::nothing())
                 .unwrap();
-        answered += usize::from(head.totals().is_some_and(|t| t.detailed));
+        answered += usize::from(
+            head.totals()
+                .is_some_and(|t| t.detailed && t.pairs.is_some()),
+        );
     }
     assert!(answered >= 3, "{answered} files answered by their totals");
-    let questions: [&[&str]; 7] = [
+    let questions: [&[&str]; 9] = [
         &["stats"],
         &["stats", "--by", "thread"],
         &["stats", "--by", "level"],
@@ -264,6 +268,10 @@ fn stats_of_finished_files_is_what_their_records_count(dir: &Path, files: &[Stri
         &["stats", "--by", "level", "--site", "served"],
         &["stats", "--format", "json"],
         &["stats", "--by", "thread", "--format", "json"],
+        &["stats", "--by", "thread", "--site", "slow|served"],
+        &[
+            "stats", "--by", "thread", "--site", "served", "--format", "json",
+        ],
     ];
     let same = |quick: String, whole: String, what: &str| {
         assert!(quick.lines().count() >= 2, "{what}: {quick}");
@@ -401,11 +409,12 @@ fn info_of_a_killed_writers_file_from_its_last_checkpoint_is_what_its_records_co
         }
         // `stats` too: the checkpoint's counts of each site and thread,
         // and the records after it read.
-        let questions: [&[&str]; 4] = [
+        let questions: [&[&str]; 5] = [
             &["stats"],
             &["stats", "--by", "thread", "--format", "json"],
             &["stats", "--by", "level"],
             &["stats", "--site", "slow"],
+            &["stats", "--by", "thread", "--site", "slow"],
         ];
         for q in questions {
             let quick = ok(&[q, &[p(&cut)]].concat());

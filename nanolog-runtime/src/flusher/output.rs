@@ -202,6 +202,9 @@ impl State {
             None => lead.extend_from_slice(&head),
         }
         lead.extend_from_slice(&self.clocks);
+        // The run of the thread drained last into its tallies (see
+        // `Totals::count`): the file's totals take the write's as they are.
+        self.tally.settle();
         let out: &[u8] = match out_codec.and_then(|c| self.packer.pack(&self.out, c)) {
             Some(block) => block,
             None => &self.out,
@@ -309,6 +312,7 @@ impl State {
     pub(super) fn close_out(&mut self) {
         let (tick, ns) = clock::pair();
         dict::put_clock_entry(&mut self.clocks, tick, ns);
+        self.tally.settle();
         let mut pending = self.tally.clone();
         pending.lost += self.pending_lost.map_or(0, |l| l.records);
         self.writer

@@ -3,11 +3,13 @@
 //! and `nanolog stats` answer from the file's dictionary and its end
 //! instead of reading every record.
 
+use std::collections::BTreeMap;
+
 use super::{get_varint, put_varint};
 
-/// A file's records counted as they are written: by call site and by
-/// thread, with their ticks' range, the records threads dropped and those
-/// the writer lost.
+/// A file's records counted as they are written: by call site, by thread,
+/// and by both, with their ticks' range, the records threads dropped and
+/// those the writer lost.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Totals {
     /// The earliest tick of a record (`u64::MAX` with none) ...
@@ -25,7 +27,40 @@ pub struct Totals {
     /// from an entry that has them (writers since 2026-11-29, the commit
     /// after 254e764); otherwise they are those of no record.
     pub detailed: bool,
+    /// By thread and site: each thread's records of each site, while they
+    /// are known (`None`: a writer before them, the entry's pairs damaged,
+    /// or more pairs than [`MAX_PAIRS`] in the file).
+    pub pairs: Option<BTreeMap<(u32, u32), Tally>>,
+    /// The records of the thread being counted, by site, not yet in
+    /// `pairs` (see [`Totals::count`]).
+    run: Run,
 }
+
+/// The most (thread, site) pairs a file's totals keep: past them a file's
+/// pairs are given up (its TOTALS entry lists none), so that a process of
+/// many threads and many sites spends no more than a few MiB on them.
+pub const MAX_PAIRS: usize = 1 << 14;
+
+/// The thread whose records are being counted and its tallies by site (by
+/// site id, with the ids touched): the writer drains a thread's records
+/// in runs, so counting a record by thread and site costs an index into a
+/// table, as by site alone; the run goes into the pairs when another
+/// thread's records come, or when the totals are read
+/// ([`Totals::settle`]). Scratch space, not part of what the totals say.
+#[derive(Debug, Clone, Default)]
+struct Run {
+    thread: Option<u32>,
+    by_site: Vec<Tally>,
+    touched: Vec<u32>,
+}
+
+impl PartialEq for Run {
+    fn eq(&self, _: &Run) -> bool {
+        true
+    }
+}
+
+impl Eq for Run {}
 
 /// The records of a site or a thread: how many, their bytes and tick
 /// range, and a thread's drops. One per id, so that counting a run of
@@ -88,11 +123,21 @@ impl Totals {
         Totals {
             first_tick: u64::MAX,
             detailed: true,
+            pairs: Some(BTreeMap::new()),
             ..Totals::default()
         }
     }
 
-    /// The records counted.
+    /// Each thread's records of each site: `(thread, site, tally)` in the
+    /// order of thread and site, if known.
+    /// (Counted by [`Totals::count`]: once settled.)
+    pub fn pairs(&self) -> Option<impl Iterator<Item = (u32, u32, &Tally)>> {
+        debug_assert!(self.run.touched.is_empty(), "pairs read before settle");
+        let pairs = self.pairs.as_ref()?;
+        Some(pairs.iter().map(|(&(t, s), d)| (t, s, d)))
+    }
+
+    /// The records counted (settled: see [`Totals::settle`]).
     pub fn records(&self) -> u64 {
         self.sites.iter().map(|s| s.records).sum()
     }
@@ -102,16 +147,56 @@ impl Totals {
     /// and compares on two lines of memory (the tables grow, cold, the
     /// first time an id is met). (The file's first tick is the writer's to
     /// keep: an extent's first.)
+    /// They are counted by site in the run of the thread's records
+    /// ([`Run`]), and go into the site's, the thread's and the pair's
+    /// tallies once a run: a tally a record. (So `sites`, `threads` and
+    /// the pairs show them once settled: see [`Totals::settle`].)
     #[inline(always)]
     pub fn count(&mut self, site: u32, thread: u32, n: u64, bytes: u64, first: u64, last: u64) {
         self.last_tick = self.last_tick.max(last);
-        match self.sites.get_mut(site as usize) {
-            Some(t) => t.count(n, bytes, first, last),
-            None => grow(&mut self.sites, site)[site as usize].count(n, bytes, first, last),
+        if self.run.thread != Some(thread) {
+            self.settle();
+            self.run.thread = Some(thread);
         }
-        match self.threads.get_mut(thread as usize) {
-            Some(t) => t.count(n, bytes, first, last),
-            None => grow(&mut self.threads, thread)[thread as usize].count(n, bytes, first, last),
+        let run = &mut self.run;
+        let t = match run.by_site.get_mut(site as usize) {
+            Some(t) => t,
+            None => &mut grow(&mut run.by_site, site)[site as usize],
+        };
+        if t.records == 0 {
+            run.touched.push(site);
+        }
+        t.count(n, bytes, first, last);
+    }
+
+    /// The run of the thread being counted goes into the sites', the
+    /// thread's and the pairs' tallies (adding the totals to others' and
+    /// writing them take it as it is; reading `sites`, `threads`, the pairs
+    /// or [`Totals::records`] wants it settled).
+    pub fn settle(&mut self) {
+        let run = &mut self.run;
+        let Some(thread) = run.thread else {
+            return;
+        };
+        for site in run.touched.drain(..) {
+            let Some(d) = run.by_site.get_mut(site as usize) else {
+                continue;
+            };
+            let d = std::mem::take(d);
+            match self.sites.get_mut(site as usize) {
+                Some(t) => t.add(&d),
+                None => grow(&mut self.sites, site)[site as usize].add(&d),
+            }
+            match self.threads.get_mut(thread as usize) {
+                Some(t) => t.add(&d),
+                None => grow(&mut self.threads, thread)[thread as usize].add(&d),
+            }
+            if let Some(pairs) = &mut self.pairs {
+                add_pair(pairs, (thread, site), &d);
+                if pairs.len() > MAX_PAIRS {
+                    self.pairs = None;
+                }
+            }
         }
     }
 
@@ -132,6 +217,23 @@ impl Totals {
 
     /// Adds `other`'s counts to these.
     pub fn add(&mut self, other: &Totals) {
+        self.settle();
+        if !other.run.touched.is_empty() {
+            let mut settled = other.clone();
+            settled.settle();
+            return self.add(&settled);
+        }
+        match (&mut self.pairs, &other.pairs) {
+            (Some(mine), Some(theirs)) => {
+                for (&k, d) in theirs {
+                    add_pair(mine, k, d);
+                }
+                if mine.len() > MAX_PAIRS {
+                    self.pairs = None;
+                }
+            }
+            (mine, _) => *mine = None,
+        }
         self.first_tick = self.first_tick.min(other.first_tick);
         self.last_tick = self.last_tick.max(other.last_tick);
         self.lost += other.lost;
@@ -156,7 +258,22 @@ impl Totals {
         self.lost = 0;
         self.sites.fill(Tally::default());
         self.threads.fill(Tally::default());
+        let run = &mut self.run;
+        for site in run.touched.drain(..) {
+            if let Some(d) = run.by_site.get_mut(site as usize) {
+                *d = Tally::default();
+            }
+        }
+        match &mut self.pairs {
+            Some(p) => p.clear(),
+            None => self.pairs = Some(BTreeMap::new()),
+        }
     }
+}
+
+/// Adds `d` to pair `k`'s tally.
+fn add_pair(pairs: &mut BTreeMap<(u32, u32), Tally>, k: (u32, u32), d: &Tally) {
+    pairs.entry(k).or_default().add(d);
 }
 
 #[cold]
@@ -171,8 +288,16 @@ fn grow(v: &mut Vec<Tally>, id: u32) -> &mut Vec<Tally> {
 /// records, dropped` each), all varints. With no record both ticks are 0.
 /// Then the details, in the order of the sites and of the threads listed:
 /// `bytes, first tick less the file's first, last tick less first` each
-/// (`0, 0, 0` for a thread with drops only).
+/// (`0, 0, 0` for a thread with drops only). Then, when the pairs are
+/// known, their count and each pair in the order of thread and site:
+/// `thread, site, records, bytes, first tick less the file's first, last
+/// tick less first`. (`t` settled: see [`Totals::settle`].)
 pub fn put_totals(out: &mut Vec<u8>, t: &Totals) {
+    if !t.run.touched.is_empty() {
+        let mut settled = t.clone();
+        settled.settle();
+        return put_totals(out, &settled);
+    }
     let records = t.records();
     let (first, last) = if t.first_tick <= t.last_tick {
         (t.first_tick, t.last_tick)
@@ -200,13 +325,26 @@ pub fn put_totals(out: &mut Vec<u8>, t: &Totals) {
         put_varint(out, c.records);
         put_varint(out, c.dropped);
     }
-    for (_, d) in sites.chain(threads) {
+    let detail = |out: &mut Vec<u8>, d: &Tally| {
         if d.records > 0 && d.first_tick <= d.last_tick {
             put_varint(out, d.bytes);
             put_varint(out, d.first_tick.saturating_sub(first));
             put_varint(out, d.last_tick - d.first_tick);
         } else {
             out.extend_from_slice(&[0, 0, 0]);
+        }
+    };
+    for (_, d) in sites.chain(threads) {
+        detail(out, d);
+    }
+    if let Some(pairs) = &t.pairs {
+        let pairs = pairs.iter().filter(|(_, d)| d.records > 0);
+        put_varint(out, pairs.clone().count() as u64);
+        for (&(thread, site), d) in pairs {
+            put_varint(out, u64::from(thread));
+            put_varint(out, u64::from(site));
+            put_varint(out, d.records);
+            detail(out, d);
         }
     }
 }
@@ -266,7 +404,60 @@ pub fn get_totals(body: &[u8]) -> Option<Totals> {
             *d = d.counts_only();
         }
     }
+    t.pairs = None;
+    if t.detailed {
+        t.pairs = read_pairs(&t, &mut next);
+    }
     Some(t)
+}
+
+/// Reads the pairs of thread and site after the details, and checks them:
+/// each pair's thread and site listed, their counts and bytes adding up to
+/// each site's and each thread's, each range inside its site's and its
+/// thread's. `None` when there are none (a writer before them) or they do
+/// not hold.
+fn read_pairs(
+    t: &Totals,
+    next: &mut impl FnMut() -> Option<u64>,
+) -> Option<BTreeMap<(u32, u32), Tally>> {
+    let n = next()?;
+    if n > MAX_PAIRS as u64 {
+        return None;
+    }
+    let mut pairs = BTreeMap::new();
+    // Per site and per thread: the records and bytes of their pairs.
+    let mut sums: [Vec<(u64, u64)>; 2] =
+        [vec![(0, 0); t.sites.len()], vec![(0, 0); t.threads.len()]];
+    for _ in 0..n {
+        let (thread, site) = (next()?, next()?);
+        let (records, bytes, from, span) = (next()?, next()?, next()?, next()?);
+        let (thread, site) = (u32::try_from(thread).ok()?, u32::try_from(site).ok()?);
+        let lo = t.first_tick.checked_add(from)?;
+        let d = Tally {
+            records,
+            dropped: 0,
+            bytes,
+            first_tick: lo,
+            last_tick: lo.checked_add(span)?,
+        };
+        for (i, id) in [site, thread].into_iter().enumerate() {
+            let of = [&t.sites, &t.threads][i].get(id as usize)?;
+            if records == 0 || d.first_tick < of.first_tick || d.last_tick > of.last_tick {
+                return None;
+            }
+            let sum = sums[i].get_mut(id as usize)?;
+            *sum = (sum.0.checked_add(records)?, sum.1.checked_add(bytes)?);
+        }
+        if pairs.insert((thread, site), d).is_some() {
+            return None;
+        }
+    }
+    for (v, sum) in [&t.sites, &t.threads].into_iter().zip(&sums) {
+        if v.iter().zip(sum).any(|(d, s)| (d.records, d.bytes) != *s) {
+            return None;
+        }
+    }
+    Some(pairs)
 }
 
 /// Reads the details of the sites and threads `listed` (`true`: a thread),
@@ -313,6 +504,7 @@ mod tests {
         t.ticks(1_000, 2_000);
         t.ticks(900, 1_500);
         t.lost = 2;
+        t.settle();
         let mut body = Vec::new();
         put_totals(&mut body, &t);
         let back = get_totals(&body).unwrap();
@@ -326,11 +518,29 @@ mod tests {
         assert_eq!(back, t, "the bytes and ticks read back as counted");
         assert_eq!(back.sites[3].bytes, 109);
         assert_eq!(back.threads[2].first_tick, 900);
+        let pairs: Vec<_> = back
+            .pairs()
+            .unwrap()
+            .map(|(t, s, d)| (t, s, d.records, d.bytes, d.first_tick, d.last_tick))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                (1, 3, 10, 100, 1_000, 1_500),
+                (2, 1, 5, 40, 1_200, 2_000),
+                (2, 3, 1, 9, 900, 900)
+            ]
+        );
         // Cut short in the details: the counts stand, the bytes and ticks
         // are not known; in the counts, or a count that does not add up:
         // not totals.
         let short = get_totals(&body[..body.len() - 1]).unwrap();
+        assert!(short.detailed, "the pairs cut short, not the details");
+        assert!(short.pairs.is_none());
+        let before_pairs = body.len() - pairs_len(&t);
+        let short = get_totals(&body[..before_pairs - 1]).unwrap();
         assert!(!short.detailed);
+        assert!(short.pairs.is_none());
         assert_eq!(counts(&short.sites), counts(&t.sites));
         assert_eq!(counts(&short.threads), counts(&t.threads));
         assert_eq!(short.sites[3].bytes, 0);
@@ -342,8 +552,92 @@ mod tests {
         let mut odd_body = Vec::new();
         put_totals(&mut odd_body, &odd);
         assert!(!get_totals(&odd_body).unwrap().detailed);
+        // Pairs that do not add up to their sites' and threads' counts, or
+        // stand outside their ranges: not known; the rest stands.
+        let mut odd = t.clone();
+        for (k, d) in [((1, 3), 1), ((2, 3), 0)] {
+            odd.pairs.as_mut().unwrap().get_mut(&k).unwrap().records += d;
+        }
+        let mut odd_body = Vec::new();
+        put_totals(&mut odd_body, &odd);
+        let odd_back = get_totals(&odd_body).unwrap();
+        assert!(odd_back.detailed && odd_back.pairs.is_none());
+        let mut odd = t.clone();
+        odd.pairs
+            .as_mut()
+            .unwrap()
+            .get_mut(&(2, 3))
+            .unwrap()
+            .last_tick = 2_000;
+        let mut odd_body = Vec::new();
+        put_totals(&mut odd_body, &odd);
+        assert!(
+            get_totals(&odd_body).unwrap().pairs.is_none(),
+            "past site 3's last tick"
+        );
         body[0] += 1;
         assert_eq!(get_totals(&body), None);
+    }
+
+    /// The bytes of `t`'s pairs in its entry.
+    fn pairs_len(t: &Totals) -> usize {
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        put_totals(&mut with, t);
+        let mut bare = t.clone();
+        bare.pairs = None;
+        put_totals(&mut without, &bare);
+        with.len() - without.len()
+    }
+
+    /// Pairs counted in runs of one thread's records, across writes added
+    /// into a file's totals, read back as each thread's records of each
+    /// site; past [`MAX_PAIRS`] a file's pairs are given up, and known
+    /// again in the next file.
+    #[test]
+    fn pairs_add_up_across_runs_and_writes() {
+        let mut file = Totals::new();
+        let mut write = Totals::new();
+        for (site, thread, tick) in [(1, 7, 10), (2, 7, 11), (1, 8, 12), (1, 7, 13)] {
+            write.count(site, thread, 1, 3, tick, tick);
+            write.ticks(tick, tick);
+        }
+        write.settle();
+        file.add(&write);
+        write.clear();
+        write.count(2, 8, 2, 6, 20, 21);
+        write.ticks(20, 21);
+        write.settle();
+        file.add(&write);
+        let mut body = Vec::new();
+        put_totals(&mut body, &file);
+        let back = get_totals(&body).unwrap();
+        let pairs: Vec<_> = back
+            .pairs()
+            .unwrap()
+            .map(|(t, s, d)| (t, s, d.records))
+            .collect();
+        assert_eq!(pairs, [(7, 1, 2), (7, 2, 1), (8, 1, 1), (8, 2, 2)]);
+        assert_eq!(back.pairs().unwrap().next().unwrap().2.last_tick, 13);
+
+        let mut many = Totals::new();
+        for i in 0..=MAX_PAIRS as u32 {
+            many.count(i % 4096, i / 4096, 1, 1, 5, 5);
+        }
+        many.ticks(5, 5);
+        many.settle();
+        assert!(many.pairs.is_none(), "given up past the limit");
+        let mut body = Vec::new();
+        put_totals(&mut body, &many);
+        let back = get_totals(&body).unwrap();
+        assert!(back.detailed && back.pairs.is_none());
+        file.add(&many);
+        assert!(
+            file.pairs.is_none(),
+            "a file with such a write gives them up too"
+        );
+        file.clear();
+        file.add(&write);
+        assert_eq!(file.pairs().unwrap().count(), 1, "the next file knows them");
     }
 
     #[test]
