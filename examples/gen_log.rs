@@ -1,5 +1,6 @@
 //! Writes a benchmark log: `cargo run --release --example gen_log -- PATH THREADS TOTAL`
-//! (`NANOLOG_GEN_PACE_US=N`: paced, see below; `NANOLOG_GEN_COMPRESS=0`: no
+//! (`NANOLOG_GEN_PACE_US=N`: paced, see below, `NANOLOG_GEN_BATCH=N`
+//! records between pauses, 1,000 unless said; `NANOLOG_GEN_COMPRESS=0`: no
 //! compressed batches, to compare the same log's two forms;
 //! `NANOLOG_GEN_ROTATE_MB=N`: a set of files of about N MB each;
 //! `NANOLOG_GEN_ERROR_EVERY=N`: every Nth record of a thread is an error,
@@ -34,8 +35,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|v| v.parse::<u64>().ok())
         .filter(|&n| n > 0);
     // NANOLOG_GEN_PACE_US=N: each thread pauses N µs after every 1,000
-    // records, so the flusher keeps up and compresses its batches (a
-    // service's pace); without it the threads log flat out.
+    // records (NANOLOG_GEN_BATCH), so the flusher keeps up and compresses
+    // its batches (a service's pace); without it the threads log flat out.
+    let batch: u64 = std::env::var("NANOLOG_GEN_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1000);
     match std::env::var("NANOLOG_GEN_PACE_US")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -44,8 +50,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for t in 0..threads {
                 spawn(s, t, move || {
                     let n = total / threads;
-                    for from in (0..n).step_by(1000) {
-                        log_range(t, from..(from + 1000).min(n), error_every);
+                    for from in (0..n).step_by(batch as usize) {
+                        log_range(t, from..(from + batch).min(n), error_every);
                         std::thread::sleep(std::time::Duration::from_micros(us));
                     }
                 });
