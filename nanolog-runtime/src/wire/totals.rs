@@ -147,8 +147,8 @@ impl Totals {
     /// and compares on two lines of memory (the tables grow, cold, the
     /// first time an id is met). (The file's first tick is the writer's to
     /// keep: an extent's first.)
-    /// They are counted by site in the run of the thread's records
-    /// ([`Run`]), and go into the site's, the thread's and the pair's
+    /// They are counted by site in the run of the thread's records (see
+    /// `Run`), and go into the site's, the thread's and the pair's
     /// tallies once a run: a tally a record. (So `sites`, `threads` and
     /// the pairs show them once settled: see [`Totals::settle`].)
     #[inline(always)]
