@@ -426,8 +426,8 @@ fn read_pairs(
     }
     let mut pairs = BTreeMap::new();
     // Per site and per thread: the records and bytes of their pairs.
-    let mut sums: [Vec<(u64, u64)>; 2] =
-        [vec![(0, 0); t.sites.len()], vec![(0, 0); t.threads.len()]];
+    // (Kept by id, as many as the pairs at most: the tables may be long.)
+    let mut sums: [BTreeMap<u32, (u64, u64)>; 2] = Default::default();
     for _ in 0..n {
         let (thread, site) = (next()?, next()?);
         let (records, bytes, from, span) = (next()?, next()?, next()?, next()?);
@@ -445,7 +445,7 @@ fn read_pairs(
             if records == 0 || d.first_tick < of.first_tick || d.last_tick > of.last_tick {
                 return None;
             }
-            let sum = sums[i].get_mut(id as usize)?;
+            let sum = sums[i].entry(id).or_default();
             *sum = (sum.0.checked_add(records)?, sum.1.checked_add(bytes)?);
         }
         if pairs.insert((thread, site), d).is_some() {
@@ -453,7 +453,12 @@ fn read_pairs(
         }
     }
     for (v, sum) in [&t.sites, &t.threads].into_iter().zip(&sums) {
-        if v.iter().zip(sum).any(|(d, s)| (d.records, d.bytes) != *s) {
+        let counted = v.iter().enumerate().filter(|(_, d)| d.records > 0);
+        if counted.clone().count() != sum.len()
+            || counted.into_iter().any(|(id, d)| {
+                u32::try_from(id).ok().and_then(|id| sum.get(&id)) != Some(&(d.records, d.bytes))
+            })
+        {
             return None;
         }
     }
