@@ -291,6 +291,64 @@ fn stats_of_finished_files_is_what_their_records_count(dir: &Path, files: &[Stri
             same(ok(&a), ok(&b), &format!("{q:?} {f}"));
         }
     }
+    // A file whose pairs of thread and site do not add up to its sites'
+    // counts (one pair's records made one more, the entry's checksum made
+    // again) keeps the rest of its TOTALS and is read for the pairs'
+    // question: the answer the whole read gives, not the pairs'.
+    let odd = copies.join("odd.nlog");
+    let mut b = std::fs::read(&files[0]).unwrap();
+    assert!(pairs_made_odd(&mut b), "{} has pairs", files[0]);
+    std::fs::write(&odd, &b).unwrap();
+    let head = nanolog::reader::LogFile::open_for(&odd, &nanolog::reader::Want::nothing()).unwrap();
+    let t = head.totals().expect("its TOTALS taken");
+    assert!(t.detailed && t.pairs.is_none());
+    let q = ["stats", "--by", "thread", "--site", "served"];
+    let whole = ok(&[&q[..], &[copied[0].as_str()]].concat());
+    let read = ok(&[&q[..], &[p(&odd)]].concat());
+    assert!(whole.lines().count() >= 2, "{whole}");
+    assert_eq!(
+        read.replace(p(&odd), "FILE"),
+        whole.replace(&copied[0], "FILE")
+    );
+}
+
+/// Makes the pairs of the last TOTALS entry of `file` not add up (its
+/// first pair's records one more), the entry's checksum made again;
+/// whether it had pairs.
+fn pairs_made_odd(file: &mut Vec<u8>) -> bool {
+    let mut at = 48;
+    let mut last = None;
+    while at + 9 <= file.len() {
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+        if at + 9 + len > file.len() {
+            break;
+        }
+        if file[at] == 14 {
+            last = Some((at, len));
+        }
+        at += 9 + len;
+    }
+    let Some((at, len)) = last else {
+        return false;
+    };
+    let body = &file[at + 9..at + 9 + len];
+    let mut t = nanolog_runtime::wire::totals::get_totals(body).unwrap();
+    let Some(pairs) = t.pairs.as_mut() else {
+        return false;
+    };
+    let Some(first) = pairs.values_mut().next() else {
+        return false;
+    };
+    first.records += 1;
+    let mut new = Vec::new();
+    nanolog_runtime::wire::totals::put_totals(&mut new, &t);
+    let crc = nanolog_runtime::wire::entry_crc(14, &new);
+    let mut frame = vec![14];
+    frame.extend_from_slice(&(new.len() as u32).to_le_bytes());
+    frame.extend_from_slice(&crc.to_le_bytes());
+    frame.extend_from_slice(&new);
+    file.splice(at..at + 9 + len, frame);
+    true
 }
 
 /// Makes every whole TOTALS entry (tag 14) of `file` one of a tag reserved
