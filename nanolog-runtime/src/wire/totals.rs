@@ -34,6 +34,68 @@ pub struct Totals {
     /// The records of the thread being counted, by site, not yet in
     /// `pairs` (see [`Totals::count`]).
     run: Run,
+    /// The ids of `sites` and `threads` whose tallies are not empty, if
+    /// known (see [`InUse`]).
+    in_use: InUse,
+}
+
+/// The ids whose tallies are not empty, each once, per table: a write's
+/// totals are added to the file's and cleared by them, not by the tables'
+/// whole length. Thread ids only grow (each thread that logs takes the
+/// next), so a process whose threads come and go has tables of hundreds of
+/// thousands of them: added and zeroed whole at every write, they made a
+/// steady load cost the flusher 2.9x its CPU after 100,000 threads had
+/// come and gone, 5.2x after 400,000 (BENCHMARKS.md, "Reading"). Kept by
+/// this type's own methods; derived, not part of what the totals say.
+#[derive(Debug, Clone, Default)]
+struct InUse {
+    /// The lists are whole (not for tables filled by id, as read).
+    known: bool,
+    sites: Vec<u32>,
+    threads: Vec<u32>,
+}
+
+impl InUse {
+    /// The lists, if whole.
+    fn lists(&mut self) -> Option<(&mut Vec<u32>, &mut Vec<u32>)> {
+        self.known.then_some((&mut self.sites, &mut self.threads))
+    }
+
+    /// Whole lists, empty.
+    fn new() -> InUse {
+        InUse {
+            known: true,
+            ..InUse::default()
+        }
+    }
+}
+
+impl PartialEq for InUse {
+    fn eq(&self, _: &InUse) -> bool {
+        true
+    }
+}
+
+impl Eq for InUse {}
+
+impl Tally {
+    /// No record and no drop.
+    fn is_empty(&self) -> bool {
+        self.records == 0 && self.dropped == 0
+    }
+}
+
+/// Tally `id` of `v` (grown to it), noted in `used` when it was empty.
+#[inline]
+fn used_slot<'a>(v: &'a mut Vec<Tally>, used: Option<&mut Vec<u32>>, id: u32) -> &'a mut Tally {
+    if v.len() <= id as usize {
+        grow(v, id);
+    }
+    let t = &mut v[id as usize];
+    if let (true, Some(used)) = (t.is_empty(), used) {
+        used.push(id);
+    }
+    t
 }
 
 /// The most (thread, site) pairs a file's totals keep: past them a file's
@@ -124,6 +186,7 @@ impl Totals {
             first_tick: u64::MAX,
             detailed: true,
             pairs: Some(BTreeMap::new()),
+            in_use: InUse::new(),
             ..Totals::default()
         }
     }
@@ -183,14 +246,9 @@ impl Totals {
                 continue;
             };
             let d = std::mem::take(d);
-            match self.sites.get_mut(site as usize) {
-                Some(t) => t.add(&d),
-                None => grow(&mut self.sites, site)[site as usize].add(&d),
-            }
-            match self.threads.get_mut(thread as usize) {
-                Some(t) => t.add(&d),
-                None => grow(&mut self.threads, thread)[thread as usize].add(&d),
-            }
+            let (sites, threads) = self.in_use.lists().unzip();
+            used_slot(&mut self.sites, sites, site).add(&d);
+            used_slot(&mut self.threads, threads, thread).add(&d);
             if let Some(pairs) = &mut self.pairs {
                 add_pair(pairs, (thread, site), &d);
                 if pairs.len() > MAX_PAIRS {
@@ -209,9 +267,9 @@ impl Totals {
 
     /// `n` records thread `thread` dropped.
     pub fn dropped(&mut self, thread: u32, n: u64) {
-        match self.threads.get_mut(thread as usize) {
-            Some(t) => t.dropped += n,
-            None => grow(&mut self.threads, thread)[thread as usize].dropped += n,
+        if n > 0 {
+            let threads = self.in_use.lists().map(|l| l.1);
+            used_slot(&mut self.threads, threads, thread).dropped += n;
         }
     }
 
@@ -238,17 +296,22 @@ impl Totals {
         self.last_tick = self.last_tick.max(other.last_tick);
         self.lost += other.lost;
         self.detailed &= other.detailed;
-        for (mine, theirs) in [
-            (&mut self.sites, &other.sites),
-            (&mut self.threads, &other.threads),
-        ] {
-            if mine.len() < theirs.len() {
-                mine.resize(theirs.len(), Tally::default());
-            }
-            for (a, b) in mine.iter_mut().zip(theirs) {
-                a.add(b);
-            }
-        }
+        // By their ids in use when known: a write's few, not the tables'
+        // length.
+        let theirs = &other.in_use;
+        let (sites, threads) = self.in_use.lists().unzip();
+        add_table(
+            &mut self.sites,
+            sites,
+            &other.sites,
+            theirs.known.then_some(&theirs.sites[..]),
+        );
+        add_table(
+            &mut self.threads,
+            threads,
+            &other.threads,
+            theirs.known.then_some(&theirs.threads[..]),
+        );
     }
 
     /// Back to no record, keeping the tables' memory.
@@ -256,8 +319,22 @@ impl Totals {
         self.first_tick = u64::MAX;
         self.last_tick = 0;
         self.lost = 0;
-        self.sites.fill(Tally::default());
-        self.threads.fill(Tally::default());
+        match self.in_use.lists() {
+            Some((sites, threads)) => {
+                for (v, ids) in [(&mut self.sites, sites), (&mut self.threads, threads)] {
+                    for id in ids.drain(..) {
+                        if let Some(t) = v.get_mut(id as usize) {
+                            *t = Tally::default();
+                        }
+                    }
+                }
+            }
+            None => {
+                self.sites.fill(Tally::default());
+                self.threads.fill(Tally::default());
+                self.in_use = InUse::new();
+            }
+        }
         let run = &mut self.run;
         for site in run.touched.drain(..) {
             if let Some(d) = run.by_site.get_mut(site as usize) {
@@ -267,6 +344,35 @@ impl Totals {
         match &mut self.pairs {
             Some(p) => p.clear(),
             None => self.pairs = Some(BTreeMap::new()),
+        }
+    }
+}
+
+/// Adds the tallies `theirs` (those of ids `their_ids` if known, else all)
+/// to `mine`, noting in `used` the ids of `mine` they make not empty.
+fn add_table(
+    mine: &mut Vec<Tally>,
+    mut used: Option<&mut Vec<u32>>,
+    theirs: &[Tally],
+    their_ids: Option<&[u32]>,
+) {
+    let mut add = |id: u32, b: &Tally| {
+        if !b.is_empty() {
+            used_slot(mine, used.as_deref_mut(), id).add(b);
+        }
+    };
+    match their_ids {
+        Some(ids) => {
+            for &id in ids {
+                if let Some(b) = theirs.get(id as usize) {
+                    add(id, b);
+                }
+            }
+        }
+        None => {
+            for (id, b) in theirs.iter().enumerate() {
+                add(id as u32, b);
+            }
         }
     }
 }
@@ -408,6 +514,8 @@ pub fn get_totals(body: &[u8]) -> Option<Totals> {
     if t.detailed {
         t.pairs = read_pairs(&t, &mut next);
     }
+    // (Its tables were filled by id: which are in use is not kept.)
+    t.in_use = InUse::default();
     Some(t)
 }
 
@@ -592,6 +700,51 @@ mod tests {
         bare.pairs = None;
         put_totals(&mut without, &bare);
         with.len() - without.len()
+    }
+
+    /// A write's totals are added and cleared by the ids they used (a
+    /// process numbers every thread that ever logged): the file's totals
+    /// come out as if added whole, each write starts empty, and totals read
+    /// from a file (which ids they use not kept) add whole.
+    #[test]
+    fn writes_add_and_clear_by_the_ids_they_used() {
+        let mut file = Totals::new();
+        let mut whole = Totals::default();
+        let mut write = Totals::new();
+        for w in 0..3u32 {
+            for (site, thread) in [(1, 100_000 + w), (2, 7), (1, 7)] {
+                write.count(site, thread, 2, 10, 50 + u64::from(w), 60);
+                write.ticks(50, 60);
+            }
+            write.dropped(90_000 + w, 3);
+            write.settle();
+            file.add(&write);
+            whole.add(&write);
+            write.clear();
+            assert!(write
+                .sites
+                .iter()
+                .chain(&write.threads)
+                .all(Tally::is_empty));
+        }
+        assert_eq!(file.records(), 18);
+        assert_eq!(file.threads[7].records, 12);
+        assert_eq!(file.threads[90_001].dropped, 3);
+        assert_eq!(file.sites, whole.sites);
+        assert_eq!(file.threads, whole.threads);
+        let mut body = Vec::new();
+        put_totals(&mut body, &file);
+        let read = get_totals(&body).unwrap();
+        let mut again = Totals::new();
+        again.add(&read);
+        assert_eq!(again.threads[100_002].records, 2);
+        assert_eq!(again.records(), 18);
+        again.clear();
+        assert!(again
+            .sites
+            .iter()
+            .chain(&again.threads)
+            .all(Tally::is_empty));
     }
 
     /// Pairs counted in runs of one thread's records, across writes added
