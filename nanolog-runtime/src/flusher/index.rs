@@ -122,12 +122,10 @@ pub(super) fn put(out: &mut Vec<u8>, sum: &mut Summary, tally: &Totals, len: usi
         sites: if gap {
             Ids::ANY
         } else {
+            // (By the ids the write's counts used, not the whole table of
+            // every site ever met.)
             sum.sites.clear();
-            sum.sites.extend(
-                (tally.sites.iter().enumerate())
-                    .filter(|(_, s)| s.records > 0)
-                    .map(|(id, _)| id as u32),
-            );
+            sum.sites.extend(tally.sites_counted());
             // (At most a bit for 8 bytes of the write: the filter stays
             // within 1/64 of what it indexes.)
             Ids::of(&sum.sites, (len / 8).min(MOST_SITE_BITS))

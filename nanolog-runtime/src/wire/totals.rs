@@ -44,7 +44,7 @@ pub struct Totals {
 /// whole length. Thread ids only grow (each thread that logs takes the
 /// next), so a process whose threads come and go has tables of hundreds of
 /// thousands of them: added and zeroed whole at every write, they made a
-/// steady load cost the flusher 2.9x its CPU after 100,000 threads had
+/// steady load cost the process 2.9x its CPU after 100,000 threads had
 /// come and gone, 5.2x after 400,000 (BENCHMARKS.md, "Reading"). Kept by
 /// this type's own methods; derived, not part of what the totals say.
 #[derive(Debug, Clone, Default)]
@@ -206,14 +206,13 @@ impl Totals {
     }
 
     /// `n` records of site `site` from thread `thread`, of `bytes` bytes,
-    /// the first at tick `first` and the last at `last`: a few additions
-    /// and compares on two lines of memory (the tables grow, cold, the
-    /// first time an id is met). (The file's first tick is the writer's to
-    /// keep: an extent's first.)
-    /// They are counted by site in the run of the thread's records (see
-    /// `Run`), and go into the site's, the thread's and the pair's
-    /// tallies once a run: a tally a record. (So `sites`, `threads` and
-    /// the pairs show them once settled: see [`Totals::settle`].)
+    /// the first at tick `first` and the last at `last`: counted by site in
+    /// the run of the thread's records (see `Run`), a few additions and
+    /// compares on one line of memory (the table grows, cold, the first
+    /// time an id is met); the run goes into the site's, the thread's and
+    /// the pair's tallies once a run. (So `sites`, `threads` and the pairs
+    /// show them once settled: see [`Totals::settle`]. The file's first
+    /// tick is the writer's to keep: an extent's first.)
     #[inline(always)]
     pub fn count(&mut self, site: u32, thread: u32, n: u64, bytes: u64, first: u64, last: u64) {
         self.last_tick = self.last_tick.max(last);
@@ -222,14 +221,30 @@ impl Totals {
             self.run.thread = Some(thread);
         }
         let run = &mut self.run;
-        let t = match run.by_site.get_mut(site as usize) {
-            Some(t) => t,
-            None => &mut grow(&mut run.by_site, site)[site as usize],
+        used_slot(&mut run.by_site, Some(&mut run.touched), site).count(n, bytes, first, last);
+    }
+
+    /// The ids of the sites with records (settled: see [`Totals::settle`]):
+    /// by the ids in use where they are kept, a write's few, not by the
+    /// whole table.
+    pub fn sites_counted(&self) -> impl Iterator<Item = u32> + '_ {
+        let (used, all) = match self.in_use.known {
+            true => (&self.in_use.sites[..], 0..0),
+            false => (&[][..], 0..self.sites.len() as u32),
         };
-        if t.records == 0 {
-            run.touched.push(site);
+        (used.iter().copied().chain(all))
+            .filter(|&id| self.sites.get(id as usize).is_some_and(|s| s.records > 0))
+    }
+
+    /// These totals with the run being counted in their tallies: as they
+    /// are, or a settled copy.
+    fn settled(&self) -> std::borrow::Cow<'_, Totals> {
+        if self.run.touched.is_empty() {
+            return std::borrow::Cow::Borrowed(self);
         }
-        t.count(n, bytes, first, last);
+        let mut t = self.clone();
+        t.settle();
+        std::borrow::Cow::Owned(t)
     }
 
     /// The run of the thread being counted goes into the sites', the
@@ -276,11 +291,7 @@ impl Totals {
     /// Adds `other`'s counts to these.
     pub fn add(&mut self, other: &Totals) {
         self.settle();
-        if !other.run.touched.is_empty() {
-            let mut settled = other.clone();
-            settled.settle();
-            return self.add(&settled);
-        }
+        let other = &*other.settled();
         match (&mut self.pairs, &other.pairs) {
             (Some(mine), Some(theirs)) => {
                 for (&k, d) in theirs {
@@ -321,13 +332,8 @@ impl Totals {
         self.lost = 0;
         match self.in_use.lists() {
             Some((sites, threads)) => {
-                for (v, ids) in [(&mut self.sites, sites), (&mut self.threads, threads)] {
-                    for id in ids.drain(..) {
-                        if let Some(t) = v.get_mut(id as usize) {
-                            *t = Tally::default();
-                        }
-                    }
-                }
+                reset(&mut self.sites, sites);
+                reset(&mut self.threads, threads);
             }
             None => {
                 self.sites.fill(Tally::default());
@@ -335,15 +341,19 @@ impl Totals {
                 self.in_use = InUse::new();
             }
         }
-        let run = &mut self.run;
-        for site in run.touched.drain(..) {
-            if let Some(d) = run.by_site.get_mut(site as usize) {
-                *d = Tally::default();
-            }
-        }
+        reset(&mut self.run.by_site, &mut self.run.touched);
         match &mut self.pairs {
             Some(p) => p.clear(),
             None => self.pairs = Some(BTreeMap::new()),
+        }
+    }
+}
+
+/// Empties the tallies of ids `ids` of `v`, and the list.
+fn reset(v: &mut [Tally], ids: &mut Vec<u32>) {
+    for id in ids.drain(..) {
+        if let Some(t) = v.get_mut(id as usize) {
+            *t = Tally::default();
         }
     }
 }
@@ -399,11 +409,7 @@ fn grow(v: &mut Vec<Tally>, id: u32) -> &mut Vec<Tally> {
 /// `thread, site, records, bytes, first tick less the file's first, last
 /// tick less first`. (`t` settled: see [`Totals::settle`].)
 pub fn put_totals(out: &mut Vec<u8>, t: &Totals) {
-    if !t.run.touched.is_empty() {
-        let mut settled = t.clone();
-        settled.settle();
-        return put_totals(out, &settled);
-    }
+    let t = &*t.settled();
     let records = t.records();
     let (first, last) = if t.first_tick <= t.last_tick {
         (t.first_tick, t.last_tick)
@@ -702,15 +708,30 @@ mod tests {
         with.len() - without.len()
     }
 
+    /// Whether no tally of `t` holds a record or a drop.
+    fn all_empty(t: &Totals) -> bool {
+        t.sites.iter().chain(&t.threads).all(Tally::is_empty)
+    }
+
     /// A write's totals are added and cleared by the ids they used (a
     /// process numbers every thread that ever logged): the file's totals
-    /// come out as if added whole, each write starts empty, and totals read
-    /// from a file (which ids they use not kept) add whole.
+    /// come out as those of the same writes added over their whole tables,
+    /// each write starts empty, its sites with records are those a scan of
+    /// its table finds, and totals read from a file (which ids they use
+    /// not kept) add whole.
     #[test]
     fn writes_add_and_clear_by_the_ids_they_used() {
         let mut file = Totals::new();
         let mut whole = Totals::default();
         let mut write = Totals::new();
+        let scanned = |t: &Totals| {
+            let mut ids: Vec<u32> = (t.sites.iter().enumerate())
+                .filter(|(_, s)| s.records > 0)
+                .map(|(id, _)| id as u32)
+                .collect();
+            ids.sort_unstable();
+            ids
+        };
         for w in 0..3u32 {
             for (site, thread) in [(1, 100_000 + w), (2, 7), (1, 7)] {
                 write.count(site, thread, 2, 10, 50 + u64::from(w), 60);
@@ -718,14 +739,17 @@ mod tests {
             }
             write.dropped(90_000 + w, 3);
             write.settle();
+            let mut counted: Vec<u32> = write.sites_counted().collect();
+            counted.sort_unstable();
+            assert_eq!(counted, scanned(&write));
             file.add(&write);
-            whole.add(&write);
+            // The same write, which ids it used not known: added whole.
+            let mut unkept = write.clone();
+            unkept.in_use = InUse::default();
+            assert_eq!(unkept.sites_counted().collect::<Vec<_>>(), scanned(&write));
+            whole.add(&unkept);
             write.clear();
-            assert!(write
-                .sites
-                .iter()
-                .chain(&write.threads)
-                .all(Tally::is_empty));
+            assert!(all_empty(&write));
         }
         assert_eq!(file.records(), 18);
         assert_eq!(file.threads[7].records, 12);
@@ -740,11 +764,7 @@ mod tests {
         assert_eq!(again.threads[100_002].records, 2);
         assert_eq!(again.records(), 18);
         again.clear();
-        assert!(again
-            .sites
-            .iter()
-            .chain(&again.threads)
-            .all(Tally::is_empty));
+        assert!(all_empty(&again));
     }
 
     /// Pairs counted in runs of one thread's records, across writes added
