@@ -337,6 +337,103 @@ fn windows_and_levels_read_what_the_whole_file_reads_leaving_out_the_rest() {
     }
 }
 
+/// A quiet service: a record or two at a time, a pause after each, so
+/// each write is a few dozen bytes (too small for an INDEX entry) and
+/// runs of them are summed up by RUN entries (FORMAT.md, "RUN"). Returns
+/// the records logged.
+fn write_quiet(path: &Path, secs: f64) -> u64 {
+    remove_with_kept(path);
+    let logger = nanolog::Logger::builder().path(path).start().unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    let mut n = 0u64;
+    while std::time::Instant::now() < until {
+        log_one(n);
+        n += 1;
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    drop(logger);
+    n
+}
+
+/// The RUN entries of `file` whose bodies were filled in: (start, end).
+fn filled_runs(file: &[u8]) -> Vec<(usize, usize)> {
+    common::entries(file)
+        .into_iter()
+        .filter(|e| e.2 == tag::RUN && file[e.0 + 9..e.1].iter().any(|&b| b != 0))
+        .map(|e| (e.0, e.1))
+        .collect()
+}
+
+/// A quiet service's file, its small writes summed up in RUN entries:
+/// windows, levels, `-n` and what the file says of itself (`info`) read
+/// what the whole file's reader reads, leaving most of it out; a RUN
+/// entry left a placeholder (its writer killed before the run ended) or
+/// read while it is filled in (its checksum failing) says nothing, is not
+/// damage, and its run is read entry by entry.
+#[test]
+fn a_quiet_services_small_writes_are_left_out_by_their_runs() {
+    let _s = serial();
+    let path = temp("index-quiet");
+    let n = write_quiet(&path, 3.0);
+    let bytes = std::fs::read(&path).unwrap();
+    let runs = filled_runs(&bytes);
+    assert!(
+        runs.len() >= 3,
+        "{} RUN entries filled in ({n} records)",
+        runs.len()
+    );
+    assert!(
+        !common::entries(&bytes).iter().any(|e| e.2 == tag::INDEX),
+        "the writes are small"
+    );
+    let (held, of) = check_windows(&path, 11);
+    assert!(
+        held * 2 < of,
+        "the narrow windows' files held {held} of {of} records"
+    );
+    check_last(&path);
+    check_totals(&path);
+    // Each RUN entry as its placeholder (the run not ended: zeros, its
+    // checksum made again) or with a byte of its body changed (its
+    // checksum failing, as when it is read while being filled in).
+    let whole = [LogFile::open(&path).unwrap()];
+    let all = read(&whole, Filter::default());
+    let unfilled = path.with_extension("unfilled");
+    let torn = path.with_extension("torn");
+    let (mut zeroed, mut flipped) = (bytes.clone(), bytes.clone());
+    for &(start, end) in &runs {
+        let body = start + 9..end;
+        zeroed[body.clone()].fill(0);
+        let crc = nanolog_runtime::wire::entry_crc(tag::RUN, &zeroed[body.clone()]);
+        zeroed[start + 5..start + 9].copy_from_slice(&crc.to_le_bytes());
+        flipped[body.start + 1] ^= 0x40;
+    }
+    std::fs::write(&unfilled, &zeroed).unwrap();
+    std::fs::write(&torn, &flipped).unwrap();
+    for copy in [&unfilled, &torn] {
+        let f = [LogFile::open(copy).unwrap()];
+        assert!(
+            f[0].warnings().is_empty(),
+            "{copy:?}: {:?}",
+            f[0].warnings()
+        );
+        assert_eq!(read(&f, Filter::default()), all, "{copy:?}");
+        let mut want = Want::new(None, None, None);
+        want.last = Some(20);
+        let part = [LogFile::open_for(copy, &want).unwrap()];
+        assert!(
+            part[0].warnings().is_empty(),
+            "{copy:?}: {:?}",
+            part[0].warnings()
+        );
+        let got = read(&part, Filter::default());
+        assert_eq!(got[got.len() - 20..], all[all.len() - 20..], "{copy:?}");
+        assert_eq!(got.len(), all.len(), "{copy:?}: no run left out");
+        std::fs::remove_file(copy).unwrap();
+    }
+    remove_with_kept(&path);
+}
+
 /// `--thread ID`: a thread that logs only in the second half of a file
 /// (a batch job's thread beside a service's): reading for it leaves out
 /// the runs of the first half, whose INDEX entries name other threads

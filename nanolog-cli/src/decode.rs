@@ -51,13 +51,14 @@ impl DecodePlan {
         w
     }
 
-    /// What the inputs of a set are opened wanting: [`DecodePlan::want`],
-    /// `--thread`'s names, each looked up in each file's dictionary as it
-    /// is opened (a thread's id is its run's), their ids added to its
-    /// `--thread` ids, and `--trace`'s contexts there (see
-    /// `inputs::open_log`).
-    pub(crate) fn inputs_want(&self) {
+    /// What the inputs of a set are opened wanting: [`DecodePlan::want`]
+    /// with `last` (`-n` alone: see `Want::last`), `--thread`'s names, each
+    /// looked up in each file's dictionary as it is opened (a thread's id
+    /// is its run's), their ids added to its `--thread` ids, and
+    /// `--trace`'s contexts there (see `inputs::open_log`).
+    pub(crate) fn inputs_want(&self, last: Option<u64>) {
         let mut w = self.want();
+        w.last = last;
         let per_file = crate::inputs::PerFile {
             thread_names: crate::inputs::thread_names(&self.threads),
             trace: self.trace,
@@ -200,7 +201,9 @@ pub fn run(a: &DecodeArgs) -> anyhow::Result<()> {
         let first = Some(want).filter(|w| !w.all() && a.cursor.is_none());
         return follow(&a.files[0], &cursor, Start::LiveFile, first, &mut sink);
     }
-    plan.inputs_want();
+    // (`-n` alone: from e014745 on, 2026-11-29, to the commit after
+    // d179320, its `last` was left out here, and a file was read whole.)
+    plan.inputs_want(want.last);
     let stdout = io::stdout();
     let mut w = io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut printed = 0;

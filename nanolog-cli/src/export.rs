@@ -19,7 +19,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
     let format = output_format(a)?;
     // The writes whose index says they hold no record of the window or
     // level are not read.
-    DecodePlan::new(Format::Json, true, &a.filters)?.inputs_want();
+    DecodePlan::new(Format::Json, true, &a.filters)?.inputs_want(None);
     let mut inputs = crate::window::open(&a.files)?;
     let threads = inputs.threads();
     crate::inputs::warn_unknown_threads(&a.filters.thread, &threads);

@@ -102,6 +102,18 @@ pub(crate) struct Writer {
     /// An END was put into the bytes being written ([`Writer::put_end`]):
     /// no checkpoint after them, the END stays last.
     end_put: std::cell::Cell<bool>,
+    /// The live file's number: one more each time another file is live
+    /// (a roll, a fresh file at the path), so that what was said of an
+    /// earlier one is not done to it (see [`Writer::fill`]).
+    generation: u64,
+    /// Checkpoints written, in every file.
+    checkpoints: u64,
+    /// A handle on the live file of the generation it is paired with, for
+    /// [`Writer::fill`]: opened without `O_APPEND` (a positioned write
+    /// through an appending handle appends, on Linux).
+    filler: Option<(u64, File)>,
+    /// It writes to a file that can be filled in (not the null device).
+    fills: bool,
 }
 
 /// A live file gets a checkpoint, a TOTALS entry of what it holds so far,
@@ -157,6 +169,32 @@ pub(crate) struct Lost {
 }
 
 /// The lock file of the log at `path`: `app.nlog.lock`.
+/// A handle on `file`'s file of its own, opened for writing without
+/// `O_APPEND` (Linux: the process's link to its descriptor; the path may
+/// name another file by now).
+#[cfg(target_os = "linux")]
+fn reopen(file: &File) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reopen(_: &File) -> io::Result<File> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+#[cfg(unix)]
+fn positioned_write(f: &File, bytes: &[u8], at: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(f, bytes, at)
+}
+
+#[cfg(not(unix))]
+fn positioned_write(_: &File, _: &[u8], _: u64) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
 fn lock_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".lock");
@@ -384,6 +422,10 @@ impl Writer {
             end_put: std::cell::Cell::new(false),
             last_write: (0, 0),
             checked_tick: clock::now(),
+            generation: 0,
+            checkpoints: 0,
+            filler: None,
+            fills: true,
         };
         w.plan_boundary();
         Ok(w)
@@ -420,6 +462,10 @@ impl Writer {
             end_put: std::cell::Cell::new(false),
             last_write: (0, 0),
             checked_tick: clock::now(),
+            generation: 0,
+            checkpoints: 0,
+            filler: None,
+            fills: false,
         })
     }
 
@@ -473,6 +519,7 @@ impl Writer {
         put_entry(&mut out, tag::TOTALS, |b| put_totals(b, &self.totals));
         if self.write_live(&out).is_ok() {
             self.checkpointed = self.len;
+            self.checkpoints += 1;
             if let Some(c) = &mut self.copy {
                 let _ = c.write_all(&out);
             }
@@ -509,6 +556,47 @@ impl Writer {
                 Err(e)
             }
         }
+    }
+
+    /// The live file's length as written, and its generation (see
+    /// [`Writer::fill`]).
+    pub(crate) fn at(&self) -> (u64, u64) {
+        (self.len, self.generation)
+    }
+
+    /// Checkpoints written so far (in every file).
+    pub(crate) fn checkpoints(&self) -> u64 {
+        self.checkpoints
+    }
+
+    /// Whether [`Writer::fill`] can write: a file (not the null device) on
+    /// a system where a handle without `O_APPEND` can be had on the same
+    /// file (Linux: `/proc/self/fd`).
+    pub(crate) fn fills(&self) -> bool {
+        cfg!(target_os = "linux") && self.fills
+    }
+
+    /// Writes `bytes` over the bytes at `at` of the live file, if it is
+    /// still the file of generation `generation` and holds them (nobody
+    /// cut it back): a RUN entry filled in once its run ends (FORMAT.md,
+    /// "RUN"), its placeholder of the same length written with the run's
+    /// first write. Nothing else of the file changes, and its length does
+    /// not. A failure leaves the placeholder (a run read whole).
+    pub(crate) fn fill(&mut self, generation: u64, at: u64, bytes: &[u8]) -> io::Result<()> {
+        let end = at.saturating_add(bytes.len() as u64);
+        if !self.fills() || generation != self.generation || end > self.len {
+            return Ok(());
+        }
+        // (Cut back by someone since the last write's look: a positioned
+        // write past its end would leave a hole of zeros.)
+        if self.file.metadata()?.len() < end {
+            return Ok(());
+        }
+        let f = match &mut self.filler {
+            Some((g, f)) if *g == generation => f,
+            slot => &mut slot.insert((generation, reopen(&self.file)?)).1,
+        };
+        positioned_write(f, bytes, at)
     }
 
     /// Bytes the live file takes before it is due to roll by size.
@@ -637,6 +725,7 @@ impl Writer {
             let _ = c.write_all(&pairs);
         }
         self.file = file;
+        self.generation += 1;
         self.len = start_len;
         self.start_unix_ns = header.base_unix_ns;
         self.seq += 1;
@@ -740,6 +829,7 @@ impl Writer {
         self.before += self.records;
         let (file, header, start_len) = open(&self.path, seq, &self.host, self.before)?;
         self.file = file;
+        self.generation += 1;
         self.seq = seq;
         self.len = start_len;
         self.start_unix_ns = header.base_unix_ns;

@@ -184,6 +184,38 @@ fn windows_levels_and_last_lines_of_a_set_print_what_the_whole_decode_prints() {
             .map(String::as_str)
             .collect::<Vec<_>>()
     );
+    // ... without reading its older writes: a byte of the first indexed
+    // write's records damaged is found by the whole decode, not by `-n 20`
+    // (from e014745 to the commit after d179320 `-n` alone read a file
+    // whole, and printed the same lines).
+    let mut b = std::fs::read(one).unwrap();
+    let (mut at, mut run) = (48, None);
+    while at + 9 <= b.len() {
+        let next = at + 9 + u32::from_le_bytes(b[at + 1..at + 5].try_into().unwrap()) as usize;
+        if b[at] == 13 {
+            run = Some(next);
+            break;
+        }
+        at = next;
+    }
+    let run = run.expect("an indexed write");
+    b[run + 9 + 8] ^= 0x55;
+    let damaged = dir.join("damaged.nlog");
+    std::fs::write(&damaged, &b).unwrap();
+    let read_whole = common::run(&["decode", p(&damaged)]);
+    assert!(
+        String::from_utf8_lossy(&read_whole.stderr).contains("corrupt"),
+        "{}",
+        String::from_utf8_lossy(&read_whole.stderr)
+    );
+    let last = common::succeed(&["decode", "-n", "20", p(&damaged)]);
+    assert_eq!(common::stdout(&last), got);
+    assert!(
+        last.stderr.is_empty(),
+        "-n 20 read the damaged write: {}",
+        String::from_utf8_lossy(&last.stderr)
+    );
+    std::fs::remove_file(&damaged).unwrap();
     // `--thread ID` (the runs naming none of it left out) prints the whole
     // decode's lines of that id (`LEVEL[name:id]`), in every run of the
     // set (an id is a thread's within its run: the two runs' workers may

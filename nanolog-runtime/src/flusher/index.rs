@@ -9,15 +9,28 @@
 //! read every name, span and time they do not hold.
 
 use crate::wire::frame::put_entry;
-use crate::wire::index::{put_index, thread_bit, Ids, Row, MOST_CONTEXT_BITS, MOST_SITE_BITS};
+use crate::wire::index::{
+    put_index, put_run, thread_bit, Ids, Row, Run, RunBlocks, MOST_CONTEXT_BITS, MOST_KEPT,
+    MOST_RUN_BITS, MOST_SITE_BITS, RUN_BODY,
+};
 use crate::wire::tag;
 use crate::wire::totals::Totals;
 
 /// A write's records get an INDEX entry when they take at least this much
 /// of the file: the entry (about 30 bytes) is then at most 6% of them. A
-/// flusher writing a few records a millisecond makes smaller writes, read
-/// whole (a reader's walk goes through their few entries).
+/// flusher writing a few records a millisecond makes smaller writes: they
+/// are summed up together, a run of them at a time (see [`OpenRun`]).
 const INDEXED: usize = 512;
+
+/// A run of small writes ends once it takes this much of the file: its
+/// RUN entry (335 bytes) is then half a percent of it, and a reader that
+/// cannot leave the run out walks at most this far past it.
+const RUN_BYTES: u64 = 64 << 10;
+
+/// A write this large (its dictionary entries, its records) is not put in
+/// a run: the stretches a RUN entry lists stay under 2 MiB (3-byte
+/// varints, see `RUN_BODY`).
+const RUN_MOST_WRITE: usize = 1 << 20;
 
 /// What the records of the write being filled hold, beside what the
 /// write's [`Totals`] count (the records' first and last tick are theirs).
@@ -96,11 +109,188 @@ impl Summary {
     }
 }
 
+/// Whether a write of `len` bytes of records summed up in `sum` gets an
+/// INDEX entry of its own ([`put`]); the others are small, summed up in
+/// runs (not the one that ends the file, which a reader always reads).
+pub(super) fn indexed(sum: &Summary, len: usize) -> bool {
+    len >= INDEXED && !sum.ends
+}
+
+/// Whether a write of `lead` bytes ahead of `len` bytes of records summed
+/// up in `sum` goes into a run.
+pub(super) fn runs(sum: &Summary, lead: usize, len: usize) -> bool {
+    !indexed(sum, len) && !sum.ends && lead + len <= RUN_MOST_WRITE
+}
+
+/// The placeholder of a run's RUN entry, put ahead of its first write's
+/// entries: a whole entry of [`RUN_BODY`] zero bytes (a run of length 0:
+/// none, to a reader), filled in when the run ends ([`OpenRun::entry`]).
+pub(super) fn placeholder() -> Vec<u8> {
+    let mut out = Vec::with_capacity(crate::wire::FRAME_LEN + RUN_BODY);
+    put_entry(&mut out, tag::RUN, |b| b.resize(b.len() + RUN_BODY, 0));
+    out
+}
+
+/// A run of small writes being made (FORMAT.md, "RUN"): a flusher that
+/// writes every millisecond or so, a few records at a time, makes writes
+/// too small for an INDEX entry each (24 bytes a record at one record a
+/// write, against an entry's 30). Without one, a reader walks each of
+/// their entries: a quiet service's day-long file (86 M records) took
+/// seconds to give its last lines. Its writes are summed up together
+/// instead, in the RUN entry put ahead of the first of them, whose body is
+/// written once the run ends: a reader steps over the whole run, reading
+/// only the dictionary entries and clock pairs it lists.
+pub(super) struct OpenRun {
+    /// The file it is in (`Writer::at`).
+    generation: u64,
+    /// Where its RUN entry starts.
+    at: u64,
+    /// Where its writes start (its entry's end) and where the last ends.
+    start: u64,
+    end: u64,
+    records: u64,
+    first_tick: u64,
+    last_tick: u64,
+    levels: u8,
+    threads: u64,
+    /// A write with a gap: any site and context.
+    any: bool,
+    sites: Vec<u32>,
+    contexts: Vec<u32>,
+    /// The writes' first regions (their dictionary entries and clock
+    /// pairs), as offsets in the file.
+    kept: Vec<(u64, u64)>,
+    /// The blocks its writes' records were written as.
+    blocks: RunBlocks,
+}
+
+impl OpenRun {
+    /// A run whose RUN entry is written at `at` of the file of generation
+    /// `generation`.
+    pub(super) fn new(generation: u64, at: u64) -> OpenRun {
+        let start = at + (crate::wire::FRAME_LEN + RUN_BODY) as u64;
+        OpenRun {
+            generation,
+            at,
+            start,
+            end: start,
+            records: 0,
+            first_tick: u64::MAX,
+            last_tick: 0,
+            levels: 0,
+            threads: 0,
+            any: false,
+            sites: Vec::new(),
+            contexts: Vec::new(),
+            kept: Vec::new(),
+            blocks: RunBlocks::default(),
+        }
+    }
+
+    /// Whether a write of `lead` bytes (its first region) and `len` (its
+    /// records) to the file of generation `generation` can join the run:
+    /// the same file, the run not too long, a stretch left for its first
+    /// region.
+    pub(super) fn takes(&self, generation: u64, lead: usize, len: usize) -> bool {
+        generation == self.generation
+            && self.end - self.start + (lead + len) as u64 <= RUN_BYTES
+            && (lead == 0 || self.kept.len() < MOST_KEPT)
+    }
+
+    /// The write at `at` of `lead` bytes of first region then `len` bytes
+    /// of `records` records, summed up in `sum` and `tally`, was written;
+    /// its records as a block of `block`'s codec and raw length, if so.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn add(
+        &mut self,
+        at: u64,
+        lead: usize,
+        len: usize,
+        records: u64,
+        block: Option<(u8, usize)>,
+        sum: &Summary,
+        tally: &Totals,
+    ) {
+        if let Some((codec, raw)) = block {
+            match codec {
+                crate::wire::block::DEFLATE_COMPACT => self.blocks.deflate += 1,
+                _ => self.blocks.lz4 += 1,
+            }
+            self.blocks.bytes += len as u64;
+            self.blocks.raw += raw as u64;
+        }
+        if lead > 0 {
+            self.kept.push((at, at + lead as u64));
+        }
+        self.end = at + (lead + len) as u64;
+        self.records += records;
+        self.first_tick = self.first_tick.min(sum.gap_first.min(tally.first_tick));
+        self.last_tick = self.last_tick.max(sum.gap_last.max(tally.last_tick));
+        self.levels |= sum.levels;
+        self.threads |= sum.threads;
+        self.any |= sum.levels == u8::MAX;
+        if !self.any {
+            self.sites.extend(tally.sites_counted());
+            self.contexts.extend_from_slice(&sum.contexts);
+            // (Kept short: a run's records switch between a few contexts
+            // again and again.)
+            for ids in [&mut self.sites, &mut self.contexts] {
+                if ids.len() > 1024 {
+                    ids.sort_unstable();
+                    ids.dedup();
+                }
+            }
+        }
+    }
+
+    /// The file it is in, and where its RUN entry is.
+    pub(super) fn place(&self) -> (u64, u64) {
+        (self.generation, self.at)
+    }
+
+    /// Its RUN entry, of the placeholder's length; `None` if its body would
+    /// not fit (it does by [`RUN_BODY`]'s reckoning).
+    pub(super) fn entry(mut self) -> Option<Vec<u8>> {
+        let len = self.end - self.start;
+        let bits = (len as usize / 8).min(MOST_RUN_BITS);
+        let filter = |ids: &mut Vec<u32>, any: bool| {
+            if any {
+                return Ids::ANY;
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            Ids::of(ids, bits)
+        };
+        let row = Row {
+            offset: self.start,
+            len,
+            records: self.records,
+            first_tick: if self.first_tick == u64::MAX {
+                0
+            } else {
+                self.first_tick
+            },
+            last_tick: self.last_tick,
+            levels: self.levels,
+            threads: self.threads,
+            sites: filter(&mut self.sites, self.any),
+            contexts: filter(&mut self.contexts, self.any),
+        };
+        let mut out = Vec::with_capacity(crate::wire::FRAME_LEN + RUN_BODY);
+        let kept = std::mem::take(&mut self.kept);
+        let blocks = self.blocks;
+        put_entry(&mut out, tag::RUN, |b| {
+            put_run(b, &Run { row, kept, blocks })
+        });
+        (out.len() == crate::wire::FRAME_LEN + RUN_BODY).then_some(out)
+    }
+}
+
 /// Appends to `out` the INDEX entry of the write's records, `len` bytes
 /// holding `records` records summed up in `sum` and `tally`, when they are
 /// worth one.
 pub(super) fn put(out: &mut Vec<u8>, sum: &mut Summary, tally: &Totals, len: usize, records: u64) {
-    if len < INDEXED || sum.ends {
+    if !indexed(sum, len) {
         return;
     }
     let first = sum.gap_first.min(tally.first_tick);

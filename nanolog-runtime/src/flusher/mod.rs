@@ -181,6 +181,8 @@ struct State {
     lead: Vec<u8>,
     /// What the records in `out` hold, for the write's INDEX entry.
     sum: index::Summary,
+    /// The run of small writes being made, summed up for its RUN entry.
+    run: Option<index::OpenRun>,
     /// The records in `out` counted by site and thread, for the file's
     /// TOTALS entry (the writer adds them up as writes succeed).
     tally: crate::wire::totals::Totals,
@@ -272,6 +274,7 @@ impl State {
             clocks: Vec::new(),
             lead: Vec::new(),
             sum: index::Summary::default(),
+            run: None,
             tally: crate::wire::totals::Totals::new(),
             compression: config.compression,
             duty: 0,

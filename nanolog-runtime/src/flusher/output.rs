@@ -205,10 +205,12 @@ impl State {
         // The run of the thread drained last into its tallies (see
         // `Totals::count`): the file's totals take the write's as they are.
         self.tally.settle();
-        let out: &[u8] = match out_codec.and_then(|c| self.packer.pack(&self.out, c)) {
-            Some(block) => block,
-            None => &self.out,
-        };
+        let raw = self.out.len();
+        let (out, block): (&[u8], _) =
+            match out_codec.and_then(|c| Some((self.packer.pack(&self.out, c)?, c))) {
+                Some((block, c)) => (block, Some((c, raw))),
+                None => (&self.out, None),
+            };
         index::put(
             &mut lead,
             &mut self.sum,
@@ -216,8 +218,46 @@ impl State {
             out.len(),
             self.out_records,
         );
+        // A small write joins the run of small writes being made, or
+        // starts one with its RUN entry's placeholder; another write ends
+        // it first (see `index::OpenRun`).
+        let (at, generation) = self.writer.at();
+        let (first_region, records_len) = (lead.len(), out.len());
+        let runs = self.writer.fills() && index::runs(&self.sum, first_region, records_len);
+        if self
+            .run
+            .as_ref()
+            .is_some_and(|r| !runs || !r.takes(generation, first_region, records_len))
+        {
+            end_run(&mut self.writer, self.run.take());
+        }
+        let opens = runs && self.run.is_none();
+        if opens {
+            lead.splice(0..0, index::placeholder());
+        }
+        let checkpoints = self.writer.checkpoints();
         let result = self.writer.write(&lead, out, self.out_records, &self.tally);
         let written = lead.len() + out.len();
+        if runs && result.is_ok() {
+            let run = self
+                .run
+                .get_or_insert_with(|| index::OpenRun::new(generation, at));
+            let at = at + (lead.len() - first_region) as u64;
+            run.add(
+                at,
+                first_region,
+                records_len,
+                self.out_records,
+                block,
+                &self.sum,
+                &self.tally,
+            );
+        }
+        // (A checkpoint after the write: the run ends before it, so a
+        // reader's walk lands on it.)
+        if self.writer.checkpoints() != checkpoints {
+            end_run(&mut self.writer, self.run.take());
+        }
         self.lead = lead;
         head.clear();
         self.defs = head;
@@ -257,8 +297,15 @@ impl State {
         self.tally.clear();
     }
 
+    /// Ends the run of small writes being made, if any (its RUN entry
+    /// filled in): before a roll, or the file's end.
+    pub(super) fn end_run(&mut self) {
+        end_run(&mut self.writer, self.run.take());
+    }
+
     /// Starts the next file; a failure leaves the live file in use.
     fn roll(&mut self) {
+        self.end_run();
         match self.writer.roll() {
             Ok((header_len, retention)) => {
                 self.shared.counters.files.fetch_add(1, Ordering::Relaxed);
@@ -318,6 +365,18 @@ impl State {
         self.writer
             .put_end(&mut self.out, self.out_records, Some(&pending));
         self.sum.ends = true;
+    }
+}
+
+/// Fills in the RUN entry of `run`, if it is still in the live file. A
+/// failure leaves its placeholder, which says no run: a reader reads the
+/// run's entries one by one, as without it; nothing is lost, so it is not
+/// reported.
+fn end_run(writer: &mut Writer, run: Option<index::OpenRun>) {
+    let Some(run) = run else { return };
+    let (generation, at) = run.place();
+    if let Some(entry) = run.entry() {
+        let _ = writer.fill(generation, at, &entry);
     }
 }
 

@@ -185,22 +185,32 @@ pub fn put_index(out: &mut Vec<u8>, row: &Row) {
 /// records at `offset` (where the entry ends); `None` if it is malformed.
 /// Bytes after the fields are left for later revisions.
 pub fn get_index(body: &[u8], offset: u64, version: u16) -> Option<Row> {
-    let hashes = hashes_of(version);
     let mut pos = 0;
-    let len = get_varint(body, &mut pos)?;
-    let records = get_varint(body, &mut pos)?;
-    let first_tick = get_varint(body, &mut pos)?;
-    let last_tick = first_tick.checked_add(get_varint(body, &mut pos)?)?;
-    let levels = *body.get(pos)?;
-    pos += 1;
-    let threads = get_varint(body, &mut pos)?;
+    get_row(body, &mut pos, offset, version, false)
+}
+
+/// The row at `body[*pos..]`; with `whole`, `None` unless its filters are
+/// whole and of a size a writer gives them (else they say "any", as an
+/// INDEX entry's may).
+fn get_row(body: &[u8], pos: &mut usize, offset: u64, version: u16, whole: bool) -> Option<Row> {
+    let hashes = hashes_of(version);
+    let len = get_varint(body, pos)?;
+    let records = get_varint(body, pos)?;
+    let first_tick = get_varint(body, pos)?;
+    let last_tick = first_tick.checked_add(get_varint(body, pos)?)?;
+    let levels = *body.get(*pos)?;
+    *pos += 1;
+    let threads = get_varint(body, pos)?;
     // The sites and contexts (writers since 2026-11-29): taken only whole
     // and of a size a writer gives them; else any may be there.
-    let sites = Ids::get(body, &mut pos, MOST_SITE_BITS, hashes);
+    let sites = Ids::get(body, pos, MOST_SITE_BITS, hashes);
     let contexts = sites
         .as_ref()
-        .and_then(|_| Ids::get(body, &mut pos, MOST_CONTEXT_BITS, hashes))
-        .unwrap_or(Ids::ANY);
+        .and_then(|_| Ids::get(body, pos, MOST_CONTEXT_BITS, hashes));
+    if whole && contexts.is_none() {
+        return None;
+    }
+    let contexts = contexts.unwrap_or(Ids::ANY);
     let sites = sites.unwrap_or(Ids::ANY);
     Some(Row {
         offset,
@@ -213,6 +223,112 @@ pub fn get_index(body: &[u8], offset: u64, version: u16) -> Option<Row> {
         sites,
         contexts,
     })
+}
+
+/// The most entries a RUN entry lists among its run's records: with its
+/// row's largest fields and filters of [`MOST_RUN_BITS`], they fit in
+/// [`RUN_BODY`] bytes at 6 bytes each (`Run::kept`).
+pub const MOST_KEPT: usize = 24;
+
+/// The most bits of a RUN entry's filters of sites and of contexts.
+pub const MOST_RUN_BITS: usize = 1 << 9;
+
+/// The body length of every RUN entry a writer writes: its row (at most
+/// 51 bytes), two filters of at most [`MOST_RUN_BITS`] (65 bytes each),
+/// its blocks (four varints, 10 bytes at most in a run under 2 MiB), the
+/// count of kept stretches (a byte) and [`MOST_KEPT`] of them (two varints
+/// each, of 3 bytes at most), then zeros.
+pub const RUN_BODY: usize = 51 + 2 * 65 + 10 + 1 + MOST_KEPT * 6;
+
+/// The BLOCK entries among a run's records (not among the stretches it
+/// keeps), so a reader that steps over them can say what the file holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunBlocks {
+    /// Blocks of LZ4 (codecs 1 and 2).
+    pub lz4: u64,
+    /// Blocks of deflate (codec 3).
+    pub deflate: u64,
+    /// What they take in the file, their frames included.
+    pub bytes: u64,
+    /// What their entries take inflated.
+    pub raw: u64,
+}
+
+/// A run of small writes as its RUN entry says (FORMAT.md, "RUN"): its
+/// records summed up in `row` (`row.offset` is where the entry ends and
+/// the run starts), and the stretches `[start, end)` of whole top-level
+/// entries in it that are not records (dictionary entries and clock pairs:
+/// each write's first region), as offsets in the file, sorted and apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// Where the run is and what its records hold.
+    pub row: Row,
+    /// What a reader that leaves its records out still reads.
+    pub kept: Vec<(u64, u64)>,
+    /// The blocks its records are in.
+    pub blocks: RunBlocks,
+}
+
+/// Appends the body of the RUN entry of `run` (its row's offset is where
+/// the entry ends): the row as an INDEX entry's body, then its blocks
+/// (`lz4, deflate, bytes, raw`: varints), then `kept: varint` and for each
+/// stretch the bytes since the last one's end (or the run's start) and its
+/// length; then zeros to [`RUN_BODY`] bytes, if it takes fewer.
+pub fn put_run(out: &mut Vec<u8>, run: &Run) {
+    let start = out.len();
+    put_index(out, &run.row);
+    let b = &run.blocks;
+    for v in [b.lz4, b.deflate, b.bytes, b.raw] {
+        put_varint(out, v);
+    }
+    put_varint(out, run.kept.len() as u64);
+    let mut at = run.row.offset;
+    for &(a, b) in &run.kept {
+        put_varint(out, a.saturating_sub(at));
+        put_varint(out, b.saturating_sub(a));
+        at = b;
+    }
+    let len = out.len() - start;
+    out.resize(start + len.max(RUN_BODY), 0);
+}
+
+/// The run of a RUN entry's body in a file of format `version`, its run at
+/// `offset` (where the entry ends); `None` if the body is a writer's
+/// placeholder not filled in (a run of length 0: the run is still being
+/// written, or its writer died before it ended), is malformed, or lists
+/// stretches that do not lie in order inside the run. Bytes after the
+/// stretches are left for later revisions.
+pub fn get_run(body: &[u8], offset: u64, version: u16) -> Option<Run> {
+    let mut pos = 0;
+    let row = get_row(body, &mut pos, offset, version, true)?;
+    let end = offset.checked_add(row.len)?;
+    if row.len == 0 {
+        return None;
+    }
+    let mut next = || get_varint(body, &mut pos);
+    let blocks = RunBlocks {
+        lz4: next()?,
+        deflate: next()?,
+        bytes: next()?,
+        raw: next()?,
+    };
+    let n = get_varint(body, &mut pos)?;
+    // (Two bytes a stretch at least: the count cannot make it allocate.)
+    if n > body.len() as u64 {
+        return None;
+    }
+    let mut kept = Vec::with_capacity(n as usize);
+    let mut at = offset;
+    for _ in 0..n {
+        let a = at.checked_add(get_varint(body, &mut pos)?)?;
+        let b = a.checked_add(get_varint(body, &mut pos)?)?;
+        if b <= a || b > end {
+            return None;
+        }
+        kept.push((a, b));
+        at = b;
+    }
+    Some(Run { row, kept, blocks })
 }
 
 #[cfg(test)]
@@ -348,5 +464,72 @@ mod tests {
             "{} distinct bits of 64 threads",
             bits.len()
         );
+    }
+
+    /// A RUN entry's body reads back as written, at the placeholder's
+    /// length whatever it lists; its placeholder (zeros) and bodies that
+    /// are cut, list stretches empty or past the run, or have
+    /// filters of a size no writer gives, say no run.
+    #[test]
+    fn a_run_reads_back_as_written_and_its_placeholder_says_none() {
+        let sites: Vec<u32> = (0..64).collect();
+        let contexts: Vec<u32> = (1_000..1_064).collect();
+        let mut r = row(
+            Ids::of(&sites, MOST_RUN_BITS),
+            Ids::of(&contexts, MOST_RUN_BITS),
+        );
+        r.len = 60_000;
+        r.last_tick = u64::MAX - 1;
+        r.first_tick = 0;
+        r.records = 1 << 20;
+        r.threads = u64::MAX;
+        let kept: Vec<(u64, u64)> = (0..MOST_KEPT as u64)
+            .map(|i| (4096 + i * 2_000, 4096 + i * 2_000 + 700))
+            .collect();
+        let run = Run {
+            row: r,
+            kept,
+            blocks: RunBlocks {
+                lz4: 3,
+                deflate: 400,
+                bytes: 60_000,
+                raw: 1 << 20,
+            },
+        };
+        let mut body = vec![7];
+        put_run(&mut body, &run);
+        let body = &body[1..];
+        assert_eq!(body.len(), RUN_BODY, "the largest run fits the placeholder");
+        assert_eq!(get_run(body, 4096, VERSION), Some(run.clone()));
+        // A small one: padded to the placeholder's length.
+        let mut small = run.clone();
+        small.kept.truncate(1);
+        small.row.sites = Ids::ANY;
+        let mut b = Vec::new();
+        put_run(&mut b, &small);
+        assert_eq!(b.len(), RUN_BODY);
+        assert_eq!(get_run(&b, 4096, VERSION), Some(small.clone()));
+        // The placeholder, and a cut body: none.
+        assert_eq!(get_run(&[0; RUN_BODY], 4096, VERSION), None);
+        assert_eq!(get_run(&b[..20], 4096, VERSION), None);
+        // (Stretches are said by the bytes between them: in order.) One
+        // past the run's end, one empty.
+        for kept in [vec![(60_000, 70_000)], vec![(5_000, 5_000)]] {
+            let bad = Run {
+                kept,
+                ..small.clone()
+            };
+            let mut b = Vec::new();
+            put_run(&mut b, &bad);
+            assert_eq!(get_run(&b, 4096, VERSION), None, "{:?}", bad.kept);
+        }
+        // A filter of a size no writer gives: the run is not taken (its
+        // stretches could not be found).
+        let mut odd = small.clone();
+        let many: Vec<u32> = (0..400).collect();
+        odd.row.sites = Ids::of(&many, 1 << 12);
+        let mut b = Vec::new();
+        put_run(&mut b, &odd);
+        assert_eq!(get_run(&b, 4096, VERSION), None);
     }
 }

@@ -95,6 +95,12 @@ pub mod tag {
     /// its END (writers since 2026-11-29, format version 8: older readers
     /// skip it, as any tag from 13 to 32).
     pub const TOTALS: u8 = 14;
+    /// How long the run of small writes after it is, what their records
+    /// hold, and where the entries among them that are not records lie
+    /// (writers since 2026-11-30, format version 9: older readers skip
+    /// it, as any tag from 13 to 32). Written ahead of the run with its
+    /// body zero, and filled in once the run ends.
+    pub const RUN: u8 = 15;
 }
 
 /// CRC-32 (IEEE) of an entry's tag, length and body.

@@ -73,7 +73,7 @@ pub(super) struct Blocks {
     /// ... and what they inflated to.
     pub(super) raw: usize,
     /// The blocks of the runs [`LogFile::open_for`] left out, counted by
-    /// their heads as the runs were stepped over (see `skip::blocks_of`).
+    /// their heads as the runs were stepped over (see `skip::LeftOut`).
     pub(super) skipped: BlockStats,
 }
 

@@ -369,7 +369,7 @@ impl LogFile {
             let left = skip::left_out(&f.data, &header, want, || f.data.sparse(false));
             f.skip = left.regions;
             f.checkpoint = left.checkpoint;
-            f.blocks.skipped = skip::blocks_of(&f.data, &f.skip);
+            f.blocks.skipped = left.blocks;
         }
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs, on_wave);

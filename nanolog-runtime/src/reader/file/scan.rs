@@ -469,6 +469,19 @@ impl LogFile {
                     tops.push(torn_tail(pos));
                     break;
                 }
+                // A RUN entry whose checksum fails: read while its writer
+                // filled it in (its length is its placeholder's), or
+                // damaged. It holds no record and nothing a record needs
+                // (its run is read entry by entry): stepped over, not
+                // reported, when its length lands on a whole entry.
+                Frame::Bad
+                    if skipped_from.is_none()
+                        && data[pos] == tag::RUN
+                        && stated_len(data, pos)
+                            .is_some_and(|len| lands(pos + wire::FRAME_LEN + len)) =>
+                {
+                    pos += wire::FRAME_LEN + stated_len(data, pos).unwrap_or(0);
+                }
                 Frame::Bad => {
                     // An entry whose body is damaged but whose length is
                     // not: the length leads to the next whole entry (or to

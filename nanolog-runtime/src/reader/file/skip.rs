@@ -15,7 +15,7 @@
 
 use super::*;
 use crate::level::Level;
-use crate::wire::index::{get_index, thread_bit, Row};
+use crate::wire::index::{get_index, get_run, thread_bit, Row, Run, RunBlocks};
 use crate::wire::totals::Totals;
 
 /// What a reader wants of a file's records (see [`LogFile::open_for`]):
@@ -117,12 +117,23 @@ impl Want {
 /// are already the set's.
 const MARGIN_NS: i64 = 2_000_000_000;
 
+/// What a RUN entry's run keeps when its records are left out: its
+/// stretches of dictionary entries and clock pairs `[start, end)`, and the
+/// blocks of the records.
+type Kept = (Vec<(usize, usize)>, RunBlocks);
+
 /// What a walk of a file's top-level frames by their lengths finds.
 struct Walk {
     /// The clock pairs: the header's, then the CLOCK entries' outside blocks.
     pairs: Vec<(u64, i64)>,
-    /// The runs of records the INDEX entries announce, each where it landed.
+    /// The runs of records the INDEX and RUN entries announce, each where
+    /// it landed.
     rows: Vec<Row>,
+    /// For each row of a RUN entry, the stretches of its bytes `[start,
+    /// end)` a reader reads even when it leaves its records out (the
+    /// dictionary entries and clock pairs among its writes) and the blocks
+    /// its records are in; `None` for an INDEX entry's.
+    runs: Vec<Option<Kept>>,
     /// The last TOTALS entry it landed on (whose checksum holds): where it
     /// ends, and what it counts.
     checkpoint: Option<(usize, Totals)>,
@@ -136,6 +147,11 @@ pub(super) struct LeftOut {
     /// With [`Want::since_checkpoint`]: the checkpoint whose runs before it
     /// are left out, where it ends and what it counts.
     pub(super) checkpoint: Option<(usize, Totals)>,
+    /// The blocks of the records left out, counted by their heads (an
+    /// INDEX entry's run: `wire::block::block_parts`, codec and inflated
+    /// length, nothing inflated, no checksum, a page a run) or as a RUN
+    /// entry says.
+    pub(super) blocks: BlockStats,
 }
 
 /// Whether a frame that holds together by its head starts at `pos` of
@@ -147,34 +163,30 @@ fn holds(data: &[u8], pos: usize) -> Option<usize> {
     ((1..=32).contains(&head[0]) && next <= data.len()).then_some(next)
 }
 
-/// The blocks of the runs `skip` of the file's bytes `data`, counted by
-/// their heads (`wire::block::block_parts`: codec and inflated length;
-/// nothing inflated, no checksum): a run that is one BLOCK, as writers
-/// that index write them. Read while the file is indexed with no
-/// read-ahead: a page a run.
-pub(super) fn blocks_of(data: &[u8], skip: &[(usize, usize)]) -> BlockStats {
-    let mut st = BlockStats::default();
-    for &(start, end) in skip {
-        if holds(data, start) != Some(end) || data[start] != tag::BLOCK {
-            continue;
-        }
-        let body = &data[start + wire::FRAME_LEN..end];
-        if let Ok(parts) = wire::block::block_parts(body) {
-            match body[0] {
-                wire::block::DEFLATE_COMPACT => st.deflate += 1,
-                _ => st.lz4 += 1,
-            }
-            st.bytes += end - start;
-            st.raw += parts.raw;
-        }
+/// Counts in `st` the block that the run `[start, end)` of the file's
+/// bytes `data` is, if it is one (as writers that index write a run), by
+/// its head (`wire::block::block_parts`: codec and inflated length;
+/// nothing inflated, no checksum).
+fn count_block(data: &[u8], (start, end): (usize, usize), st: &mut BlockStats) {
+    if holds(data, start) != Some(end) || data[start] != tag::BLOCK {
+        return;
     }
-    st
+    let body = &data[start + wire::FRAME_LEN..end];
+    if let Ok(parts) = wire::block::block_parts(body) {
+        match body[0] {
+            wire::block::DEFLATE_COMPACT => st.deflate += 1,
+            _ => st.lz4 += 1,
+        }
+        st.bytes += end - start;
+        st.raw += parts.raw;
+    }
 }
 
 fn walk(data: &[u8], header: &Header, mut dense: impl FnMut()) -> Walk {
     let mut w = Walk {
         pairs: vec![(header.base_tick, header.base_unix_ns)],
         rows: Vec::new(),
+        runs: Vec::new(),
         checkpoint: None,
     };
     let mut pos = wire::HEADER_LEN;
@@ -211,14 +223,75 @@ fn walk(data: &[u8], header: &Header, mut dense: impl FnMut()) -> Walk {
                         e == data.len() || matches!(frame_at(data, e), Frame::Ok { .. })
                     }) {
                         w.rows.push(row);
+                        w.runs.push(None);
                         to = end;
                     }
+                }
+            }
+        } else if t == tag::RUN {
+            // (A placeholder not filled in, or one read while it was being
+            // filled in, says nothing: its run is walked.)
+            let run = match frame_at(data, pos) {
+                Frame::Ok { body, .. } => get_run(body, next as u64, header.version),
+                _ => None,
+            };
+            if let Some(run) = run {
+                if let Some((end, kept)) = run_holds(data, &run, &mut w.pairs) {
+                    w.rows.push(run.row);
+                    w.runs.push(Some((kept, run.blocks)));
+                    to = end;
                 }
             }
         }
         pos = to;
     }
     w
+}
+
+/// Whether the run a RUN entry announces holds together in `data`: it ends
+/// on a whole entry (its checksum holds) or the end of the file, and each
+/// stretch it lists starts with a whole entry and is whole frames to its
+/// end. If so, where the run ends and its stretches (as `usize`), the clock
+/// pairs among them added to `pairs` (their checksums holding).
+fn run_holds(
+    data: &[u8],
+    run: &Run,
+    pairs: &mut Vec<(u64, i64)>,
+) -> Option<(usize, Vec<(usize, usize)>)> {
+    let at = |v: u64| usize::try_from(v).ok().filter(|&v| v <= data.len());
+    let (start, end) = (
+        at(run.row.offset)?,
+        at(run.row.offset.checked_add(run.row.len)?)?,
+    );
+    if end != data.len() && !matches!(frame_at(data, end), Frame::Ok { .. }) {
+        return None;
+    }
+    let mut kept = Vec::with_capacity(run.kept.len());
+    let mut found = Vec::new();
+    let mut last = start;
+    for &(a, b) in &run.kept {
+        let (a, b) = (at(a)?, at(b)?);
+        if a < last || b > end || !matches!(frame_at(data, a), Frame::Ok { .. }) {
+            return None;
+        }
+        let mut pos = a;
+        while pos < b {
+            let next = holds(data, pos)?;
+            if data[pos] == tag::CLOCK {
+                if let Frame::Ok { body, .. } = frame_at(data, pos) {
+                    found.extend(dict::get_clock(body));
+                }
+            }
+            pos = next;
+        }
+        if pos != b {
+            return None;
+        }
+        kept.push((a, b));
+        last = b;
+    }
+    pairs.extend(found);
+    Some((end, kept))
 }
 
 /// The regions `[start, end)` of the file's bytes `data` (of header
@@ -241,6 +314,7 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
     let mut out = LeftOut {
         regions: Vec::new(),
         checkpoint: None,
+        blocks: BlockStats::default(),
     };
     if want.all() {
         return out;
@@ -248,6 +322,7 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
     let Walk {
         pairs,
         rows,
+        runs,
         checkpoint,
     } = walk(data, header, dense);
     if rows.is_empty() {
@@ -282,6 +357,11 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
         let mut held = 0u64;
         let mut earliest = i64::MAX;
         for row in rows.iter().rev() {
+            // (A run of writes of dictionary entries and clock pairs alone
+            // holds no record, and no tick to say.)
+            if row.levels == 0 {
+                continue;
+            }
             held = held.saturating_add(row.records);
             earliest = earliest.min(times(row).0);
             if held >= n {
@@ -294,7 +374,7 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
         ids.iter()
             .fold(thread_bit(dict::WRITER_THREAD), |m, &t| m | thread_bit(t))
     });
-    for row in &rows {
+    for (row, run) in rows.iter().zip(&runs) {
         // (Within the file: the walk checked where it lands.)
         let (start, end) = (row.offset as usize, (row.offset + row.len) as usize);
         let (early, late) = times(row);
@@ -313,8 +393,30 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
                 .as_ref()
                 .is_none_or(|ids| row.contexts.may_hold_any(ids))
             && end > counted;
-        if !wanted {
-            out.regions.push((start, end));
+        if wanted {
+            continue;
+        }
+        match run {
+            None => {
+                out.regions.push((start, end));
+                count_block(data, (start, end), &mut out.blocks);
+            }
+            // (A RUN entry's run: around the stretches it keeps.)
+            Some((kept, blocks)) => {
+                let mut from = start;
+                for &(a, b) in kept.iter().chain([&(end, end)]) {
+                    if a > from {
+                        out.regions.push((from, a));
+                    }
+                    from = b;
+                }
+                let st = &mut out.blocks;
+                let n = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+                st.lz4 = st.lz4.saturating_add(n(blocks.lz4));
+                st.deflate = st.deflate.saturating_add(n(blocks.deflate));
+                st.bytes = st.bytes.saturating_add(n(blocks.bytes));
+                st.raw = st.raw.saturating_add(n(blocks.raw));
+            }
         }
     }
     // (In file order and apart: the walk jumped over each run in turn.)
