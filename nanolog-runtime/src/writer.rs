@@ -798,6 +798,8 @@ impl Writer {
                     lost.first_tick = self.last_write.1;
                 }
                 self.file.set_len(0)?;
+                // (Another file, to what was said of this one's bytes.)
+                self.generation += 1;
                 // A new file of the set, in the old one's place.
                 let header = new_header();
                 self.before += self.records;
