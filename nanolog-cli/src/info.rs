@@ -76,8 +76,8 @@ fn counts_of(log: &LogFile, t: &nanolog_runtime::reader::Totals) -> Counts {
         c.first = log.time_map().unix_ns(t.first_tick);
         c.last = log.time_map().unix_ns(t.last_tick);
     }
-    for (id, s) in t.sites.iter().enumerate().filter(|(_, s)| s.records > 0) {
-        c.per_site.insert(id as u32, s.records);
+    for (id, s) in t.sites.iter().filter(|(_, s)| s.records > 0) {
+        c.per_site.insert(id, s.records);
     }
     for (
         id,
@@ -86,13 +86,13 @@ fn counts_of(log: &LogFile, t: &nanolog_runtime::reader::Totals) -> Counts {
             dropped: d,
             ..
         },
-    ) in t.threads.iter().enumerate()
+    ) in t.threads.iter()
     {
         if r > 0 {
-            c.per_thread.insert(id as u32, r);
+            c.per_thread.insert(id, r);
         }
         if d > 0 {
-            c.thread_drops.insert(id as u32, d);
+            c.thread_drops.insert(id, d);
             c.dropped += d;
         }
     }

@@ -229,11 +229,10 @@ pub(super) fn answered_from(f: &LogFile, pairs: bool) -> Option<usize> {
 /// (and its pairs of thread and site, if `pairs`), and every site and
 /// thread they count is in its dictionary.
 fn counts_known(f: &LogFile, t: &nanolog_runtime::reader::Totals, pairs: bool) -> bool {
-    let counted = |v: &[nanolog_runtime::wire::totals::Tally]| {
+    let counted = |v: &nanolog_runtime::wire::totals::Tallies| {
         v.iter()
-            .enumerate()
             .filter(|(_, c)| c.records > 0)
-            .map(|(id, _)| id as u32)
+            .map(|(id, _)| id)
             .collect::<Vec<_>>()
     };
     let threads: std::collections::HashSet<u32> = f.threads().map(|t| t.id).collect();

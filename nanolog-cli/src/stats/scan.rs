@@ -201,17 +201,18 @@ impl Totals {
             return;
         }
         if plan.by == GroupBy::Thread {
-            for (id, d) in t.threads.iter().enumerate() {
-                let g = plan.groups.threads[fi].get(&(id as u32));
+            for (id, d) in t.threads.iter() {
+                let g = plan.groups.threads[fi].get(&id);
                 if let (true, Some(&g)) = (d.records > 0, g) {
                     add(g, d);
                 }
             }
             return;
         }
-        for (id, d) in t.sites.iter().enumerate() {
-            let site = f.site(id as u32).filter(|_| d.records > 0);
-            if let (Some(site), true) = (site, sel.get(id).copied().unwrap_or(false)) {
+        for (id, d) in t.sites.iter() {
+            let site = f.site(id).filter(|_| d.records > 0);
+            let selected = sel.get(id as usize).copied().unwrap_or(false);
+            if let (Some(site), true) = (site, selected) {
                 add(plan.groups.of(plan.by, fi, site, 0), d);
             }
         }

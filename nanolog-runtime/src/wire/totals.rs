@@ -20,9 +20,9 @@ pub struct Totals {
     /// cut back under it): the gaps of thread `dict::WRITER_THREAD`.
     pub lost: u64,
     /// By site id (its `dropped` 0).
-    pub sites: Vec<Tally>,
+    pub sites: Tallies,
     /// By thread id.
-    pub threads: Vec<Tally>,
+    pub threads: Tallies,
     /// The bytes and ticks of the tallies are known: counted here, or read
     /// from an entry that has them (writers since 2026-11-29, the commit
     /// after 254e764); otherwise they are those of no record.
@@ -37,6 +37,111 @@ pub struct Totals {
     /// The ids of `sites` and `threads` whose tallies are not empty, if
     /// known (see [`InUse`]).
     in_use: InUse,
+}
+
+/// Ids below this are kept in a table by id ([`Tallies`]): a count is an
+/// index, and a table of them all takes 2.5 MiB at most.
+const DENSE_IDS: u32 = 1 << 16;
+
+/// Tallies by id (sites' or threads'): those of ids below [`DENSE_IDS`] in
+/// a table by id, the others in a map. Thread ids only grow (each thread
+/// that logs takes the next), so a process whose threads come and go
+/// reaches ids of hundreds of thousands: a table to them took 40 bytes an
+/// id ever numbered, in each file's totals as read and in the writer's,
+/// and a damaged or crafted TOTALS entry of 20 bytes naming id 2^24 - 1
+/// made a reader take 1.3 GB (2026-11-30, d179320). An id past them costs
+/// an entry of the map.
+#[derive(Debug, Clone, Default)]
+pub struct Tallies {
+    dense: Vec<Tally>,
+    sparse: BTreeMap<u32, Tally>,
+}
+
+/// What [`Tallies`] gives for an id it does not hold.
+static EMPTY: Tally = Tally {
+    records: 0,
+    dropped: 0,
+    bytes: 0,
+    first_tick: u64::MAX,
+    last_tick: 0,
+};
+
+impl Tallies {
+    /// The tally of `id`, if held (an empty one may be).
+    pub fn get(&self, id: u32) -> Option<&Tally> {
+        match id < DENSE_IDS {
+            true => self.dense.get(id as usize),
+            false => self.sparse.get(&id),
+        }
+    }
+
+    fn get_mut(&mut self, id: u32) -> Option<&mut Tally> {
+        match id < DENSE_IDS {
+            true => self.dense.get_mut(id as usize),
+            false => self.sparse.get_mut(&id),
+        }
+    }
+
+    /// The tally of `id`, held from now on.
+    #[inline]
+    fn slot(&mut self, id: u32) -> &mut Tally {
+        if id >= DENSE_IDS {
+            return self.sparse.entry(id).or_default();
+        }
+        if self.dense.len() <= id as usize {
+            grow(&mut self.dense, id);
+        }
+        &mut self.dense[id as usize]
+    }
+
+    /// Every tally held, empty ones too, in the order of their ids.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Tally)> + Clone + '_ {
+        (self.dense.iter().enumerate())
+            .map(|(id, t)| (id as u32, t))
+            .chain(self.sparse.iter().map(|(&id, t)| (id, t)))
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Tally> + '_ {
+        self.dense.iter_mut().chain(self.sparse.values_mut())
+    }
+
+    /// Every tally empty (the table's memory kept).
+    fn empty(&mut self) {
+        self.dense.fill(Tally::default());
+        self.sparse.clear();
+    }
+}
+
+/// Equal when they hold the same tallies that are not [`Tally::default`]:
+/// two tables of the same counts grown to other ids are equal.
+impl PartialEq for Tallies {
+    fn eq(&self, other: &Tallies) -> bool {
+        let held = |t: &Tallies| {
+            t.iter()
+                .filter(|(_, d)| **d != Tally::default())
+                .map(|(id, d)| (id, *d))
+                .collect::<Vec<_>>()
+        };
+        held(self) == held(other)
+    }
+}
+
+impl Eq for Tallies {}
+
+/// The tally of an id (an empty one for an id not held).
+impl std::ops::Index<u32> for Tallies {
+    type Output = Tally;
+
+    fn index(&self, id: u32) -> &Tally {
+        self.get(id).unwrap_or(&EMPTY)
+    }
+}
+
+/// The tally of an id, held from then on.
+impl std::ops::IndexMut<u32> for Tallies {
+    fn index_mut(&mut self, id: u32) -> &mut Tally {
+        self.slot(id)
+    }
 }
 
 /// The ids whose tallies are not empty, each once, per table: a write's
@@ -87,11 +192,8 @@ impl Tally {
 
 /// Tally `id` of `v` (grown to it), noted in `used` when it was empty.
 #[inline]
-fn used_slot<'a>(v: &'a mut Vec<Tally>, used: Option<&mut Vec<u32>>, id: u32) -> &'a mut Tally {
-    if v.len() <= id as usize {
-        grow(v, id);
-    }
-    let t = &mut v[id as usize];
+fn used_slot<'a>(v: &'a mut Tallies, used: Option<&mut Vec<u32>>, id: u32) -> &'a mut Tally {
+    let t = v.slot(id);
     if let (true, Some(used)) = (t.is_empty(), used) {
         used.push(id);
     }
@@ -112,7 +214,7 @@ pub const MAX_PAIRS: usize = 1 << 14;
 #[derive(Debug, Clone, Default)]
 struct Run {
     thread: Option<u32>,
-    by_site: Vec<Tally>,
+    by_site: Tallies,
     touched: Vec<u32>,
 }
 
@@ -202,7 +304,7 @@ impl Totals {
 
     /// The records counted (settled: see [`Totals::settle`]).
     pub fn records(&self) -> u64 {
-        self.sites.iter().map(|s| s.records).sum()
+        self.sites.iter().map(|(_, s)| s.records).sum()
     }
 
     /// `n` records of site `site` from thread `thread`, of `bytes` bytes,
@@ -229,11 +331,11 @@ impl Totals {
     /// whole table.
     pub fn sites_counted(&self) -> impl Iterator<Item = u32> + '_ {
         let (used, all) = match self.in_use.known {
-            true => (&self.in_use.sites[..], 0..0),
-            false => (&[][..], 0..self.sites.len() as u32),
+            true => (&self.in_use.sites[..], None),
+            false => (&[][..], Some(self.sites.iter().map(|(id, _)| id))),
         };
-        (used.iter().copied().chain(all))
-            .filter(|&id| self.sites.get(id as usize).is_some_and(|s| s.records > 0))
+        (used.iter().copied().chain(all.into_iter().flatten()))
+            .filter(|&id| self.sites.get(id).is_some_and(|s| s.records > 0))
     }
 
     /// These totals with the run being counted in their tallies: as they
@@ -257,7 +359,7 @@ impl Totals {
             return;
         };
         for site in run.touched.drain(..) {
-            let Some(d) = run.by_site.get_mut(site as usize) else {
+            let Some(d) = run.by_site.get_mut(site) else {
                 continue;
             };
             let d = std::mem::take(d);
@@ -336,8 +438,8 @@ impl Totals {
                 reset(&mut self.threads, threads);
             }
             None => {
-                self.sites.fill(Tally::default());
-                self.threads.fill(Tally::default());
+                self.sites.empty();
+                self.threads.empty();
                 self.in_use = InUse::new();
             }
         }
@@ -350,9 +452,11 @@ impl Totals {
 }
 
 /// Empties the tallies of ids `ids` of `v`, and the list.
-fn reset(v: &mut [Tally], ids: &mut Vec<u32>) {
+fn reset(v: &mut Tallies, ids: &mut Vec<u32>) {
     for id in ids.drain(..) {
-        if let Some(t) = v.get_mut(id as usize) {
+        if id >= DENSE_IDS {
+            v.sparse.remove(&id);
+        } else if let Some(t) = v.get_mut(id) {
             *t = Tally::default();
         }
     }
@@ -361,9 +465,9 @@ fn reset(v: &mut [Tally], ids: &mut Vec<u32>) {
 /// Adds the tallies `theirs` (those of ids `their_ids` if known, else all)
 /// to `mine`, noting in `used` the ids of `mine` they make not empty.
 fn add_table(
-    mine: &mut Vec<Tally>,
+    mine: &mut Tallies,
     mut used: Option<&mut Vec<u32>>,
-    theirs: &[Tally],
+    theirs: &Tallies,
     their_ids: Option<&[u32]>,
 ) {
     let mut add = |id: u32, b: &Tally| {
@@ -374,14 +478,14 @@ fn add_table(
     match their_ids {
         Some(ids) => {
             for &id in ids {
-                if let Some(b) = theirs.get(id as usize) {
+                if let Some(b) = theirs.get(id) {
                     add(id, b);
                 }
             }
         }
         None => {
-            for (id, b) in theirs.iter().enumerate() {
-                add(id as u32, b);
+            for (id, b) in theirs.iter() {
+                add(id, b);
             }
         }
     }
@@ -420,20 +524,16 @@ pub fn put_totals(out: &mut Vec<u8>, t: &Totals) {
     put_varint(out, first);
     put_varint(out, last - first);
     put_varint(out, t.lost);
-    let sites = t.sites.iter().enumerate().filter(|(_, s)| s.records > 0);
+    let sites = t.sites.iter().filter(|(_, s)| s.records > 0);
     put_varint(out, sites.clone().count() as u64);
     for (id, s) in sites.clone() {
-        put_varint(out, id as u64);
+        put_varint(out, u64::from(id));
         put_varint(out, s.records);
     }
-    let threads = t
-        .threads
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.records + c.dropped > 0);
+    let threads = t.threads.iter().filter(|(_, c)| c.records + c.dropped > 0);
     put_varint(out, threads.clone().count() as u64);
     for (id, c) in threads.clone() {
-        put_varint(out, id as u64);
+        put_varint(out, u64::from(id));
         put_varint(out, c.records);
         put_varint(out, c.dropped);
     }
@@ -461,18 +561,14 @@ pub fn put_totals(out: &mut Vec<u8>, t: &Totals) {
     }
 }
 
-/// The largest site or thread id a TOTALS entry read may name: its tables
-/// are indexed by id, so a damaged id cannot make them large.
+/// The largest site or thread id a TOTALS entry read may name (as its
+/// writer's reader did before [`Tallies`]: an id past it is damage).
 const MAX_ID: u64 = 1 << 24;
 
-/// The slot of id `id` in `v`, grown to it; `None` for an id past
-/// [`MAX_ID`].
-fn at(v: &mut Vec<Tally>, id: u64) -> Option<&mut Tally> {
+/// The slot of id `id` in `v`; `None` for an id past [`MAX_ID`].
+fn at(v: &mut Tallies, id: u64) -> Option<&mut Tally> {
     let id = u32::try_from(id).ok().filter(|&i| u64::from(i) < MAX_ID)?;
-    if v.len() <= id as usize {
-        grow(v, id);
-    }
-    v.get_mut(id as usize)
+    Some(v.slot(id))
 }
 
 /// The totals of a TOTALS entry's body; `None` if it is malformed or does
@@ -496,7 +592,7 @@ pub fn get_totals(body: &[u8]) -> Option<Totals> {
         let (id, c) = (next()?, next()?);
         let slot = at(&mut t.sites, id)?;
         slot.records = slot.records.checked_add(c)?;
-        listed.push((false, id as usize));
+        listed.push((false, id as u32));
     }
     let threads = next()?;
     for _ in 0..threads {
@@ -504,15 +600,18 @@ pub fn get_totals(body: &[u8]) -> Option<Totals> {
         let slot = at(&mut t.threads, id)?;
         slot.records = slot.records.checked_add(r)?;
         slot.dropped = slot.dropped.checked_add(d)?;
-        listed.push((true, id as usize));
+        listed.push((true, id as u32));
     }
-    let sum = |v: &[Tally]| v.iter().try_fold(0u64, |a, c| a.checked_add(c.records));
+    let sum = |v: &Tallies| {
+        v.iter()
+            .try_fold(0u64, |a, (_, c)| a.checked_add(c.records))
+    };
     if sum(&t.sites)? != records || sum(&t.threads)? != records {
         return None;
     }
     t.detailed = read_details(&mut t, &listed, &mut next).is_some();
     if !t.detailed {
-        for d in t.sites.iter_mut().chain(&mut t.threads) {
+        for d in t.sites.iter_mut().chain(t.threads.iter_mut()) {
             *d = d.counts_only();
         }
     }
@@ -555,7 +654,7 @@ fn read_pairs(
             last_tick: lo.checked_add(span)?,
         };
         for (i, id) in [site, thread].into_iter().enumerate() {
-            let of = [&t.sites, &t.threads][i].get(id as usize)?;
+            let of = [&t.sites, &t.threads][i].get(id)?;
             if records == 0 || d.first_tick < of.first_tick || d.last_tick > of.last_tick {
                 return None;
             }
@@ -567,11 +666,11 @@ fn read_pairs(
         }
     }
     for (v, sum) in [&t.sites, &t.threads].into_iter().zip(&sums) {
-        let counted = v.iter().enumerate().filter(|(_, d)| d.records > 0);
+        let counted = v.iter().filter(|(_, d)| d.records > 0);
         if counted.clone().count() != sum.len()
-            || counted.into_iter().any(|(id, d)| {
-                u32::try_from(id).ok().and_then(|id| sum.get(&id)) != Some(&(d.records, d.bytes))
-            })
+            || counted
+                .into_iter()
+                .any(|(id, d)| sum.get(&id) != Some(&(d.records, d.bytes)))
         {
             return None;
         }
@@ -584,7 +683,7 @@ fn read_pairs(
 /// given one, the sites' bytes adding up to the threads'.
 fn read_details(
     t: &mut Totals,
-    listed: &[(bool, usize)],
+    listed: &[(bool, u32)],
     next: &mut impl FnMut() -> Option<u64>,
 ) -> Option<()> {
     let (first, last) = (t.first_tick, t.last_tick);
@@ -630,7 +729,11 @@ mod tests {
         assert_eq!(back.records(), 16);
         assert_eq!((back.first_tick, back.last_tick), (900, 2_000));
         assert_eq!(back.lost, 2);
-        let counts = |v: &[Tally]| v.iter().map(|c| [c.records, c.dropped]).collect::<Vec<_>>();
+        let counts = |v: &Tallies| {
+            v.iter()
+                .map(|(_, c)| [c.records, c.dropped])
+                .collect::<Vec<_>>()
+        };
         assert_eq!(counts(&back.sites), [[0, 0], [5, 0], [0, 0], [11, 0]]);
         assert_eq!(counts(&back.threads)[1..3], [[10, 0], [6, 0]]);
         assert_eq!(counts(&back.threads)[7], [0, 4]);
@@ -710,7 +813,10 @@ mod tests {
 
     /// Whether no tally of `t` holds a record or a drop.
     fn all_empty(t: &Totals) -> bool {
-        t.sites.iter().chain(&t.threads).all(Tally::is_empty)
+        t.sites
+            .iter()
+            .chain(t.threads.iter())
+            .all(|(_, d)| d.is_empty())
     }
 
     /// A write's totals are added and cleared by the ids they used (a
@@ -725,9 +831,9 @@ mod tests {
         let mut whole = Totals::default();
         let mut write = Totals::new();
         let scanned = |t: &Totals| {
-            let mut ids: Vec<u32> = (t.sites.iter().enumerate())
+            let mut ids: Vec<u32> = (t.sites.iter())
                 .filter(|(_, s)| s.records > 0)
-                .map(|(id, _)| id as u32)
+                .map(|(id, _)| id)
                 .collect();
             ids.sort_unstable();
             ids
@@ -841,5 +947,47 @@ mod tests {
             put_varint(&mut body, v);
         }
         assert_eq!(get_totals(&body), None);
+    }
+
+    /// Ids past the table by id (a churning process's threads, a damaged
+    /// entry's) cost an entry each, not a table to them: an entry of a few
+    /// bytes naming site and thread 2^24 - 1 reads back whole with tables
+    /// of two entries; a writer's totals of such a thread add, clear and
+    /// write as a small id's do.
+    #[test]
+    fn large_ids_cost_an_entry_not_a_table_to_them() {
+        let big = (1u32 << 24) - 1;
+        let mut t = Totals::new();
+        t.count(big, big, 3, 30, 10, 20);
+        t.count(2, 400_000, 1, 10, 15, 15);
+        t.ticks(10, 20);
+        t.settle();
+        let mut body = Vec::new();
+        put_totals(&mut body, &t);
+        assert!(body.len() < 64, "{} bytes", body.len());
+        let back = get_totals(&body).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.sites[big].records, 3);
+        assert_eq!(back.threads[400_000].bytes, 10);
+        assert_eq!(back.threads[5].records, 0, "an id not held: empty");
+        for v in [&back.sites, &back.threads] {
+            assert!(v.dense.len() <= 3, "{} dense tallies", v.dense.len());
+        }
+        assert_eq!(back.threads.sparse.len(), 2);
+        // A write of those ids added to a file's and cleared: the file
+        // keeps them, the write holds none.
+        let mut file = Totals::new();
+        file.add(&t);
+        file.add(&t);
+        assert_eq!(file.threads[big].records, 6);
+        t.clear();
+        assert!(all_empty(&t));
+        assert!(t.threads.sparse.is_empty());
+        // Past MAX_ID: damage, not taken.
+        let mut bad = Vec::new();
+        for v in [1, 0, 0, 0, 1, 1 << 24, 1, 0] {
+            put_varint(&mut bad, v);
+        }
+        assert_eq!(get_totals(&bad), None);
     }
 }
