@@ -327,7 +327,7 @@ fn last_files(
         let filter = plan.filter_in(0);
         held += count_records_from(
             plan,
-            Merge::new(std::slice::from_ref(&file), filter),
+            Merge::unsorted(std::slice::from_ref(&file), filter),
             headers[i].base_tick,
         );
         chosen.push((i, file));
