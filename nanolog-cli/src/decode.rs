@@ -248,9 +248,13 @@ fn print_last(
     }
     let groups = inputs.group_count(plan.sorted);
     let (mut first, mut held) = (groups, 0u64);
+    // (Files open all at once are one group: their records are counted in
+    // file order, which a count does not need sorted. A set read a window
+    // at a time is counted by its sorted groups.)
+    let count_sorted = plan.sorted && !matches!(inputs, crate::window::Inputs::All(_));
     while first > 0 && held < n {
         first -= 1;
-        held += inputs.merge_group(plan.sorted, first, plan.filter_in(0), |m| {
+        held += inputs.merge_group(count_sorted, first, plan.filter_in(0), |m| {
             count_records(plan, m)
         });
     }
