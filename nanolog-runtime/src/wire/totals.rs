@@ -43,7 +43,7 @@ pub struct Totals {
 /// index, and a table of them all takes 2.5 MiB at most.
 const DENSE_IDS: u32 = 1 << 16;
 
-/// Tallies by id (sites' or threads'): those of ids below [`DENSE_IDS`] in
+/// Tallies by id (sites' or threads'): those of ids below 65,536 in
 /// a table by id, the others in a map. Thread ids only grow (each thread
 /// that logs takes the next), so a process whose threads come and go
 /// reaches ids of hundreds of thousands: a table to them took 40 bytes an
