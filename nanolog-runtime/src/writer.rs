@@ -592,11 +592,20 @@ impl Writer {
         if self.file.metadata()?.len() < end {
             return Ok(());
         }
-        let f = match &mut self.filler {
-            Some((g, f)) if *g == generation => f,
-            slot => &mut slot.insert((generation, reopen(&self.file)?)).1,
-        };
-        positioned_write(f, bytes, at)
+        if !matches!(&self.filler, Some((g, _)) if *g == generation) {
+            match reopen(&self.file) {
+                Ok(f) => self.filler = Some((generation, f)),
+                Err(e) => {
+                    // (No `/proc`: no placeholders from now on either.)
+                    self.fills = false;
+                    return Err(e);
+                }
+            }
+        }
+        match &self.filler {
+            Some((_, f)) => positioned_write(f, bytes, at),
+            None => Ok(()),
+        }
     }
 
     /// Bytes the live file takes before it is due to roll by size.

@@ -139,6 +139,36 @@ impl Budget {
     }
 }
 
+/// The first offset after `pos` and before `end` where a whole entry
+/// starts that another whole entry follows (or the end of the file): where
+/// the damage of an entry at `pos` whose stated length leads to `end` ends,
+/// if that length was damaged too. The checksums computed are bounded by 8
+/// bytes for each byte of `[pos, end)`, so a search costs what it spans.
+fn first_whole_within(data: &[u8], pos: usize, end: usize) -> Option<usize> {
+    let cap = (end - pos).saturating_mul(8);
+    let mut spent = 0usize;
+    let whole = |at: usize, spent: &mut usize| {
+        let allowed = cap.saturating_sub(*spent);
+        let f = frame_within(data, at, allowed);
+        match f {
+            Frame::Ok { body, .. } => *spent += body.len(),
+            _ => {
+                if let Some(len) = stated_len(data, at).filter(|&l| l <= allowed) {
+                    *spent += len.min(data.len().saturating_sub(at));
+                }
+            }
+        }
+        match f {
+            Frame::Ok { body, .. } => Some(at + wire::FRAME_LEN + body.len()),
+            _ => None,
+        }
+    };
+    (pos + 1..end).find(|&q| {
+        whole(q, &mut spent)
+            .is_some_and(|after| after == data.len() || whole(after, &mut spent).is_some())
+    })
+}
+
 /// The body length the frame at `pos` states, if a frame header with a
 /// tag that is ever written is there.
 fn stated_len(data: &[u8], pos: usize) -> Option<usize> {
@@ -470,17 +500,18 @@ impl LogFile {
                     break;
                 }
                 // A RUN entry whose checksum fails: read while its writer
-                // filled it in (its length is its placeholder's), or
-                // damaged. It holds no record and nothing a record needs
-                // (its run is read entry by entry): stepped over, not
-                // reported, when its length lands on a whole entry.
+                // filled it in, or its body damaged. It holds no record and
+                // nothing a record needs (its run is read entry by entry):
+                // stepped over, not reported, when its length is the one
+                // writers give it (a length damaged is damage) and lands
+                // on a whole entry.
                 Frame::Bad
                     if skipped_from.is_none()
                         && data[pos] == tag::RUN
-                        && stated_len(data, pos)
-                            .is_some_and(|len| lands(pos + wire::FRAME_LEN + len)) =>
+                        && stated_len(data, pos) == Some(wire::index::RUN_BODY)
+                        && lands(pos + wire::FRAME_LEN + wire::index::RUN_BODY) =>
                 {
-                    pos += wire::FRAME_LEN + stated_len(data, pos).unwrap_or(0);
+                    pos += wire::FRAME_LEN + wire::index::RUN_BODY;
                 }
                 Frame::Bad => {
                     // An entry whose body is damaged but whose length is
@@ -510,6 +541,19 @@ impl LogFile {
                             .map(|len| pos + wire::FRAME_LEN + len)
                             .find(|&next| lands(next))
                     });
+                    // A length that lands may itself be the damage (a bit
+                    // of it flipped): then whole entries start before it,
+                    // and trusting it would skip them as well (a SPAN or
+                    // CLOCK entry the records after need, which a reader
+                    // that left the damaged entry out reads). So the bytes
+                    // it spans are searched for a whole entry that another
+                    // follows, as after any damage (not a BLOCK's: its
+                    // compressed bytes may hold entries verbatim).
+                    let next = next.flatten().map(|next| match data[pos] {
+                        tag::BLOCK => next,
+                        _ => first_whole_within(data, pos, next).unwrap_or(next),
+                    });
+                    let next = Some(next);
                     if let Some(next) = next.flatten() {
                         skipped(&mut tops, pos, next);
                         pos = next;
