@@ -12,6 +12,11 @@
 //! run is walked frame by frame. The walk stops at the first frame that
 //! does not hold together, and nothing past it is left out. A file without
 //! INDEX entries (an older writer's) is read whole, as before.
+//!
+//! A RUN entry (FORMAT.md, "RUN") announces a run of small writes the same
+//! way, and lists the stretches of dictionary entries and clock pairs among
+//! them: the walk checks and reads those (their clock pairs), and a run
+//! left out is left out around them.
 
 use super::*;
 use crate::level::Level;
