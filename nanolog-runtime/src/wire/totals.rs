@@ -58,13 +58,7 @@ pub struct Tallies {
 }
 
 /// What [`Tallies`] gives for an id it does not hold.
-static EMPTY: Tally = Tally {
-    records: 0,
-    dropped: 0,
-    bytes: 0,
-    first_tick: u64::MAX,
-    last_tick: 0,
-};
+static EMPTY: Tally = Tally::NONE;
 
 impl Tallies {
     /// The tally of `id`, if held (an empty one may be).
@@ -80,6 +74,16 @@ impl Tallies {
             true => self.dense.get_mut(id as usize),
             false => self.sparse.get_mut(&id),
         }
+    }
+
+    /// The tally of `id`, empty from now on (an id past the table: no
+    /// longer held).
+    fn take(&mut self, id: u32) -> Tally {
+        match id < DENSE_IDS {
+            true => self.dense.get_mut(id as usize).map(std::mem::take),
+            false => self.sparse.remove(&id),
+        }
+        .unwrap_or_default()
     }
 
     /// The tally of `id`, held from now on.
@@ -245,15 +249,20 @@ pub struct Tally {
     pub last_tick: u64,
 }
 
+impl Tally {
+    /// No record and no drop, of no tick.
+    const NONE: Tally = Tally {
+        records: 0,
+        dropped: 0,
+        bytes: 0,
+        first_tick: u64::MAX,
+        last_tick: 0,
+    };
+}
+
 impl Default for Tally {
     fn default() -> Tally {
-        Tally {
-            records: 0,
-            dropped: 0,
-            bytes: 0,
-            first_tick: u64::MAX,
-            last_tick: 0,
-        }
+        Tally::NONE
     }
 }
 
@@ -359,10 +368,10 @@ impl Totals {
             return;
         };
         for site in run.touched.drain(..) {
-            let Some(d) = run.by_site.get_mut(site) else {
+            let d = run.by_site.take(site);
+            if d.is_empty() {
                 continue;
-            };
-            let d = std::mem::take(d);
+            }
             let (sites, threads) = self.in_use.lists().unzip();
             used_slot(&mut self.sites, sites, site).add(&d);
             used_slot(&mut self.threads, threads, thread).add(&d);
@@ -454,11 +463,7 @@ impl Totals {
 /// Empties the tallies of ids `ids` of `v`, and the list.
 fn reset(v: &mut Tallies, ids: &mut Vec<u32>) {
     for id in ids.drain(..) {
-        if id >= DENSE_IDS {
-            v.sparse.remove(&id);
-        } else if let Some(t) = v.get_mut(id) {
-            *t = Tally::default();
-        }
+        v.take(id);
     }
 }
 
