@@ -253,14 +253,6 @@ impl OpenRun {
     pub(super) fn entry(mut self) -> Option<Vec<u8>> {
         let len = self.end - self.start;
         let bits = (len as usize / 8).min(MOST_RUN_BITS);
-        let filter = |ids: &mut Vec<u32>, any: bool| {
-            if any {
-                return Ids::ANY;
-            }
-            ids.sort_unstable();
-            ids.dedup();
-            Ids::of(ids, bits)
-        };
         let row = Row {
             offset: self.start,
             len,
@@ -273,8 +265,8 @@ impl OpenRun {
             last_tick: self.last_tick,
             levels: self.levels,
             threads: self.threads,
-            sites: filter(&mut self.sites, self.any),
-            contexts: filter(&mut self.contexts, self.any),
+            sites: filter(&mut self.sites, self.any, bits),
+            contexts: filter(&mut self.contexts, self.any, bits),
         };
         let mut out = Vec::with_capacity(crate::wire::FRAME_LEN + RUN_BODY);
         let kept = std::mem::take(&mut self.kept);
@@ -284,6 +276,18 @@ impl OpenRun {
         });
         (out.len() == crate::wire::FRAME_LEN + RUN_BODY).then_some(out)
     }
+}
+
+/// The filter of ids `ids` (made unique here) in at most `bits` bits, or
+/// "any" when `any` (a write or run with a gap: `decode` shows gaps
+/// whatever it filters), for an INDEX or RUN entry.
+fn filter(ids: &mut Vec<u32>, any: bool, bits: usize) -> Ids {
+    if any {
+        return Ids::ANY;
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Ids::of(ids, bits)
 }
 
 /// Appends to `out` the INDEX entry of the write's records, `len` bytes
@@ -297,8 +301,13 @@ pub(super) fn put(out: &mut Vec<u8>, sum: &mut Summary, tally: &Totals, len: usi
     // (A write with a gap holds any site and context: `decode` shows its
     // gaps whatever it filters.)
     let gap = sum.levels == u8::MAX;
-    sum.contexts.sort_unstable();
-    sum.contexts.dedup();
+    // (By the ids the write's counts used, not the whole table of every
+    // site ever met.)
+    sum.sites.clear();
+    sum.sites.extend(tally.sites_counted());
+    // (At most a bit for 8 bytes of the write: a filter stays within 1/64
+    // of what it indexes.)
+    let bits = |most: usize| (len / 8).min(most);
     let row = Row {
         offset: 0,
         len: len as u64,
@@ -309,22 +318,8 @@ pub(super) fn put(out: &mut Vec<u8>, sum: &mut Summary, tally: &Totals, len: usi
         threads: sum.threads,
         // The sites the write's counts name (made once a write, not a
         // record); a write with a gap holds "any".
-        sites: if gap {
-            Ids::ANY
-        } else {
-            // (By the ids the write's counts used, not the whole table of
-            // every site ever met.)
-            sum.sites.clear();
-            sum.sites.extend(tally.sites_counted());
-            // (At most a bit for 8 bytes of the write: the filter stays
-            // within 1/64 of what it indexes.)
-            Ids::of(&sum.sites, (len / 8).min(MOST_SITE_BITS))
-        },
-        contexts: if gap {
-            Ids::ANY
-        } else {
-            Ids::of(&sum.contexts, (len / 8).min(MOST_CONTEXT_BITS))
-        },
+        sites: filter(&mut sum.sites, gap, bits(MOST_SITE_BITS)),
+        contexts: filter(&mut sum.contexts, gap, bits(MOST_CONTEXT_BITS)),
     };
     put_entry(out, tag::INDEX, |b| put_index(b, &row));
 }
