@@ -2,6 +2,7 @@
 
 use super::error::ReadError;
 use super::file::{Item, LogFile, Wave};
+use super::map::Behind;
 use super::record::{Head, Record};
 use super::time::TimeMap;
 use crate::wire::dict::SiteEntry;
@@ -79,7 +80,14 @@ impl LogFile {
     fn each_extent(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&mut Extent<'_>)) {
         let mut buf = Vec::new();
         let mut loaded = None;
+        // (Extents in file order: a worker's range is a stretch of the
+        // file, whose pages go back as it passes them.)
+        let mut behind = None;
+        let mut last = 0;
         for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
+            let at = self.file_offset(start);
+            last = at.max(self.file_offset(end));
+            self.passed(behind.get_or_insert_with(|| Behind::at(at)), at);
             let body = match self.lazy_block(start) {
                 Some(b) => {
                     if loaded != Some(b) {
@@ -99,6 +107,9 @@ impl LogFile {
                 Clock::Untimed,
                 body,
             ));
+        }
+        if let Some(behind) = behind.as_mut() {
+            self.done_with(behind, last);
         }
     }
 
@@ -195,12 +206,20 @@ impl<'w> Wave<'w> {
     /// the run's inflated bytes or the file's.
     fn each_extent(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&mut Extent<'w>)) {
         let items = &self.file.order()[self.items.clone()];
+        // (As `LogFile::each_extent`: the pages of the file's own bytes go
+        // back as a worker passes them; a plain file is one run.)
+        let mut behind = None;
+        let mut last = 0;
         for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
             let body = if start >= self.base {
                 self.bytes
                     .get(start - self.base..end - self.base)
                     .unwrap_or(&[])
             } else {
+                let at = self.file.file_offset(start);
+                last = at.max(self.file.file_offset(end));
+                self.file
+                    .passed(behind.get_or_insert_with(|| Behind::at(at)), at);
                 self.file.bytes(start..end)
             };
             f(&mut Extent::over(
@@ -212,6 +231,9 @@ impl<'w> Wave<'w> {
                 Clock::Untimed,
                 body,
             ));
+        }
+        if let Some(behind) = behind.as_mut() {
+            self.file.done_with(behind, last);
         }
     }
 }

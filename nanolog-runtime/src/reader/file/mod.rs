@@ -24,7 +24,7 @@ pub use skip::Want;
 
 use super::error::ReadError;
 use super::inflate;
-use super::map::{load, load_open, Data};
+use super::map::{load, load_open, Behind, Data};
 use super::spans::SpanIndex;
 pub use super::spans::SpanRef;
 use super::time::TimeMap;
@@ -425,6 +425,20 @@ impl LogFile {
         self.file_offset(it.at())
     }
 
+    /// A reader going forward through the file with `behind` will read
+    /// nothing before file offset `pos` again (see [`Behind`]): the pages
+    /// it passed go back to the kernel a chunk at a time.
+    #[inline]
+    pub(crate) fn passed(&self, behind: &mut Behind, pos: usize) {
+        behind.passed(&self.data, pos);
+    }
+
+    /// The reader with `behind` is done with the file's bytes before
+    /// `pos`: their pages go back now (all of them: `usize::MAX`).
+    pub(crate) fn done_with(&self, behind: &mut Behind, pos: usize) {
+        behind.done(&self.data, pos);
+    }
+
     /// How the file stores strings, with the strings it defines: what its
     /// records' and spans' arguments decode by.
     #[inline]
@@ -741,23 +755,39 @@ impl LogFile {
     /// there are none. A thread's ring can hold records from before the
     /// file began: their times lie between clock pairs of earlier files of
     /// its writer.
+    ///
+    /// A thread's records and gaps are in time order, so this looks at each
+    /// thread's first extent and first gap from `from` on, not at every
+    /// extent: a walk of every extent's head mapped every page of a large
+    /// file again after its index had let them go (2026-12-01).
     pub fn first_tick(&self, from: usize) -> Option<u64> {
-        let first = self
-            .order
-            .partition_point(|(_, it)| self.offset_of(it) < from);
-        self.order[first..]
-            .iter()
-            .filter_map(|(_, it)| match *it {
-                // (Not inflated again: its block's earliest, from the index.)
-                Item::Extent { start, .. } if at_lazy(start) => self
-                    .lazy_block(start)
-                    .map(|b| self.blocks.at[b].min_tick)
-                    .filter(|&t| t != u64::MAX),
-                Item::Extent { start, end, .. } => wire::extent::get_header(self.bytes(start..end))
-                    .1
-                    .map(|(t, _)| t),
-                Item::Drop { ix, .. } => Some(self.drop_info(ix).first),
+        let tick = |it: &Item| match *it {
+            // (Not inflated again: its block's earliest, from the index.)
+            Item::Extent { start, .. } if at_lazy(start) => self
+                .lazy_block(start)
+                .map(|b| self.blocks.at[b].min_tick)
+                .filter(|&t| t != u64::MAX),
+            Item::Extent { start, end, .. } => wire::extent::get_header(self.bytes(start..end))
+                .1
+                .map(|(t, _)| t),
+            Item::Drop { ix, .. } => Some(self.drop_info(ix).first),
+        };
+        self.streams
+            .values()
+            .flat_map(|items| {
+                let items = &items[items.partition_point(|it| self.offset_of(it) < from)..];
+                // (An extent whose head is damaged says nothing: the next.)
+                let extent = items
+                    .iter()
+                    .filter(|it| matches!(it, Item::Extent { .. }))
+                    .find_map(tick);
+                let gap = items
+                    .iter()
+                    .find(|it| matches!(it, Item::Drop { .. }))
+                    .and_then(tick);
+                [extent, gap]
             })
+            .flatten()
             .min()
     }
 

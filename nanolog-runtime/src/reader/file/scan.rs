@@ -216,6 +216,7 @@ impl LogFile {
         // many, and the last).
         let mut mapped_pairs = (usize::MAX, None);
         let mut rest = &tops[..];
+        let mut behind = Behind::at(from);
         while !rest.is_empty() {
             // While blocks stay, a wave is what is left of the budget (at
             // least a block); past it, waves of a few MiB, let go in turn.
@@ -255,9 +256,12 @@ impl LogFile {
                 match *top {
                     Top::Warn(ref w) => self.warnings.push(Warning::clone(w)),
                     Top::Entry { tag: t, start, end } => {
+                        // (A wave of a plain file is all of it.)
+                        behind.passed(&owned, start);
                         self.entry(t, &data[start..end], start, end, pairs)
                     }
                     Top::Block { start, end } => {
+                        behind.passed(&owned, start);
                         // Its entries say whether the file ended cleanly.
                         self.clean_end = false;
                         match blocks.next().unwrap_or(Err(BlockError::Damaged)) {
@@ -334,6 +338,9 @@ impl LogFile {
                 }
             }
         }
+        // (What is read next, the merge's or a worker's, maps its pages
+        // again as it goes.)
+        behind.done(&owned, usize::MAX);
         if let Some(buf) = resident {
             self.blocks.inflated = buf;
         }
@@ -411,7 +418,10 @@ impl LogFile {
                 more_bytes += to - from;
             }
         };
+        // (Every byte is read for its checksum: the pages passed go back.)
+        let mut behind = Behind::at(from);
         while pos < data.len() {
+            behind.passed(&self.data, pos);
             if skipped_from.is_none() && skip.get(next_skip).is_some_and(|r| r.0 == pos) {
                 pos = skip[next_skip].1;
                 next_skip += 1;
