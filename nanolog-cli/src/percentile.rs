@@ -36,25 +36,60 @@ fn rank(p: f64, count: usize) -> usize {
     (((p / 100.0) * count as f64).ceil().max(1.0) as usize).min(count) - 1
 }
 
-/// Values in the order they came, counted by prefix as they came.
+/// Values in the order they came, counted by prefix as they came: the
+/// latest [`HELD`] in memory, those before them written out to a file of
+/// the process's own (see [`Spill`]), so a question over a day's log (70 M
+/// values of an argument) holds tens of MB, not the 8 bytes a value it
+/// held before (845 MB peak for `stats --arg` of a gigabyte set, measured
+/// 2026-12-01 at ba8b345).
 pub(crate) struct Values {
-    all: Vec<f64>,
-    /// Per prefix: how many of `all` have it.
+    /// The latest values, in the order they came.
+    held: Vec<f64>,
+    /// The values before them: where each run of them is in the spill
+    /// file (its first byte, how many values), in order.
+    runs: Vec<(u64, usize)>,
+    /// How many values there are in all.
+    len: usize,
+    /// Per prefix: how many of the values have it.
     counts: Vec<usize>,
     /// The least and the greatest by `<` (NaNs passed over).
     min: f64,
     max: f64,
+    /// The sum of the values pushed since [`Values::take_sum`] last took it.
+    sum: f64,
 }
+
+/// Values held in memory per part before they are written out (32 MiB;
+/// the unit tests write out every few thousand, and park, gather and read
+/// back by the same few thousands, so their cases take every path).
+#[cfg(not(test))]
+const HELD: usize = 1 << 22;
+#[cfg(test)]
+const HELD: usize = 3000;
+
+/// Values the parts that are done ([`Values::park`]) keep in memory, all
+/// of them together (48 MiB): a set read a file at a time has a part per
+/// file and worker, and a file's question that fits is not written out.
+#[cfg(not(test))]
+const PARKED: usize = 6 << 20;
+#[cfg(test)]
+const PARKED: usize = 5000;
+
+/// Values the parts that are done hold in memory now.
+static PARKED_NOW: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl Default for Values {
     /// No values yet; the counts' memory (512 KiB) taken from the
     /// allocator zeroed, its pages touched only where values fall.
     fn default() -> Values {
         Values {
-            all: Vec::new(),
+            held: Vec::new(),
+            runs: Vec::new(),
+            len: 0,
             counts: vec![0; 1 << PREFIX_BITS],
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
+            sum: -0.0,
         }
     }
 }
@@ -71,16 +106,173 @@ impl Values {
         if v > self.max {
             self.max = v;
         }
-        self.all.push(v);
+        if self.held.len() >= HELD {
+            self.write_out();
+        }
+        self.held.push(v);
+        self.len += 1;
+        self.sum += v;
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.all.len()
+        self.len
     }
 
-    /// The values from the `from`th on, in the order they came.
-    pub(crate) fn since(&self, from: usize) -> &[f64] {
-        &self.all[from..]
+    /// The sum of the values pushed since it was last taken, added in the
+    /// order they came.
+    pub(crate) fn take_sum(&mut self) -> f64 {
+        std::mem::replace(&mut self.sum, -0.0)
+    }
+
+    /// No more values come: what it holds past [`PARKED`] is written out.
+    pub(crate) fn park(&mut self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        // (Relaxed: a count of memory, parked by one thread at a time.)
+        let now = PARKED_NOW.load(Relaxed);
+        if now + self.held.len() > PARKED {
+            self.write_out();
+        }
+        PARKED_NOW.store(now + self.held.len(), Relaxed);
+        // (A buffer that held more goes back.)
+        self.held.shrink_to_fit();
+    }
+
+    /// The held values go to the spill file (kept held if it cannot take
+    /// them: a temporary directory that is full or read-only costs memory,
+    /// not the answer).
+    fn write_out(&mut self) {
+        if let Some(at) = Spill::append(&self.held) {
+            self.runs.push((at, self.held.len()));
+            self.held.clear();
+        }
+    }
+
+    /// Calls `f` with every value, in the order they came. A spill file
+    /// that cannot be read back (removed under us, a disk error) is an
+    /// error: the values are gone.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(f64)) -> std::io::Result<()> {
+        let mut chunk = Vec::new();
+        for &(at, n) in &self.runs {
+            let mut done = 0;
+            while done < n {
+                let take = (n - done).min(READ_CHUNK);
+                Spill::read(at + (done * 8) as u64, take, &mut chunk)?;
+                chunk.iter().for_each(|&v| f(v));
+                done += take;
+            }
+        }
+        self.held.iter().for_each(|&v| f(v));
+        Ok(())
+    }
+}
+
+/// Values read back from the spill file at a time (512 KiB).
+#[cfg(not(test))]
+const READ_CHUNK: usize = 1 << 16;
+#[cfg(test)]
+const READ_CHUNK: usize = 1000;
+
+/// The file the values of every part are written out to: created in the
+/// temporary directory with the first run, its name removed at once (on
+/// Unix the open file lives on, unnamed, until the process ends, so
+/// nothing is left behind by a crash), appended to in runs at offsets
+/// taken under a lock, read back by offset. Elsewhere than Unix nothing is
+/// written out.
+struct Spill {
+    file: std::fs::File,
+    /// Where the next run goes.
+    end: std::sync::Mutex<u64>,
+}
+
+static SPILL: std::sync::OnceLock<Option<Spill>> = std::sync::OnceLock::new();
+
+impl Spill {
+    fn get() -> Option<&'static Spill> {
+        SPILL.get_or_init(Spill::create).as_ref()
+    }
+
+    #[cfg(unix)]
+    fn create() -> Option<Spill> {
+        let dir = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = dir.join(format!("nanolog-values-{}-{nanos}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .ok()?;
+        let _ = std::fs::remove_file(&path);
+        Some(Spill {
+            file,
+            end: std::sync::Mutex::new(0),
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn create() -> Option<Spill> {
+        None
+    }
+
+    /// Writes `values` as a run; where it starts, or `None` if it could
+    /// not be written (the values stay where they were).
+    fn append(values: &[f64]) -> Option<u64> {
+        let spill = Spill::get()?;
+        let at = {
+            let mut end = spill
+                .end
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let at = *end;
+            *end += values.len() as u64 * 8;
+            at
+        };
+        // (A run that failed leaves a hole no run names.)
+        let mut bytes = Vec::with_capacity(READ_CHUNK * 8);
+        let mut to = at;
+        for chunk in values.chunks(READ_CHUNK) {
+            bytes.clear();
+            bytes.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
+            spill.write_at(&bytes, to).ok()?;
+            to += bytes.len() as u64;
+        }
+        Some(at)
+    }
+
+    /// The `n` values from byte `at` on, into `out`.
+    fn read(at: u64, n: usize, out: &mut Vec<f64>) -> std::io::Result<()> {
+        let spill = Spill::get().ok_or_else(|| std::io::Error::other("no spill file"))?;
+        let mut bytes = vec![0u8; n * 8];
+        spill.read_at(&mut bytes, at)?;
+        out.clear();
+        out.extend(
+            bytes
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8]))),
+        );
+        Ok(())
+    }
+
+    #[cfg(unix)]
+    fn write_at(&self, bytes: &[u8], at: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.file, bytes, at)
+    }
+
+    #[cfg(unix)]
+    fn read_at(&self, bytes: &mut [u8], at: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(&self.file, bytes, at)
+    }
+
+    #[cfg(not(unix))]
+    fn write_at(&self, _: &[u8], _: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("no spill file"))
+    }
+
+    #[cfg(not(unix))]
+    fn read_at(&self, _: &mut [u8], _: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("no spill file"))
     }
 }
 
@@ -99,12 +291,54 @@ pub(crate) fn min_max(parts: &[Values]) -> (Option<f64>, Option<f64>) {
     (any.then_some(min), any.then_some(max))
 }
 
+/// The value whose order key is `k` (see [`order_key`]).
+fn from_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// Values gathered at most to select a percentile among (32 MiB, twice
+/// that while the parts' are put together): past that, the candidates are narrowed by the next 16 bits of their keys
+/// first, a pass over the values each time.
+#[cfg(not(test))]
+const GATHERED: usize = 1 << 22;
+#[cfg(test)]
+const GATHERED: usize = 2000;
+
+/// A wanted rank, as the passes narrow it: the values whose keys start
+/// with `prefix` (its `bits` high bits) hold it, `under` of them, it the
+/// `rank`th among them.
+#[derive(Clone, Copy)]
+struct Narrowed {
+    prefix: u64,
+    bits: u32,
+    rank: usize,
+    under: usize,
+}
+
+impl Narrowed {
+    #[inline]
+    fn holds(&self, key: u64) -> bool {
+        self.bits == 0 || key >> (64 - self.bits) == self.prefix
+    }
+}
+
 /// Per `ps`, the nearest-rank percentile of all the values of `parts`
-/// (`None` when there are none), ordered as `f64::total_cmp` orders.
-pub(crate) fn percentiles<const N: usize>(parts: &[Values], ps: [f64; N]) -> [Option<f64>; N] {
+/// (`None` when there are none), ordered as `f64::total_cmp` orders; an
+/// error if written-out values cannot be read back.
+///
+/// The prefixes counted as the values came say under which one each
+/// wanted rank falls; the values under it are gathered and selected among
+/// when there are at most [`GATHERED`] of them, else a pass counts them by
+/// their next 16 bits first (a narrow distribution: a day of latencies
+/// between 1.0 and 1.1 ms). Memory stays bounded however many values
+/// there are; each narrowing costs a pass.
+pub(crate) fn percentiles<const N: usize>(
+    parts: &[Values],
+    ps: [f64; N],
+) -> std::io::Result<[Option<f64>; N]> {
     let count: usize = parts.iter().map(Values::len).sum();
     if count == 0 {
-        return [None; N];
+        return Ok([None; N]);
     }
     let mut below = vec![0usize; 1 << PREFIX_BITS];
     let mut sum = 0;
@@ -112,32 +346,100 @@ pub(crate) fn percentiles<const N: usize>(parts: &[Values], ps: [f64; N]) -> [Op
         *b = sum;
         sum += parts.iter().map(|p| p.counts[i]).sum::<usize>();
     }
-    // Per wanted rank: its prefix, and its rank among that prefix's values.
-    let wanted = ps.map(|p| {
+    let mut wanted = ps.map(|p| {
         let r = rank(p, count);
         let i = below.partition_point(|&b| b <= r) - 1;
-        (i, r - below[i])
+        let under = below.get(i + 1).copied().unwrap_or(count) - below[i];
+        Narrowed {
+            prefix: i as u64,
+            bits: PREFIX_BITS,
+            rank: r - below[i],
+            under,
+        }
     });
-    let mut prefixes: Vec<usize> = wanted.iter().map(|w| w.0).collect();
-    prefixes.sort_unstable();
-    prefixes.dedup();
-    let taken = per_part(parts, |part| {
-        let mut out = vec![Vec::new(); prefixes.len()];
-        for &v in &part.all {
-            if let Ok(k) = prefixes.binary_search(&prefix(v)) {
-                out[k].push(v);
+    // Narrowed until each is few enough to gather, or a single key.
+    loop {
+        let wide: Vec<usize> = (0..N)
+            .filter(|&w| wanted[w].under > GATHERED && wanted[w].bits < 64)
+            .collect();
+        if wide.is_empty() {
+            break;
+        }
+        let looked: Vec<Narrowed> = wide.iter().map(|&w| wanted[w]).collect();
+        let counted = per_part(parts, |part| {
+            let mut counts = vec![vec![0usize; 1 << 16]; looked.len()];
+            let read = part.for_each(|v| {
+                let k = order_key(v);
+                for (c, n) in counts.iter_mut().zip(&looked) {
+                    if n.holds(k) {
+                        c[((k >> (48 - n.bits)) & 0xffff) as usize] += 1;
+                    }
+                }
+            });
+            read.map(|()| counts)
+        });
+        let counted = counted.into_iter().collect::<std::io::Result<Vec<_>>>()?;
+        for (j, &w) in wide.iter().enumerate() {
+            let n = &mut wanted[w];
+            let mut seen = 0;
+            for sub in 0..1usize << 16 {
+                let here: usize = counted.iter().map(|c| c[j][sub]).sum();
+                if n.rank < seen + here {
+                    n.prefix = n.prefix << 16 | sub as u64;
+                    n.bits += 16;
+                    n.rank -= seen;
+                    n.under = here;
+                    break;
+                }
+                seen += here;
             }
         }
-        out
+    }
+    // The ranks under one key are that key's value; the others are
+    // gathered, per distinct prefix, and selected among.
+    let mut gather: Vec<(u64, u32)> = wanted
+        .iter()
+        .filter(|n| n.bits < 64)
+        .map(|n| (n.prefix, n.bits))
+        .collect();
+    gather.sort_unstable();
+    gather.dedup();
+    let looked: Vec<Narrowed> = gather
+        .iter()
+        .map(|&(prefix, bits)| Narrowed {
+            prefix,
+            bits,
+            rank: 0,
+            under: 0,
+        })
+        .collect();
+    let taken = per_part(parts, |part| {
+        let mut out = vec![Vec::new(); looked.len()];
+        let read = part.for_each(|v| {
+            let k = order_key(v);
+            for (o, n) in out.iter_mut().zip(&looked) {
+                if n.holds(k) {
+                    o.push(v);
+                }
+            }
+        });
+        read.map(|()| out)
     });
-    let mut under: Vec<Vec<f64>> = (0..prefixes.len())
+    let taken = taken.into_iter().collect::<std::io::Result<Vec<_>>>()?;
+    let mut under: Vec<Vec<f64>> = (0..gather.len())
         .map(|k| taken.iter().flat_map(|t| t[k].iter().copied()).collect())
         .collect();
-    wanted.map(|(i, r)| {
-        let k = prefixes.binary_search(&i).ok()?;
-        let (_, v, _) = under[k].select_nth_unstable_by(r, f64::total_cmp);
+    Ok(wanted.map(|n| {
+        if n.bits == 64 {
+            return Some(from_key(n.prefix));
+        }
+        let k = gather.binary_search(&(n.prefix, n.bits)).ok()?;
+        // (The values gathered are those the counts counted: the rank is
+        // among them.)
+        let among = under.get_mut(k).filter(|u| n.rank < u.len())?;
+        let (_, v, _) = among.select_nth_unstable_by(n.rank, f64::total_cmp);
         Some(*v)
-    })
+    }))
 }
 
 /// `f` of each part, the parts taken on by threads of their own when there
@@ -251,10 +553,22 @@ mod tests {
                     for &x in part {
                         v.push(x);
                     }
+                    // As `stats` takes them: the sum, then parked.
+                    let sum: f64 = part.iter().sum();
+                    assert_eq!(v.take_sum().to_bits(), sum.to_bits(), "case {i}");
+                    v.park();
                     v
                 })
                 .collect();
-            let got = percentiles(&values, ps);
+            // Written out or held, every value comes back in its order.
+            for (part, v) in parts.iter().zip(&values) {
+                let mut back = Vec::new();
+                v.for_each(|x| back.push(x)).unwrap();
+                let bits = |xs: &[f64]| xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&back), bits(part), "case {i}");
+                assert_eq!(v.len(), part.len());
+            }
+            let got = percentiles(&values, ps).unwrap();
             assert!(same(&got, &want), "case {i}: {got:?} against {want:?}");
             let all: Vec<f64> = parts.iter().flatten().copied().collect();
             let (min, max) = min_max(&values);

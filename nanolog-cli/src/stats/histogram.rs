@@ -31,10 +31,10 @@ pub(super) fn log_edges(v: f64) -> (f64, f64) {
 /// the highest non-empty one, empty ones between kept (a gap in the
 /// distribution is worth seeing); values at or below zero, and those not
 /// finite, in buckets of their own.
-pub(super) fn histogram(values: &[percentile::Values]) -> Vec<Bucket> {
+pub(super) fn histogram(values: &[percentile::Values]) -> std::io::Result<Vec<Bucket>> {
     let mut by_edge: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
     let (mut non_positive, mut non_finite) = (0u64, 0u64);
-    for &v in values.iter().flat_map(|p| p.since(0)) {
+    let mut each = |v: f64| {
         if !v.is_finite() {
             non_finite += 1;
         } else if v <= 0.0 {
@@ -50,6 +50,9 @@ pub(super) fn histogram(values: &[percentile::Values]) -> Vec<Bucket> {
             };
             *by_edge.entry(decade * 3 + step).or_default() += 1;
         }
+    };
+    for part in values {
+        part.for_each(&mut each)?;
     }
     let mut out = Vec::new();
     if non_positive > 0 {
@@ -78,7 +81,7 @@ pub(super) fn histogram(values: &[percentile::Values]) -> Vec<Bucket> {
             count: non_finite,
         });
     }
-    out
+    Ok(out)
 }
 
 /// The histogram as text: one line a bucket, a bar of up to 50 cells.

@@ -186,7 +186,9 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<()> {
         if let Some(kind) = total.non_numeric {
             bail!("argument {n} of the selected call sites is {kind}, not a number");
         }
-        write_arg_summary(a, n, &values, sum, &mut out);
+        write_arg_summary(a, n, &values, sum, &mut out).context(
+            "the argument's values, written out to a temporary file, could not be read back",
+        )?;
     } else if every_ns.is_some() {
         let keys = &plan.groups.keys;
         let series = total

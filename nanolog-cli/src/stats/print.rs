@@ -198,10 +198,10 @@ pub(super) fn write_arg_summary(
     values: &[percentile::Values],
     sum: f64,
     out: &mut String,
-) {
+) -> std::io::Result<()> {
     let count = values.iter().map(percentile::Values::len).sum::<usize>();
     let (min, max) = percentile::min_max(values);
-    let [p50, p90, p99] = percentile::percentiles(values, [50.0, 90.0, 99.0]);
+    let [p50, p90, p99] = percentile::percentiles(values, [50.0, 90.0, 99.0])?;
     let mean = (count > 0).then(|| sum / count as f64);
     let fields = [
         ("min", min),
@@ -212,7 +212,7 @@ pub(super) fn write_arg_summary(
         ("p99", p99),
     ];
     let buckets = if a.histogram {
-        histogram(values)
+        histogram(values)?
     } else {
         Vec::new()
     };
@@ -290,6 +290,7 @@ pub(super) fn write_arg_summary(
             out.push_str("}\n");
         }
     }
+    Ok(())
 }
 
 /// A value as text: integral values (exact below 2^53) without a fraction.

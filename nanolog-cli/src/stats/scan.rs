@@ -125,10 +125,9 @@ impl Totals {
                 let Some((fi, range)) = work.get(i) else {
                     break;
                 };
-                let before = p.values.len();
                 scan(plan, &sources[*fi], first + fi, range.clone(), &mut p);
                 if plan.arg.is_some() {
-                    p.sums.push((base + i, p.values.since(before).iter().sum()));
+                    p.sums.push((base + i, p.values.take_sum()));
                 }
             }
             p
@@ -149,7 +148,9 @@ impl Totals {
         let total = &mut self.total;
         total.rows.resize(groups, Row::default());
         for mut p in partials {
-            self.values.push(std::mem::take(&mut p.values));
+            let mut values = std::mem::take(&mut p.values);
+            values.park();
+            self.values.push(values);
             self.sums.append(&mut p.sums);
             for (t, r) in total.rows.iter_mut().zip(&p.rows) {
                 t.merge(r);
