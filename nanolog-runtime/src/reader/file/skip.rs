@@ -299,8 +299,6 @@ fn run_holds(
     Some((end, kept))
 }
 
-/// The regions `[start, end)` of the file's bytes `data` (of header
-/// `header`) that hold no record `want` wants, sorted and disjoint.
 /// A file whose writes take less than this on average (a service's
 /// flusher writing every millisecond or so, not a busy one's 1 MiB) is
 /// read ahead while walked: a page touched every few pages, each a read of
@@ -313,6 +311,9 @@ const DENSE_WRITE: usize = 128 << 10;
 /// Writes walked before their size is judged (see [`DENSE_WRITE`]).
 const DENSE_JUDGED_AFTER: usize = 16;
 
+/// The regions `[start, end)` of the file's bytes `data` (of header
+/// `header`) that hold no record `want` wants, sorted and disjoint.
+///
 /// `dense` is called once the walk finds the file's writes small (see
 /// [`DENSE_WRITE`]): its caller may then read it ahead.
 pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl FnMut()) -> LeftOut {
