@@ -179,6 +179,8 @@ const READ_CHUNK: usize = 1000;
 /// taken under a lock, read back by offset. Elsewhere than Unix nothing is
 /// written out.
 struct Spill {
+    // (Read and written by offset on Unix only.)
+    #[cfg_attr(not(unix), allow(dead_code))]
     file: std::fs::File,
     /// Where the next run goes.
     end: std::sync::Mutex<u64>,
