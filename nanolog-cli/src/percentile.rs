@@ -188,6 +188,9 @@ struct Spill {
 
 static SPILL: std::sync::OnceLock<Option<Spill>> = std::sync::OnceLock::new();
 
+/// A run could not be written: the values stay in memory from then on.
+static FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 impl Spill {
     fn get() -> Option<&'static Spill> {
         SPILL.get_or_init(Spill::create).as_ref()
@@ -221,7 +224,11 @@ impl Spill {
     /// Writes `values` as a run; where it starts, or `None` if it could
     /// not be written (the values stay where they were).
     fn append(values: &[f64]) -> Option<u64> {
-        let spill = Spill::get()?;
+        use std::sync::atomic::Ordering::Relaxed;
+        // (Once a write failed, a full disk, none is tried again: every
+        // value pushed past the bound would otherwise try the whole run
+        // again. Relaxed: a hint; a racing writer fails on its own.)
+        let spill = Spill::get().filter(|_| !FAILED.load(Relaxed))?;
         let at = {
             let mut end = spill
                 .end
@@ -237,7 +244,10 @@ impl Spill {
         for chunk in values.chunks(READ_CHUNK) {
             bytes.clear();
             bytes.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
-            spill.write_at(&bytes, to).ok()?;
+            if spill.write_at(&bytes, to).is_err() {
+                FAILED.store(true, Relaxed);
+                return None;
+            }
             to += bytes.len() as u64;
         }
         Some(at)
