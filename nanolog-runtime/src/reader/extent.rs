@@ -86,7 +86,7 @@ impl LogFile {
         let mut last = 0;
         for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
             let at = self.file_offset(start);
-            last = at.max(self.file_offset(end));
+            last = end;
             self.passed(behind.get_or_insert_with(|| Behind::at(at)), at);
             let body = match self.lazy_block(start) {
                 Some(b) => {
@@ -109,7 +109,7 @@ impl LogFile {
             ));
         }
         if let Some(behind) = behind.as_mut() {
-            self.done_with(behind, last);
+            self.done_with(behind, self.file_offset(last));
         }
     }
 
@@ -217,7 +217,7 @@ impl<'w> Wave<'w> {
                     .unwrap_or(&[])
             } else {
                 let at = self.file.file_offset(start);
-                last = at.max(self.file.file_offset(end));
+                last = end;
                 self.file
                     .passed(behind.get_or_insert_with(|| Behind::at(at)), at);
                 self.file.bytes(start..end)
@@ -233,7 +233,7 @@ impl<'w> Wave<'w> {
             ));
         }
         if let Some(behind) = behind.as_mut() {
-            self.file.done_with(behind, last);
+            self.file.done_with(behind, self.file.file_offset(last));
         }
     }
 }

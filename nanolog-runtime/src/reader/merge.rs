@@ -237,6 +237,9 @@ pub struct Merge<'a> {
     /// kernel (see [`Behind`]), looked at again from the offset beside it
     /// on (a quarter chunk on from the last look).
     behind: Vec<(Behind, usize)>,
+    /// Per file, its streams (they are made file by file): what a look
+    /// behind them, or at whether they all ended, goes through.
+    of_file: Vec<std::ops::Range<usize>>,
 }
 
 impl<'a> Merge<'a> {
@@ -289,8 +292,10 @@ impl<'a> Merge<'a> {
             })
             .collect();
         let mut streams = Vec::new();
+        let mut of_file = vec![0..0; files.len()];
         if sorted {
             for (file_ix, f) in files.iter().enumerate() {
+                let first = streams.len();
                 for thread in f.stream_ids() {
                     if !filter.wants_thread(f, thread) {
                         continue;
@@ -313,6 +318,7 @@ impl<'a> Merge<'a> {
                         reading: None,
                     });
                 }
+                of_file[file_ix] = first..streams.len();
             }
         }
         let n = streams.len();
@@ -348,6 +354,7 @@ impl<'a> Merge<'a> {
             clocks,
             domains,
             behind: files.iter().map(|_| (Behind::default(), 0)).collect(),
+            of_file,
         }
     }
 
@@ -361,10 +368,9 @@ impl<'a> Merge<'a> {
             return;
         }
         *next = at.saturating_add(Behind::CHUNK / 4);
-        let least = self
-            .streams
+        let least = self.streams[self.of_file[file_ix].clone()]
             .iter()
-            .filter(|s| s.file_ix == file_ix && !s.done)
+            .filter(|s| !s.done)
             .map(|s| {
                 let reading = s.items.get(s.next_item.saturating_sub(1));
                 reading.map_or(usize::MAX, |it| s.file.offset_of(it))
@@ -376,7 +382,9 @@ impl<'a> Merge<'a> {
     /// A stream of file `file_ix` ended: once they all have, the file's
     /// pages go back.
     fn stream_done(&mut self, file_ix: usize) {
-        let live = self.streams.iter().any(|s| s.file_ix == file_ix && !s.done);
+        let live = self.streams[self.of_file[file_ix].clone()]
+            .iter()
+            .any(|s| !s.done);
         if !live {
             self.files[file_ix].done_with(&mut self.behind[file_ix].0, usize::MAX);
         }
