@@ -799,44 +799,67 @@ fn check_flips(path: &Path, cases: usize) {
         Some(first + (last - first) / 2 + (last - first) / 20),
         None,
     );
-    let case = temp("index-flips-case");
+    // The damages drawn first, then tried on every core: each case reads
+    // its file a dozen times over (a third of CI's test time when serial).
     let mut rng = Lcg(42);
-    for i in 0..cases {
-        let mut b = bytes.clone();
-        if i % 3 == 2 {
-            b.truncate(48 + (rng.next() * (b.len() - 48) as f64) as usize);
-        } else {
-            let at = 48 + (rng.next() * (b.len() - 48) as f64) as usize;
-            b[at] ^= 1 << (i % 8);
+    // Where each case cuts the file or flips a bit (the bit: `i % 8`).
+    let damages: Vec<(bool, usize)> = (0..cases)
+        .map(|i| {
+            (
+                i % 3 == 2,
+                48 + (rng.next() * (bytes.len() - 48) as f64) as usize,
+            )
+        })
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|scope| {
+        for core in 0..cores {
+            let (bytes, damages, want) = (&bytes, &damages, &want);
+            scope.spawn(move || {
+                let case = temp(&format!("index-flips-case-{core}"));
+                for (i, &(cut, at)) in damages.iter().enumerate().skip(core).step_by(cores) {
+                    let mut b = bytes.clone();
+                    if cut {
+                        b.truncate(at);
+                    } else {
+                        b[at] ^= 1 << (i % 8);
+                    }
+                    check_flip(path, &case, i, &b, want);
+                }
+                let _ = std::fs::remove_file(&case);
+            });
         }
-        std::fs::write(&case, &b).unwrap();
-        let damaged = [LogFile::open(&case).unwrap()];
-        let part = [LogFile::open_for(&case, &want).unwrap()];
-        let all = read(&damaged, filter(&want));
-        let got = read(&part, filter(&want));
-        check_levels(&damaged, &format!("case {i}"));
-        check_heads(&damaged[0], &format!("case {i}"));
-        let seen: std::collections::HashSet<&String> = all.iter().collect();
-        assert!(
-            got.iter().all(|r| seen.contains(r)),
-            "{path:?} case {i}: {:?} {:?} {:?}",
-            got.iter().find(|r| !seen.contains(r)),
-            damaged[0].warnings(),
-            part[0].warnings()
-        );
-        if damaged[0].warnings().is_empty() && part[0].warnings().is_empty() {
-            assert_eq!(got, all, "case {i}");
-        }
-        // What `info` reads: the file's TOTALS only when they say what a
-        // whole read counts (damage the whole read finds in the lead
-        // regions or the end: not taken; in the runs left out: not seen,
-        // the writer's counts stand).
-        let head = LogFile::open_for(&case, &Want::nothing()).unwrap();
-        if let (Some(t), true) = (head.totals(), damaged[0].warnings().is_empty()) {
-            assert_eq!(t.clone(), counted(&damaged[0]), "case {i}");
-        }
+    });
+}
+
+/// One case of [`check_flips`]: the damaged bytes `b`, written at `case`.
+fn check_flip(path: &Path, case: &Path, i: usize, b: &[u8], want: &Want) {
+    std::fs::write(case, b).unwrap();
+    let damaged = [LogFile::open(case).unwrap()];
+    let part = [LogFile::open_for(case, want).unwrap()];
+    let all = read(&damaged, filter(want));
+    let got = read(&part, filter(want));
+    check_levels(&damaged, &format!("case {i}"));
+    check_heads(&damaged[0], &format!("case {i}"));
+    let seen: std::collections::HashSet<&String> = all.iter().collect();
+    assert!(
+        got.iter().all(|r| seen.contains(r)),
+        "{path:?} case {i}: {:?} {:?} {:?}",
+        got.iter().find(|r| !seen.contains(r)),
+        damaged[0].warnings(),
+        part[0].warnings()
+    );
+    if damaged[0].warnings().is_empty() && part[0].warnings().is_empty() {
+        assert_eq!(got, all, "case {i}");
     }
-    let _ = std::fs::remove_file(&case);
+    // What `info` reads: the file's TOTALS only when they say what a
+    // whole read counts (damage the whole read finds in the lead
+    // regions or the end: not taken; in the runs left out: not seen,
+    // the writer's counts stand).
+    let head = LogFile::open_for(case, &Want::nothing()).unwrap();
+    if let (Some(t), true) = (head.totals(), damaged[0].warnings().is_empty()) {
+        assert_eq!(t.clone(), counted(&damaged[0]), "case {i}");
+    }
 }
 
 /// Every extent of a file cut short by a byte, its frame sealed again (a
