@@ -326,6 +326,12 @@ fn windows_and_levels_read_what_the_whole_file_reads_leaving_out_the_rest() {
         );
         let (held, of) = check_windows(&path, 7 + u64::from(compress));
         check_last(&path);
+        // A killed writer's file (cut at 90%: no END, its last records
+        // past its last clock pair): `-n` as well.
+        let cut = temp(&format!("index-cut-last-{compress}"));
+        std::fs::write(&cut, &bytes[..bytes.len() / 10 * 9]).unwrap();
+        check_last(&cut);
+        let _ = std::fs::remove_file(&cut);
         check_totals(&path);
         // A window of 1% of the log, 2 s of margin aside: most of the
         // file is not read.
