@@ -960,7 +960,7 @@ fn records_heads_are_their_records_own() {
 }
 
 /// A file still being written, or a killed writer's, has checkpoints (a
-/// TOTALS entry after the write that takes it 16 MiB past the last; here
+/// TOTALS entry after the write that takes it 4 MiB past the last; here
 /// every 64 KiB): read from its last checkpoint on, the checkpoint's counts
 /// and the records after it add up to what a whole read counts, at every
 /// cut; a reading that finds damage (a checkpoint whose checksum fails)
