@@ -743,7 +743,7 @@ impl Drop for Stepped {
 /// pairs do not go back (the records after the step print at the last time
 /// before it until the clock catches up, the later files' headers too).
 /// Windows over those held times, and after, leave out no record the whole
-/// decode prints in them.
+/// decode prints in them; `-n` prints its last lines.
 #[test]
 fn windows_over_a_wall_clock_stepped_back_print_what_the_whole_decode_prints() {
     let _s = serial();
@@ -807,6 +807,16 @@ fn windows_over_a_wall_clock_stepped_back_print_what_the_whole_decode_prints() {
                 .collect();
             assert_eq!(got.lines().collect::<Vec<_>>(), want, "{args:?}");
         }
+    }
+    // `-n`: the whole decode's last lines, though every record after the
+    // step has one held time (the runs left out are told by tick).
+    for n in [20usize, 5_000, 40_000] {
+        let got = with(&["decode", "-n", &n.to_string()]);
+        assert_eq!(
+            got.lines().collect::<Vec<_>>(),
+            all[all.len() - n..],
+            "-n {n}"
+        );
     }
     // `info` from the files' ends places their first and last records as
     // the whole reading does, across the step.
