@@ -806,7 +806,7 @@ fn check_flips(path: &Path, cases: usize) {
         None,
     );
     // The damages drawn first, then tried on every core: each case reads
-    // its file a dozen times over (a third of CI's test time when serial).
+    // its file a dozen times over (83 s of CI's test run when serial).
     let mut rng = Lcg(42);
     // Where each case cuts the file or flips a bit (the bit: `i % 8`).
     let damages: Vec<(bool, usize)> = (0..cases)

@@ -184,12 +184,11 @@ struct Spill {
     file: std::fs::File,
     /// Where the next run goes.
     end: std::sync::Mutex<u64>,
+    /// A run could not be written: the values stay in memory from then on.
+    failed: std::sync::atomic::AtomicBool,
 }
 
 static SPILL: std::sync::OnceLock<Option<Spill>> = std::sync::OnceLock::new();
-
-/// A run could not be written: the values stay in memory from then on.
-static FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 impl Spill {
     fn get() -> Option<&'static Spill> {
@@ -210,10 +209,16 @@ impl Spill {
             .open(&path)
             .ok()?;
         let _ = std::fs::remove_file(&path);
-        Some(Spill {
+        Some(Spill::over(file))
+    }
+
+    #[cfg(unix)]
+    fn over(file: std::fs::File) -> Spill {
+        Spill {
             file,
             end: std::sync::Mutex::new(0),
-        })
+            failed: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     #[cfg(not(unix))]
@@ -224,13 +229,20 @@ impl Spill {
     /// Writes `values` as a run; where it starts, or `None` if it could
     /// not be written (the values stay where they were).
     fn append(values: &[f64]) -> Option<u64> {
+        Spill::get()?.append_run(values)
+    }
+
+    /// [`Spill::append`] into this file.
+    fn append_run(&self, values: &[f64]) -> Option<u64> {
         use std::sync::atomic::Ordering::Relaxed;
         // (Once a write failed, a full disk, none is tried again: every
         // value pushed past the bound would otherwise try the whole run
         // again. Relaxed: a hint; a racing writer fails on its own.)
-        let spill = Spill::get().filter(|_| !FAILED.load(Relaxed))?;
+        if self.failed.load(Relaxed) {
+            return None;
+        }
         let at = {
-            let mut end = spill
+            let mut end = self
                 .end
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -244,8 +256,8 @@ impl Spill {
         for chunk in values.chunks(READ_CHUNK) {
             bytes.clear();
             bytes.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
-            if spill.write_at(&bytes, to).is_err() {
-                FAILED.store(true, Relaxed);
+            if self.write_at(&bytes, to).is_err() {
+                self.failed.store(true, Relaxed);
                 return None;
             }
             to += bytes.len() as u64;
@@ -475,6 +487,20 @@ fn per_part<T: Send>(parts: &[Values], f: impl Fn(&Values) -> T + Sync) -> Vec<T
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run that cannot be written (a full disk; here a file open for
+    /// reading only) is not tried again: the next takes no room and writes
+    /// nothing.
+    #[cfg(unix)]
+    #[test]
+    fn after_a_failed_run_none_is_tried_again() {
+        let spill = Spill::over(std::fs::File::open("/dev/null").unwrap());
+        let end = || *spill.end.lock().unwrap();
+        assert_eq!(spill.append_run(&[1.0; 10]), None);
+        assert_eq!(end(), 80, "the first run was tried");
+        assert_eq!(spill.append_run(&[2.0; 10]), None);
+        assert_eq!(end(), 80, "the second was tried too");
+    }
 
     /// The percentiles the plain way: everything in one vector, sorted.
     fn sorted_way(parts: &[Vec<f64>], ps: &[f64]) -> Vec<Option<f64>> {

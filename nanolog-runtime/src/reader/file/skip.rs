@@ -365,7 +365,7 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
     // merge are its last by tick whatever times a set gives them. (By
     // times, a live or killed writer's last second, past its last clock
     // pair, took `MARGIN_NS` with it: `decode -n 20` of a killed writer's
-    // 920 MB file read its last 2 s of records, 3.1 s of CPU.)
+    // 920 MB file read its last 2 s of records, about 3 s of CPU.)
     let older_than = want.last.and_then(|n| {
         let mut held = 0u64;
         let mut earliest = u64::MAX;
