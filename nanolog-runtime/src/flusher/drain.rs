@@ -25,7 +25,7 @@ const RELEASE_MIN: u64 = 4096;
 /// A site met in the current drain: its id (also its index in
 /// `State::sites`) and its own compaction of a run of records, if any.
 #[derive(Clone, Copy)]
-struct Current {
+pub(super) struct Current {
     id: u32,
     compact: Option<CompactFn>,
     role: Role,
@@ -56,6 +56,14 @@ impl State {
                 return Some(c);
             }
         }
+        // What a site's records need of it, in one dense table: a record of
+        // another site than the last (most records, where sites interleave)
+        // reads it there, not through its registration's pointers.
+        let ix = id as usize;
+        if let (Some(Some(c)), Some(true)) = (self.currents.get(ix), self.site_emitted.get(ix)) {
+            *cur = Some(*c);
+            return Some(*c);
+        }
         let ix = self.site(id)?;
         if !self.site_emitted[ix] {
             self.emit_site(ix);
@@ -67,6 +75,10 @@ impl State {
             role: reg.map_or(Role::Record, |r| r.site.role),
             level_bit: reg.map_or(0, |r| 1 << r.site.level as u8),
         };
+        if self.currents.len() <= ix {
+            self.currents.resize(ix + 1, None);
+        }
+        self.currents[ix] = Some(c);
         *cur = Some(c);
         Some(c)
     }

@@ -129,6 +129,9 @@ struct State {
     out_limit: usize,
     sites: Vec<Option<Arc<Registration>>>,
     site_emitted: Vec<bool>,
+    /// By site id, what its records need of its registration (see
+    /// `State::current`).
+    currents: Vec<Option<drain::Current>>,
     clock_every: u64,
     last_clock: u64,
     logged: u64,
@@ -250,6 +253,7 @@ impl State {
             out_limit,
             sites: Vec::new(),
             site_emitted: Vec::new(),
+            currents: Vec::new(),
             clock_every: (config.clock_interval.as_secs_f64() * hz) as u64,
             last_clock: 0,
             logged: 0,
