@@ -60,4 +60,5 @@ fn run_time_targets_are_capped_and_memory_stays_flat() {
         format!("request {} served target=tenant::{}", N - 1, N - 1)
     );
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }

@@ -86,6 +86,7 @@ fn full_disk_is_reported_counted_and_leaves_a_decodable_file() {
     assert_eq!(in_file, logged);
     assert!(in_file > 1000, "only {in_file} records survived");
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }
 
 fn child() {
@@ -204,6 +205,7 @@ fn a_write_error_that_clears_resumes_and_is_reported_once() {
     }
     assert_eq!(in_file, lost, "records the file reports lost");
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }
 
 fn child_clears() {

@@ -319,6 +319,7 @@ fn is_prefix(set: &BTreeSet<u64>) -> bool {
 
 fn run_child(mode: &str, path: &Path) -> Reaped {
     let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
     Command::new(std::env::current_exe().unwrap())
         .env("NANOLOG_EXIT_CHILD", mode)
         .env("NANOLOG_EXIT_PATH", path)

@@ -185,4 +185,5 @@ fn a_block_that_no_longer_inflates_when_read_again_is_reported() {
     });
     assert_eq!((scanned, scan_errors), (records, errors.len()));
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }

@@ -54,6 +54,7 @@ fn the_readme_set_up_works_with_default_features() {
         }
     }
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
     let file = "tests/readme_setup.rs".to_string();
     assert_eq!(
         got,

@@ -50,6 +50,7 @@ fn a_native_and_a_tracing_span_of_one_key_exit_apart() {
         .map(|(message, spans, _)| (message, spans))
         .collect();
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
     assert_eq!(
         seen,
         [

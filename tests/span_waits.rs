@@ -57,6 +57,7 @@ fn a_record_that_waits_for_a_span_keeps_the_spans_closed_meanwhile() {
 
     let seen = common::messages_and_spans(&path);
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
     assert_eq!(
         seen,
         [
@@ -113,6 +114,7 @@ fn a_span_made_inside_a_dropped_native_span_is_a_root_on_every_thread() {
 
     let seen = common::messages_and_spans(&path);
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
     let inside: Vec<_> = seen.iter().filter(|s| s.0 == "inside t").collect();
     assert_eq!(inside, [&("inside t".to_owned(), "t".to_owned(), false)]);
 }

@@ -54,4 +54,5 @@ fn four_threads_block_mode_lose_nothing_and_merge_in_time_order() {
     assert_eq!(total, THREADS * PER_THREAD);
     assert!(next.iter().all(|&n| n == PER_THREAD), "{next:?}");
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }

@@ -315,6 +315,7 @@ fn a_version_5_file_reads_as_its_writer_wrote_it() {
 fn fresh_log(name: &str, compress: bool) -> (std::path::PathBuf, nanolog::Logger) {
     let path = std::env::temp_dir().join(format!("nanolog-{name}-{}.nlog", std::process::id()));
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
     let logger = nanolog::Logger::builder()
         .path(&path)
         .compress(compress)
@@ -354,6 +355,7 @@ fn spans_of_a_version_6_file_are_stated_to_their_unit() {
     }
     assert_eq!(n, 500);
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }
 
 /// The records of the workload that wrote `tests/fixtures/version6.nlog`
@@ -483,6 +485,7 @@ fn a_file_written_now_packs_numbered_strings_and_reads_as_logged() {
     let packed = keys_packed(&log);
     assert!(packed >= 190, "{packed} keys packed");
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }
 
 /// The records of `log` (the version fixtures' workload) whose key
@@ -563,4 +566,5 @@ fn a_switch_out_of_range_is_reported_not_a_panic() {
     assert_eq!(damaged, 1);
     assert!(read >= total - 2, "{read} of {total} read");
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }

@@ -73,4 +73,5 @@ fn hundred_thousand_short_threads_lose_nothing_and_free_their_rings() {
     }
     assert_eq!(seen.len() as u64, THREADS * PER_THREAD);
     let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(path.with_extension("nlog.lock"));
 }

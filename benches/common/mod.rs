@@ -58,6 +58,9 @@ pub fn remove_set(path: &std::path::Path) {
         let _ = std::fs::remove_file(p);
     }
     let _ = std::fs::remove_file(path);
+    let mut lock = path.as_os_str().to_os_string();
+    lock.push(".lock");
+    let _ = std::fs::remove_file(lock);
 }
 
 /// Calls timed in one burst: they fit the default 1 MiB ring.

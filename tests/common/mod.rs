@@ -38,9 +38,20 @@ pub fn messages_and_spans(path: &Path) -> Vec<(String, String, bool)> {
 pub struct TempLog(pub PathBuf);
 
 impl Drop for TempLog {
+    /// The log and its lock file (`app.nlog.lock`, left by a logger that
+    /// stopped: the lock is the kernel's, on the file's descriptor).
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_file(lock_of(&self.0));
     }
+}
+
+/// The lock file a logger writing `path` keeps beside it.
+#[allow(dead_code)]
+pub fn lock_of(path: &std::path::Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    path.with_file_name(name)
 }
 
 /// Logs the call with `nanolog::info!` and pushes `format!` of the same
