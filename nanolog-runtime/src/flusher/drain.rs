@@ -519,6 +519,7 @@ mod tests {
                 .count()
         };
         assert_eq!(count(tag::SITE), 2, "once, and restated by the next write");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap_or(&path));
     }
 
     /// A record whose site no one registered is left out, and the records
@@ -537,5 +538,6 @@ mod tests {
         assert!(got.contains(&"worker n=1".to_owned()), "{got:?}");
         assert!(got.contains(&"worker n=3".to_owned()), "{got:?}");
         assert!(!got.iter().any(|l| l.ends_with("n=2")), "{got:?}");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap_or(&path));
     }
 }
