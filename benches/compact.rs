@@ -1,7 +1,8 @@
 //! The flusher's compaction, on one core with its input in the cache: a
 //! run of 1,024 ring records of one Table 3 call site through the function
-//! the macro generates for the site (one call per run), and the same
-//! records one at a time through the interpreter that bridge sites use.
+//! the macro generates for the site (one call per run, and one call per
+//! record, as when sites interleave), and the same records one at a time
+//! through the interpreter that bridge sites use.
 //! Nothing crosses between cores, so this is the cost of the code alone,
 //! steady on a machine where the two-thread figures swing.
 //! `cargo bench --bench compact`.
@@ -56,6 +57,27 @@ fn typed<T: ArgList>(c: &mut Criterion, name: &str, types: T, kinds: &[ArgKind],
                 usize::MAX,
                 &mut strings,
             );
+            black_box(&out);
+        })
+    });
+    // The same records one call each, as the flusher takes them when other
+    // sites' records come between (most programs): what a call costs
+    // beyond its records (a call once zero-filled 4 KiB of the output).
+    let rec = ring.len() / RECORDS;
+    g.bench_function(format!("{name}_interleaved"), |b| {
+        b.iter(|| {
+            out.clear();
+            let mut prev = 1000;
+            for r in ring.chunks_exact(rec) {
+                f(
+                    black_box(r),
+                    SITE,
+                    &mut prev,
+                    &mut out,
+                    usize::MAX,
+                    &mut strings,
+                );
+            }
             black_box(&out);
         })
     });

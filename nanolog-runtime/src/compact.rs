@@ -92,6 +92,8 @@ fn bound(raw: usize) -> usize {
 
 /// The most the output's window grows by at a time (see `compact_run`).
 const GROW: usize = 4096;
+/// The least it grows by for a run of records (a lone record: its bound).
+const FIRST: usize = 512;
 
 /// One argument type's compaction: reads its raw form at `raw[*pos..]`,
 /// appends its compact form, and returns its nibble code (0 if it has none).
@@ -365,11 +367,12 @@ fn compact_run<T: ArgList>(
     let mut pos = 0;
     let mut n = 0;
     let mut prev = *prev_tick;
-    // The window past `len` that `resize` zero-fills: a lone record's bound
-    // first, doubling as the run goes on, at most GROW at a time. (A call
-    // takes one record when its site's records interleave with others',
-    // and a 4 KiB window each call was a 4 KiB memset a record: 58% of a
-    // flat-out writer's flusher in its profile, b5a4103 to 888f9b2.)
+    // The window past `len` that `resize` zero-fills: a record followed by
+    // another site's (a lone record, as wherever sites interleave) gets
+    // its own bound; a run, FIRST bytes, doubling as it goes on, at most
+    // GROW at a time. (A 4 KiB window at every call was a 4 KiB memset a
+    // record where sites interleave: 58% of a flat-out writer's flusher in
+    // its profile, b5a4103 to 888f9b2.)
     let mut grow = 0;
     while let Some((id, rec_len, tick)) = run.get(pos..).and_then(ring::parse_header) {
         if id != site {
@@ -381,7 +384,14 @@ fn compact_run<T: ArgList>(
         };
         let need = bound(args.len());
         if out.len() - len < need {
-            grow = (grow * 2).min(GROW).max(need);
+            let lone = run
+                .get(pos + rec_len..)
+                .and_then(ring::parse_header)
+                .is_none_or(|(next, _, _)| next != site);
+            grow = match lone {
+                true => need,
+                false => (grow * 2).clamp(FIRST, GROW).max(need),
+            };
             out.resize(len + grow, 0);
         }
         let delta = tick.saturating_sub(prev);
