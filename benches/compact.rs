@@ -45,42 +45,30 @@ fn typed<T: ArgList>(c: &mut Criterion, name: &str, types: T, kinds: &[ArgKind],
         f(&ring, SITE, &mut 1000, &mut out, usize::MAX, &mut strings),
         (ring.len(), RECORDS as u64)
     );
-    g.bench_function(format!("{name}_typed"), |b| {
-        b.iter(|| {
-            out.clear();
-            let mut prev = 1000;
-            f(
-                black_box(&ring),
-                SITE,
-                &mut prev,
-                &mut out,
-                usize::MAX,
-                &mut strings,
-            );
-            black_box(&out);
-        })
-    });
-    // The same records one call each, as the flusher takes them when other
-    // sites' records come between (most programs): what a call costs
-    // beyond its records (a call once zero-filled 4 KiB of the output).
+    // The run in one call, and the same records one call each, as the
+    // flusher takes them when other sites' records come between (most
+    // programs): what a call costs beyond its records (a call once
+    // zero-filled 4 KiB of the output).
     let rec = ring.len() / RECORDS;
-    g.bench_function(format!("{name}_interleaved"), |b| {
-        b.iter(|| {
-            out.clear();
-            let mut prev = 1000;
-            for r in ring.chunks_exact(rec) {
-                f(
-                    black_box(r),
-                    SITE,
-                    &mut prev,
-                    &mut out,
-                    usize::MAX,
-                    &mut strings,
-                );
-            }
-            black_box(&out);
-        })
-    });
+    for (kind, calls) in [("typed", ring.len()), ("interleaved", rec)] {
+        g.bench_function(format!("{name}_{kind}"), |b| {
+            b.iter(|| {
+                out.clear();
+                let mut prev = 1000;
+                for r in ring.chunks_exact(calls) {
+                    f(
+                        black_box(r),
+                        SITE,
+                        &mut prev,
+                        &mut out,
+                        usize::MAX,
+                        &mut strings,
+                    );
+                }
+                black_box(&out);
+            })
+        });
+    }
     // The flusher's per-record path for the same records: the two varints,
     // then the interpreter over the arguments (the header is not parsed
     // here: every record has `raw` and a tick 10 after the last).

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 mod reaped;
 pub use reaped::{Reaped, SpawnReaped};
 mod shared;
-pub use shared::{serial, temp};
+pub use shared::{lock_of, serial, temp};
 
 /// Removes the log at `path` and the finished files of its set (an earlier
 /// run's file a later `start` kept beside it, rolled files).
@@ -44,14 +44,6 @@ impl Drop for TempLog {
         let _ = std::fs::remove_file(&self.0);
         let _ = std::fs::remove_file(lock_of(&self.0));
     }
-}
-
-/// The lock file a logger writing `path` keeps beside it.
-#[allow(dead_code)]
-pub fn lock_of(path: &std::path::Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
-    path.with_file_name(name)
 }
 
 /// Logs the call with `nanolog::info!` and pushes `format!` of the same

@@ -49,8 +49,13 @@ extern "C" fn remove_made() {
     let made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
     for path in made.iter() {
         let _ = std::fs::remove_file(path);
-        let mut lock = path.clone().into_os_string();
-        lock.push(".lock");
-        let _ = std::fs::remove_file(lock);
+        let _ = std::fs::remove_file(lock_of(path));
     }
+}
+
+/// The lock file a logger writing `path` keeps beside it (`app.nlog.lock`).
+pub fn lock_of(path: &std::path::Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".lock");
+    PathBuf::from(name)
 }
