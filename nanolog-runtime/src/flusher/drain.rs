@@ -96,6 +96,24 @@ impl State {
             r.deferred_at = None;
             return 0;
         }
+        // A measuring build only (`RUSTFLAGS="--cfg nanolog_flusher_discards"`,
+        // not a feature, so no dependency can turn it on): the pass steps
+        // over every record by its header and writes nothing, so that a
+        // benchmark shows what the logging threads' side costs with the
+        // flusher's work on the records taken away (BENCHMARKS.md, "The
+        // floor under the marks"). The file gets no record.
+        // (`cfg!`, not `#[cfg]`: the lines are type-checked in every build.)
+        if cfg!(nanolog_flusher_discards) {
+            let mut n = 0;
+            while let Some(rec) = r.c.peek(tail) {
+                let len = rec.len();
+                r.c.advance(len);
+                n += 1;
+            }
+            r.c.release();
+            r.deferred_at = None;
+            return n;
+        }
         let ring = Arc::clone(&r.c.ring);
         let thread = ring.thread;
         let mut open: Option<Open> = None;
