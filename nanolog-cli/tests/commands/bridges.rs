@@ -39,7 +39,8 @@ mod dependency {
 
 /// One program logging through all three APIs; returns its file.
 fn write_log() -> PathBuf {
-    let path = std::env::temp_dir().join(format!("nanolog-bridges-{}.nlog", std::process::id()));
+    // (Its lock file, and the log if a check fails first, go at exit.)
+    let path = common::temp("bridges");
     let logger = nanolog::Logger::builder()
         .path(&path)
         .filter(&format!(
@@ -201,8 +202,7 @@ fn bridge_records_decode_with_their_site_target_and_fields() {
 #[test]
 fn typed_events_larger_than_the_inline_staging_are_written_whole() {
     let _s = common::serial();
-    let path =
-        std::env::temp_dir().join(format!("nanolog-bridges-big-{}.nlog", std::process::id()));
+    let path = common::temp("bridges-big");
     let logger = nanolog::Logger::builder().path(&path).start().unwrap();
     let sizes = [0usize, 1, 1000, 1011, 1012, 1013, 1024, 5000, 100_000];
     let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
