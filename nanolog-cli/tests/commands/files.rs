@@ -789,10 +789,8 @@ fn follow_with_a_cursor_resumes_after_a_kill() {
     take_lines(&rx, &mut first, last);
     // (Killed after it saved the position it printed to, the live file's
     // end; killed between a print and its save, it would print that batch
-    // again. It may save earlier positions first: it prints the records
-    // after the writer's last clock pair once the next pair comes.)
-    // Where the cursor says: (the file's start time, byte), as it names
-    // its file (`nanolog-cursor-v2 PID BASE_UNIX_NS OFFSET SEQ LOG`).
+    // again.) Where the cursor says: (the file's start time, byte), as it
+    // names its file (`nanolog-cursor-v2 PID BASE_UNIX_NS OFFSET SEQ LOG`).
     let saved_to = || -> Option<(i64, u64)> {
         let c = std::fs::read_to_string(&cursor).ok()?;
         let mut f = c.split(' ').skip(2);
@@ -816,7 +814,8 @@ fn follow_with_a_cursor_resumes_after_a_kill() {
     let saved_by = Instant::now() + Duration::from_secs(120);
     let mut saved_to_end = false;
     while Instant::now() < saved_by {
-        if saved_to().is_some() && saved_to() == live_end() {
+        let saved = saved_to();
+        if saved.is_some() && saved == live_end() {
             saved_to_end = true;
             break;
         }
