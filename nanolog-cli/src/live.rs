@@ -10,16 +10,20 @@ use std::time::{Duration, Instant};
 
 use nanolog_runtime::reader::{LogFile, SetListing, TimeMap};
 
-/// The longest records at the live edge wait for the writer's next clock
-/// pair (it writes one at least every second while it runs).
+/// How long records at the live edge wait for the writer's next clock pair
+/// (it writes one at least every second while it runs) before the follower
+/// asks whether the writer still runs: while it does, they wait on; once
+/// it is gone (killed, or the file cut), or where that cannot be told,
+/// they go with extrapolated times.
 pub(crate) const HOLD: Duration = Duration::from_secs(2);
 
 /// A follower's view of its set's clocks and of the live file's edge.
 pub(crate) struct LiveEdge {
     /// The set's path (a link resolved: the set is beside its target).
     base: PathBuf,
-    /// Since when records at the live edge wait for a clock pair.
-    held_since: Option<Instant>,
+    /// Since when records at the live edge wait for a clock pair, and the
+    /// byte the last pair ended at then: a later pair restarts the wait.
+    held_since: Option<(Instant, usize)>,
     /// The set's finished files as last listed.
     listing: SetListing,
     /// The clocks of the finished files the last file's clock took, by
@@ -49,9 +53,13 @@ impl LiveEdge {
 
     /// How far `log` is taken now: all of it, except for the live file of
     /// a running writer, whose records after its last clock pair wait for
-    /// the next pair (at most [`HOLD`]): their times are then the ones
-    /// `decode` of the finished set prints, instead of an extrapolation a
-    /// later pair would change.
+    /// the next pair: their times are then the ones `decode` of the
+    /// finished set prints, never an extrapolation a later pair would
+    /// change. A busy writer always has records past its last pair: each
+    /// new pair lets go of those before it and restarts the wait. Only a
+    /// writer that wrote no pair for [`HOLD`] and no longer runs (or whose
+    /// state this system cannot tell) has its last records taken with
+    /// extrapolated times.
     pub(crate) fn edge(&mut self, log: &LogFile) -> usize {
         let all = log.valid_len();
         let live = !log.is_complete() && log.path() == self.base;
@@ -60,10 +68,21 @@ impl LiveEdge {
             self.held_since = None;
             return all;
         }
-        let since = *self.held_since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= HOLD {
-            // No pair came (a writer killed, or stopped without ending the
-            // file): what is there goes, its times extrapolated.
+        let since = match self.held_since {
+            Some((since, at)) if at == clock_end => since,
+            // A new pair (or a new file): the wait starts again.
+            _ => {
+                let now = Instant::now();
+                self.held_since = Some((now, clock_end));
+                now
+            }
+        };
+        if since.elapsed() >= HOLD
+            && crate::inputs::writer_alive(log.path(), log.header().pid) != Some(true)
+        {
+            // No pair came and the writer is gone (killed, or stopped
+            // without ending the file): what is there goes, its times
+            // extrapolated.
             self.held_since = None;
             return all;
         }

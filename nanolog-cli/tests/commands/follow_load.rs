@@ -44,12 +44,13 @@ fn child_paced_writer() {
         return;
     };
     let secs = env_or("NANOLOG_SOAK_SECS", 3.0);
-    let logger = Logger::builder()
-        .path(&path)
-        .rotate_bytes(64 << 10)
-        .compress(true)
-        .start()
-        .unwrap();
+    let mut builder = Logger::builder().path(&path).compress(true);
+    // (Steady: one file, never rolled, so the follower is at the live
+    // edge of one file the whole run.)
+    if std::env::var_os("NANOLOG_SOAK_STEADY").is_none() {
+        builder = builder.rotate_bytes(64 << 10);
+    }
+    let logger = builder.start().unwrap();
     let until = Instant::now() + Duration::from_secs_f64(secs);
     let workers: Vec<_> = (1..=WORKERS)
         .map(|w| {
@@ -134,7 +135,8 @@ fn check_line(line: &str) -> (u64, u64, u64) {
 
 /// One run: the writer in a child process beside the load, `decode -f`
 /// started before it; returns the records logged and the files written.
-fn soak_run(d: &Path, secs: f64) -> (u64, usize) {
+/// `steady`: the writer never rolls.
+fn soak_run(d: &Path, secs: f64, steady: bool) -> (u64, usize) {
     let base = d.join("app.nlog");
     let mut follower = Command::new(BIN)
         .args(["decode", "-f", "--format", "json", p(&base)])
@@ -143,7 +145,11 @@ fn soak_run(d: &Path, secs: f64) -> (u64, usize) {
         .spawn_reaped();
     let rx = common::line_reader(&mut follower);
     let load = Load::start(2);
-    let child = Command::new(std::env::current_exe().unwrap())
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    if steady {
+        child.env("NANOLOG_SOAK_STEADY", "1");
+    }
+    let child = child
         .args([
             "--exact",
             &common::test_name(module_path!(), "child_paced_writer"),
@@ -291,7 +297,7 @@ fn a_follower_under_cpu_load_prints_every_record_once_with_its_thread_and_spans(
     for run in 0..runs {
         let d = common::fresh_dir("follow_load", &format!("run{run}"));
         let started = Instant::now();
-        let (logged, files) = soak_run(&d, secs);
+        let (logged, files) = soak_run(&d, secs, false);
         eprintln!(
             "run {run}: {logged} records in {files} files, followed in {:.1} s",
             started.elapsed().as_secs_f64()
@@ -299,4 +305,21 @@ fn a_follower_under_cpu_load_prints_every_record_once_with_its_thread_and_spans(
         assert!(files > 2, "the writer rolled only {files} times");
         let _ = std::fs::remove_dir_all(&d);
     }
+}
+
+/// A follower of a busy writer that never rolls (issue #84): records are
+/// always there past the writer's last clock pair, and each one waits for
+/// the pair after it, however long the run, so every line the follower
+/// prints has the time `decode` of the finished file gives it. (Until
+/// 2026-12-06 the wait ended 2 s after it began whatever pairs came
+/// meanwhile, and 19% of a busy writer's followed lines were printed with
+/// extrapolated times, off by up to 6 µs, in bursts every 2 s.) Six
+/// seconds: three of those bursts.
+#[test]
+fn a_follower_of_a_busy_writer_that_never_rolls_prints_the_finished_files_times() {
+    let d = common::fresh_dir("follow_load", "steady");
+    let (logged, files) = soak_run(&d, env_or("NANOLOG_SOAK_SECS", 6.0), true);
+    assert_eq!(files, 1, "the writer rolled");
+    assert!(logged > 10_000, "only {logged} records");
+    let _ = std::fs::remove_dir_all(&d);
 }
