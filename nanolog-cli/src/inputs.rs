@@ -44,7 +44,136 @@ fn expand_saying(files: &[PathBuf], say: bool) -> anyhow::Result<Vec<PathBuf>> {
     if out.is_empty() {
         anyhow::bail!("no log file to read");
     }
+    let out = each_once(out, say);
+    if say {
+        warn_of_holes(&out);
+    }
     Ok(out)
+}
+
+/// `paths` with a file named twice (`app*.nlog app.nlog`, or through a
+/// link) kept at its first naming only: read twice, each of its records
+/// would be printed and counted twice. Told apart by device and inode
+/// where the system has them, else by the canonical path; one warning a
+/// file named again, when `say`.
+fn each_once(paths: Vec<PathBuf>, say: bool) -> Vec<PathBuf> {
+    let mut seen: Vec<(FileId, usize)> = Vec::with_capacity(paths.len());
+    let mut out: Vec<PathBuf> = Vec::with_capacity(paths.len());
+    for p in paths {
+        // (What cannot be looked at is kept: its reading says why.)
+        let Some(id) = file_id(&p) else {
+            out.push(p);
+            continue;
+        };
+        if let Some(&(_, first)) = seen.iter().find(|(s, _)| *s == id) {
+            if say {
+                let _ = writeln!(
+                    io::stderr(),
+                    "nanolog: warning: {} is {}, named already: read once",
+                    p.display(),
+                    if p == out[first] {
+                        "named twice".to_owned()
+                    } else {
+                        format!("the same file as {}", out[first].display())
+                    }
+                );
+            }
+            continue;
+        }
+        seen.push((id, out.len()));
+        out.push(p);
+    }
+    out
+}
+
+/// What tells a file apart from every other on this system.
+#[cfg(unix)]
+type FileId = (u64, u64);
+#[cfg(not(unix))]
+type FileId = PathBuf;
+
+#[cfg(unix)]
+fn file_id(p: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(p).ok()?;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_id(p: &Path) -> Option<FileId> {
+    std::fs::canonicalize(p).ok()
+}
+
+/// Says which files of a numbered set are missing between the ones named
+/// (`app.0000000003.<UTC>Z.nlog` and `app.0000000005.<UTC>Z.nlog` without
+/// number 4): retention removes a set's oldest files, never one in the
+/// middle, so a hole is a file deleted or moved by hand, or left out of the
+/// command line, and what it held is in no answer.
+fn warn_of_holes(paths: &[PathBuf]) {
+    let mut sets: std::collections::BTreeMap<(PathBuf, String), Vec<u64>> = Default::default();
+    for p in paths {
+        let Some((set, seq)) = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(numbered_name)
+        else {
+            continue;
+        };
+        let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+        sets.entry((dir, set)).or_default().push(seq);
+    }
+    for ((dir, set), mut seqs) in sets {
+        seqs.sort_unstable();
+        seqs.dedup();
+        for w in seqs.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if b - a < 2 {
+                continue;
+            }
+            let which = if b - a == 2 {
+                format!("file number {}", a + 1)
+            } else {
+                format!("files number {} to {}", a + 1, b - 1)
+            };
+            let _ = writeln!(
+                io::stderr(),
+                "nanolog: warning: {}: {which} of the set, between the inputs numbered {a} and {b}, {} not among the inputs (removed, or not named): what {} held is not read",
+                dir.join(&set).display(),
+                if b - a == 2 { "is" } else { "are" },
+                if b - a == 2 { "it" } else { "they" },
+            );
+        }
+    }
+}
+
+/// The set (its live file's name) and number of a finished file's name of
+/// the form `app.<number>.<UTC start>Z.nlog` (`app.0000000042.20261123T153100.123456789Z.nlog`,
+/// the extension optional), as writers name them.
+fn numbered_name(name: &str) -> Option<(String, u64)> {
+    let mut parts: Vec<&str> = name.split('.').collect();
+    let ext = match parts.last() {
+        Some(l) if !l.ends_with('Z') => parts.pop(),
+        _ => None,
+    };
+    let nanos = parts.pop()?.strip_suffix('Z')?;
+    let date = parts.pop()?;
+    let seq = parts.pop()?;
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    let stamp = date.len() == 15
+        && date.is_ascii()
+        && date.as_bytes()[8] == b'T'
+        && digits(&date[..8], 8)
+        && digits(&date[9..], 6)
+        && digits(nanos, 9);
+    if !stamp || seq.len() < 10 || !seq.bytes().all(|b| b.is_ascii_digit()) || parts.is_empty() {
+        return None;
+    }
+    let mut set = parts.join(".");
+    if let Some(ext) = ext {
+        set.push('.');
+        set.push_str(ext);
+    }
+    Some((set, seq.parse().ok()?))
 }
 
 /// Every thread of `files`.
@@ -241,7 +370,23 @@ pub(crate) fn writer_alive(path: &std::path::Path, pid: u32) -> Option<bool> {
     let holder = std::fs::read_to_string(path.with_file_name(name))
         .ok()
         .and_then(|t| t.trim().parse::<u32>().ok());
-    Some(holder == Some(pid) && proc.join(pid.to_string()).exists())
+    Some(holder == Some(pid) && process_runs(proc, pid))
+}
+
+/// Whether the process `pid` exists and has not died: a zombie (killed
+/// and not yet reaped by its parent, state `Z` in `/proc/PID/stat`) or one
+/// being torn down (`X`) writes nothing more, though its pid is still
+/// listed.
+fn process_runs(proc: &std::path::Path, pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(proc.join(pid.to_string()).join("stat")) else {
+        return false;
+    };
+    // `PID (COMM) STATE ...`: the command may hold spaces and parentheses,
+    // so the state is the first field after the last `)`.
+    let state = stat
+        .rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next());
+    !matches!(state, Some("Z" | "X" | "x"))
 }
 
 /// Says when `log` ends on a whole entry without its writer's END, and no
@@ -370,4 +515,53 @@ pub(crate) fn open_log(path: &Path) -> Result<LogFile, nanolog_runtime::reader::
         known = log;
     }
     LogFile::open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_finished_files_name_says_its_set_and_number() {
+        assert_eq!(
+            numbered_name("app.0000000042.20261123T153100.123456789Z.nlog"),
+            Some(("app.nlog".to_owned(), 42))
+        );
+        assert_eq!(
+            numbered_name("my.app.0000000007.20261123T153100.123456789Z"),
+            Some(("my.app".to_owned(), 7))
+        );
+        // The live file, a writer's older name (no number), other files.
+        for name in [
+            "app.nlog",
+            "app.20261123T153100.123456789Z.nlog",
+            "0000000042.20261123T153100.123456789Z.nlog",
+            "app.42.20261123T153100.123456789Z.nlog",
+            "app.0000000042.2026112éT15310.123456789Z.nlog",
+            "",
+        ] {
+            assert_eq!(numbered_name(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_file_named_twice_or_through_a_link_is_kept_once_in_its_first_place() {
+        let dir = std::env::temp_dir().join(format!("nanolog-once-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.nlog"), dir.join("b.nlog"));
+        std::fs::write(&a, b"a").unwrap();
+        std::fs::write(&b, b"b").unwrap();
+        let mut named = vec![a.clone(), b.clone(), a.clone()];
+        #[cfg(unix)]
+        {
+            let link = dir.join("link.nlog");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&b, &link).unwrap();
+            named.push(link);
+        }
+        let missing = dir.join("missing.nlog");
+        named.push(missing.clone());
+        assert_eq!(each_once(named, false), vec![a, b, missing]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

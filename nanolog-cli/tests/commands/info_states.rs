@@ -185,3 +185,51 @@ fn decode_says_a_file_cut_on_an_entry_boundary() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A writer killed and not yet reaped by its parent (a zombie: its pid
+/// still listed, its lock file still naming it) has written its last
+/// byte: `info` says its file is cut off, and `decode` says where it ends
+/// without its END (issue #84: until 2026-12-06 a zombie's pid was taken
+/// for a live writer, `info` said live and the warning was held back).
+#[test]
+fn a_killed_writer_not_yet_reaped_reads_as_cut_off() {
+    let _s = common::serial();
+    let dir = common::fresh_dir("info", "zombie");
+    let path = dir.join("zombie.nlog");
+    let c = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            &common::test_name(module_path!(), "child_that_ends"),
+            "--ignored",
+        ])
+        .env("NANOLOG_INFO_LOG", &path)
+        .env("NANOLOG_INFO_END", "kill")
+        .spawn_reaped();
+    // Not waited for: it stays a zombie until this test reaps it.
+    let stat = format!("/proc/{}/stat", c.id());
+    let zombie = || {
+        std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(false)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !zombie() {
+        assert!(Instant::now() < deadline, "the child did not die");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        state(&path),
+        "cut off (its writer was killed or crashed: the records up to the last whole entry)"
+    );
+    let o = common::succeed(&["decode", common::p(&path)]);
+    assert_eq!(common::stdout(&o).lines().count(), 1000);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("no END entry after byte").count(), 1, "{err}");
+    assert!(zombie(), "reaped before the checks ended");
+    drop(c);
+    let _ = std::fs::remove_dir_all(&dir);
+}
