@@ -240,3 +240,74 @@ fn reserved_tags_are_skipped_and_others_are_damage() {
         assert_eq!(damaged, is_damage, "tag {t}: {:?}", log.warnings());
     }
 }
+
+/// FORMAT.md's tables and sizes are the code's: the version it describes
+/// (title, header table, the versions a reader takes), the header's
+/// length, every tag's number and name (its table and its section), and
+/// the RUN placeholder's body length. (Before 2026-12-06 the header table
+/// still named version 8 the newest and the RUN body 326 bytes, where the
+/// code said 9 and 336.)
+#[test]
+fn format_md_tables_are_the_codes_constants() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../FORMAT.md"))
+        .expect("FORMAT.md beside the workspace");
+    let v = wire::VERSION;
+    let has = |text: &str| {
+        assert!(
+            doc.contains(text),
+            "FORMAT.md does not say {text:?} (the code's constants say it)"
+        )
+    };
+    has(&format!("# The nanolog file format, version {v}\n"));
+    has(&format!(
+        "| 8 | 2 | format version, u16: `{v}` (`{}` to `{}` for files of earlier writers) |",
+        wire::MIN_VERSION,
+        v - 1
+    ));
+    has(&format!("version is not {} to {v} (", wire::MIN_VERSION));
+    has(&format!("A file is a {}-byte header", wire::HEADER_LEN));
+    has(&format!("### Header ({} bytes)", wire::HEADER_LEN));
+    has(&format!(
+        "| 12 | 4 | header length, u32: `{}` |",
+        wire::HEADER_LEN
+    ));
+    has(&format!(
+        "when its length is the one\nwriters give ({} bytes)",
+        wire::index::RUN_BODY
+    ));
+
+    let tags = [
+        ("SITE", tag::SITE),
+        ("THREAD", tag::THREAD),
+        ("EXTENT", tag::EXTENT),
+        ("CLOCK", tag::CLOCK),
+        ("DROP", tag::DROP),
+        ("ROTATE", tag::ROTATE),
+        ("END", tag::END),
+        ("SPAN", tag::SPAN),
+        ("CONTEXT", tag::CONTEXT),
+        ("SET", tag::SET),
+        ("STRINGS", tag::STRINGS),
+        ("BLOCK", tag::BLOCK),
+        ("INDEX", tag::INDEX),
+        ("TOTALS", tag::TOTALS),
+        ("RUN", tag::RUN),
+    ];
+    // The table of tags: `| n | NAME | ... |` rows after its head.
+    let table: Vec<(String, u8)> = doc
+        .split("| tag | name | body |\n|---|---|---|\n")
+        .nth(1)
+        .expect("FORMAT.md's table of tags")
+        .lines()
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[2].to_owned(), cells[1].parse().expect("a tag number"))
+        })
+        .collect();
+    let code: Vec<(String, u8)> = tags.iter().map(|&(n, t)| (n.to_owned(), t)).collect();
+    assert_eq!(table, code, "FORMAT.md's table of tags against wire::tag");
+    for (name, t) in tags {
+        has(&format!("### {name} (tag {t})"));
+    }
+}
