@@ -116,3 +116,156 @@ fn a_large_file_is_read_without_holding_its_pages() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A rolled set of about 430 MB written by two threads at once, so that
+/// each file holds records of the others' time (a thread's ring drained
+/// after a roll) and a sorted read merges them all together: records of
+/// about 4 KB, plain, one in 500 an error.
+fn large_rolled_set(base: &std::path::Path, per_thread: u32) {
+    let _s = serial();
+    let logger = nanolog::Logger::builder()
+        .path(base)
+        .compress(false)
+        .rotate_bytes(64 << 20)
+        .start()
+        .unwrap();
+    let body: String = (0..4000)
+        .map(|i| char::from(b'a' + (i % 26) as u8))
+        .collect();
+    std::thread::scope(|s| {
+        for t in 0..2u32 {
+            let body = body.as_str();
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    if i % 500 == 499 {
+                        nanolog::error!("thread {} record {} failed: {}", t, i, body);
+                    } else {
+                        nanolog::info!("thread {} record {} carries {}", t, i, body);
+                    }
+                }
+            });
+        }
+    });
+    drop(logger);
+}
+
+/// `--level error` and `--grep` of a ~430 MB set keep memory flat (issue
+/// #84): the files are released as the merge passes them. Until
+/// 2026-12-06 a narrow read pre-scanned each file a wave of 64 MiB at a
+/// time and kept every page it or the renderers touched mapped to the end
+/// of the merge of the set's files (peak resident memory ~ the set's
+/// size: 464 MB of a 445 MB set, 991 MB of a gigabyte one).
+#[test]
+fn level_and_grep_of_a_large_rolled_set_hold_a_bounded_share_of_it() {
+    let dir = fresh_dir("memory", "rolled");
+    let base = dir.join("app.nlog");
+    large_rolled_set(&base, 53_000);
+    let files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.extension().is_some_and(|x| x == "nlog"))
+        .map(|f| f.to_str().unwrap().to_owned())
+        .collect();
+    let size: f64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len() as f64)
+        .sum::<f64>()
+        / 1e6;
+    assert!(files.len() >= 6, "{} files", files.len());
+    assert!(size > 400.0, "the set is {size:.0} MB");
+    for args in [
+        vec!["decode", "--level", "error"],
+        vec!["decode", "--grep", "record 4999 failed"],
+        vec!["decode", "--thread", "1", "--level", "warn"],
+    ] {
+        let mut a: Vec<&str> = args.clone();
+        a.extend(files.iter().map(String::as_str));
+        let (lines, peak) = lines_and_peak(&a, 300);
+        eprintln!(
+            "{args:?} of a {size:.0} MB set: {lines} lines, peak resident memory {peak:.0} MB"
+        );
+        assert!(lines > 0, "{args:?} printed nothing");
+        assert!(
+            peak < 128.0,
+            "{args:?}: peak {peak:.0} MB of a {size:.0} MB set"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A crafted file of ~1.5 million tiny INDEX entries (each announcing a
+/// run of one empty entry of a reserved tag), ~50 MB: a reader keeps a
+/// bounded number of index rows whatever a file claims, and refuses the
+/// rest of such an index with one warning (issue #84: `-n 20`, `info` and
+/// `--level error` of it took 355 MB until 2026-12-06).
+#[test]
+fn a_file_of_millions_of_tiny_index_entries_is_read_in_bounded_memory() {
+    use nanolog_runtime::wire::{self, dict, header::Header, index, tag};
+    let dir = fresh_dir("memory", "rows");
+    let log = dir.join("rows.nlog");
+    let entry = |out: &mut Vec<u8>, t: u8, body: &[u8]| {
+        out.push(t);
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(&wire::entry_crc(t, body).to_le_bytes());
+        out.extend_from_slice(body);
+    };
+    let base_tick = 1_000_000u64;
+    let mut f = Header {
+        version: wire::VERSION,
+        ticks_per_second: 1e9,
+        base_tick,
+        base_unix_ns: 1_795_000_000_000_000_000,
+        pid: u32::MAX - 7,
+    }
+    .encode()
+    .to_vec();
+    let mut b = Vec::new();
+    dict::put_thread(&mut b, 1, "main");
+    entry(&mut f, tag::THREAD, &b);
+    let row = index::Row {
+        offset: 0,
+        len: 9,
+        records: 1,
+        first_tick: base_tick,
+        last_tick: base_tick,
+        levels: 1 << 2,
+        threads: index::thread_bit(1),
+        sites: index::Ids::ANY,
+        contexts: index::Ids::ANY,
+    };
+    b.clear();
+    index::put_index(&mut b, &row);
+    let mut pair = Vec::new();
+    entry(&mut pair, tag::INDEX, &b);
+    entry(&mut pair, 31, &[]);
+    // Written as it is made: the file is never in this process's memory,
+    // whose peak a child's measured peak starts from (see `wait_peak`).
+    let n = 50_000_000 / pair.len();
+    {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&log).unwrap());
+        out.write_all(&f).unwrap();
+        for _ in 0..n {
+            out.write_all(&pair).unwrap();
+        }
+        out.flush().unwrap();
+    }
+    let size = std::fs::metadata(&log).unwrap().len() as f64 / 1e6;
+    for args in [
+        vec!["decode", "-n", "20"],
+        vec!["info"],
+        vec!["decode", "--level", "error"],
+    ] {
+        let mut a = args.clone();
+        a.push(p(&log));
+        let (_, peak) = lines_and_peak(&a, 300);
+        eprintln!(
+            "{args:?} of {n} INDEX entries ({size:.0} MB): peak resident memory {peak:.0} MB"
+        );
+        assert!(
+            peak < 128.0,
+            "{args:?}: peak {peak:.0} MB of a {size:.0} MB file"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -976,3 +976,139 @@ fn stats_of_a_rare_site_reads_its_writes_and_prints_what_the_whole_file_does() {
     }
     let _ = std::fs::remove_dir_all(p(&dir));
 }
+
+/// A varint (LEB128, as the format's) at `b[*at..]`: its value and length.
+fn varint_at(b: &[u8], at: usize) -> (u64, usize) {
+    let (mut v, mut n) = (0u64, 0usize);
+    loop {
+        let byte = b[at + n];
+        v |= u64::from(byte & 0x7f) << (7 * n);
+        n += 1;
+        if byte & 0x80 == 0 {
+            return (v, n);
+        }
+    }
+}
+
+/// Applies `edit` to the body of every whole INDEX entry (tag 13) of
+/// `file` that counts records, its checksum made again (so it reads as
+/// intact); returns how many it changed.
+fn index_edited(file: &mut [u8], edit: impl Fn(&mut [u8])) -> usize {
+    let mut changed = 0;
+    let mut at = 48;
+    while at + 9 <= file.len() {
+        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
+        if at + 9 + len > file.len() {
+            break;
+        }
+        let body = at + 9..at + 9 + len;
+        if file[at] == 13 {
+            let b = &mut file[body.clone()];
+            let (_, l) = varint_at(b, 0);
+            if varint_at(b, l).0 > 0 {
+                edit(b);
+                let crc = nanolog_runtime::wire::entry_crc(13, &file[body]);
+                file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
+                changed += 1;
+            }
+        }
+        at += 9 + len;
+    }
+    changed
+}
+
+/// An INDEX entry whose checksum holds but whose claims cannot be true
+/// (issue #84) is refused with one warning, and the answers it would have
+/// changed are the whole decode's: records without a level (`-n 20`
+/// printed nothing and `--level error` missed every error, until
+/// 2026-12-06), and more records than the bytes of its write can hold
+/// (`-n` printed too few lines).
+#[test]
+fn impossible_index_entries_are_refused_and_answers_stay_the_whole_decodes() {
+    let dir = fresh_dir("index", "impossible");
+    let log = dir.join("app.nlog");
+    {
+        let _s = serial();
+        let logger = nanolog::Logger::builder().path(&log).start().unwrap();
+        for w in 0..40u64 {
+            for i in 0..500u64 {
+                match i % 100 {
+                    7 => nanolog::error!("write {} record {} failed", w, i),
+                    50 => nanolog::warn!("write {} record {} slow", w, i),
+                    _ => nanolog::info!("write {} record {} served", w, i),
+                }
+            }
+            // One write a batch: each with its INDEX entry.
+            logger.flush().unwrap();
+        }
+    }
+    let original = std::fs::read(&log).unwrap();
+    let whole = ok(&["decode", p(&log)]);
+    let lines: Vec<&str> = whole.lines().collect();
+    assert_eq!(lines.len(), 20_000);
+    let tail = |n: usize| lines[lines.len() - n..].join("\n") + "\n";
+    let errors: String = lines
+        .iter()
+        .filter(|l| l.contains(" ERROR"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(errors.lines().count(), 200);
+    // The untouched file, for contrast: the index is used and trusted.
+    assert_eq!(ok(&["decode", "-n", "20", p(&log)]), tail(20));
+    let quiet = common::run(&["decode", "--level", "error", p(&log)]);
+    assert!(
+        quiet.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+
+    type Edit<'e> = &'e dyn Fn(&mut [u8]);
+    let cases: [(&str, Edit); 2] = [
+        ("no level", &|b: &mut [u8]| {
+            // len, records, first tick, ticks' span, then the levels byte.
+            let mut at = 0;
+            for _ in 0..4 {
+                at += varint_at(b, at).1;
+            }
+            b[at] = 0;
+        }),
+        ("records past the bytes", &|b: &mut [u8]| {
+            // The records' varint at its largest for its length.
+            let at = varint_at(b, 0).1;
+            let n = varint_at(b, at).1;
+            for k in 0..n {
+                b[at + k] = if k + 1 < n { 0xff } else { 0x7f };
+            }
+        }),
+    ];
+    for (what, edit) in cases {
+        let mut bytes = original.clone();
+        let changed = index_edited(&mut bytes, edit);
+        assert!(changed >= 20, "{what}: {changed} INDEX entries changed");
+        let bad = dir.join("bad.nlog");
+        std::fs::write(&bad, &bytes).unwrap();
+        for (args, want) in [
+            (vec!["decode", "-n", "20"], tail(20)),
+            (vec!["decode", "-n", "5000"], tail(5000)),
+            (vec!["decode", "--level", "error"], errors.clone()),
+        ] {
+            let mut a = args.clone();
+            a.push(p(&bad));
+            let out = common::run(&a);
+            assert!(out.status.success(), "{what}: {args:?}");
+            assert!(
+                common::stdout(&out) == want,
+                "{what}: nanolog {args:?} printed {} lines, the whole decode's answer is {}",
+                common::stdout(&out).lines().count(),
+                want.lines().count()
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                err.matches("index entry").count(),
+                1,
+                "{what}: {args:?}: one warning expected: {err}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

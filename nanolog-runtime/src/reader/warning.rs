@@ -78,6 +78,19 @@ pub enum Warning {
         /// The codec it names, when this reader does not know it.
         codec: Option<u8>,
     },
+    /// An INDEX or RUN entry whose checksum holds but whose claims cannot
+    /// be true of the file (records without a level, more records than its
+    /// bytes hold, ticks outside the file's clock, more entries than a
+    /// reader keeps): the file's index is not trusted, and every record is
+    /// read, as a file without an index is. Answers stay the whole file's.
+    IndexRefused {
+        /// The file.
+        path: PathBuf,
+        /// Where the entry starts.
+        offset: usize,
+        /// What it claims that cannot be.
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -133,6 +146,12 @@ impl fmt::Display for Warning {
                 f,
                 "{}: skipped {len} bytes at offset {offset}: a block compressed with codec {c}, \
                  which this reader does not know (a newer nanolog reads it)",
+                path.display()
+            ),
+            Warning::IndexRefused { path, offset, why } => write!(
+                f,
+                "{}: the index entry at offset {offset} {why}: the file's index is not \
+                 trusted, and every record of it is read",
                 path.display()
             ),
             Warning::BadBlock {

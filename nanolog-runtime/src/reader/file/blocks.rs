@@ -113,6 +113,29 @@ pub fn __set_read_resident(bytes: usize) {
 }
 
 impl LogFile {
+    /// A pre-scan went through the positions `[start, end)` (an extent's)
+    /// and reads nothing of them again but the few records it kept: the
+    /// file's pages wholly inside go back (see `Data::release`). A merge's
+    /// pre-scan runs ahead of its streams, over every file of a group, and
+    /// without this kept each page it touched mapped until the streams
+    /// passed it: `decode --level error` of a 445 MB set peaked at 464 MB
+    /// (measured 2026-12-06 on 8c89141), where a full decode stays under
+    /// 40 MB. (Positions in inflated blocks are the reader's own buffers:
+    /// nothing of the file to give back.)
+    pub(crate) fn scanned(&self, start: usize, end: usize) {
+        self.release_range(start, end);
+    }
+
+    /// The file's pages wholly inside positions `[start, end)` go back
+    /// (see `Data::release`): a reader will read little of them again,
+    /// and what it does read is mapped again. Positions in inflated
+    /// blocks are the reader's own buffers: nothing of the file.
+    pub(crate) fn release_range(&self, start: usize, end: usize) {
+        if start < end && end <= INFLATED {
+            self.data.release(start..end);
+        }
+    }
+
     /// Where position `at` lies in the file: itself, or for a position in
     /// a block's inflated bytes, where the block's body starts.
     pub(crate) fn file_offset(&self, at: usize) -> usize {

@@ -366,10 +366,25 @@ impl LogFile {
         let sparse = want.is_some_and(|w| !w.all());
         if let Some(want) = want.filter(|_| sparse) {
             f.data.sparse(true);
-            let left = skip::left_out(&f.data, &header, want, || f.data.sparse(false));
+            let mut behind = Behind::at(wire::HEADER_LEN);
+            let left = skip::left_out(
+                &f.data,
+                &header,
+                want,
+                || f.data.sparse(false),
+                |pos| behind.passed(&f.data, pos),
+            );
+            behind.done(&f.data, f.data.len());
             f.skip = left.regions;
             f.checkpoint = left.checkpoint;
             f.blocks.skipped = left.blocks;
+            if let Some((offset, why)) = left.refused {
+                f.warnings.push(Warning::IndexRefused {
+                    path: f.path.clone(),
+                    offset,
+                    why: why.says(),
+                });
+            }
         }
         let mut pairs = vec![(header.base_tick, header.base_unix_ns)];
         f.scan(wire::HEADER_LEN, &mut pairs, on_wave);

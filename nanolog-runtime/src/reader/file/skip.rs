@@ -127,13 +127,96 @@ const MARGIN_NS: i64 = 2_000_000_000;
 /// blocks of the records.
 type Kept = (Vec<(usize, usize)>, RunBlocks);
 
+/// A row as the walk keeps it: its filters of sites and contexts already
+/// asked about the ids wanted (and dropped), so that a row takes the same
+/// few bytes whatever filters its entry carries.
+struct Kept1 {
+    offset: u64,
+    len: u64,
+    records: u64,
+    first_tick: u64,
+    last_tick: u64,
+    threads: u64,
+    levels: u8,
+    /// Its filters may hold one of the sites and one of the contexts
+    /// wanted (or no such want).
+    ids: bool,
+    /// When its run is one BLOCK (an INDEX entry's, as writers that index
+    /// write them): whether of deflate, and its bytes inflated, from the
+    /// block's head (counted when the run is left out, without touching
+    /// its page again).
+    block: Option<(bool, u64)>,
+}
+
+impl Kept1 {
+    fn of(row: &Row, want: &Want, block: Option<(bool, u64)>) -> Kept1 {
+        let may = |ids: &Option<Vec<u32>>, f: &crate::wire::index::Ids| {
+            ids.as_ref().is_none_or(|ids| f.may_hold_any(ids))
+        };
+        Kept1 {
+            offset: row.offset,
+            len: row.len,
+            records: row.records,
+            first_tick: row.first_tick,
+            last_tick: row.last_tick,
+            threads: row.threads,
+            levels: row.levels,
+            ids: may(&want.sites, &row.sites) && may(&want.contexts, &row.contexts),
+            block,
+        }
+    }
+}
+
+/// The memory a walk keeps for the rows of one file, at most: past it (a
+/// crafted file of tiny INDEX entries; a writer's file takes a row for
+/// 64 KiB of records or more, so 16 MiB of rows is a file of about 18 GB
+/// and more), the index is refused and the file read whole, which holds
+/// a bounded share of it.
+const MOST_ROW_BYTES: usize = 16 << 20;
+
+/// How far outside its file's clock pairs a row's ticks may lie: a thread's
+/// ring can hold records from before its file began (drained after a
+/// roll), and a killed writer's last records come after its last pair, by
+/// a pass or two of the flusher in each case. Ten minutes of ticks is far
+/// past both, and a row beyond it claims times its records cannot have.
+const CLOCK_SLACK_SECS: f64 = 600.0;
+
+/// The most records a run of `len` bytes of the file can hold, whatever
+/// its compression: a record takes a byte inflated at least, and no codec
+/// of the format inflates a byte to more than 1,100.
+const MOST_INFLATION: u64 = 1_100;
+
+/// Why an index entry was refused: it contradicts itself or the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// Records without a level bit (or levels for no record and no gap).
+    Levels,
+    /// More records than its bytes can hold.
+    Records,
+    /// Ticks outside the file's clock.
+    Ticks,
+    /// More entries than a reader keeps in memory.
+    TooMany,
+}
+
+impl Refusal {
+    pub(super) fn says(self) -> &'static str {
+        match self {
+            Refusal::Levels => "names no level for the records it counts",
+            Refusal::Records => "counts more records than its bytes can hold",
+            Refusal::Ticks => "gives its records ticks outside the file's clock",
+            Refusal::TooMany => "is one of more index entries than a reader keeps in memory",
+        }
+    }
+}
+
 /// What a walk of a file's top-level frames by their lengths finds.
 struct Walk {
     /// The clock pairs: the header's, then the CLOCK entries' outside blocks.
     pairs: Vec<(u64, i64)>,
     /// The runs of records the INDEX and RUN entries announce, each where
     /// it landed.
-    rows: Vec<Row>,
+    rows: Vec<Kept1>,
     /// For each row of a RUN entry, the stretches of its bytes `[start,
     /// end)` a reader reads even when it leaves its records out (the
     /// dictionary entries and clock pairs among its writes) and the blocks
@@ -142,6 +225,9 @@ struct Walk {
     /// The last TOTALS entry it landed on (whose checksum holds): where it
     /// ends, and what it counts.
     checkpoint: Option<(usize, Totals)>,
+    /// The first entry refused (where it starts, and why): the walk's rows
+    /// are then none, and the file is read whole.
+    refused: Option<(usize, Refusal)>,
 }
 
 /// What a file's reader leaves out ([`left_out`]).
@@ -157,6 +243,9 @@ pub(super) struct LeftOut {
     /// length, nothing inflated, no checksum, a page a run) or as a RUN
     /// entry says.
     pub(super) blocks: BlockStats,
+    /// An index entry that contradicts itself or the file (where it starts,
+    /// and why): nothing was left out.
+    pub(super) refused: Option<(usize, Refusal)>,
 }
 
 /// Whether a frame that holds together by its head starts at `pos` of
@@ -187,15 +276,57 @@ fn count_block(data: &[u8], (start, end): (usize, usize), st: &mut BlockStats) {
     }
 }
 
-fn walk(data: &[u8], header: &Header, mut dense: impl FnMut()) -> Walk {
+/// Whether `row`, of the run `[start, end)` of `data`, may be true of it,
+/// by what it says of itself and the bytes it covers (its ticks are
+/// checked against the file's clock once the walk has found every pair).
+/// `raw`: what the run's blocks take inflated, as a RUN entry says.
+///
+/// Returns what the run's one BLOCK is, if it is one (see [`Kept1::block`]).
+fn check_row(data: &[u8], row: &Row, raw: Option<u64>) -> Result<Option<(bool, u64)>, Refusal> {
+    // A record has a level; a gap sets every bit. Levels with no record
+    // are a run of gaps, which a writer counts as no record.
+    if row.records > 0 && row.levels == 0 {
+        return Err(Refusal::Levels);
+    }
+    let (start, end) = (row.offset as usize, (row.offset + row.len) as usize);
+    let mut st = BlockStats::default();
+    count_block(data, (start, end), &mut st);
+    let most_raw = if st.lz4 + st.deflate == 1 {
+        st.raw as u64
+    } else {
+        let said = raw.unwrap_or(0).min(row.len.saturating_mul(MOST_INFLATION));
+        row.len.max(said)
+    };
+    if row.records > most_raw {
+        return Err(Refusal::Records);
+    }
+    Ok((st.lz4 + st.deflate == 1).then_some((st.deflate == 1, st.raw as u64)))
+}
+
+fn walk(
+    data: &[u8],
+    header: &Header,
+    want: &Want,
+    mut dense: impl FnMut(),
+    mut passed: impl FnMut(usize),
+) -> Walk {
     let mut w = Walk {
         pairs: vec![(header.base_tick, header.base_unix_ns)],
         rows: Vec::new(),
         runs: Vec::new(),
         checkpoint: None,
+        refused: None,
     };
     let mut pos = wire::HEADER_LEN;
     let mut judged = false;
+    // What the rows kept take, and where each starts (its entry).
+    let mut kept_bytes = 0usize;
+    let mut entry_at: Vec<u64> = Vec::new();
+    let refuse = |w: &mut Walk, at: usize, why: Refusal| {
+        w.rows = Vec::new();
+        w.runs = Vec::new();
+        w.refused = Some((at, why));
+    };
     while pos < data.len() {
         if !judged && w.rows.len() == DENSE_JUDGED_AFTER {
             judged = true;
@@ -227,8 +358,17 @@ fn walk(data: &[u8], header: &Header, mut dense: impl FnMut()) -> Walk {
                     if let Some(end) = end.filter(|&e| {
                         e == data.len() || matches!(frame_at(data, e), Frame::Ok { .. })
                     }) {
-                        w.rows.push(row);
+                        let block = match check_row(data, &row, None) {
+                            Ok(b) => b,
+                            Err(why) => {
+                                refuse(&mut w, pos, why);
+                                break;
+                            }
+                        };
+                        kept_bytes += std::mem::size_of::<Kept1>() + 16;
+                        w.rows.push(Kept1::of(&row, want, block));
                         w.runs.push(None);
+                        entry_at.push(pos as u64);
                         to = end;
                     }
                 }
@@ -242,13 +382,41 @@ fn walk(data: &[u8], header: &Header, mut dense: impl FnMut()) -> Walk {
             };
             if let Some(run) = run {
                 if let Some((end, kept)) = run_holds(data, &run, &mut w.pairs) {
-                    w.rows.push(run.row);
+                    if let Err(why) = check_row(data, &run.row, Some(run.blocks.raw)) {
+                        refuse(&mut w, pos, why);
+                        break;
+                    }
+                    kept_bytes += std::mem::size_of::<Kept1>()
+                        + std::mem::size_of::<Option<Kept>>()
+                        + 16 * kept.len()
+                        + 16;
+                    w.rows.push(Kept1::of(&run.row, want, None));
                     w.runs.push(Some((kept, run.blocks)));
+                    entry_at.push(pos as u64);
                     to = end;
                 }
             }
         }
+        if kept_bytes > MOST_ROW_BYTES {
+            refuse(&mut w, pos, Refusal::TooMany);
+            break;
+        }
         pos = to;
+        passed(pos);
+    }
+    // Every row's ticks within the file's clock (with the slack a ring's
+    // records take past it).
+    let ticks = w.pairs.iter().map(|p| p.0);
+    if let (Some(lo), Some(hi)) = (ticks.clone().min(), ticks.max()) {
+        let slack = (header.ticks_per_second * CLOCK_SLACK_SECS) as u64;
+        let (lo, hi) = (lo.saturating_sub(slack), hi.saturating_add(slack));
+        let off = w.rows.iter().position(|r| {
+            (r.records > 0 || r.levels != 0) && (r.first_tick < lo || r.last_tick > hi)
+        });
+        if let Some(i) = off {
+            let at = entry_at.get(i).map_or(0, |&a| a as usize);
+            refuse(&mut w, at, Refusal::Ticks);
+        }
     }
     w
 }
@@ -316,11 +484,22 @@ const DENSE_JUDGED_AFTER: usize = 16;
 ///
 /// `dense` is called once the walk finds the file's writes small (see
 /// [`DENSE_WRITE`]): its caller may then read it ahead.
-pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl FnMut()) -> LeftOut {
+///
+/// `passed(pos)` is called as the walk goes: it reads nothing before `pos`
+/// again, and the pages it mapped there may go back (a walk of a file of
+/// small writes touches every page of it).
+pub(super) fn left_out(
+    data: &[u8],
+    header: &Header,
+    want: &Want,
+    dense: impl FnMut(),
+    passed: impl FnMut(usize),
+) -> LeftOut {
     let mut out = LeftOut {
         regions: Vec::new(),
         checkpoint: None,
         blocks: BlockStats::default(),
+        refused: None,
     };
     if want.all() {
         return out;
@@ -330,7 +509,12 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
         rows,
         runs,
         checkpoint,
-    } = walk(data, header, dense);
+        refused,
+    } = walk(data, header, want, dense, passed);
+    if refused.is_some() {
+        out.refused = refused;
+        return out;
+    }
     if rows.is_empty() {
         return out;
     }
@@ -347,7 +531,7 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
     // A run's times: the earliest and latest a set's merge may give its
     // records. (Times never go back: the first and last tick bound the
     // rest.)
-    let times = |row: &Row| {
+    let times = |row: &Kept1| {
         let margin = if row.first_tick >= first_pair && row.last_tick <= last_pair {
             0
         } else {
@@ -397,14 +581,7 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
             && row.levels & levels != 0
             && older_than.is_none_or(|t| row.last_tick >= t)
             && threads.is_none_or(|m| row.threads & m != 0)
-            && want
-                .sites
-                .as_ref()
-                .is_none_or(|ids| row.sites.may_hold_any(ids))
-            && want
-                .contexts
-                .as_ref()
-                .is_none_or(|ids| row.contexts.may_hold_any(ids))
+            && row.ids
             && end > counted;
         if wanted {
             continue;
@@ -412,7 +589,15 @@ pub(super) fn left_out(data: &[u8], header: &Header, want: &Want, dense: impl Fn
         match run {
             None => {
                 out.regions.push((start, end));
-                count_block(data, (start, end), &mut out.blocks);
+                if let Some((deflate, raw)) = row.block {
+                    let st = &mut out.blocks;
+                    match deflate {
+                        true => st.deflate += 1,
+                        false => st.lz4 += 1,
+                    }
+                    st.bytes += end - start;
+                    st.raw += raw as usize;
+                }
             }
             // (A RUN entry's run: around the stretches it keeps.)
             Some((kept, blocks)) => {
