@@ -70,13 +70,29 @@ impl Drop for Reaped {
     }
 }
 
-/// `Command::spawn` into a process group of its own, as a [`Reaped`].
+/// `Command::spawn` into a process group of its own, as a [`Reaped`],
+/// with the default disposition of the signals a shell has a background
+/// job ignore (SIGINT and SIGQUIT; SIGHUP under `nohup`): a child inherits
+/// an ignored signal across `exec`, so under `nohup cargo test &` or a CI
+/// runner a child that raises SIGINT to test its exit path went on instead
+/// (`exit path sigint ... exit Code(0), expected Signal(2)`).
 pub trait SpawnReaped {
     fn spawn_reaped(&mut self) -> Reaped;
 }
 
 impl SpawnReaped for Command {
     fn spawn_reaped(&mut self) -> Reaped {
+        // SAFETY: the closure runs in the child between fork and exec, and
+        // calls only signal(2), which is async-signal-safe, allocates
+        // nothing and takes no lock.
+        unsafe {
+            self.pre_exec(|| {
+                for sig in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
         Reaped(
             self.process_group(0)
                 .spawn()
