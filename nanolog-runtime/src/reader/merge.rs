@@ -119,6 +119,10 @@ enum Scan {
 /// few batches a worker).
 const SWEEPS: u32 = 64;
 
+/// How far the slowest stream of a file goes on between two of
+/// [`Merge::sweep`]'s looks at it.
+const SWEEP_STEP: usize = 2 << 20;
+
 /// An extent to pre-scan (see [`Merge::plan_prescan`]).
 struct Job<'a> {
     stream: usize,
@@ -243,6 +247,9 @@ pub struct Merge<'a> {
     /// kernel (see [`Behind`]), looked at again from the offset beside it
     /// on (a quarter chunk on from the last look).
     behind: Vec<(Behind, usize)>,
+    /// Per file, its slowest stream's offset at [`Merge::sweep`]'s last
+    /// look.
+    swept: Vec<usize>,
     /// Files whose streams all ended, with the batches they are still
     /// given back at (see [`Merge::sweep`]).
     ended: Vec<(usize, u32)>,
@@ -364,6 +371,7 @@ impl<'a> Merge<'a> {
             domains,
             behind: files.iter().map(|_| (Behind::default(), 0)).collect(),
             ended: Vec::new(),
+            swept: vec![0; files.len()],
             of_file,
         }
     }
@@ -437,6 +445,10 @@ impl<'a> Merge<'a> {
     /// pages around it again. A narrow read of a group of rolled files
     /// (`decode --level error`: a record every few pages) otherwise kept
     /// several megabytes of each file mapped to the group's end.
+    ///
+    /// The files still read are given back behind their slowest stream
+    /// once it has gone [`SWEEP_STEP`] on since the last time: the pages
+    /// rendering mapped again behind the merge go then, not a chunk later.
     fn sweep(&mut self) {
         let (files, behind) = (self.files, &mut self.behind);
         self.ended.retain_mut(|(f, left)| {
@@ -444,6 +456,23 @@ impl<'a> Merge<'a> {
             *left -= 1;
             *left > 0
         });
+        for (file_ix, file) in self.files.iter().enumerate() {
+            let least = self.streams[self.of_file[file_ix].clone()]
+                .iter()
+                .filter(|s| !s.done)
+                .map(|s| {
+                    let reading = s.items.get(s.next_item.saturating_sub(1));
+                    reading.map_or(usize::MAX, |it| s.file.offset_of(it))
+                })
+                .min();
+            let swept = &mut self.swept[file_ix];
+            if let Some(least) =
+                least.filter(|&l| l != usize::MAX && l >= swept.saturating_add(SWEEP_STEP))
+            {
+                *swept = least;
+                file.done_with(&mut self.behind[file_ix].0, least);
+            }
+        }
     }
 
     /// Tests only: pre-scans under a narrow filter (see
