@@ -220,14 +220,17 @@ pub(super) const RELEASE_ALIGN: usize = 64 << 10;
 /// Releases the pages of a file a reader goes through forward as it
 /// passes them (see [`Data::release`]), [`Behind::CHUNK`] at a time.
 ///
-/// Each release gives back everything from the walk's start on, not only
-/// what was passed since the last: a page read again behind the walk (a
-/// record rendered on another thread after the merge passed it) is mapped
-/// again, and a narrow read (`decode --level error`: a record every few
-/// pages, each read mapping the pages around it) otherwise left every
-/// such page mapped: 464 MB for a 445 MB set (measured 2026-12-06 on
-/// 8c89141). A range already given back costs the system call a walk of
-/// empty page tables.
+/// [`Behind::done`] gives back everything from the walk's start on, not
+/// only what was passed since the last release: a page read again behind
+/// the walk (a record rendered on another thread after the merge passed
+/// it) is mapped again, and a narrow read (`decode --level error`: a
+/// record every few pages, each read mapping the pages around it)
+/// otherwise left every such page mapped: 464 MB for a 445 MB set
+/// (measured 2026-12-06 on 8c89141). [`Behind::passed`] gives back only
+/// what was passed since: the pages a reader's next steps read again (the
+/// entries a scan reads after the walk of a file's index) stay mapped
+/// until the walk's end (giving them back from the start each time cost
+/// `stats` of a 1 GB set 1.4x its CPU, in pages mapped again).
 #[derive(Default)]
 pub(crate) struct Behind {
     /// Where the walk started: nothing before it is released.
@@ -252,12 +255,14 @@ impl Behind {
     #[inline]
     pub(super) fn passed(&mut self, data: &Data, pos: usize) {
         if pos >= self.from.saturating_add(Self::CHUNK) {
-            self.done(data, pos);
+            data.release(self.from..pos);
+            self.from = self.from.max(pos - pos % RELEASE_ALIGN);
         }
     }
 
-    /// The reader will read nothing before `pos` again: the pages passed
-    /// go back now, however few (a walk's end).
+    /// The reader will read nothing before `pos` again: the pages before
+    /// it go back now, however few, from the walk's start (a walk's end,
+    /// or a merge's look behind the slowest stream of a file).
     pub(super) fn done(&mut self, data: &Data, pos: usize) {
         data.release(self.floor..pos);
         self.from = self.from.max(pos - pos % RELEASE_ALIGN);

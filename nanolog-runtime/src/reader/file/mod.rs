@@ -374,7 +374,8 @@ impl LogFile {
                 || f.data.sparse(false),
                 |pos| behind.passed(&f.data, pos),
             );
-            behind.done(&f.data, f.data.len());
+            // (What the walk left mapped, the scan reads in part and gives
+            // back at its end.)
             f.skip = left.regions;
             f.checkpoint = left.checkpoint;
             f.blocks.skipped = left.blocks;

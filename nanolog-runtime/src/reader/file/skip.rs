@@ -319,6 +319,7 @@ fn walk(
     };
     let mut pos = wire::HEADER_LEN;
     let mut judged = false;
+    let mut is_dense = false;
     // What the rows kept take, and where each starts (its entry).
     let mut kept_bytes = 0usize;
     let mut entry_at: Vec<u64> = Vec::new();
@@ -331,6 +332,7 @@ fn walk(
         if !judged && w.rows.len() == DENSE_JUDGED_AFTER {
             judged = true;
             if pos / DENSE_JUDGED_AFTER < DENSE_WRITE {
+                is_dense = true;
                 dense();
             }
         }
@@ -402,7 +404,11 @@ fn walk(
             break;
         }
         pos = to;
-        passed(pos);
+        // (A walk of large writes touches a page or two of each: what the
+        // reading after it maps again, were they given back now.)
+        if is_dense {
+            passed(pos);
+        }
     }
     // Every row's ticks within the file's clock (with the slack a ring's
     // records take past it).
@@ -485,9 +491,9 @@ const DENSE_JUDGED_AFTER: usize = 16;
 /// `dense` is called once the walk finds the file's writes small (see
 /// [`DENSE_WRITE`]): its caller may then read it ahead.
 ///
-/// `passed(pos)` is called as the walk goes: it reads nothing before `pos`
-/// again, and the pages it mapped there may go back (a walk of a file of
-/// small writes touches every page of it).
+/// `passed(pos)` is called as the walk of a file of small writes goes
+/// (see [`DENSE_WRITE`]), which touches every page of it: it reads nothing
+/// before `pos` again, and the pages it mapped there may go back.
 pub(super) fn left_out(
     data: &[u8],
     header: &Header,
