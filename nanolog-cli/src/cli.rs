@@ -212,14 +212,38 @@ pub struct ShipArgs {
     /// followed too). Several logs are shipped side by side.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// The collector's OTLP/HTTP endpoint (http://host:4318; batches go to
-    /// URL/v1/logs, a query string kept after it). Default:
-    /// $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT (used as it is), else
-    /// $OTEL_EXPORTER_OTLP_ENDPOINT (with /v1/logs), as OpenTelemetry's
-    /// exporters read them. `user:password@` in it is sent as HTTP basic
-    /// authentication and never printed.
+    /// The collector's OTLP/HTTP endpoint (http://host:4318 or
+    /// https://host:4318; batches go to URL/v1/logs, a query string kept
+    /// after it). Default: $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT (used as it
+    /// is), else $OTEL_EXPORTER_OTLP_ENDPOINT (with /v1/logs), as
+    /// OpenTelemetry's exporters read them. `user:password@` in it is sent
+    /// as HTTP basic authentication and never printed. https:// is
+    /// verified against the system's roots (or --ca); headers and
+    /// credentials go only over https:// or to a loopback address.
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
+    /// A header sent with every request (an API key, a tenant), NAME=VALUE;
+    /// repeat for several. Added to $OTEL_EXPORTER_OTLP_LOGS_HEADERS (else
+    /// $OTEL_EXPORTER_OTLP_HEADERS: k=v,k2=v2, percent-encoded), a flag's
+    /// value replacing the variable's of the same name. Values are never
+    /// printed.
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub header: Vec<String>,
+    /// Request bodies gzip'd or not: gzip, none. Default:
+    /// $OTEL_EXPORTER_OTLP_LOGS_COMPRESSION, else
+    /// $OTEL_EXPORTER_OTLP_COMPRESSION, else none.
+    #[arg(long, value_name = "gzip|none")]
+    pub compression: Option<String>,
+    /// The CA certificates (PEM) an https:// collector is verified against,
+    /// instead of the system's roots. Default:
+    /// $OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE, else
+    /// $OTEL_EXPORTER_OTLP_CERTIFICATE. Mutual TLS: the client's
+    /// certificate and key from $OTEL_EXPORTER_OTLP_[LOGS_]CLIENT_CERTIFICATE
+    /// and $OTEL_EXPORTER_OTLP_[LOGS_]CLIENT_KEY; a request's timeout from
+    /// $OTEL_EXPORTER_OTLP_[LOGS_]TIMEOUT (milliseconds); attributes added to
+    /// the resource from $OTEL_RESOURCE_ATTRIBUTES.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
     /// Resume from, and keep, the position saved in FILE: saved atomically
     /// after each batch the collector accepted, so a restarted ship sends
     /// nothing it accepted. Without it, ship starts at the oldest file of

@@ -1436,3 +1436,200 @@ fn records_in_traced_spans_arrive_with_their_trace_and_span_ids() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `nanolog ship` with the exporter variables and flags of the
+/// OpenTelemetry specification set as `env` says: its exit status and
+/// standard error (at most 60 s). Every other exporter variable removed.
+fn ship_with_env(args: &[&str], env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
+    let mut c = Command::new(BIN);
+    c.arg("ship").args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("OTEL_") {
+            c.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let status = wait(&mut child, 60, "ship");
+    (status, stderr_of(&mut child))
+}
+
+/// The exporter specification's variables, as services set them for every
+/// OpenTelemetry exporter (issue #88): headers on every request (the
+/// `LOGS_` variable over the general one, a `--header` over both),
+/// bodies gzip'd, `OTEL_RESOURCE_ATTRIBUTES` in the resource (its
+/// `service.name` when nothing else names the service); header values
+/// never printed, not with `--stats-every` either.
+#[test]
+fn exporter_headers_gzip_and_resource_attributes_reach_the_collector() {
+    let _s = serial();
+    let d = dir("exporter_env");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    for i in 0..3_000u64 {
+        nanolog::info!("request {} served in {} us", i, i % 97);
+        if i % 500 == 499 {
+            logger.flush().unwrap();
+        }
+    }
+    drop(logger);
+
+    let c = Collector::start();
+    let (status, err) = ship_with_env(
+        &[
+            "--endpoint",
+            &c.endpoint(),
+            "--header",
+            "x-tenant=green-secret",
+            "--batch-kib",
+            "4",
+            "--stats-every",
+            "1ms",
+            "--once",
+            p(&base),
+        ],
+        &[
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "x-api-key=k%2Csecret1,x-tenant=blue",
+            ),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "deployment.environment=prod,service.name=from-attributes",
+            ),
+        ],
+    );
+    assert!(status.success(), "{err}");
+    for secret in ["secret1", "green-secret", "blue"] {
+        assert!(!err.contains(secret), "a header value printed: {err}");
+    }
+    assert_eq!(c.count(), 3_000);
+    let st = c.state.lock().unwrap();
+    assert!(st.headers.len() > 1, "{} requests", st.headers.len());
+    for h in &st.headers {
+        let get = |k: &str| h.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("x-api-key"), Some("k,secret1"));
+        assert_eq!(get("x-tenant"), Some("green-secret"), "the flag wins");
+        assert_eq!(get("content-encoding"), Some("gzip"));
+    }
+    let got = st.accepted[0][0].clone();
+    drop(st);
+    assert_eq!(string(&got.resource["deployment.environment"]), "prod");
+    assert_eq!(string(&got.resource["service.name"]), "from-attributes");
+
+    // The LOGS_ variable over the general one; none compressed.
+    let c = Collector::start();
+    let (status, err) = ship_with_env(
+        &[
+            "--endpoint",
+            &c.endpoint(),
+            "--service",
+            "svc",
+            "--once",
+            p(&base),
+        ],
+        &[
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=general"),
+            ("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "x-api-key=for-logs"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+            ("OTEL_EXPORTER_OTLP_LOGS_COMPRESSION", "none"),
+            ("OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attributes"),
+        ],
+    );
+    assert!(status.success(), "{err}");
+    assert_eq!(c.count(), 3_000);
+    let st = c.state.lock().unwrap();
+    for h in &st.headers {
+        let get = |k: &str| h.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("x-api-key"), Some("for-logs"));
+        assert_eq!(get("content-encoding"), None);
+    }
+    assert_eq!(
+        string(&st.accepted[0][0].resource["service.name"]),
+        "svc",
+        "--service over OTEL_RESOURCE_ATTRIBUTES"
+    );
+    drop(st);
+
+    // A compression ship does not offer, or a malformed header variable:
+    // refused before anything is sent, the variable named, no value shown.
+    let (status, err) = ship_with_env(
+        &[
+            "--endpoint",
+            &c.endpoint(),
+            "--compression",
+            "zstd",
+            "--once",
+            p(&base),
+        ],
+        &[],
+    );
+    assert!(!status.success());
+    assert!(
+        err.contains("--compression") && err.contains("gzip, none"),
+        "{err}"
+    );
+    let (status, err) = ship_with_env(
+        &["--endpoint", &c.endpoint(), "--once", p(&base)],
+        &[(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "x-api-key=ok,tokenwithoutkey-s3cret",
+        )],
+    );
+    assert!(!status.success());
+    assert!(err.contains("OTEL_EXPORTER_OTLP_HEADERS: entry 2"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    assert_eq!(c.count(), 3_000, "nothing more sent");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Headers and URL credentials never go in the clear: over http:// to a
+/// host that is not this machine, ship refuses before it connects (the
+/// host here cannot resolve: a connection would fail another way), naming
+/// the header but not its value (issue #88).
+#[test]
+fn headers_and_credentials_are_not_sent_over_plain_http_to_another_host() {
+    let _s = serial();
+    let d = dir("clear");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    nanolog::info!("rec {}", 1u64);
+    drop(logger);
+    let t = Instant::now();
+    let (status, err) = ship_with_env(
+        &[
+            "--endpoint",
+            "http://collector.invalid:4318",
+            "--once",
+            p(&base),
+        ],
+        &[("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret")],
+    );
+    assert!(!status.success());
+    assert!(
+        err.contains("headers (x-api-key)") && err.contains("in the clear"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret"), "{err}");
+    let (status, err) = ship_with_env(
+        &[
+            "--endpoint",
+            "http://ann:s3cret@collector.invalid:4318",
+            "--once",
+            p(&base),
+        ],
+        &[],
+    );
+    assert!(!status.success());
+    assert!(err.contains("credentials in the URL"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    // Refused at once: no connection tried, no retry waited.
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -42,12 +42,44 @@ fn closed_on_us(e: &ureq::Error) -> bool {
     }
 }
 
+/// Whether `e` is a TLS handshake that failed on a certificate (the
+/// server's did not verify, or the server refused ours): rustls says
+/// "certificate" in each such error, directly or inside the I/O error its
+/// stream gives.
+fn certificate_failed(e: &ureq::Error) -> bool {
+    let text = match e {
+        ureq::Error::Io(io) => io.to_string(),
+        other => other.to_string(),
+    };
+    let text = text.to_ascii_lowercase();
+    text.contains("certificate") || text.contains("unknownissuer")
+}
+
 /// Whether `e` is a connection refused: nothing listens at the endpoint.
 fn refused(e: &ureq::Error) -> bool {
     match e {
         ureq::Error::Io(io) => io.kind() == io::ErrorKind::ConnectionRefused,
         other => other.to_string().to_ascii_lowercase().contains("refused"),
     }
+}
+
+/// How requests are made beyond the endpoint: what OpenTelemetry's
+/// exporter variables and ship's flags say (see `ship::options`).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Options {
+    /// Headers sent with every request (an API key, a tenant): names and
+    /// values, values never printed.
+    pub(crate) headers: Vec<(String, String)>,
+    /// Bodies sent gzip-compressed (`Content-Encoding: gzip`).
+    pub(crate) gzip: bool,
+    /// How long one request may take (OTLP's default: 10 s).
+    pub(crate) timeout: Option<Duration>,
+    /// A private CA's certificates (PEM) that https:// endpoints are
+    /// verified against, instead of the system's roots.
+    pub(crate) ca: Option<std::path::PathBuf>,
+    /// The client's certificate chain and key (PEM), for mutual TLS.
+    pub(crate) client_cert: Option<std::path::PathBuf>,
+    pub(crate) client_key: Option<std::path::PathBuf>,
 }
 
 /// The collector's endpoint and how to reach it.
@@ -58,6 +90,10 @@ pub(crate) struct Client {
     shown: String,
     /// `Authorization` for credentials given in the URL.
     auth: Option<String>,
+    /// Headers of every request.
+    headers: Vec<(String, String)>,
+    /// Compress bodies with gzip.
+    gzip: bool,
     /// Give up after failing this long without an accepted batch.
     give_up: Option<Duration>,
     max_backoff: Duration,
@@ -73,21 +109,45 @@ impl Client {
     /// ends with it; `exact`: a signal-specific URL, used as it is). A URL
     /// that does not parse is refused here, not retried as if the
     /// collector were down.
+    ///
+    /// Headers and URL credentials go only over https:// or to a loopback
+    /// address: anything else is refused here, before any connection. An
+    /// https:// endpoint is verified against the system's roots or the CA
+    /// given; one that does not verify fails every request, and nothing
+    /// is sent.
     pub(crate) fn new(
         endpoint: &str,
         exact: bool,
         max_backoff: Duration,
         give_up: Option<Duration>,
+        opts: Options,
     ) -> anyhow::Result<Client> {
         let e = Endpoint::parse(endpoint, exact)?;
+        if !e.tls && !e.loopback && (e.auth.is_some() || !opts.headers.is_empty()) {
+            let what = match (e.auth.is_some(), opts.headers.is_empty()) {
+                (true, true) => "credentials in the URL".to_owned(),
+                (false, _) => format!("headers ({})", header_names(&opts.headers)),
+                (true, false) => format!(
+                    "credentials in the URL and headers ({})",
+                    header_names(&opts.headers)
+                ),
+            };
+            anyhow::bail!(
+                "{}: {what} would go in the clear over http:// to a host that is not this \
+                 machine; not sent: use https://, or a collector on a loopback address",
+                e.shown
+            );
+        }
         let (url, shown, auth) = (e.url, e.shown, e.auth);
+        let tls = tls_config(&opts)?;
         let agent = ureq::Agent::config_builder()
             // A status is an answer to act on (retry or stop), not an error.
             .http_status_as_error(false)
             // A collector that accepts a connection and then hangs is a
             // failure to retry, not a reason to wait forever.
-            .timeout_global(Some(Duration::from_secs(30)))
+            .timeout_global(Some(opts.timeout.unwrap_or(Duration::from_secs(30))))
             .max_redirects(0)
+            .tls_config(tls)
             .build()
             .into();
         let seed = std::time::SystemTime::now()
@@ -99,6 +159,8 @@ impl Client {
             url,
             shown,
             auth,
+            headers: opts.headers,
+            gzip: opts.gzip,
             give_up,
             max_backoff: max_backoff.max(FIRST_BACKOFF),
             retries: 0,
@@ -120,15 +182,35 @@ impl Client {
         let mut failures = 0u32;
         let mut closed = 0u32;
         let first_try = std::time::Instant::now();
+        // (A buffer a request: one a batch, a few a second.)
+        let packed;
+        let sent = if self.gzip {
+            use std::io::Write as _;
+            let mut z = flate2::write::GzEncoder::new(
+                Vec::with_capacity(body.len() / 4),
+                flate2::Compression::fast(),
+            );
+            z.write_all(body)?;
+            packed = z.finish()?;
+            &packed[..]
+        } else {
+            body
+        };
         loop {
             let mut req = self
                 .agent
                 .post(&self.url)
                 .header("Content-Type", "application/x-protobuf");
+            if self.gzip {
+                req = req.header("Content-Encoding", "gzip");
+            }
+            for (k, v) in &self.headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
             if let Some(a) = &self.auth {
                 req = req.header("Authorization", a);
             }
-            let answer = req.send(body);
+            let answer = req.send(sent);
             let (why, retry_after) = match answer {
                 Ok(mut resp) => {
                     let status = resp.status();
@@ -178,6 +260,17 @@ impl Client {
                         );
                     }
                     (why, retry_after)
+                }
+                Err(e) if certificate_failed(&e) => {
+                    // Not retried: the same certificates fail again, and
+                    // nothing may go to a peer that did not verify.
+                    anyhow::bail!(
+                        "TLS with the collector at {} failed on a certificate ({e}); nothing was \
+                         sent. A server certificate that does not verify: give its CA with --ca \
+                         (or OTEL_EXPORTER_OTLP_CERTIFICATE); a client certificate refused: see \
+                         OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY",
+                        self.shown
+                    );
                 }
                 Err(e) => {
                     // A collector that closes the connection on a large
@@ -311,12 +404,90 @@ fn serde_json_message(text: &str) -> Option<String> {
     None
 }
 
+/// The names of `headers`, for messages (their values are never shown).
+fn header_names(headers: &[(String, String)]) -> String {
+    headers
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The TLS set-up of `opts`: the system's roots, or the CA given; the
+/// client's certificate and key for mutual TLS. A file that cannot be read
+/// or holds no certificate (no key) is refused here.
+fn tls_config(opts: &Options) -> anyhow::Result<ureq::tls::TlsConfig> {
+    use ureq::tls::{parse_pem, ClientCert, PemItem, RootCerts, TlsConfig};
+    let read = |what: &str, path: &std::path::Path| {
+        std::fs::read(path)
+            .map_err(|e| anyhow::anyhow!("{what} {}: cannot read it: {e}", path.display()))
+    };
+    let certs_of = |what: &str, path: &std::path::Path| -> anyhow::Result<Vec<_>> {
+        let pem = read(what, path)?;
+        let certs: Vec<_> = parse_pem(&pem)
+            .filter_map(|item| match item {
+                Ok(PemItem::Certificate(c)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        if certs.is_empty() {
+            anyhow::bail!("{what} {}: no PEM certificate in it", path.display());
+        }
+        Ok(certs)
+    };
+    let mut tls = TlsConfig::builder();
+    tls = match &opts.ca {
+        Some(path) => tls.root_certs(RootCerts::new_with_certs(&certs_of(
+            "the CA certificate",
+            path,
+        )?)),
+        None => tls.root_certs(RootCerts::PlatformVerifier),
+    };
+    match (&opts.client_cert, &opts.client_key) {
+        (Some(cert), Some(key)) => {
+            let chain = certs_of("the client certificate", cert)?;
+            let pem = read("the client key", key)?;
+            let key = parse_pem(&pem)
+                .find_map(|item| match item {
+                    Ok(PemItem::PrivateKey(k)) => Some(k),
+                    _ => None,
+                })
+                .ok_or_else(|| {
+                    anyhow::anyhow!("the client key {}: no PEM private key in it", key.display())
+                })?;
+            tls = tls.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
+        }
+        (None, None) => {}
+        _ => anyhow::bail!(
+            "a client certificate and its key go together (OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY): one is missing"
+        ),
+    }
+    Ok(tls.build())
+}
+
+/// Whether `host` (an URL's host, its port after it) is this machine's
+/// loopback: `localhost`, `127.0.0.0/8` or `[::1]`.
+fn is_loopback(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(h, _)| h),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// A collector endpoint, parsed: where requests go, how it is shown, and
 /// the basic authentication its `user:password@` asks for.
 struct Endpoint {
     url: String,
     shown: String,
     auth: Option<String>,
+    /// An https:// endpoint.
+    tls: bool,
+    /// Its host is this machine's loopback.
+    loopback: bool,
 }
 
 impl Endpoint {
@@ -329,19 +500,14 @@ impl Endpoint {
                 _ => s.to_owned(),
             }
         };
-        if raw.starts_with("https://") {
+        let tls = raw.starts_with("https://");
+        if !tls && !raw.starts_with("http://") {
             anyhow::bail!(
-                "{}: this nanolog ships over plain HTTP only (no TLS is built in); \
-                 send to a collector agent on the host or the pod (http://localhost:4318)",
+                "{}: not an http:// or https:// URL (e.g. http://localhost:4318)",
                 hide(raw)
             );
         }
-        if !raw.starts_with("http://") {
-            anyhow::bail!(
-                "{}: not an http:// URL (e.g. http://localhost:4318)",
-                hide(raw)
-            );
-        }
+        let scheme = if tls { "https" } else { "http" };
         let uri: ureq::http::Uri = raw
             .parse()
             .map_err(|e| anyhow::anyhow!("{}: not a valid URL: {e}", hide(raw)))?;
@@ -366,39 +532,23 @@ impl Endpoint {
             format!("{path}/v1/logs")
         };
         let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
-        let url = format!("http://{host}{path}{query}");
+        let url = format!("{scheme}://{host}{path}{query}");
         let auth = userinfo.map(|u| {
-            let decoded = percent_decode(u);
+            let decoded = super::options::percent_decode(u);
             format!("Basic {}", base64(decoded.as_bytes()))
         });
         let shown = match userinfo {
-            Some(_) => format!("http://***@{host}{path}{query}"),
+            Some(_) => format!("{scheme}://***@{host}{path}{query}"),
             None => url.clone(),
         };
-        Ok(Endpoint { url, shown, auth })
+        Ok(Endpoint {
+            url,
+            shown,
+            auth,
+            tls,
+            loopback: is_loopback(host),
+        })
     }
-}
-
-/// `%XX` escapes of a URL's user information, decoded.
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            if let Some(v) = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-            {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Standard base64 with padding.
@@ -451,6 +601,69 @@ mod tests {
             let err = Endpoint::parse(bad, false).err().unwrap().to_string();
             assert!(!err.contains("secret"), "{err}");
         }
+    }
+
+    #[test]
+    fn https_endpoints_and_loopback_hosts_are_told_apart() {
+        let e = Endpoint::parse("https://u:p@collector.example:4318", false).unwrap();
+        assert_eq!(e.url, "https://collector.example:4318/v1/logs");
+        assert_eq!(e.shown, "https://***@collector.example:4318/v1/logs");
+        assert!(e.tls && !e.loopback);
+        for (url, loopback) in [
+            ("http://localhost:4318", true),
+            ("http://LOCALHOST", true),
+            ("http://127.0.0.1:4318", true),
+            ("http://127.9.9.9", true),
+            ("http://[::1]:4318", true),
+            ("http://[::2]:4318", false),
+            ("http://128.0.0.1:4318", false),
+            ("http://collector:4318", false),
+            ("http://localhost.example.com", false),
+        ] {
+            let e = Endpoint::parse(url, false).unwrap();
+            assert_eq!(e.loopback, loopback, "{url}");
+            assert!(!e.tls, "{url}");
+        }
+    }
+
+    /// Headers or URL credentials over http:// to a host that is not this
+    /// machine are refused before any connection (the host here does not
+    /// resolve: a connection would fail otherwise); header values are
+    /// never in the message.
+    #[test]
+    fn secrets_are_not_sent_in_the_clear() {
+        let opts = |headers: &[(&str, &str)]| Options {
+            headers: headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..Options::default()
+        };
+        let new = |url: &str, o: Options| {
+            Client::new(url, false, Duration::from_secs(1), None, o).map(|_| ())
+        };
+        let err = new(
+            "http://collector.invalid:4318",
+            opts(&[("x-api-key", "s3cret-value")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("headers (x-api-key)"), "{err}");
+        assert!(!err.contains("s3cret-value"), "{err}");
+        let err = new("http://me:s3cret@collector.invalid:4318", opts(&[]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("credentials in the URL"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+        // To this machine, or over https://, or with nothing secret: taken.
+        new("http://127.0.0.1:4318", opts(&[("x-api-key", "k")])).unwrap();
+        new("http://u:p@localhost:4318", opts(&[])).unwrap();
+        new(
+            "https://collector.invalid:4318",
+            opts(&[("x-api-key", "k")]),
+        )
+        .unwrap();
+        new("http://collector.invalid:4318", opts(&[])).unwrap();
     }
 
     #[test]

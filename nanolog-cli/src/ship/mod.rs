@@ -9,6 +9,7 @@
 //! encodings), whatever the backlog.
 
 mod http;
+mod options;
 mod otlp;
 mod stop;
 
@@ -99,12 +100,26 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
             a.cursor.len()
         );
     }
+    // (Read before anything is sent: a bad variable stops ship here.)
+    let opts = options::options(a)?;
+    let mut extra = options::resource_attributes()?;
+    // service.name: --service, OTEL_SERVICE_NAME, then
+    // OTEL_RESOURCE_ATTRIBUTES', as the specification orders them.
+    let from_attributes = extra
+        .iter()
+        .find(|(k, _)| k == "service.name")
+        .map(|(_, v)| v.clone());
     let service = a
         .service
         .clone()
         .or_else(|| std::env::var("OTEL_SERVICE_NAME").ok())
         .filter(|s| !s.is_empty())
+        .or(from_attributes)
+        .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown_service".into());
+    // (The writer's host and pid, from the file, are not replaced.)
+    extra.retain(|(k, _)| !matches!(k.as_str(), "service.name" | "host.name" | "process.pid"));
+    let extra = std::sync::Arc::new(extra);
     // For files of writers before the SET entry, which names their host.
     let host = Some(nanolog_runtime::host_name())
         .filter(|h| !h.is_empty())
@@ -115,7 +130,9 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
     let make = |base: &Path| -> anyhow::Result<Shipper> {
         Ok(Shipper {
             workers: (0..threads)
-                .map(|_| otlp::Batch::new(service.clone(), host.clone()))
+                .map(|_| {
+                    otlp::Batch::new(service.clone(), host.clone(), std::sync::Arc::clone(&extra))
+                })
                 .collect(),
             batch_bytes: a.batch_kib.max(1) << 10,
             once: a.once,
@@ -130,6 +147,7 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
                     exact,
                     Duration::from_nanos(max_backoff),
                     give_up,
+                    opts.clone(),
                 )?,
                 stats_every,
                 last_stats: Instant::now(),

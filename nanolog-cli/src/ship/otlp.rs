@@ -52,10 +52,16 @@ pub(crate) struct Batch {
     len: usize,
     service: String,
     host: String,
+    /// Attributes added to the resource (`OTEL_RESOURCE_ATTRIBUTES`).
+    extra: std::sync::Arc<Vec<(String, String)>>,
 }
 
 impl Batch {
-    pub(crate) fn new(service: String, host: String) -> Batch {
+    pub(crate) fn new(
+        service: String,
+        host: String,
+        extra: std::sync::Arc<Vec<(String, String)>>,
+    ) -> Batch {
         Batch {
             req: ExportLogsServiceRequest {
                 resource_logs: vec![ResourceLogs {
@@ -74,6 +80,7 @@ impl Batch {
             len: 0,
             service,
             host,
+            extra,
         }
     }
 
@@ -113,6 +120,9 @@ impl Batch {
         );
         if let Some(pid) = pid {
             put(attrs, &mut n, "process.pid", Val::Int(pid));
+        }
+        for (k, v) in self.extra.iter() {
+            put(attrs, &mut n, k, Val::Str(v));
         }
         attrs.truncate(n);
     }

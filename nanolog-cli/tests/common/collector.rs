@@ -60,6 +60,10 @@ pub struct State {
     pub targets: Vec<String>,
     /// The last `Authorization` header seen.
     pub authorization: Option<String>,
+    /// Each request's headers (names lowercased), in order.
+    pub headers: Vec<Vec<(String, String)>>,
+    /// Each request's body as it came (compressed or not): its length.
+    pub wire_bytes: Vec<usize>,
     /// Refuse bodies over this many bytes as the OpenTelemetry Collector
     /// does: 400 with a `google.rpc.Status` "request body too large".
     pub max_body: Option<usize>,
@@ -129,6 +133,8 @@ fn handle(conn: TcpStream, st: &Mutex<State>) {
         st.lock().unwrap().targets.push(target);
         let mut len = 0usize;
         let mut content_type = String::new();
+        let mut encoding = String::new();
+        let mut headers = Vec::new();
         loop {
             let mut h = String::new();
             if r.read_line(&mut h).unwrap_or(0) == 0 {
@@ -139,9 +145,11 @@ fn handle(conn: TcpStream, st: &Mutex<State>) {
                 break;
             }
             let (k, v) = h.split_once(':').unwrap();
+            headers.push((k.to_ascii_lowercase(), v.trim().to_string()));
             match k.to_ascii_lowercase().as_str() {
                 "content-length" => len = v.trim().parse().unwrap(),
                 "content-type" => content_type = v.trim().to_string(),
+                "content-encoding" => encoding = v.trim().to_ascii_lowercase(),
                 "authorization" => st.lock().unwrap().authorization = Some(v.trim().to_string()),
                 _ => {}
             }
@@ -150,6 +158,24 @@ fn handle(conn: TcpStream, st: &Mutex<State>) {
         if r.read_exact(&mut body).is_err() {
             return;
         }
+        {
+            let mut s = st.lock().unwrap();
+            s.headers.push(headers);
+            s.wire_bytes.push(len);
+        }
+        match encoding.as_str() {
+            "" | "identity" => {}
+            "gzip" => {
+                let mut plain = Vec::new();
+                flate2::read::GzDecoder::new(&body[..])
+                    .read_to_end(&mut plain)
+                    .expect("a gzip body");
+                body = plain;
+            }
+            other => panic!("a Content-Encoding the collector does not take: {other}"),
+        }
+        // (The size the limits below judge: the body as it decodes.)
+        let len = body.len();
         assert_eq!(content_type, "application/x-protobuf");
         let (answer, delay) = {
             let mut s = st.lock().unwrap();
