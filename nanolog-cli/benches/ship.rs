@@ -3,7 +3,7 @@
 //! side by side in one run:
 //! - `ship --once` into a collector stand-in on 127.0.0.1 that answers 200
 //!   and discards the bodies (what `ship` costs: reading, mapping to OTLP,
-//!   protobuf encoding, HTTP);
+//!   protobuf encoding, HTTP), and the same with the bodies gzip'd;
 //! - `export --format parquet` (zstd) and `decode --format json` to
 //!   /dev/null, the other two ways records leave nanolog's format.
 //!
@@ -56,6 +56,19 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(RECORDS));
     g.bench_function("ship_otlp_http", |b| {
         b.iter(|| run(&["ship", "--once", "--endpoint", &endpoint, log]))
+    });
+    g.bench_function("ship_otlp_http_gzip", |b| {
+        b.iter(|| {
+            run(&[
+                "ship",
+                "--once",
+                "--compression",
+                "gzip",
+                "--endpoint",
+                &endpoint,
+                log,
+            ])
+        })
     });
     g.bench_function("export_parquet_zstd", |b| {
         b.iter(|| run(&["export", "--format", "parquet", "-o", out, log]))
