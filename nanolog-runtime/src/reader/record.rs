@@ -175,6 +175,14 @@ impl<'a> Record<'a> {
         found
     }
 
+    /// Its span context: an id within its file (0: made outside any span)
+    /// that the file's records made in the same spans share, so what their
+    /// spans make of them (a shipper's encoding of the chain) can be made
+    /// once a context.
+    pub fn context(&self) -> u32 {
+        self.ctx
+    }
+
     /// Whether it was made inside any span.
     pub fn in_spans(&self) -> bool {
         self.ctx != 0
