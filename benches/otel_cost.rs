@@ -1,5 +1,5 @@
 //! What logging costs a tokio service that already traces with
-//! OpenTelemetry (feature `opentelemetry`, CONTRACT §16): every subscriber
+//! OpenTelemetry (feature `opentelemetry`, README "Trace context"): every subscriber
 //! has tracing-opentelemetry's layer (the SDK's batch span processor into
 //! an exporter that drops what it is given), and the log layer is added
 //! over it. Alternated round by round in one process; each one's cost is

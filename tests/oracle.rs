@@ -1,5 +1,5 @@
 //! The decoded message of every record equals `format!` of the same literal
-//! and arguments (CONTRACT §2), for every format feature and argument type.
+//! and arguments (README "Using nanolog in an existing service"), for every format feature and argument type.
 
 use std::fmt;
 

@@ -1,5 +1,5 @@
 //! Records joined to their traces through the real OpenTelemetry SDK
-//! (feature `opentelemetry`, CONTRACT §16): a tokio service with
+//! (feature `opentelemetry`, README "Trace context"): a tokio service with
 //! tracing-opentelemetry's layer and nanolog's in one registry. The oracle
 //! is the SDK itself: the spans it exported, and, for the spans it did not
 //! sample (so never exported), the context tracing-opentelemetry gives

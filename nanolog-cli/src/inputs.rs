@@ -313,7 +313,7 @@ pub(crate) fn open_each_in<S>(
         };
         let log = match log {
             Ok(l) => l,
-            // One input: its error is the command's (CONTRACT §4).
+            // One input: its error is the command's (README "The `nanolog` command").
             Err(e) if !several => return Err(e),
             // Among several: a warning each, the rest read.
             Err(e) => {

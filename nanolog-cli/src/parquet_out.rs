@@ -46,7 +46,7 @@ fn schema() -> Schema {
         utf8("args", false),
         utf8("fields", false),
         utf8("spans", false),
-        // The W3C ids of its innermost traced span (CONTRACT §16).
+        // The W3C ids of its innermost traced span (README "Trace context").
         utf8("trace_id", true),
         utf8("span_id", true),
     ])

@@ -375,7 +375,7 @@ fn a_record_over_the_collectors_limit_arrives_cut_and_nothing_is_stuck() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// CONTRACT §16 through a real collector: records made inside spans that
+/// README "Trace context" through a real collector: records made inside spans that
 /// carry W3C ids arrive with the LogRecord's `traceId`, `spanId` and
 /// `flags` of the innermost such span (the collector's OTLP JSON writes
 /// the ids as lowercase hex); records outside have none.

@@ -1,4 +1,4 @@
-//! `nanolog ship` (CONTRACT §13) against a collector stand-in on 127.0.0.1:
+//! `nanolog ship` (README "Shipping") against a collector stand-in on 127.0.0.1:
 //! an HTTP server that decodes each request body with the official OTLP
 //! definitions (the `opentelemetry-proto` crate) and answers as it is told
 //! (200, 429, 503, or a dropped connection). What it accepted is compared
@@ -1400,7 +1400,7 @@ fn cursor_at_start_of(d: &Path, log: &nanolog_runtime::reader::LogFile) -> PathB
     cursor
 }
 
-/// CONTRACT §16: a record made inside a span that carries W3C ids
+/// README "Trace context": a record made inside a span that carries W3C ids
 /// (`trace_id`, `span_id`, `trace_flags` fields) arrives with the
 /// LogRecord's `trace_id`, `span_id` and `flags` set to them (the
 /// innermost such span's); a record outside has none, also when the

@@ -740,7 +740,7 @@ fn records_through_the_fallback_ring_carry_their_spans() {
     remove_with_kept(&path);
 }
 
-/// CONTRACT §16 without the OpenTelemetry SDK: a service that propagates
+/// README "Trace context" without the OpenTelemetry SDK: a service that propagates
 /// context itself records `trace_id` and `span_id` (and `trace_flags`) as
 /// span fields; every record inside such a span carries the ids of the
 /// innermost one (JSON `trace_id`, `span_id`), records outside have none,

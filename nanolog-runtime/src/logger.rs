@@ -324,7 +324,7 @@ impl Builder {
     /// # let _ = std::fs::remove_dir_all(&dir);
     /// # Ok::<(), nanolog::Error>(())
     /// ```
-    pub fn rotate_every(mut self, every: crate::Rotation) -> Self {
+    pub fn rotate_every(mut self, every: crate::writer::Rotation) -> Self {
         self.files.rotate_every = Some(every);
         self
     }

@@ -104,7 +104,7 @@ fn json_head(j: &mut Json, rec: &Record<'_>, out: &mut String) {
 fn json_spans_key(rec: &Record<'_>, out: &mut String) {
     out.push_str(",\"spans\":");
     json_spans(rec, out);
-    // The W3C ids of its innermost traced span (CONTRACT §16), absent
+    // The W3C ids of its innermost traced span (README "Trace context"), absent
     // outside one.
     if let Some(t) = rec.trace_context() {
         out.push_str(",\"trace_id\":\"");

@@ -1,4 +1,4 @@
-//! `nanolog ship` (CONTRACT §13): follows a log as `decode -f` does and
+//! `nanolog ship` (README "Shipping"): follows a log as `decode -f` does and
 //! sends its records to an OpenTelemetry collector as OTLP/HTTP protobuf.
 //!
 //! At least once, and nothing twice across restarts: a batch is a run of

@@ -1,4 +1,4 @@
-//! Records as OTLP log records (CONTRACT §13), in the message types of the
+//! Records as OTLP log records (README "Shipping"), in the message types of the
 //! `opentelemetry-proto` crate, encoded by prost.
 //!
 //! Records are encoded one by one as they are added (see [`Batch`]): the
@@ -263,7 +263,7 @@ impl Batch {
         lr.observed_time_unix_nano = observed_ns;
         lr.severity_number = severity(site.level);
         set_str(&mut lr.severity_text, site.level.as_str());
-        // The W3C ids of its innermost traced span (CONTRACT §16), and its
+        // The W3C ids of its innermost traced span (README "Trace context"), and its
         // flags when the span says them (bits 0-7 of `flags` are W3C's).
         if let Some(t) = rec.trace_context() {
             lr.trace_id.extend_from_slice(&t.trace_id);

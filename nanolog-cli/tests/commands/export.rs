@@ -1,4 +1,4 @@
-//! `nanolog export` (CONTRACT §11), run as a user runs it: the Parquet file
+//! `nanolog export` (README "Querying logs at scale"), run as a user runs it: the Parquet file
 //! is read back with the `parquet` crate and compared, row by row and
 //! column by column, with `nanolog decode --format json` of the same files.
 
@@ -176,7 +176,7 @@ fn rows(batches: &[RecordBatch]) -> Vec<Json> {
     out
 }
 
-/// The columns of CONTRACT §11, §12 and §16, in order.
+/// The columns of README "Querying logs at scale" and "Trace context", in order.
 const COLUMNS: [&str; 14] = [
     "ts",
     "level",
@@ -385,7 +385,7 @@ fn part_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// `export --partition-by hour` (CONTRACT §14): Hive-style directories
+/// `export --partition-by hour` (README "Querying logs at scale"): Hive-style directories
 /// named by each row's UTC date and hour, every row once, rows equal to
 /// decode's in order; a second export into the same directory adds files
 /// beside the first (part-00001), never replaces them.
@@ -499,7 +499,7 @@ fn copy_shifted(entries: &[u8], shift: i64, out: &mut Vec<u8>) {
     }
 }
 
-/// `export --partition-by hour` read by DuckDB (CONTRACT §14) with
+/// `export --partition-by hour` read by DuckDB (README "Querying logs at scale") with
 /// `hive_partitioning=true`, as one table: the rows of each partition
 /// (date and hour from the directory names) number what `stats --every 1h`
 /// counts in that hour, over three logs an hour and a day apart.

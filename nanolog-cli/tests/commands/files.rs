@@ -1,4 +1,4 @@
-//! Files over time (CONTRACT §8): the live file always at its path,
+//! Files over time (README "Files over time"): the live file always at its path,
 //! finished files named in time order, rolling by size and by UTC time,
 //! retention, failures that do not stop logging, `decode -f` across rolls,
 //! and the whole set decoding exactly as one unrotated log of the same run.
@@ -585,7 +585,7 @@ fn follow_prints_every_record_of_every_run_across_fast_rolls_and_restarts() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// Text lines (CONTRACT §15): the message exactly as `format!` made it
+/// Text lines (README "The `nanolog` command"): the message exactly as `format!` made it
 /// when it holds no control character (a `{:?}` string keeps its single
 /// backslashes), the target when it is not the module path, the zone mark;
 /// `--color always` colours the level, `never` does not; `--local` prints
@@ -742,7 +742,7 @@ fn take_lines(rx: &std::sync::mpsc::Receiver<String>, got: &mut Vec<u64>, last: 
     }
 }
 
-/// `decode -f --cursor FILE` (CONTRACT §13): a follower killed with
+/// `decode -f --cursor FILE` (README "Shipping"): a follower killed with
 /// SIGKILL and started again with its cursor goes on where it was, across
 /// the rolls made in between: every record is printed, and none twice
 /// but those of a batch printed and not yet saved at the kill.

@@ -21,6 +21,7 @@ mod follow_load;
 mod index;
 mod info_states;
 mod layers;
+mod map;
 mod mirror;
 mod new_user;
 mod readme;

@@ -200,7 +200,7 @@ fn a_stuck_mirror_falls_behind_without_stalling_logging() {
 }
 
 /// The mirror's lines show the spans a record was made in, as `decode`
-/// prints them (CONTRACT §12): `request{id=7}:db{table="users"}: `.
+/// prints them (README "Trace context"): `request{id=7}:db{table="users"}: `.
 #[test]
 fn mirrored_lines_carry_their_spans_as_decode_prints_them() {
     let _s = serial();

@@ -304,7 +304,7 @@ impl State {
                             // holds it (its compact bytes, the file's
                             // strings), not the ring's values: one decoder
                             // for both, so its line is the one `decode`
-                            // prints (CONTRACT §9).
+                            // prints (the README's mirror (`Builder::mirror`)).
                             if let (Some(m), Some(reg)) = (&mut self.mirror, reg) {
                                 if m.wants(reg.site.level) {
                                     let spans = r.ctx.texts.iter().map(String::as_str);
