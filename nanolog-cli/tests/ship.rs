@@ -1716,3 +1716,38 @@ fn the_readme_vendor_set_up_runs_as_written() {
     drop(st);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` bounds a request (milliseconds, as the
+/// specification says): a collector that answers after 1.5 s is waited for
+/// without it, and with 200 ms each try times out, so `--once` gives up.
+#[test]
+fn the_exporter_timeout_bounds_a_request() {
+    let _s = serial();
+    let d = dir("timeout");
+    let base = d.join("app.nlog");
+    let logger = nanolog::Logger::builder().path(&base).start().unwrap();
+    nanolog::info!("rec {}", 1u64);
+    drop(logger);
+    let c = Collector::start();
+    c.state.lock().unwrap().delay = Duration::from_millis(1500);
+    let args = [
+        "--endpoint",
+        &c.endpoint(),
+        "--once",
+        "--give-up-after",
+        "1s",
+        "--max-backoff",
+        "100ms",
+        p(&base),
+    ];
+    let (status, err) = ship_with_env(&args, &[("OTEL_EXPORTER_OTLP_TIMEOUT", "200")]);
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("giving up"), "{err}");
+    // (Each try timed out and was made again: the stand-in, slow, saw them.)
+    let tries = c.state.lock().unwrap().requests;
+    assert!(tries >= 2, "{tries} requests");
+    let (status, err) = ship_with_env(&args, &[]);
+    assert!(status.success(), "{err}");
+    assert!(c.state.lock().unwrap().requests > tries);
+    let _ = std::fs::remove_dir_all(&d);
+}
