@@ -458,25 +458,9 @@ impl Ca {
     }
 }
 
-/// `nanolog ship ARGS` with exactly the `OTEL_*` variables `env` gives:
-/// its exit status and standard error.
+/// `nanolog ship ARGS` with exactly the `OTEL_*` variables `env` gives.
 fn ship_env(args: &[&str], env: &[(&str, &Path)]) -> (std::process::ExitStatus, String) {
-    let mut c = Command::new(common::BIN);
-    c.arg("ship").args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("OTEL_") {
-            c.env_remove(k);
-        }
-    }
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let mut child = c
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn_reaped();
-    let status = common::wait(&mut child, 120, "ship");
-    (status, common::stderr_of(&mut child))
+    common::shipped_with_env(args, env, 120)
 }
 
 /// Ship over https:// into a real Collector whose OTLP/HTTP receiver has

@@ -1437,26 +1437,9 @@ fn records_in_traced_spans_arrive_with_their_trace_and_span_ids() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// `nanolog ship` with the exporter variables and flags of the
-/// OpenTelemetry specification set as `env` says: its exit status and
-/// standard error (at most 60 s). Every other exporter variable removed.
+/// `nanolog ship` with exactly the exporter variables `env` gives.
 fn ship_with_env(args: &[&str], env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
-    let mut c = Command::new(BIN);
-    c.arg("ship").args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("OTEL_") {
-            c.env_remove(k);
-        }
-    }
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let mut child = c
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn_reaped();
-    let status = wait(&mut child, 60, "ship");
-    (status, stderr_of(&mut child))
+    common::shipped_with_env(args, env, 60)
 }
 
 /// The exporter specification's variables, as services set them for every

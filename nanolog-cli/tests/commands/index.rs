@@ -1021,8 +1021,8 @@ fn index_edited(file: &mut [u8], edit: impl Fn(&mut [u8])) -> usize {
 /// (issue #84) is refused with one warning, and the answers it would have
 /// changed are the whole decode's: records without a level (`-n 20`
 /// printed nothing and `--level error` missed every error, until
-/// 2026-12-06), and more records than the bytes of its write can hold
-/// (`-n` printed too few lines).
+/// 2026-12-06), ticks wholly after the file's clock, and more records than
+/// the bytes of its write can hold (`-n` printed too few lines).
 #[test]
 fn impossible_index_entries_are_refused_and_answers_stay_the_whole_decodes() {
     let dir = fresh_dir("index", "impossible");
@@ -1063,7 +1063,7 @@ fn impossible_index_entries_are_refused_and_answers_stay_the_whole_decodes() {
     );
 
     type Edit<'e> = &'e dyn Fn(&mut [u8]);
-    let cases: [(&str, Edit); 2] = [
+    let cases: [(&str, Edit); 3] = [
         ("no level", &|b: &mut [u8]| {
             // len, records, first tick, ticks' span, then the levels byte.
             let mut at = 0;
@@ -1071,6 +1071,18 @@ fn impossible_index_entries_are_refused_and_answers_stay_the_whole_decodes() {
                 at += varint_at(b, at).1;
             }
             b[at] = 0;
+        }),
+        ("ticks after the clock", &|b: &mut [u8]| {
+            // The first tick's varint at its largest for its length (a
+            // year or more of ticks after the file's last clock pair).
+            let mut at = 0;
+            for _ in 0..2 {
+                at += varint_at(b, at).1;
+            }
+            let n = varint_at(b, at).1;
+            for k in 0..n {
+                b[at + k] = if k + 1 < n { 0xff } else { 0x7f };
+            }
         }),
         ("records past the bytes", &|b: &mut [u8]| {
             // The records' varint at its largest for its length.

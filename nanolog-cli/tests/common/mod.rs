@@ -84,6 +84,32 @@ pub fn shipped(args: &[&str], secs: u64, what: &str) -> (ExitStatus, String) {
     (status, stderr_of(&mut child))
 }
 
+/// `nanolog ship ARGS...` run to its end (at most `secs`) with exactly the
+/// `OTEL_*` variables `env` gives (this process's removed): its exit
+/// status and standard error.
+pub fn shipped_with_env<V: AsRef<std::ffi::OsStr>>(
+    args: &[&str],
+    env: &[(&str, V)],
+    secs: u64,
+) -> (ExitStatus, String) {
+    let mut c = Command::new(BIN);
+    c.arg("ship").args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("OTEL_") {
+            c.env_remove(k);
+        }
+    }
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut child = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn_reaped();
+    let status = wait(&mut child, secs, "ship");
+    (status, stderr_of(&mut child))
+}
+
 /// `nanolog ARGS...`, whatever its exit status.
 pub fn run(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().expect("run nanolog")

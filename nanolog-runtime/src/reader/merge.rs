@@ -389,21 +389,14 @@ impl<'a> Merge<'a> {
     /// each file's last stretch mapped until the group's end: 190 MB of a
     /// 445 MB set for `--level error` (measured 2026-12-06).
     fn release_behind(&mut self, file_ix: usize, at: usize) {
-        let (behind, next) = &mut self.behind[file_ix];
+        let next = &mut self.behind[file_ix].1;
         if at < *next {
             return;
         }
         *next = at.saturating_add(Behind::CHUNK / 4);
-        let least = self.streams[self.of_file[file_ix].clone()]
-            .iter()
-            .filter(|s| !s.done)
-            .map(|s| {
-                let reading = s.items.get(s.next_item.saturating_sub(1));
-                reading.map_or(usize::MAX, |it| s.file.offset_of(it))
-            })
-            .min();
+        let least = self.slowest(file_ix);
         let file = &self.files[file_ix];
-        file.passed(behind, least.unwrap_or(usize::MAX));
+        file.passed(&mut self.behind[file_ix].0, least.unwrap_or(usize::MAX));
         // Between the least stream and this one: around the extents the
         // file's live streams read.
         let mut held: Vec<(usize, usize)> = self.streams[self.of_file[file_ix].clone()]
@@ -425,6 +418,20 @@ impl<'a> Merge<'a> {
             }
             from = from.max(b);
         }
+    }
+
+    /// Where the slowest live stream of file `file_ix` reads (the offset of
+    /// its current item; `usize::MAX` for one not reading yet), `None` when
+    /// none is live.
+    fn slowest(&self, file_ix: usize) -> Option<usize> {
+        self.streams[self.of_file[file_ix].clone()]
+            .iter()
+            .filter(|s| !s.done)
+            .map(|s| {
+                let reading = s.items.get(s.next_item.saturating_sub(1));
+                reading.map_or(usize::MAX, |it| s.file.offset_of(it))
+            })
+            .min()
     }
 
     /// A stream of file `file_ix` ended: once they all have, the file's
@@ -457,14 +464,7 @@ impl<'a> Merge<'a> {
             *left > 0
         });
         for (file_ix, file) in self.files.iter().enumerate() {
-            let least = self.streams[self.of_file[file_ix].clone()]
-                .iter()
-                .filter(|s| !s.done)
-                .map(|s| {
-                    let reading = s.items.get(s.next_item.saturating_sub(1));
-                    reading.map_or(usize::MAX, |it| s.file.offset_of(it))
-                })
-                .min();
+            let least = self.slowest(file_ix);
             let swept = &mut self.swept[file_ix];
             if let Some(least) =
                 least.filter(|&l| l != usize::MAX && l >= swept.saturating_add(SWEEP_STEP))

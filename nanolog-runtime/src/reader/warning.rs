@@ -80,7 +80,7 @@ pub enum Warning {
     },
     /// An INDEX or RUN entry whose checksum holds but whose claims cannot
     /// be true of the file (records without a level, more records than its
-    /// bytes hold, ticks outside the file's clock, more entries than a
+    /// bytes hold, ticks wholly outside the file's clock, more entries than a
     /// reader keeps): the file's index is not trusted, and every record is
     /// read, as a file without an index is. Answers stay the whole file's.
     IndexRefused {

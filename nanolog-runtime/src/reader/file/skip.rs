@@ -193,7 +193,7 @@ pub(super) enum Refusal {
     Levels,
     /// More records than its bytes can hold.
     Records,
-    /// Ticks outside the file's clock.
+    /// Ticks wholly outside the file's clock.
     Ticks,
     /// More entries than a reader keeps in memory.
     TooMany,
@@ -204,7 +204,7 @@ impl Refusal {
         match self {
             Refusal::Levels => "names no level for the records it counts",
             Refusal::Records => "counts more records than its bytes can hold",
-            Refusal::Ticks => "gives its records ticks outside the file's clock",
+            Refusal::Ticks => "gives its records ticks wholly outside the file's clock",
             Refusal::TooMany => "is one of more index entries than a reader keeps in memory",
         }
     }
@@ -410,14 +410,16 @@ fn walk(
             passed(pos);
         }
     }
-    // Every row's ticks within the file's clock (with the slack a ring's
-    // records take past it).
+    // Every row's ticks meet the file's clock (with the slack a ring's
+    // records take past it). A range that reaches past it on one side is
+    // taken: a gap of records lost before the flusher's first write starts
+    // at tick 0, and a wider range only makes a reader read more.
     let ticks = w.pairs.iter().map(|p| p.0);
     if let (Some(lo), Some(hi)) = (ticks.clone().min(), ticks.max()) {
         let slack = (header.ticks_per_second * CLOCK_SLACK_SECS) as u64;
         let (lo, hi) = (lo.saturating_sub(slack), hi.saturating_add(slack));
         let off = w.rows.iter().position(|r| {
-            (r.records > 0 || r.levels != 0) && (r.first_tick < lo || r.last_tick > hi)
+            (r.records > 0 || r.levels != 0) && (r.last_tick < lo || r.first_tick > hi)
         });
         if let Some(i) = off {
             let at = entry_at.get(i).map_or(0, |&a| a as usize);
