@@ -294,8 +294,11 @@ fn check_row(data: &[u8], row: &Row, raw: Option<u64>) -> Result<Option<(bool, u
     let most_raw = if st.lz4 + st.deflate == 1 {
         st.raw as u64
     } else {
+        // (A RUN entry's run: its plain entries' bytes and its blocks'
+        // inflated bytes, as the entry says them, within what any codec
+        // makes of its length.)
         let said = raw.unwrap_or(0).min(row.len.saturating_mul(MOST_INFLATION));
-        row.len.max(said)
+        row.len.saturating_add(said)
     };
     if row.records > most_raw {
         return Err(Refusal::Records);
