@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use nanolog_runtime::reader::{Gap, LogFile, Record, Value};
+use nanolog_runtime::reader::{Gap, LogFile, Record, TraceContext, Value};
 use nanolog_runtime::text::render::format_message;
 use nanolog_runtime::Level;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
@@ -69,9 +69,9 @@ pub(crate) struct Batch {
     /// How many records `recs` holds.
     len: usize,
     /// Each span context's attributes (`spans`, and `spans_lost` when
-    /// some were lost), encoded as LogRecord attribute fields, by the
-    /// context's id in the batch's file.
-    chains: std::collections::HashMap<u32, Vec<u8>>,
+    /// some were lost), encoded as LogRecord attribute fields, and its
+    /// trace context, by the context's id in the batch's file.
+    chains: std::collections::HashMap<u32, (Vec<u8>, Option<TraceContext>)>,
     service: String,
     host: String,
     /// Attributes added to the resource (`OTEL_RESOURCE_ATTRIBUTES`).
@@ -207,7 +207,7 @@ impl Batch {
         self.one.clear();
         // (Into a Vec, which grows: encoding cannot run out of room.)
         let _ = self.lr.encode(&mut self.one);
-        if let Some(c) = chain.and_then(|c| self.chains.get(&c)) {
+        if let Some((c, _)) = chain.and_then(|c| self.chains.get(&c)) {
             // Repeated fields may come in pieces: these attributes follow
             // the record's own.
             self.one.extend_from_slice(c);
@@ -251,12 +251,15 @@ impl Batch {
                 &kv("spans_lost", V::BoolValue(true)).encode_to_vec(),
             );
         }
-        self.chains.insert(ctx, bytes);
+        self.chains.insert(ctx, (bytes, rec.trace_context()));
         ctx
     }
 
     /// Adds a record of the log.
     pub(crate) fn push(&mut self, rec: &Record<'_>, observed_ns: u64) {
+        // Its span chain, and the trace context in it, once a context.
+        let chain = rec.in_spans().then(|| self.chain(rec));
+        let trace = chain.and_then(|c| self.chains.get(&c).and_then(|c| c.1));
         let lr = self.next_record();
         let site = rec.site();
         lr.time_unix_nano = rec.unix_ns().max(0) as u64;
@@ -265,7 +268,7 @@ impl Batch {
         set_str(&mut lr.severity_text, site.level.as_str());
         // The W3C ids of its innermost traced span (README "Trace context"), and its
         // flags when the span says them (bits 0-7 of `flags` are W3C's).
-        if let Some(t) = rec.trace_context() {
+        if let Some(t) = trace {
             lr.trace_id.extend_from_slice(&t.trace_id);
             lr.span_id.extend_from_slice(&t.span_id);
             lr.flags = u32::from(t.flags.unwrap_or(0));
@@ -305,7 +308,6 @@ impl Batch {
         lr.body = Some(AnyValue {
             value: Some(V::StringValue(body)),
         });
-        let chain = rec.in_spans().then(|| self.chain(rec));
         self.finish_record(chain);
     }
 
