@@ -168,10 +168,10 @@ impl Kept1 {
 }
 
 /// The memory a walk keeps for the rows of one file, at most: past it (a
-/// crafted file of tiny INDEX entries; a writer's file takes a row for
-/// 64 KiB of records or more, so 16 MiB of rows is a file of about 18 GB
-/// and more), the index is refused and the file read whole, which holds
-/// a bounded share of it.
+/// crafted file of tiny INDEX entries: about 190,000 rows, 88 bytes each;
+/// a writer's rows cover 64 KiB of records or more, so a writer's file of
+/// 12 GB or more), the index is refused and the file read whole, which
+/// holds a bounded share of it.
 const MOST_ROW_BYTES: usize = 16 << 20;
 
 /// How far outside its file's clock pairs a row's ticks may lie: a thread's
