@@ -6,6 +6,8 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
+use super::options::Options;
+
 /// The first wait after a failure; each further failure doubles it, up to
 /// the client's limit.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -61,25 +63,6 @@ fn refused(e: &ureq::Error) -> bool {
         ureq::Error::Io(io) => io.kind() == io::ErrorKind::ConnectionRefused,
         other => other.to_string().to_ascii_lowercase().contains("refused"),
     }
-}
-
-/// How requests are made beyond the endpoint: what OpenTelemetry's
-/// exporter variables and ship's flags say (see `ship::options`).
-#[derive(Debug, Default, Clone)]
-pub(crate) struct Options {
-    /// Headers sent with every request (an API key, a tenant): names and
-    /// values, values never printed.
-    pub(crate) headers: Vec<(String, String)>,
-    /// Bodies sent gzip-compressed (`Content-Encoding: gzip`).
-    pub(crate) gzip: bool,
-    /// How long one request may take (OTLP's default: 10 s).
-    pub(crate) timeout: Option<Duration>,
-    /// A private CA's certificates (PEM) that https:// endpoints are
-    /// verified against, instead of the system's roots.
-    pub(crate) ca: Option<std::path::PathBuf>,
-    /// The client's certificate chain and key (PEM), for mutual TLS.
-    pub(crate) client_cert: Option<std::path::PathBuf>,
-    pub(crate) client_key: Option<std::path::PathBuf>,
 }
 
 /// The collector's endpoint and how to reach it.

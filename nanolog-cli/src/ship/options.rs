@@ -19,8 +19,26 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::http::Options;
 use crate::cli::ShipArgs;
+
+/// How requests are made beyond the endpoint: what OpenTelemetry's
+/// exporter variables and ship's flags say (see [`options`]).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Options {
+    /// Headers sent with every request (an API key, a tenant): names and
+    /// values, values never printed.
+    pub(crate) headers: Vec<(String, String)>,
+    /// Bodies sent gzip-compressed (`Content-Encoding: gzip`).
+    pub(crate) gzip: bool,
+    /// How long one request may take (OTLP's default: 10 s).
+    pub(crate) timeout: Option<Duration>,
+    /// A private CA's certificates (PEM) that https:// endpoints are
+    /// verified against, instead of the system's roots.
+    pub(crate) ca: Option<PathBuf>,
+    /// The client's certificate chain and key (PEM), for mutual TLS.
+    pub(crate) client_cert: Option<PathBuf>,
+    pub(crate) client_key: Option<PathBuf>,
+}
 
 /// The variable `OTEL_EXPORTER_OTLP_LOGS_{name}`, else
 /// `OTEL_EXPORTER_OTLP_{name}` (set and not blank), with the name of the
