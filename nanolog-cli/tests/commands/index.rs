@@ -393,6 +393,14 @@ fn totals_reserved(file: &mut [u8]) -> usize {
 /// Makes every whole entry of tag `tag` of `file` one of a tag reserved for
 /// later revisions (15, its checksum made again). Returns how many.
 fn made_reserved(file: &mut [u8], tag: u8) -> usize {
+    entries_edited(file, |t, _| (t == tag).then_some(15))
+}
+
+/// Calls `edit` with the tag and body of each whole top-level entry of
+/// `file`: where it returns a tag, the entry takes it, its body as `edit`
+/// left it, and its checksum is made again (so it reads as intact).
+/// Returns how many it changed.
+fn entries_edited(file: &mut [u8], mut edit: impl FnMut(u8, &mut [u8]) -> Option<u8>) -> usize {
     let mut changed = 0;
     let mut at = 48;
     while at + 9 <= file.len() {
@@ -400,9 +408,10 @@ fn made_reserved(file: &mut [u8], tag: u8) -> usize {
         if at + 9 + len > file.len() {
             break;
         }
-        if file[at] == tag {
-            file[at] = 15;
-            let crc = nanolog_runtime::wire::entry_crc(15, &file[at + 9..at + 9 + len]);
+        let body = at + 9..at + 9 + len;
+        if let Some(t) = edit(file[at], &mut file[body.clone()]) {
+            file[at] = t;
+            let crc = nanolog_runtime::wire::entry_crc(t, &file[body]);
             file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
             changed += 1;
         }
@@ -994,27 +1003,13 @@ fn varint_at(b: &[u8], at: usize) -> (u64, usize) {
 /// `file` that counts records, its checksum made again (so it reads as
 /// intact); returns how many it changed.
 fn index_edited(file: &mut [u8], edit: impl Fn(&mut [u8])) -> usize {
-    let mut changed = 0;
-    let mut at = 48;
-    while at + 9 <= file.len() {
-        let len = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap()) as usize;
-        if at + 9 + len > file.len() {
-            break;
-        }
-        let body = at + 9..at + 9 + len;
-        if file[at] == 13 {
-            let b = &mut file[body.clone()];
-            let (_, l) = varint_at(b, 0);
-            if varint_at(b, l).0 > 0 {
-                edit(b);
-                let crc = nanolog_runtime::wire::entry_crc(13, &file[body]);
-                file[at + 5..at + 9].copy_from_slice(&crc.to_le_bytes());
-                changed += 1;
-            }
-        }
-        at += 9 + len;
-    }
-    changed
+    entries_edited(file, |t, b| {
+        let counts = t == 13 && varint_at(b, varint_at(b, 0).1).0 > 0;
+        counts.then(|| {
+            edit(b);
+            13
+        })
+    })
 }
 
 /// An INDEX entry whose checksum holds but whose claims cannot be true
