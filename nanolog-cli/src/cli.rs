@@ -25,6 +25,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Send the records to an OpenTelemetry collector (OTLP/HTTP), following the log.
     Ship(ShipArgs),
+    /// Write into a log the records its killed writer's rings still held (`app.nlog.rings`).
+    Recover(RecoverArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -204,6 +206,12 @@ pub struct InfoArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// The log whose writer was killed (its path, as the writer was given it).
+    pub file: PathBuf,
 }
 
 #[derive(Debug, Args)]

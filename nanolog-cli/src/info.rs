@@ -50,6 +50,8 @@ struct Counts {
     lost: u64,
     /// Records some of whose spans were lost to damage.
     spans_lost: u64,
+    /// Records a recovery read from a killed writer's rings.
+    recovered: u64,
 }
 
 /// A finished file's counts as its writer wrote them at its end (its TOTALS
@@ -117,6 +119,7 @@ impl Counts {
         self.dropped += o.dropped;
         self.lost += o.lost;
         self.spans_lost += o.spans_lost;
+        self.recovered += o.recovered;
     }
 }
 
@@ -161,6 +164,7 @@ fn counted_from(files: &[LogFile], min_offset: usize) -> Counts {
                 Event::Record(r) => {
                     c.records += 1;
                     c.spans_lost += u64::from(r.spans_lost());
+                    c.recovered += u64::from(r.recovered());
                     *c.per_thread.entry(r.thread()).or_default() += 1;
                     *c.per_site.entry(r.site().id).or_default() += 1;
                     let ns = r.unix_ns();
@@ -223,6 +227,7 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
         dropped,
         lost,
         spans_lost,
+        recovered,
     } = c;
     let mut s = String::new();
     let time = |ns: i64| {
@@ -254,6 +259,12 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
                 let _ = writeln!(
                     s,
                     "spans lost:      {spans_lost} records (their SPAN entries damaged)"
+                );
+            }
+            if recovered > 0 {
+                let _ = writeln!(
+                    s,
+                    "recovered:       {recovered} records (from its killed writer's rings)"
                 );
             }
             if let Some(seq) = log.seq() {
@@ -324,7 +335,7 @@ pub fn run(a: &InfoArgs) -> anyhow::Result<()> {
             let blocks = log.block_stats();
             let _ = write!(
                 s,
-                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"lost\":{lost},\"spans_lost\":{spans_lost},\"seq\":{},\"host\":{},\"complete\":{},\"state\":\"{}\",\"blocks\":{{\"lz4\":{},\"deflate\":{},\"bytes\":{},\"raw\":{}}},\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
+                "{{\"file\":{},\"version\":{},\"pid\":{},\"ticks_per_second\":{},\"base_tick\":{},\"base_unix_ns\":{},\"records\":{records},\"dropped\":{dropped},\"lost\":{lost},\"spans_lost\":{spans_lost},\"recovered\":{recovered},\"seq\":{},\"host\":{},\"complete\":{},\"state\":\"{}\",\"blocks\":{{\"lz4\":{},\"deflate\":{},\"bytes\":{},\"raw\":{}}},\"first_ts_ns\":{},\"last_ts_ns\":{},\"sites\":[",
                 json(&log.path().to_string_lossy()),
                 h.version,
                 h.pid,

@@ -416,16 +416,21 @@ fn warn_if_cut(log: &nanolog_runtime::reader::LogFile) {
 
 /// Whether `f` is one of the files a writer or a follower keeps beside a
 /// log: `app.nlog.lock`, `app.nlog.next` (a roll under way), a cursor's
-/// `.tmp` (checked by its name and by the log it sits beside).
+/// `.tmp` (checked by its name and by the log it sits beside), the rings
+/// of a crash-safe writer, `app.nlog.rings` (and one kept aside,
+/// `app.nlog.rings.kept-<time>`, named so by the writer only).
 fn is_set_companion(f: &Path) -> bool {
     let name = f
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    ["lock", "next", "tmp"].iter().any(|ext| {
+    if name.contains(".rings.kept-") {
+        return true;
+    }
+    ["lock", "next", "tmp", "rings"].iter().any(|ext| {
         name.strip_suffix(ext)
             .and_then(|n| n.strip_suffix('.'))
-            .is_some_and(|log| f.with_file_name(log).exists() || *ext == "lock")
+            .is_some_and(|log| f.with_file_name(log).exists() || *ext == "lock" || *ext == "rings")
     })
 }
 

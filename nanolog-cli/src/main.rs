@@ -16,6 +16,7 @@ mod output;
 #[cfg(feature = "parquet")]
 mod parquet_out;
 mod percentile;
+mod recover;
 #[cfg(feature = "ship")]
 mod ship;
 mod stats;
@@ -55,6 +56,7 @@ fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
         cli::Command::Stats(a) => stats::run(&a),
         cli::Command::Info(a) => info::run(&a),
         cli::Command::Export(a) => export::run(&a),
+        cli::Command::Recover(a) => recover::run(&a),
         #[cfg(feature = "ship")]
         cli::Command::Ship(a) => ship::run(&a),
         #[cfg(not(feature = "ship"))]

@@ -117,6 +117,10 @@ pub(crate) struct Shared {
     /// The first write error since the last `flush`.
     pub(crate) error: Mutex<Option<std::io::Error>>,
     pub(crate) counters: Counters,
+    /// The crash-safe area the rings live in (`crate::crash`), if the
+    /// logger has one.
+    #[cfg(all(unix, not(loom)))]
+    pub(crate) area: OnceLock<Arc<crate::crash::Area>>,
 }
 
 impl Shared {
@@ -141,6 +145,8 @@ impl Shared {
             held: AtomicBool::new(false),
             error: Mutex::new(None),
             counters: Counters::default(),
+            #[cfg(all(unix, not(loom)))]
+            area: OnceLock::new(),
         }
     }
 

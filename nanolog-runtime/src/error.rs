@@ -51,6 +51,9 @@ pub enum Error {
     /// The fatal-signal handlers of `Builder::flush_on_signals` could not
     /// be installed.
     Signals(io::Error),
+    /// A dead writer's rings could not be recovered into the log (see
+    /// `nanolog recover`): what is wrong, and where the rings were kept.
+    Recover(String),
 }
 
 impl fmt::Display for Error {
@@ -79,6 +82,7 @@ impl fmt::Display for Error {
                 f.write_str("another logger is already installed for the `log` crate")
             }
             Error::Signals(e) => write!(f, "cannot install the signal handlers: {e}"),
+            Error::Recover(m) => write!(f, "cannot recover the rings of a killed writer: {m}"),
         }
     }
 }

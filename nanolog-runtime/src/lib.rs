@@ -18,6 +18,7 @@ mod channel;
 pub mod clock;
 #[doc(hidden)]
 pub mod compact;
+pub mod crash;
 mod encode;
 mod error;
 mod fileset;

@@ -36,6 +36,7 @@ pub struct Builder {
     mirror: Option<mirror::Config>,
     /// `console`: no file, the mirror is the output.
     console: bool,
+    crash_safe: bool,
 }
 
 impl Default for Builder {
@@ -54,6 +55,7 @@ impl Default for Builder {
             flush_on_signals: false,
             compression: Compression::Small,
             console: false,
+            crash_safe: true,
         }
     }
 }
@@ -500,6 +502,37 @@ impl Builder {
         self
     }
 
+    /// Keep the threads' rings in a file mapped shared beside the log
+    /// (`app.nlog.rings`; default `true` on Unix), so that a process
+    /// killed by `SIGKILL` or the OOM killer loses no record whose logging
+    /// call had returned: the next `start()` on the same path appends
+    /// them to the log before its own first record (or `nanolog recover
+    /// app.nlog`, for a process that does not come back). The file is
+    /// about the rings' size (one [`staging_capacity`](Self::staging_capacity)
+    /// per thread logging at once) and is removed when the logger stops.
+    /// Where it cannot be made (a read-only directory, a full disk), the
+    /// logger keeps ordinary rings and says so once on stderr.
+    ///
+    /// `false`: ordinary rings (a kill loses what they hold), and no
+    /// recovery at start.
+    ///
+    /// ```
+    /// # use nanolog_runtime as nanolog;
+    /// # let dir = std::env::temp_dir().join(format!("nanolog-doc-crash_safe-{}", std::process::id()));
+    /// let logger = nanolog::Logger::builder()
+    ///     .path(dir.join("app.nlog"))
+    ///     .start()?;
+    /// assert!(dir.join("app.nlog.rings").exists() || !cfg!(unix));
+    /// drop(logger); // stopped cleanly: every record written, the rings' file removed
+    /// assert!(!dir.join("app.nlog.rings").exists());
+    /// # let _ = std::fs::remove_dir_all(&dir);
+    /// # Ok::<(), nanolog::Error>(())
+    /// ```
+    pub fn crash_safe(mut self, on: bool) -> Self {
+        self.crash_safe = on;
+        self
+    }
+
     /// Opens the file and starts the flusher thread. The first start in a
     /// process also calibrates the clock (about 20 ms).
     ///
@@ -532,10 +565,14 @@ impl Builder {
         let writer = if self.console {
             crate::writer::Writer::discard()?
         } else {
-            crate::writer::Writer::create(&self.path, self.files.clone())?
+            crate::writer::Writer::create(&self.path, self.files.clone(), self.crash_safe)?
         };
         let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(Shared::new(generation, capacity, self.on_full));
+        #[cfg(all(unix, not(loom)))]
+        if self.crash_safe && !self.console {
+            crate::crash::open_area(&shared, writer.path(), capacity);
+        }
         let mirror = match self.mirror.clone() {
             Some(m) => Some(
                 Mirror::start(m, Arc::clone(&shared), crate::clock::ticks_per_second()).map_err(
@@ -666,6 +703,12 @@ impl Drop for Logger {
             if exited {
                 let _ = h.join();
             }
+        }
+        // Every record written: the rings' file is not needed. (A stuck
+        // flusher's is kept, for the next start to recover.)
+        #[cfg(all(unix, not(loom)))]
+        if exited {
+            crate::crash::close_area(&self.shared);
         }
         if !exited {
             let _ = writeln_stderr(

@@ -326,10 +326,24 @@ pub fn set_thread_name(name: &str) {
             if let Some(p) = p.as_ref() {
                 let ring = p.producer.ring();
                 *ring.name.lock().unwrap_or_else(PoisonError::into_inner) = name.to_owned();
+                #[cfg(all(unix, not(loom)))]
+                if let Some(slot) = ring.slot() {
+                    slot.set_name(name);
+                }
                 ring.name_version.fetch_add(1, Ordering::Release);
             }
         }
     });
+}
+
+/// A ring for thread `thread`: in a slot of the logger's crash-safe area
+/// when it has one with room, else on the heap.
+fn new_ring(shared: &Shared, thread: u32, name: String) -> Ring {
+    #[cfg(all(unix, not(loom)))]
+    if let Some(slot) = shared.area.get().and_then(|a| a.slot(thread, &name)) {
+        return Ring::mapped(slot, thread, name);
+    }
+    Ring::new(shared.capacity, thread, name)
 }
 
 /// What is left to write before a record once [`ThreadProducer::write_pending`]
@@ -401,7 +415,7 @@ impl ThreadProducer {
             return None;
         }
         let thread = shared.next_thread.fetch_add(1, Ordering::Relaxed);
-        let ring = Arc::new(Ring::new(shared.capacity, thread, name));
+        let ring = Arc::new(new_ring(&shared, thread, name));
         rings.push(Arc::clone(&ring));
         drop(rings);
         shared.counters.threads.fetch_add(1, Ordering::Relaxed);
@@ -632,11 +646,22 @@ impl ThreadProducer {
         self.pending_drops += 1;
         self.last_drop = tick;
         self.shared.count_dropped();
+        self.note_drops();
         if oversize {
             self.shared
                 .counters
                 .oversize
                 .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The drops not yet in the ring, where a recovery finds them (a
+    /// crash-safe ring's slot; the drop path only).
+    #[inline]
+    fn note_drops(&self) {
+        #[cfg(all(unix, not(loom)))]
+        if let Some(slot) = self.producer.ring().slot() {
+            slot.set_drops(self.pending_drops, self.first_drop, self.last_drop);
         }
     }
 
@@ -648,6 +673,7 @@ impl ThreadProducer {
         };
         r.commit_drops(self.pending_drops, self.first_drop, self.last_drop);
         self.pending_drops = 0;
+        self.note_drops();
         self.pending = self.restate;
         true
     }

@@ -100,15 +100,38 @@ impl DropMarker {
     }
 }
 
+/// A ring's two positions where they live apart from it: on cache lines
+/// of their own on the heap (an ordinary ring), or at fixed offsets of its
+/// slot's first page in the crash-safe area (`crate::crash`), where a
+/// recovery finds them after the process died.
+#[derive(Debug)]
+struct Positions {
+    head: CachePadded<AtomicU64>,
+    tail: CachePadded<AtomicU64>,
+}
+
+/// What holds a ring's bytes and positions, freed when the ring is.
+#[derive(Debug)]
+enum Backing {
+    /// `Ring::buf` came from `Box::leak` of a boxed slice of `cap` bytes;
+    /// the positions are this box's.
+    Heap(#[allow(dead_code)] Box<Positions>),
+    /// A slot of the crash-safe area, mapped shared: bytes and positions.
+    #[cfg(all(unix, not(loom)))]
+    Mapped(#[allow(dead_code)] crate::crash::Slot),
+}
+
 /// The shared part of a ring.
 #[derive(Debug)]
 pub(crate) struct Ring {
-    /// Consumer position: bytes the flusher has finished with.
-    head: CachePadded<AtomicU64>,
+    /// Consumer position: bytes the flusher has finished with (in a
+    /// crash-safe logger, bytes the file holds: see `flusher::drain`).
+    head: NonNull<AtomicU64>,
     /// Producer position: bytes published to the flusher.
-    tail: CachePadded<AtomicU64>,
+    tail: NonNull<AtomicU64>,
     buf: NonNull<u8>,
     cap: usize,
+    backing: Backing,
     /// Set by the producer's thread when it exits; the flusher frees the ring
     /// once it is set and the ring is empty.
     closed: AtomicBool,
@@ -124,28 +147,78 @@ pub(crate) struct Ring {
 // SAFETY: the buffer is shared by exactly one producer and one consumer, which
 // touch disjoint byte ranges: the producer writes only in [tail, head + cap) and
 // the consumer reads only in [head, tail), and the Release/Acquire pairs on
-// `head` and `tail` order every hand-over of a range between them.
+// `head` and `tail` order every hand-over of a range between them. `head`
+// and `tail` point into `backing`, which the ring owns.
 unsafe impl Send for Ring {}
 // SAFETY: as for `Send`; all other fields are atomics or mutexes.
 unsafe impl Sync for Ring {}
 
 impl Ring {
-    /// A ring of `cap` bytes; `cap` is a power of two and at least 64.
+    /// A ring of `cap` bytes on the heap; `cap` is a power of two and at
+    /// least 64.
     pub(crate) fn new(cap: usize, thread: u32, name: String) -> Ring {
         assert!(cap.is_power_of_two() && cap >= 64);
         let buf: Box<[u8]> = vec![0u8; cap].into_boxed_slice();
         // Zeroed allocation: pages the thread never writes are never touched.
         let buf = NonNull::from(Box::leak(buf)).cast::<u8>();
-        Ring {
+        let positions = Box::new(Positions {
             head: CachePadded::new(AtomicU64::new(0)),
             tail: CachePadded::new(AtomicU64::new(0)),
+        });
+        Ring {
+            head: NonNull::from(&*positions.head),
+            tail: NonNull::from(&*positions.tail),
             buf,
             cap,
+            backing: Backing::Heap(positions),
             closed: AtomicBool::new(false),
             thread,
             name: std::sync::Mutex::new(name),
             name_version: std::sync::atomic::AtomicU32::new(0),
             shadow: crate::sync::Shadow::new(cap, ALIGN),
+        }
+    }
+
+    /// A ring in a slot of the crash-safe area: its bytes and positions are
+    /// the slot's (both zero: a new slot, or one given back empty).
+    #[cfg(all(unix, not(loom)))]
+    pub(crate) fn mapped(slot: crate::crash::Slot, thread: u32, name: String) -> Ring {
+        let cap = slot.capacity();
+        assert!(cap.is_power_of_two() && cap >= 64);
+        let (head, tail, buf) = (slot.head(), slot.tail(), slot.bytes());
+        Ring {
+            head,
+            tail,
+            buf,
+            cap,
+            backing: Backing::Mapped(slot),
+            closed: AtomicBool::new(false),
+            thread,
+            name: std::sync::Mutex::new(name),
+            name_version: std::sync::atomic::AtomicU32::new(0),
+            shadow: crate::sync::Shadow::new(cap, ALIGN),
+        }
+    }
+
+    #[inline(always)]
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: `head` points into `backing` (the heap box, or the slot's
+        // mapped page), which lives as long as the ring and is not moved.
+        unsafe { self.head.as_ref() }
+    }
+
+    #[inline(always)]
+    fn tail(&self) -> &AtomicU64 {
+        // SAFETY: as for `head`.
+        unsafe { self.tail.as_ref() }
+    }
+
+    /// The crash-safe area's slot that holds this ring, if it has one.
+    #[cfg(all(unix, not(loom)))]
+    pub(crate) fn slot(&self) -> Option<&crate::crash::Slot> {
+        match &self.backing {
+            Backing::Mapped(s) => Some(s),
+            Backing::Heap(_) => None,
         }
     }
 
@@ -163,16 +236,27 @@ impl Ring {
     /// Whether the producer has gone and everything it wrote is consumed.
     pub(crate) fn is_finished(&self, head: u64) -> bool {
         // Acquire pairs with `close`: after it, `tail` is final.
-        self.closed.load(Ordering::Acquire) && self.tail.load(Ordering::Acquire) == head
+        self.closed.load(Ordering::Acquire) && self.tail().load(Ordering::Acquire) == head
+    }
+
+    /// Hands the bytes before `head` back to the producer (see
+    /// [`Consumer::release`]; a crash-safe flusher calls this once they
+    /// are written).
+    pub(crate) fn release_to(&self, head: u64) {
+        // Release pairs with the producer's Acquire load of `head`: our reads
+        // of the freed bytes happen before it overwrites them.
+        self.head().store(head, Ordering::Release);
     }
 }
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        let slice = std::ptr::slice_from_raw_parts_mut(self.buf.as_ptr(), self.cap);
-        // SAFETY: `buf` came from `Box::leak` of a boxed slice of `cap` bytes in
-        // `new`, and nothing else frees it.
-        drop(unsafe { Box::from_raw(slice) });
+        if let Backing::Heap(_) = self.backing {
+            let slice = std::ptr::slice_from_raw_parts_mut(self.buf.as_ptr(), self.cap);
+            // SAFETY: a heap ring's `buf` came from `Box::leak` of a boxed
+            // slice of `cap` bytes in `new`, and nothing else frees it.
+            drop(unsafe { Box::from_raw(slice) });
+        }
     }
 }
 
@@ -355,7 +439,7 @@ impl Producer {
         if self.tail + len as u64 - self.cached_head > cap as u64 {
             // Acquire pairs with the consumer's Release store of `head`: its reads
             // of the bytes we are about to overwrite are finished.
-            self.cached_head = self.ring.head.load(Ordering::Acquire);
+            self.cached_head = self.ring.head().load(Ordering::Acquire);
             if self.tail + len as u64 - self.cached_head > cap as u64 {
                 return None;
             }
@@ -379,7 +463,7 @@ impl Producer {
         let off = self.tail as usize & (cap - 1);
         let to_end = cap - off;
         if self.tail + to_end as u64 - self.cached_head > cap as u64 {
-            self.cached_head = self.ring.head.load(Ordering::Acquire);
+            self.cached_head = self.ring.head().load(Ordering::Acquire);
             if self.tail + to_end as u64 - self.cached_head > cap as u64 {
                 return None;
             }
@@ -397,7 +481,7 @@ impl Producer {
         self.ring.shadow.write(off, 4);
         self.tail += to_end as u64;
         // Release: publishes the PAD word (see `commit`).
-        self.ring.tail.store(self.tail, Ordering::Release);
+        self.ring.tail().store(self.tail, Ordering::Release);
         self.reserve(len)
     }
 
@@ -410,7 +494,7 @@ impl Producer {
         self.tail += len as u64;
         // Release pairs with the consumer's Acquire load of `tail`: the record's
         // bytes, written before this store, are visible to it before it reads them.
-        self.ring.tail.store(self.tail, Ordering::Release);
+        self.ring.tail().store(self.tail, Ordering::Release);
     }
 }
 
@@ -442,7 +526,7 @@ impl Consumer {
     /// The producer's published position; records before it may be read.
     pub(crate) fn available(&self) -> u64 {
         // Acquire pairs with the producer's Release store in `commit`.
-        self.ring.tail.load(Ordering::Acquire)
+        self.ring.tail().load(Ordering::Acquire)
     }
 
     /// The record at the head, given the `tail` returned by `available`.
@@ -500,9 +584,7 @@ impl Consumer {
 
     /// Hands the consumed bytes back to the producer.
     pub(crate) fn release(&self) {
-        // Release pairs with the producer's Acquire load of `head`: our reads
-        // of the freed bytes happen before it overwrites them.
-        self.ring.head.store(self.head, Ordering::Release);
+        self.ring.release_to(self.head);
     }
 }
 

@@ -8,6 +8,8 @@ use crate::compact::CompactFn;
 use crate::filter;
 use crate::level::Level;
 use crate::wire::format::{ArgKind, Piece, Role};
+use crate::wire::frame::{begin_entry, end_entry};
+use crate::wire::{dict, tag};
 
 /// The static descriptor of one call site, emitted by the logging macros
 /// (or interned once per distinct call by a bridge).
@@ -238,8 +240,46 @@ fn register(site: &'static Site, kinds: &[ArgKind], compact: Option<CompactFn>) 
     let id = (table.len() - 1) as u32;
     // (A billion call sites: ids above carry a flag in the rings.)
     debug_assert!(id < crate::ring::WITH_CONTEXT, "site ids exhausted");
+    // Into the crash-safe area before any record of it can be in a ring.
+    #[cfg(all(unix, not(loom)))]
+    if let Some(Some(reg)) = table.last() {
+        crate::crash::site_registered(id, reg);
+    }
     site.id.store(id, Ordering::Release);
     id
+}
+
+/// Appends the SITE entry of the site registered as `id` to `out`: what
+/// the log's dictionary holds of it, and the crash-safe area's.
+pub(crate) fn put_entry(out: &mut Vec<u8>, id: u32, info: &Registration) {
+    let s = info.site;
+    let start = begin_entry(out, tag::SITE);
+    dict::put_site(
+        out,
+        &dict::SiteEntryRef {
+            id,
+            level: s.level,
+            file: s.file,
+            line: s.line,
+            module: s.module,
+            format: s.format,
+            kinds: &info.kinds,
+            pieces: s.pieces,
+            target: s.target,
+            names: s.names,
+            role: s.role,
+            message_pieces: s.message_pieces,
+            context_args: s.context_args,
+        },
+    );
+    end_entry(out, start);
+}
+
+/// Calls `f` with the sites registered so far (by id), under the table's
+/// lock: no site registers while it runs (see `crash::attach_dictionary`).
+#[cfg(all(unix, not(loom)))]
+pub(crate) fn under_table<R>(f: impl FnOnce(&[Option<Arc<Registration>>]) -> R) -> R {
+    f(&TABLE.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
 /// The descriptor of a registered site.

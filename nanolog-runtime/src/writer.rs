@@ -206,7 +206,7 @@ fn lock_path(path: &Path) -> PathBuf {
 /// file, released by the kernel when the holder exits, however it exits)
 /// and writes this process's id into it; a logger that holds it already is
 /// [`Error::Locked`].
-fn lock(path: &Path) -> Result<File, Error> {
+pub(crate) fn lock(path: &Path) -> Result<File, Error> {
     let lock = lock_path(path);
     let open_err = |source| Error::Open {
         path: lock.clone(),
@@ -256,7 +256,12 @@ fn lock(path: &Path) -> Result<File, Error> {
 /// bytes written. The file is opened for appending: a write after another
 /// program cut it back lands at its new end, not past a hole where the
 /// header was.
-fn open(path: &Path, seq: u64, host: &str, before: u64) -> io::Result<(File, Header, u64)> {
+pub(crate) fn open(
+    path: &Path,
+    seq: u64,
+    host: &str,
+    before: u64,
+) -> io::Result<(File, Header, u64)> {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -366,7 +371,9 @@ impl Writer {
     /// A symbolic link at `path` is followed: the set is written beside the
     /// file it points to (renaming the link would make a finished "file"
     /// of the set that points outside it).
-    pub(crate) fn create(path: &Path, policy: Policy) -> Result<Writer, Error> {
+    /// `recover`: a crash-safe area a killed writer left beside the log
+    /// is recovered into its file first (see `crate::crash`).
+    pub(crate) fn create(path: &Path, policy: Policy, recover: bool) -> Result<Writer, Error> {
         let path = &crate::set::resolve_log_path(path);
         let open_err = |source| Error::Open {
             path: path.to_path_buf(),
@@ -378,6 +385,13 @@ impl Writer {
         // Before anything at the path is touched: a second writer changes
         // nothing on disk.
         let lock = lock(path)?;
+        // The killed writer's records go into its own file, before it is
+        // kept as a finished one.
+        #[cfg(all(unix, not(loom)))]
+        if recover {
+            crate::crash::recover_at_start(path);
+        }
+        let _ = recover;
         fileset::keep_previous(path)?;
         // A roll that died between creating the next file and renaming it
         // over the path leaves `app.nlog.next` holding a header and nothing
@@ -556,6 +570,24 @@ impl Writer {
                 let _ = self.file.seek(SeekFrom::Start(self.len));
                 Err(e)
             }
+        }
+    }
+
+    /// The log's path (the live file's).
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The live file's device and inode, by which a crash-safe area names
+    /// the file its write under way goes to (zeros where there are none).
+    pub(crate) fn identity(&self) -> (u64, u64) {
+        #[cfg(all(unix, not(loom)))]
+        {
+            crate::crash::file_identity(&self.file)
+        }
+        #[cfg(not(all(unix, not(loom))))]
+        {
+            (0, 0)
         }
     }
 

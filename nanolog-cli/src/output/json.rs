@@ -117,6 +117,10 @@ fn json_spans_key(rec: &Record<'_>, out: &mut String) {
         // Some of its spans were lost to damage: `spans` holds the rest.
         out.push_str(",\"spans_lost\":true");
     }
+    if rec.recovered() {
+        // Read from a killed writer's rings (README "What survives what").
+        out.push_str(",\"recovered\":true");
+    }
 }
 
 /// The JSON array of the spans a record was made in, outermost first:

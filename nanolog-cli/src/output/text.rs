@@ -81,6 +81,10 @@ fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
     t.write_time(out, rec.unix_ns());
     let color = t.color;
     out.push_str(t.prefixes.get(rec, |rec, out| prefix_text(rec, color, out)));
+    if rec.recovered() {
+        // Read from a killed writer's rings (README "What survives what").
+        out.push_str("<recovered>: ");
+    }
     if rec.in_spans() {
         push_spans(rec, out, &mut t.span_text);
     }

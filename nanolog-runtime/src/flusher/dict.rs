@@ -8,8 +8,7 @@ use super::State;
 use crate::mirror::Mirror;
 use crate::site::{self, Registration};
 use crate::span::book::{Book, SpanFile};
-use crate::wire::frame::{begin_entry, end_entry};
-use crate::wire::{dict, record, tag};
+use crate::wire::{dict, record};
 
 impl State {
     /// The spans the flusher knows, and the file being written as their
@@ -119,30 +118,9 @@ impl record::StringRefs for SpanIdsInline<'_> {
 
 /// Appends the dictionary entry of site `ix` to `out`.
 pub(super) fn emit_site(out: &mut Vec<u8>, sites: &[Option<Arc<Registration>>], ix: usize) {
-    let Some(info) = sites.get(ix).and_then(Option::as_ref) else {
-        return;
-    };
-    let s = info.site;
-    let start = begin_entry(out, tag::SITE);
-    dict::put_site(
-        out,
-        &dict::SiteEntryRef {
-            id: ix as u32,
-            level: s.level,
-            file: s.file,
-            line: s.line,
-            module: s.module,
-            format: s.format,
-            kinds: &info.kinds,
-            pieces: s.pieces,
-            target: s.target,
-            names: s.names,
-            role: s.role,
-            message_pieces: s.message_pieces,
-            context_args: s.context_args,
-        },
-    );
-    end_entry(out, start);
+    if let Some(info) = sites.get(ix).and_then(Option::as_ref) {
+        site::put_entry(out, ix as u32, info);
+    }
 }
 
 /// The index of site `id` in the flusher's sites, registered there on its

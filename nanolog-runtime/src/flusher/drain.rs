@@ -21,6 +21,9 @@ pub(super) const EXTENT_MAX: usize = 64 << 10;
 const RELEASE_FRACTION: u64 = 8;
 /// ... but not less than this many bytes.
 const RELEASE_MIN: u64 = 4096;
+/// A crash-safe logger writes once this fraction of a ring was drained
+/// and waits to be written (see `hold`).
+const HELD_FRACTION: u64 = 4;
 
 /// A site met in the current drain: its id (also its index in
 /// `State::sites`) and its own compaction of a run of records, if any.
@@ -124,6 +127,12 @@ impl State {
         // following it record by record through lines both cores touch.
         let release_bytes = (ring.capacity() as u64 / RELEASE_FRACTION).max(RELEASE_MIN);
         let mut released_at = r.c.head();
+        // A crash-safe logger's ring gets its space back once what was
+        // taken from it is written (see `hold`): the write comes early,
+        // once a quarter of the ring waits for it, so a producer that
+        // filled its ring waits no longer than the drain of a quarter.
+        let hold = self.holds.active();
+        let write_held = ring.capacity() as u64 / HELD_FRACTION;
         // The THREAD entry is due at the start of a drain, and again after a
         // write that may have started a new file or lost the last one.
         let mut check_thread = true;
@@ -336,13 +345,13 @@ impl State {
                 }
             }
             r.c.advance(len);
-            if r.c.head() - released_at >= release_bytes {
+            if !hold && r.c.head() - released_at >= release_bytes {
                 r.c.release();
                 released_at = r.c.head();
             }
-            if self.out.len() >= self.out_limit {
+            if self.out.len() >= self.out_limit || hold && r.c.head() - released_at >= write_held {
                 close(&mut self.out, &mut open);
-                r.c.release();
+                self.release_or_hold(r, hold);
                 released_at = r.c.head();
                 self.write_out();
                 // A failed write or a new file forgets what was recorded.
@@ -351,7 +360,7 @@ impl State {
             }
         }
         close(&mut self.out, &mut open);
-        r.c.release();
+        self.release_or_hold(r, hold);
         // A ring that waits for the next pass counts as work: the flusher
         // passes again (and does not stop) before it has drained it.
         if !deferred {
@@ -362,6 +371,16 @@ impl State {
 }
 
 impl State {
+    /// Hands what was drained of `r` back to its producer now, or (`hold`)
+    /// once the write that carries it is made.
+    fn release_or_hold(&mut self, r: &RingState, hold: bool) {
+        if hold {
+            self.holds.hold(&r.c.ring, r.c.head(), r.ctx.key());
+        } else {
+            r.c.release();
+        }
+    }
+
     /// A record the flusher cannot compact (its bytes do not match its
     /// site): never silently lost, it is counted as dropped and written as a
     /// one-record gap, which `decode` shows.
@@ -446,7 +465,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("nanolog-drain-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let path = dir.join("drain.nlog");
-        let writer = Writer::create(&path, Policy::default()).unwrap();
+        let writer = Writer::create(&path, Policy::default(), false).unwrap();
         let shared = Arc::new(Shared::new(1, 1 << 16, OnFull::Drop));
         let config = Config {
             wake_delay: std::time::Duration::from_millis(1),

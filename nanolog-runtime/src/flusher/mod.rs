@@ -7,6 +7,7 @@
 
 mod dict;
 mod drain;
+mod hold;
 mod index;
 mod output;
 
@@ -203,6 +204,9 @@ struct State {
     packer: crate::wire::block::Packer,
     /// Whether the machine's threads wait for cores (see [`CROWDED_NAP`]).
     pressure: crate::pressure::Pressure,
+    /// The rings drained into the write being made, held until it is
+    /// made (a crash-safe logger's: see [`hold`]).
+    holds: hold::Holds,
 }
 
 /// The time over which the flusher's share of work is averaged.
@@ -244,6 +248,7 @@ impl State {
             .store(crate::wire::HEADER_LEN as u64, Ordering::Relaxed);
         // From the first batch on: a file's size limit may be below OUT_MAX.
         let out_limit = out_limit(&writer);
+        let holds = hold::Holds::new(&shared);
         State {
             shared,
             writer,
@@ -284,6 +289,7 @@ impl State {
             duty: 0,
             packer: crate::wire::block::Packer::new(),
             pressure: crate::pressure::Pressure::open(),
+            holds,
         }
     }
 }

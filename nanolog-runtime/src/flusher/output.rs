@@ -52,6 +52,7 @@ impl State {
         let (tick, ns) = clock::pair();
         dict::put_clock_entry(&mut self.clocks, tick, ns);
         self.last_clock = tick;
+        self.holds.clock(tick, ns);
         if let Some(m) = &mut self.mirror {
             m.clock_pair(tick, ns);
         }
@@ -80,6 +81,8 @@ impl State {
             self.check_file();
             self.write_buffer();
         }
+        // (Rings drained of nothing the file takes, span records alone.)
+        self.holds.release();
         if !self.closing && !exiting && self.writer.should_roll() {
             self.roll();
         }
@@ -236,7 +239,13 @@ impl State {
             lead.splice(0..0, index::placeholder());
         }
         let checkpoints = self.writer.checkpoints();
+        if self.holds.active() {
+            let len = (lead.len() + out.len()) as u64;
+            self.holds
+                .before_write(self.writer.identity(), self.writer.at().0, len);
+        }
         let result = self.writer.write(&lead, out, self.out_records, &self.tally);
+        self.holds.release();
         let written = lead.len() + out.len();
         if runs && result.is_ok() {
             let run = self

@@ -185,7 +185,15 @@ impl<'a> Record<'a> {
 
     /// Whether it was made inside any span.
     pub fn in_spans(&self) -> bool {
-        self.ctx != 0
+        self.ctx != 0 && self.ctx != wire::RECOVERED_CONTEXT
+    }
+
+    /// Whether a recovery wrote it: its process was killed (`SIGKILL`, the
+    /// OOM killer) with the record still in a ring, and the next start or
+    /// `nanolog recover` read it from the rings' file. Its spans, if it
+    /// was in any, are lost ([`Record::spans_lost`]).
+    pub fn recovered(&self) -> bool {
+        self.ctx == wire::RECOVERED_CONTEXT || self.ctx == wire::RECOVERED_LOST_CONTEXT
     }
 
     /// Whether some of its spans are not in the file (their SPAN entry was

@@ -10,6 +10,7 @@ use crate::wire::record::{with_values, Strings};
 /// SPAN entry lost to damage): they show the spans that are known, and say
 /// that some are lost.
 pub(crate) const LOST_CONTEXT: u32 = u32::MAX;
+pub(crate) use crate::wire::{RECOVERED_CONTEXT, RECOVERED_LOST_CONTEXT};
 
 /// A file's context ids (SPAN entries) to indices into its spans, plus
 /// one. The flusher numbers a file's contexts one after another, so while
@@ -204,8 +205,9 @@ impl SpanIndex {
     /// The context (an index into the spans, plus one; 0: none) of the
     /// file's context id `ctx`; [`LOST_CONTEXT`] for one not indexed.
     pub(super) fn context_of(&self, ctx: u32) -> u32 {
-        if ctx == 0 {
-            return 0;
+        // (A recovery's contexts are no span's: see `Record::recovered`.)
+        if ctx == 0 || ctx == RECOVERED_CONTEXT || ctx == RECOVERED_LOST_CONTEXT {
+            return ctx;
         }
         self.ids.get(ctx).unwrap_or(LOST_CONTEXT)
     }
@@ -214,6 +216,7 @@ impl SpanIndex {
     /// `LogFile::context_lost`).
     pub(super) fn context_lost(&self, ctx: u32) -> bool {
         ctx != 0
+            && ctx != RECOVERED_CONTEXT
             && ctx
                 .checked_sub(1)
                 .and_then(|i| self.defs.get(i as usize))

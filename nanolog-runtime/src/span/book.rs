@@ -61,6 +61,11 @@ pub(crate) struct Context {
 }
 
 impl Context {
+    /// The key of the span current on the thread (0: none).
+    pub(crate) fn key(&self) -> u64 {
+        self.key
+    }
+
     /// Span `now` is current on the thread from its next record on (a
     /// switch record, an exit, or a record that carries its context: see
     /// `ring::WITH_CONTEXT`). A switch back to the span resolved last needs

@@ -53,6 +53,13 @@ pub const CONTEXT_SWITCH: u32 = 0;
 /// does not have (FORMAT.md, SPAN). Readers show such records' spans as
 /// lost, as for any parent whose entry is missing.
 pub(crate) const LOST_CONTEXT: u32 = u32::MAX;
+/// The context a recovery puts records in that were in no span when their
+/// process was killed (FORMAT.md, "Recovered records"): readers say the
+/// records were recovered, and show no spans.
+pub const RECOVERED_CONTEXT: u32 = u32::MAX - 1;
+/// The context of recovered records that were in spans: their
+/// definitions went with the process, so readers show them as lost.
+pub const RECOVERED_LOST_CONTEXT: u32 = u32::MAX - 2;
 /// Bytes of the fixed file header.
 pub const HEADER_LEN: usize = 48;
 /// Bytes of an entry's frame before its body.

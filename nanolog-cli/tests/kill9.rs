@@ -1,0 +1,501 @@
+//! Nothing lost at `kill -9`, tried as an operator would: a child whose
+//! threads log `ks <run> <thread> <seq> <tag>` and note, after each call
+//! returns, how many calls returned (in a file mapped shared, which the
+//! kill does not take), is killed by SIGKILL at seeded moments; its set is
+//! recovered by the next start on the same path or by `nanolog recover`,
+//! and decoded. Every record whose call had returned must be there exactly
+//! once, in its thread's order, with its own arguments, and nothing that
+//! was not logged.
+//!
+//! `harness = false`: the same binary is parent and child (the child is
+//! chosen by `NANOLOG_KILL_CHILD`), as in the facade's `exit_paths`.
+
+#[cfg(unix)]
+#[path = "../../tests/common/reaped.rs"]
+mod reaped;
+
+#[cfg(not(unix))]
+fn main() {}
+
+#[cfg(unix)]
+fn main() {
+    if let Ok(mode) = std::env::var("NANOLOG_KILL_CHILD") {
+        unix::child(&mode);
+        return;
+    }
+    unix::parent();
+}
+
+#[cfg(unix)]
+mod unix {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Stdio};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+
+    use super::reaped::SpawnReaped;
+
+    /// Slots for the returned-call counts: one cache line per thread.
+    const SLOTS: usize = 16;
+
+    fn env(name: &str) -> String {
+        std::env::var(name).unwrap_or_else(|_| panic!("{name} is set by the parent"))
+    }
+
+    /// The counts file, mapped shared: slot `t` holds how many of thread
+    /// `t`'s calls have returned.
+    fn counts(path: &Path, create: bool) -> memmap2::MmapMut {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(create)
+            .open(path)
+            .expect("counts file");
+        if create {
+            f.set_len((SLOTS * 64) as u64)
+                .expect("size the counts file");
+        }
+        // SAFETY: the file is this test's own; the child writes it and the
+        // parent reads it only after the child is dead.
+        unsafe { memmap2::MmapMut::map_mut(&f) }.expect("map the counts file")
+    }
+
+    fn slot(map: &memmap2::MmapMut, t: usize) -> &AtomicU64 {
+        assert!(t < SLOTS);
+        // SAFETY: 64-byte slots inside the mapping, which outlives the
+        // reference; each is only accessed atomically.
+        unsafe { AtomicU64::from_ptr(map.as_ptr().add(t * 64) as *mut u64) }
+    }
+
+    // ------------------------------------------------------------ the child
+
+    pub fn child(mode: &str) {
+        let path = PathBuf::from(env("NANOLOG_KILL_PATH"));
+        let run: u64 = env("NANOLOG_KILL_RUN").parse().expect("run");
+        let mut b = nanolog::Logger::builder().path(&path);
+        match mode {
+            "restart" => {
+                // Recovers at start, then stops cleanly.
+                drop(b.start().expect("start"));
+                return;
+            }
+            "roll" => b = b.rotate_bytes(256 << 10),
+            "drop" => b = b.on_full(nanolog::OnFull::Drop).staging_capacity(64 << 10),
+            _ => {}
+        }
+        let _logger = b.start().expect("start");
+        let map = counts(Path::new(&env("NANOLOG_KILL_COUNTS")), false);
+        let map = &map;
+        let (threads, pace) = match mode {
+            "paced" => (2, Some(Duration::from_micros(200))),
+            _ => (4, None),
+        };
+        if mode == "spans" {
+            use tracing_subscriber::layer::SubscriberExt;
+            let sub = tracing_subscriber::registry().with(nanolog::tracing_layer());
+            tracing::subscriber::set_global_default(sub).expect("subscriber");
+        }
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                s.spawn(move || {
+                    let tags = ["alpha", "beta", "gamma"];
+                    for seq in 0u64.. {
+                        let tag = tags[(seq % 3) as usize];
+                        if mode == "spans" {
+                            let span = tracing::info_span!("req", id = seq / 100);
+                            let _e = span.enter();
+                            tracing::info!("ks {} {} {} {}", run, t, seq, tag);
+                        } else {
+                            nanolog::info!("ks {} {} {} {}", run, t, seq, tag);
+                        }
+                        slot(map, t).store(seq + 1, Ordering::Release);
+                        if let Some(p) = pace {
+                            std::thread::sleep(p);
+                        }
+                    }
+                });
+            }
+        });
+    }
+
+    // ----------------------------------------------------------- the parent
+
+    struct Dir(PathBuf);
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            if !std::thread::panicking() {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    fn cli() -> &'static str {
+        env!("CARGO_BIN_EXE_nanolog")
+    }
+
+    /// A small, seeded generator (xorshift): the kill moments of a run are
+    /// the same every time, and printed.
+    struct Seeds(u64);
+
+    impl Seeds {
+        fn next(&mut self, lo: u64, hi: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            lo + self.0 % (hi - lo)
+        }
+    }
+
+    /// Runs the child in `mode` on `log` and kills it after `after`;
+    /// returns how many calls of each thread had returned.
+    fn run_and_kill(mode: &str, log: &Path, run: u64, after: Duration) -> Vec<u64> {
+        let counts_path = log.with_file_name(format!("counts-{run}"));
+        let map = counts(&counts_path, true);
+        let mut child = Command::new(std::env::current_exe().expect("test binary"))
+            .env("NANOLOG_KILL_CHILD", mode)
+            .env("NANOLOG_KILL_PATH", log)
+            .env("NANOLOG_KILL_RUN", run.to_string())
+            .env("NANOLOG_KILL_COUNTS", &counts_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn_reaped();
+        std::thread::sleep(after);
+        child.kill().expect("SIGKILL");
+        let status = child.wait().expect("reap");
+        assert!(
+            !status.success(),
+            "{mode}: the child was killed: {status:?}"
+        );
+        (0..SLOTS)
+            .map(|t| slot(&map, t).load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// A restart on the same path (the child's start recovers; it logs
+    /// nothing), killed after `kill_after` if given.
+    fn restart(log: &Path, kill_after: Option<Duration>) {
+        let mut child = Command::new(std::env::current_exe().expect("test binary"))
+            .env("NANOLOG_KILL_CHILD", "restart")
+            .env("NANOLOG_KILL_PATH", log)
+            .env("NANOLOG_KILL_RUN", "0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn_reaped();
+        match kill_after {
+            Some(d) => {
+                std::thread::sleep(d);
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            None => {
+                let deadline = Instant::now() + Duration::from_secs(60);
+                loop {
+                    if let Some(s) = child.try_wait().expect("wait") {
+                        assert!(s.success(), "the restart failed: {s:?}");
+                        break;
+                    }
+                    assert!(Instant::now() < deadline, "the restart hung");
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+    }
+
+    fn recover_cli(log: &Path) -> String {
+        let out = Command::new(cli())
+            .arg("recover")
+            .arg(log)
+            .output()
+            .expect("nanolog recover");
+        assert!(
+            out.status.success(),
+            "nanolog recover: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The set's files (the live one, finished ones), companions and the
+    /// counts files aside: as `decode DIR/*` would be given them.
+    fn set_files(dir: &Path) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .expect("read dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| {
+                !p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("counts-")
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// What a reading of the set holds (by the reader in this process: a
+    /// flat-out run logs millions of records, too many to check through
+    /// JSON in the time a test has; the CLI's view is checked apart).
+    #[derive(Default)]
+    struct Decoded {
+        /// Per (run, thread): the last seq read, and how many were read.
+        last: BTreeMap<(u64, u64), (u64, u64)>,
+        /// Per (run, thread): seqs skipped over (drops).
+        missing: BTreeMap<(u64, u64), u64>,
+        /// Per logger thread id: the (run, thread) its records say.
+        thread_of: BTreeMap<u32, (u64, u64)>,
+        /// Dropped records per logger thread id.
+        gaps: BTreeMap<u32, u64>,
+        recovered: u64,
+        records: u64,
+    }
+
+    /// Reads the set in time order, checking each record as it comes: its
+    /// own arguments, its thread's order (a seq once, after the one
+    /// before), its spans or none.
+    fn decode(dir: &Path, drops: bool, what: &str) -> Decoded {
+        use nanolog_runtime::reader::{Event, Filter, LogFile, Merge};
+        let files: Vec<LogFile> = set_files(dir)
+            .iter()
+            .filter(|p| !p.to_string_lossy().contains(".rings") && !p.ends_with("app.nlog.lock"))
+            .map(|p| LogFile::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+            .collect();
+        let mut d = Decoded::default();
+        let tags = ["alpha", "beta", "gamma"];
+        let mut span = String::new();
+        for ev in Merge::new(&files, Filter::default()) {
+            let r = match ev {
+                Event::Record(r) => r,
+                Event::Gap(g, _) => {
+                    *d.gaps.entry(g.thread).or_default() += g.count;
+                    continue;
+                }
+            };
+            let msg = r.message();
+            let w: Vec<&str> = msg.split(' ').collect();
+            assert!(
+                w.len() == 5 && w[0] == "ks",
+                "{what}: a record that was not logged: {msg:?}"
+            );
+            let (run, t, seq): (u64, u64, u64) = (
+                w[1].parse().unwrap(),
+                w[2].parse().unwrap(),
+                w[3].parse().unwrap(),
+            );
+            assert_eq!(
+                w[4],
+                tags[(seq % 3) as usize],
+                "{what}: its own arguments: {msg:?}"
+            );
+            d.records += 1;
+            d.recovered += u64::from(r.recovered());
+            // Its spans, or none and lost: never another's.
+            if let Some(s) = r.spans().last() {
+                span.clear();
+                s.render(&mut span);
+                assert_eq!(span, format!("req{{id={}}}", seq / 100), "{what}: {msg}");
+            } else if what.starts_with("spans") {
+                assert!(
+                    r.spans_lost(),
+                    "{what}: a record of a span shown in none: {msg}"
+                );
+            }
+            d.thread_of.insert(r.thread(), (run, t));
+            let e = d.last.entry((run, t)).or_insert((u64::MAX, 0));
+            let expect = e.0.wrapping_add(1);
+            if seq != expect {
+                assert!(
+                    drops && (seq > expect || e.0 == u64::MAX),
+                    "{what}: run {run} thread {t}: seq {seq} where {expect} was due"
+                );
+                *d.missing.entry((run, t)).or_default() += seq - expect.min(seq);
+            }
+            *e = (seq, e.1 + 1);
+        }
+        d
+    }
+
+    /// Every returned call of `run` (`returned[t]` per thread) is in `d`
+    /// exactly once, in order; at most the one call in flight past them;
+    /// with `drops`, the missing ones are exactly what the gaps count.
+    fn check(d: &Decoded, run: u64, returned: &[u64], drops: bool, what: &str) {
+        for (t, &n) in returned.iter().enumerate() {
+            let t = t as u64;
+            let (last, read) = d.last.get(&(run, t)).copied().unwrap_or((u64::MAX, 0));
+            let last = if read == 0 { None } else { Some(last) };
+            // At most the one call in flight past the returned ones.
+            assert!(
+                last.is_none_or(|l| l <= n),
+                "{what}: run {run} thread {t}: seq {last:?} was never called ({n} returned)"
+            );
+            let through = last.map_or(0, |l| l + 1);
+            let missing =
+                n.saturating_sub(through) + d.missing.get(&(run, t)).copied().unwrap_or(0);
+            if drops {
+                let counted: u64 = d
+                    .thread_of
+                    .iter()
+                    .filter(|(_, &(r, tt))| r == run && tt == t)
+                    .map(|(id, _)| d.gaps.get(id).copied().unwrap_or(0))
+                    .sum();
+                assert!(
+                    missing <= counted,
+                    "{what}: run {run} thread {t}: {missing} missing, {counted} counted as dropped"
+                );
+            } else {
+                assert_eq!(
+                    missing, 0,
+                    "{what}: run {run} thread {t}: {missing} of {n} returned calls lost"
+                );
+            }
+        }
+    }
+
+    /// The CLI's view of the newest records (the recovered ones, when a
+    /// recovery found any): JSON says which were recovered.
+    fn cli_says_recovered(dir: &Path) -> usize {
+        let out = Command::new(cli())
+            .args(["decode", "--format", "json", "-n", "20"])
+            .args(set_files(dir))
+            .output()
+            .expect("nanolog decode");
+        assert!(
+            out.status.success(),
+            "decode: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+                v.get("recovered") == Some(&serde_json::Value::Bool(true))
+            })
+            .count()
+    }
+
+    fn fresh_dir(name: &str) -> Dir {
+        let dir = std::env::temp_dir().join(format!("nanolog-kill9-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("dir");
+        Dir(dir)
+    }
+
+    /// One kill of `mode`, recovered by a restart or by `nanolog recover`;
+    /// the set decodes before the recovery too.
+    fn once(mode: &str, seeds: &mut Seeds, by_cli: bool, tally: &mut Tally) {
+        let dir = fresh_dir(mode);
+        let log = dir.0.join("app.nlog");
+        let after = Duration::from_millis(seeds.next(100, 400));
+        let returned = run_and_kill(mode, &log, 1, after);
+        assert!(
+            nanolog_runtime::crash::area_path(&log).exists(),
+            "{mode}: the rings' file is beside the log"
+        );
+        // The killed set decodes as it is (what its file holds).
+        let before = decode(&dir.0, true, mode);
+        if by_cli {
+            let said = recover_cli(&log);
+            assert!(
+                said.contains("records of process") || said.contains("holds no record"),
+                "{said}"
+            );
+        } else {
+            restart(&log, None);
+        }
+        assert!(
+            !nanolog_runtime::crash::area_path(&log).exists(),
+            "{mode}: the rings' file is removed once recovered"
+        );
+        let d = decode(&dir.0, mode == "drop", mode);
+        check(&d, 1, &returned, mode == "drop", mode);
+        if d.recovered > 0 {
+            assert!(
+                cli_says_recovered(&dir.0) > 0,
+                "{mode}: decode says which were recovered"
+            );
+        }
+        let total: u64 = returned.iter().sum();
+        let kept = before.records;
+        println!(
+            "{mode:6} kill at {:>3} ms, {}: {total} calls returned, {kept} in the file at the kill, {} recovered",
+            after.as_millis(),
+            if by_cli { "nanolog recover" } else { "restart" },
+            d.recovered
+        );
+        tally.recovered += d.recovered;
+        tally.kills += 1;
+    }
+
+    #[derive(Default)]
+    struct Tally {
+        kills: u64,
+        recovered: u64,
+    }
+
+    pub fn parent() {
+        let seed: u64 = std::env::var("NANOLOG_KILL_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x9e37_79b9_7f4a_7c15);
+        println!("kill9: seed {seed}");
+        let mut seeds = Seeds(seed);
+        let mut tally = Tally::default();
+        for (mode, kills) in [
+            ("flat", 4),
+            ("paced", 3),
+            ("roll", 3),
+            ("drop", 2),
+            ("spans", 2),
+        ] {
+            for k in 0..kills {
+                once(mode, &mut seeds, k % 2 == 1, &mut tally);
+            }
+        }
+        assert!(tally.recovered > 0, "no kill found records to recover");
+        twice_in_a_row(&mut seeds);
+        killed_in_recovery(&mut seeds);
+        println!(
+            "kill9: {} kills, {} records recovered: ok",
+            tally.kills, tally.recovered
+        );
+    }
+
+    /// Run 1 killed; run 2 starts on the path (recovering run 1) and is
+    /// killed too; `nanolog recover` then: both runs whole, once each.
+    fn twice_in_a_row(seeds: &mut Seeds) {
+        let dir = fresh_dir("twice");
+        let log = dir.0.join("app.nlog");
+        let r1 = run_and_kill("flat", &log, 1, Duration::from_millis(seeds.next(100, 600)));
+        let r2 = run_and_kill("flat", &log, 2, Duration::from_millis(seeds.next(100, 600)));
+        recover_cli(&log);
+        let d = decode(&dir.0, false, "twice");
+        check(&d, 1, &r1, false, "twice, run 1");
+        check(&d, 2, &r2, false, "twice, run 2");
+        println!(
+            "twice  two kills in a row: {} recovered in all",
+            d.recovered
+        );
+    }
+
+    /// A restart killed while it recovers (at seeded moments of its first
+    /// tens of milliseconds), then recovered again: still exactly once.
+    fn killed_in_recovery(seeds: &mut Seeds) {
+        for _ in 0..3 {
+            let dir = fresh_dir("midrecovery");
+            let log = dir.0.join("app.nlog");
+            let r1 = run_and_kill("flat", &log, 1, Duration::from_millis(seeds.next(200, 700)));
+            let at = Duration::from_millis(seeds.next(1, 40));
+            restart(&log, Some(at));
+            restart(&log, None);
+            let d = decode(&dir.0, false, "midrecovery");
+            check(&d, 1, &r1, false, "killed in recovery");
+            println!(
+                "midrec restart killed at {:>2} ms, then again: {} recovered",
+                at.as_millis(),
+                d.recovered
+            );
+        }
+    }
+}
