@@ -11,9 +11,9 @@ use crate::cli::RecoverArgs;
 pub fn run(a: &RecoverArgs) -> anyhow::Result<()> {
     #[cfg(unix)]
     {
-        let area = nanolog_runtime::crash::area_path(&a.file);
+        let area = nanolog_runtime::area_path(&a.file);
         let existed = area.exists();
-        let done = nanolog_runtime::crash::recover(&a.file)
+        let done = nanolog_runtime::recover(&a.file)
             .with_context(|| format!("cannot recover {}", a.file.display()))?;
         let mut out = std::io::stdout().lock();
         match done {

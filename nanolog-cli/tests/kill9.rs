@@ -390,11 +390,18 @@ mod unix {
         let after = Duration::from_millis(seeds.next(100, 400));
         let returned = run_and_kill(mode, &log, 1, after);
         assert!(
-            nanolog_runtime::crash::area_path(&log).exists(),
+            nanolog_runtime::area_path(&log).exists(),
             "{mode}: the rings' file is beside the log"
         );
-        // The killed set decodes as it is (what its file holds).
+        // The killed set decodes as it is (what its file holds), by the
+        // CLI too, given the directory's every file (the rings' file and
+        // the lock among them are skipped).
         let before = decode(&dir.0, true, mode);
+        assert_eq!(
+            cli_says_recovered(&dir.0),
+            0,
+            "{mode}: nothing recovered yet"
+        );
         if by_cli {
             let said = recover_cli(&log);
             assert!(
@@ -405,7 +412,7 @@ mod unix {
             restart(&log, None);
         }
         assert!(
-            !nanolog_runtime::crash::area_path(&log).exists(),
+            !nanolog_runtime::area_path(&log).exists(),
             "{mode}: the rings' file is removed once recovered"
         );
         let d = decode(&dir.0, mode == "drop", mode);

@@ -18,7 +18,7 @@ mod channel;
 pub mod clock;
 #[doc(hidden)]
 pub mod compact;
-pub mod crash;
+mod crash;
 mod encode;
 mod error;
 mod fileset;
@@ -34,6 +34,8 @@ mod mirror;
 mod pressure;
 mod producer;
 pub mod reader;
+#[cfg(all(unix, not(loom)))]
+mod recovery;
 mod ring;
 mod set;
 mod shared;
@@ -61,12 +63,15 @@ pub use bridge::tracing::{tracing_layer, NanologFilter, NanologLayer};
 #[cfg(any(feature = "log", feature = "tracing"))]
 pub use bridge::MAX_SITES as MAX_BRIDGE_SITES;
 pub use channel::OnFull;
+pub use crash::area_path;
 pub use error::Error;
 pub use filter::{set_filter, set_level};
 pub use flusher::Compression;
 pub use level::{Level, ParseLevelError};
 pub use logger::{flush, sync, Builder, Logger};
 pub use producer::set_thread_name;
+#[cfg(all(unix, not(loom)))]
+pub use recovery::{recover, RecoverError, Recovery};
 pub use set::{finished_files, finished_path};
 pub use shared::Stats;
 pub use span::SpanGuard;

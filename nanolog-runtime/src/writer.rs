@@ -389,7 +389,7 @@ impl Writer {
         // kept as a finished one.
         #[cfg(all(unix, not(loom)))]
         if recover {
-            crate::crash::recover_at_start(path);
+            crate::recovery::recover_at_start(path);
         }
         let _ = recover;
         fileset::keep_previous(path)?;
@@ -583,7 +583,7 @@ impl Writer {
     pub(crate) fn identity(&self) -> (u64, u64) {
         #[cfg(all(unix, not(loom)))]
         {
-            crate::crash::file_identity(&self.file)
+            crate::recovery::file_identity(&self.file)
         }
         #[cfg(not(all(unix, not(loom))))]
         {

@@ -91,7 +91,24 @@ fn module_of(file: &str) -> Vec<String> {
 /// The paths an import names: `a::{b, c::{d, e}}` → `a::b`, `a::c::d`,
 /// `a::c::e` (`self` is the path itself; renames are cut).
 fn expand(tree: &str) -> Vec<Vec<String>> {
-    let tree: String = tree.chars().filter(|c| !c.is_whitespace()).collect();
+    // Renames cut while the words stand apart (`as` inside a name, `crash`,
+    // is no rename).
+    let words: Vec<&str> = tree.split_whitespace().collect();
+    let mut kept = String::new();
+    let mut i = 0;
+    while i < words.len() {
+        if words[i] == "as" && i + 1 < words.len() {
+            // The new name, up to a separator it may carry (`e},`).
+            let next = words[i + 1];
+            let cut = next.find([',', '}']).unwrap_or(next.len());
+            kept.push_str(&next[cut..]);
+            i += 2;
+            continue;
+        }
+        kept.push_str(words[i]);
+        i += 1;
+    }
+    let tree = kept;
     let mut out = Vec::new();
     expand_into(&tree, &[], &mut out);
     out
@@ -125,7 +142,6 @@ fn expand_into(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
                 expand_into(&item[1..item.len() - 1], prefix, out);
             }
             _ => {
-                let item = item.split("as").next().unwrap_or(item);
                 let mut p = prefix.to_vec();
                 p.extend(
                     item.split("::")
@@ -370,4 +386,9 @@ fn imports_are_read_as_written() {
         ["channel::thread_id", "super::A", "super::b::C"]
     );
     assert_eq!(paths("use crate::{\n    a::B,\n    c,\n};"), ["a::B", "c"]);
+    // `as` inside a name is no rename.
+    assert_eq!(
+        paths("use crate::crash::{Area, layout::PAGE as P}; crate::crash::Slot"),
+        ["crash::Area", "crash::layout::PAGE", "crash::Slot"]
+    );
 }

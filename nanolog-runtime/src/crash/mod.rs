@@ -6,7 +6,7 @@
 //! (`flusher::drain`), so the area holds every record the log lacks, and
 //! says where the log's bytes end. The next `start()` on the path, or
 //! `nanolog recover`, appends those records to the log, exactly once
-//! ([`recover`]).
+//! (`crate::recovery`).
 //!
 //! What a recovery needs besides the rings goes into the area as it comes
 //! into being, off the logging call's path: each call site's SITE entry as
@@ -17,42 +17,21 @@
 //! Unix only (memory-mapped files and `posix_fallocate`); elsewhere, and
 //! under loom, loggers keep ordinary rings.
 
-mod layout;
+pub(crate) mod layout;
 
 #[cfg(all(unix, not(loom)))]
 mod area;
-#[cfg(all(unix, not(loom)))]
-mod recover;
 
 #[cfg(all(unix, not(loom)))]
 pub(crate) use area::{Area, Slot};
-#[cfg(all(unix, not(loom)))]
-pub(crate) use recover::{file_identity, recover_at};
-#[cfg(all(unix, not(loom)))]
-pub use recover::{RecoverError, Recovery};
 
 use std::path::{Path, PathBuf};
-
-/// Close a recovered extent once its body passes this size (as the
-/// flusher's).
-#[cfg(all(unix, not(loom)))]
-const EXTENT_MAX: usize = 64 << 10;
 
 /// The area beside the log at `log`: `app.nlog.rings`.
 pub fn area_path(log: &Path) -> PathBuf {
     let mut name = log.file_name().unwrap_or_default().to_os_string();
     name.push(".rings");
     log.with_file_name(name)
-}
-
-/// Appends to the log at `log` the records its dead writer's rings held
-/// (`nanolog recover`): refused while a process still writes the log (it
-/// holds the rings). `Ok(None)` when there was nothing to recover.
-#[cfg(all(unix, not(loom)))]
-pub fn recover(log: &Path) -> Result<Option<Recovery>, crate::Error> {
-    let log = &crate::set::resolve_log_path(log);
-    let _lock = crate::writer::lock(log)?;
-    recover_at(log).map_err(|e| crate::Error::Recover(e.to_string()))
 }
 
 /// The area the sites' entries go into as they register: the running
@@ -104,26 +83,6 @@ pub(crate) fn site_registered(id: u32, reg: &crate::site::Registration) {
         // A full disk: the site's records are recovered as unreadable gaps.
         let _ = area.add_entry(&entry);
     }
-}
-
-/// At a start on `log` (its lock held): recovers what a killed writer's
-/// rings held, and says so on stderr; a failure is said too, and does not
-/// stop the logger (the area is left, or kept aside, for `nanolog recover`).
-#[cfg(all(unix, not(loom)))]
-pub(crate) fn recover_at_start(log: &Path) {
-    use std::io::Write;
-    let msg = match recover_at(log) {
-        Ok(None) => return,
-        Ok(Some(r)) => format!(
-            "nanolog: recovered {} records of process {} (killed) from {} into {}",
-            r.records,
-            r.pid,
-            area_path(log).display(),
-            log.display()
-        ),
-        Err(e) => format!("nanolog: cannot recover the rings of a killed writer: {e}"),
-    };
-    let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
 /// Gives a starting logger its area, or says once on stderr why it keeps

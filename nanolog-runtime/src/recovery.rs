@@ -18,11 +18,44 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use super::layout::*;
+use crate::crash::area_path;
+use crate::crash::layout::*;
 use crate::ring::{self, DropMarker};
 use crate::wire::format::{ArgKind, Role};
 use crate::wire::frame::{begin_entry, end_entry, frame_at, put_entry, Entries, Frame};
 use crate::wire::{self, dict, put_varint, tag};
+
+/// Close a recovered extent once its body passes this size (as the
+/// flusher's).
+const EXTENT_MAX: usize = 64 << 10;
+
+/// Appends to the log at `log` the records its dead writer's rings held
+/// (`nanolog recover`): refused while a process still writes the log (it
+/// holds the rings). `Ok(None)` when there was nothing to recover.
+pub fn recover(log: &Path) -> Result<Option<Recovery>, crate::Error> {
+    let log = &crate::set::resolve_log_path(log);
+    let _lock = crate::writer::lock(log)?;
+    recover_at(log).map_err(|e| crate::Error::Recover(e.to_string()))
+}
+
+/// At a start on `log` (its lock held): recovers what a killed writer's
+/// rings held, and says so on stderr; a failure is said too, and does not
+/// stop the logger (the area is left, or kept aside, for `nanolog recover`).
+pub(crate) fn recover_at_start(log: &Path) {
+    use std::io::Write;
+    let msg = match recover_at(log) {
+        Ok(None) => return,
+        Ok(Some(r)) => format!(
+            "nanolog: recovered {} records of process {} (killed) from {} into {}",
+            r.records,
+            r.pid,
+            area_path(log).display(),
+            log.display()
+        ),
+        Err(e) => format!("nanolog: cannot recover the rings of a killed writer: {e}"),
+    };
+    let _ = writeln!(std::io::stderr(), "{msg}");
+}
 
 /// What a recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,7 +119,7 @@ struct RingRegion {
 /// the log's lock). `Ok(None)`: no area, or one with nothing left to write
 /// (removed either way).
 pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
-    let path = super::area_path(log);
+    let path = area_path(log);
     let fail = |reason: String| RecoverError {
         path: path.clone(),
         reason,
@@ -467,7 +500,7 @@ fn ring_records(
         e.prev_tick += delta;
         e.ctx = want;
         summary.records += 1;
-        if out.len() - e.start > super::EXTENT_MAX {
+        if out.len() - e.start > EXTENT_MAX {
             close(out, &mut open);
         }
     }
