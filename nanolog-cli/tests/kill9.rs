@@ -82,6 +82,24 @@ mod unix {
                 return;
             }
             "roll" => b = b.rotate_bytes(256 << 10),
+            "clean" | "leaked" => {
+                // Ends by itself: its rings' file goes with a clean end.
+                let logger = b.start().expect("start");
+                assert!(nanolog_runtime::area_path(&path).exists());
+                for seq in 0..1000u64 {
+                    nanolog::info!(
+                        "ks {} {} {} {}",
+                        run,
+                        0,
+                        seq,
+                        ["alpha", "beta", "gamma"][(seq % 3) as usize]
+                    );
+                }
+                if mode == "leaked" {
+                    std::mem::forget(logger);
+                }
+                return;
+            }
             "drop" => b = b.on_full(nanolog::OnFull::Drop).staging_capacity(64 << 10),
             _ => {}
         }
@@ -259,7 +277,12 @@ mod unix {
         use nanolog_runtime::reader::{Event, Filter, LogFile, Merge};
         let files: Vec<LogFile> = set_files(dir)
             .iter()
-            .filter(|p| !p.to_string_lossy().contains(".rings") && !p.ends_with("app.nlog.lock"))
+            // As the CLI takes a directory's files: its lock, a roll's next
+            // file (a kill mid-roll leaves it) and the rings' file aside.
+            .filter(|p| {
+                let n = p.to_string_lossy();
+                !n.contains(".rings") && !n.ends_with(".lock") && !n.ends_with(".next")
+            })
             .map(|p| LogFile::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
             .collect();
         let mut d = Decoded::default();
@@ -461,12 +484,36 @@ mod unix {
             }
         }
         assert!(tally.recovered > 0, "no kill found records to recover");
+        clean_ends();
         twice_in_a_row(&mut seeds);
         killed_in_recovery(&mut seeds);
         println!(
             "kill9: {} kills, {} records recovered: ok",
             tally.kills, tally.recovered
         );
+    }
+
+    /// A logger dropped, and one leaked when `main` returns: every record
+    /// written, and no rings' file left behind.
+    fn clean_ends() {
+        for mode in ["clean", "leaked"] {
+            let dir = fresh_dir(mode);
+            let log = dir.0.join("app.nlog");
+            let status = Command::new(std::env::current_exe().expect("test binary"))
+                .env("NANOLOG_KILL_CHILD", mode)
+                .env("NANOLOG_KILL_PATH", &log)
+                .env("NANOLOG_KILL_RUN", "1")
+                .status()
+                .expect("run the child");
+            assert!(status.success(), "{mode}: {status:?}");
+            assert!(
+                !nanolog_runtime::area_path(&log).exists(),
+                "{mode}: the rings' file is removed when the process ends cleanly"
+            );
+            let d = decode(&dir.0, false, mode);
+            check(&d, 1, &[1000], false, mode);
+            assert_eq!(d.recovered, 0, "{mode}");
+        }
     }
 
     /// Run 1 killed; run 2 starts on the path (recovering run 1) and is

@@ -33,7 +33,15 @@ pub(crate) fn flush_from_hook() {
         return;
     }
     report_own_drops();
-    let _ = shared.flush(false, Some(HOOK_FLUSH_LIMIT));
+    let flushed = shared.flush(false, Some(HOOK_FLUSH_LIMIT));
+    // The process exits (not a panic hook's flush: a panic may be caught)
+    // with every record written: the rings' file holds nothing the log
+    // lacks. (Calls made later flush their own records.)
+    #[cfg(all(unix, not(loom)))]
+    if flushed.is_ok() && crate::channel::exiting() {
+        crate::crash::close_area(&shared);
+    }
+    let _ = flushed;
 }
 
 #[cfg(any(

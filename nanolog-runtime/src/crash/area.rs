@@ -83,7 +83,10 @@ impl Mapped {
 #[derive(Debug)]
 struct Inner {
     end: u64,
-    free: Vec<u64>,
+    /// Slots given back, still mapped: a thread that takes one writes
+    /// pages already in memory (a pool of threads that come and go maps
+    /// and faults nothing after its first round).
+    free: Vec<(u64, Mapped)>,
     dict: Option<(Mapped, usize)>,
 }
 
@@ -189,30 +192,24 @@ impl Area {
     pub(crate) fn slot(self: &Arc<Area>, thread: u32, name: &str) -> Option<Slot> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let len = PAGE + self.capacity;
-        let (offset, fresh) = match inner.free.pop() {
-            Some(o) => (o, false),
+        let (offset, map, fresh) = match inner.free.pop() {
+            Some((o, m)) => (o, m, false),
             None => {
                 let o = inner.end;
                 reserve(&self.file, o, len as u64).ok()?;
+                let map = Mapped::new(&self.file, o, len).ok()?;
                 inner.end += len as u64;
-                (o, true)
+                (o, map, true)
             }
         };
         drop(inner);
-        let map = match Mapped::new(&self.file, offset, len) {
-            Ok(m) => m,
-            Err(_) => {
-                self.give_back(offset);
-                return None;
-            }
-        };
         let slot = Slot {
-            map,
+            map: Some(map),
             offset,
             capacity: self.capacity,
             area: Arc::clone(self),
         };
-        let m = &slot.map;
+        let m = slot.map();
         for at in [
             R_PENDING_HEAD,
             R_PENDING_CTX,
@@ -234,12 +231,12 @@ impl Area {
         Some(slot)
     }
 
-    fn give_back(&self, offset: u64) {
+    fn give_back(&self, offset: u64, map: Mapped) {
         self.inner
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .free
-            .push(offset);
+            .push((offset, map));
     }
 
     /// Appends a dictionary entry (a SITE entry, framed as the log frames
@@ -284,13 +281,22 @@ impl Area {
 /// in the log: the flusher keeps the ring until its last bytes are written).
 #[derive(Debug)]
 pub(crate) struct Slot {
-    map: Mapped,
+    /// Always `Some` until the slot is dropped (and its map given back).
+    map: Option<Mapped>,
     offset: u64,
     capacity: usize,
     area: Arc<Area>,
 }
 
 impl Slot {
+    fn map(&self) -> &Mapped {
+        match &self.map {
+            Some(m) => m,
+            // `map` is taken only by `drop`.
+            None => unreachable!("a slot's map is taken only when it drops"),
+        }
+    }
+
     pub(crate) fn capacity(&self) -> usize {
         self.capacity
     }
@@ -298,15 +304,15 @@ impl Slot {
     /// Where the ring's bytes start.
     pub(crate) fn bytes(&self) -> NonNull<u8> {
         // SAFETY: the mapping is PAGE + capacity bytes long.
-        unsafe { self.map.base.add(PAGE) }
+        unsafe { self.map().base.add(PAGE) }
     }
 
     pub(crate) fn head(&self) -> NonNull<crate::sync::AtomicU64> {
-        NonNull::from(self.map.word(R_HEAD)).cast()
+        NonNull::from(self.map().word(R_HEAD)).cast()
     }
 
     pub(crate) fn tail(&self) -> NonNull<crate::sync::AtomicU64> {
-        NonNull::from(self.map.word(R_TAIL)).cast()
+        NonNull::from(self.map().word(R_TAIL)).cast()
     }
 
     /// The thread's name, for a recovery (cut at [`NAME_MAX`] bytes).
@@ -316,9 +322,9 @@ impl Slot {
             n -= 1;
         }
         // The length first to 0: a name half rewritten is never read whole.
-        self.map.word32(R_NAME_LEN).store(0, Ordering::Relaxed);
-        self.map.put(R_NAME, &name.as_bytes()[..n]);
-        self.map
+        self.map().word32(R_NAME_LEN).store(0, Ordering::Relaxed);
+        self.map().put(R_NAME, &name.as_bytes()[..n]);
+        self.map()
             .word32(R_NAME_LEN)
             .store(n as u32, Ordering::Release);
     }
@@ -326,31 +332,37 @@ impl Slot {
     /// Before a write: the ring's head once it is written, and its thread's
     /// span context there.
     pub(crate) fn set_pending(&self, head: u64, ctx: u64) {
-        self.map.word(R_PENDING_HEAD).store(head, Ordering::Relaxed);
-        self.map.word(R_PENDING_CTX).store(ctx, Ordering::Relaxed);
+        self.map()
+            .word(R_PENDING_HEAD)
+            .store(head, Ordering::Relaxed);
+        self.map().word(R_PENDING_CTX).store(ctx, Ordering::Relaxed);
     }
 
     /// The thread's drops not yet reported by a marker in the ring (a
     /// marker written sets 0; a kill between the two reports them twice,
     /// a count too high rather than records unaccounted for).
     pub(crate) fn set_drops(&self, count: u64, first: u64, last: u64) {
-        self.map.word(R_DROPS_FIRST).store(first, Ordering::Relaxed);
-        self.map.word(R_DROPS_LAST).store(last, Ordering::Relaxed);
-        self.map.word(R_DROPS).store(count, Ordering::Release);
+        self.map()
+            .word(R_DROPS_FIRST)
+            .store(first, Ordering::Relaxed);
+        self.map().word(R_DROPS_LAST).store(last, Ordering::Relaxed);
+        self.map().word(R_DROPS).store(count, Ordering::Release);
     }
 
     /// After it: the context at the head (the head itself the ring's
     /// release stores).
     pub(crate) fn set_head_ctx(&self, ctx: u64) {
-        self.map.word(R_HEAD_CTX).store(ctx, Ordering::Relaxed);
+        self.map().word(R_HEAD_CTX).store(ctx, Ordering::Relaxed);
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         // Everything the ring held is written: free for another thread.
-        self.map.word32(R_STATE).store(0, Ordering::Release);
-        self.area.give_back(self.offset);
+        if let Some(map) = self.map.take() {
+            map.word32(R_STATE).store(0, Ordering::Release);
+            self.area.give_back(self.offset, map);
+        }
     }
 }
 
