@@ -239,6 +239,12 @@ impl Ring {
         self.closed.load(Ordering::Acquire) && self.tail().load(Ordering::Acquire) == head
     }
 
+    /// The position the producer may write up to (less the capacity): what
+    /// the consumer released last. (The consumer's own store: Relaxed.)
+    pub(crate) fn released(&self) -> u64 {
+        self.head().load(Ordering::Relaxed)
+    }
+
     /// Hands the bytes before `head` back to the producer (see
     /// [`Consumer::release`]; a crash-safe flusher calls this once they
     /// are written).

@@ -549,8 +549,30 @@ impl Writer {
             return self.write_live(buf);
         }
         let len = self.len;
-        self.write_live(head)?;
-        if let Err(e) = self.write_live(buf) {
+        // One system call for both (`writev`), where the file takes them
+        // whole, as it does but for a signal or a full disk: a crash-safe
+        // logger writes every eighth of a ring (see `flusher::hold`).
+        let done = match self
+            .file
+            .write_vectored(&[io::IoSlice::new(head), io::IoSlice::new(buf)])
+        {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
+            Err(e) => {
+                let _ = self.file.set_len(len);
+                let _ = self.file.seek(SeekFrom::Start(len));
+                return Err(e);
+            }
+        };
+        self.len += done as u64;
+        // What the call did not take, part by part.
+        let result = if done < head.len() {
+            self.write_live(&head[done..])
+                .and_then(|()| self.write_live(buf))
+        } else {
+            self.write_live(&buf[done - head.len()..])
+        };
+        if let Err(e) = result {
             self.len = len;
             let _ = self.file.set_len(len);
             let _ = self.file.seek(SeekFrom::Start(len));

@@ -21,9 +21,11 @@ pub(super) const EXTENT_MAX: usize = 64 << 10;
 const RELEASE_FRACTION: u64 = 8;
 /// ... but not less than this many bytes.
 const RELEASE_MIN: u64 = 4096;
-/// A crash-safe logger writes once this fraction of a ring was drained
-/// and waits to be written (see `hold`).
+/// A crash-safe logger writes in the middle of a drain once this fraction
+/// of a ring was drained and waits to be written (see `hold`) ...
 const HELD_FRACTION: u64 = 4;
+/// ... and at the end of a pass once this fraction does.
+pub(super) const HELD_PRESS: u64 = 8;
 
 /// A site met in the current drain: its id (also its index in
 /// `State::sites`) and its own compaction of a run of records, if any.
@@ -349,7 +351,9 @@ impl State {
                 r.c.release();
                 released_at = r.c.head();
             }
-            if self.out.len() >= self.out_limit || hold && r.c.head() - released_at >= write_held {
+            if self.out.len() >= self.out_limit
+                || hold && r.c.head() - ring.released() >= write_held
+            {
                 close(&mut self.out, &mut open);
                 self.release_or_hold(r, hold);
                 released_at = r.c.head();

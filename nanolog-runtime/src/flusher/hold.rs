@@ -65,6 +65,16 @@ impl Holds {
         }
     }
 
+    /// Whether a held ring has an eighth of its bytes waiting for the
+    /// write: its producer may soon wait for room, so the pass writes as it
+    /// ends (a pass that drained less leaves its records for the next
+    /// write, as an ordinary logger's batch does).
+    pub(super) fn pressing(&self) -> bool {
+        self.held.iter().any(|h| {
+            h.head - h.ring.released() >= h.ring.capacity() as u64 / super::drain::HELD_PRESS
+        })
+    }
+
     /// Before a write of `len` bytes at `at` of the file `identity`: the
     /// area says where each held ring's head goes once it is made.
     pub(super) fn before_write(&self, identity: (u64, u64), at: u64, len: u64) {

@@ -196,7 +196,13 @@ impl State {
         // reader may step over them and still read every name, span and
         // time (see `index`).
         // (Not under loom: the duty cycle is measured by the clock.)
-        let codec = |len| codec_for(self.compression, self.duty, len).filter(|_| !cfg!(loom));
+        // A crash-safe logger's write that rings wait on for room goes out
+        // as it is: compressing it would keep their producers waiting (and
+        // a waiting producer leaves the flusher a duty cycle low enough to
+        // compress the next write too).
+        let hurry = self.holds.pressing();
+        let codec =
+            |len| codec_for(self.compression, self.duty, len).filter(|_| !cfg!(loom) && !hurry);
         let (head_codec, out_codec) = (codec(head.len()), codec(self.out.len()));
         let mut lead = std::mem::take(&mut self.lead);
         lead.clear();
