@@ -2,15 +2,13 @@
 //! (`app.nlog.rings`, beside its log), appended to its log, for a process
 //! that does not come back to do it at its next start.
 
-use std::io::Write;
-
-use anyhow::Context;
-
 use crate::cli::RecoverArgs;
 
 pub fn run(a: &RecoverArgs) -> anyhow::Result<()> {
     #[cfg(unix)]
     {
+        use anyhow::Context;
+        use std::io::Write;
         let area = nanolog_runtime::area_path(&a.file);
         let existed = area.exists();
         let done = nanolog_runtime::recover(&a.file)

@@ -257,7 +257,7 @@ impl Ring {
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        if let Backing::Heap(_) = self.backing {
+        if matches!(self.backing, Backing::Heap(_)) {
             let slice = std::ptr::slice_from_raw_parts_mut(self.buf.as_ptr(), self.cap);
             // SAFETY: a heap ring's `buf` came from `Box::leak` of a boxed
             // slice of `cap` bytes in `new`, and nothing else frees it.

@@ -596,6 +596,7 @@ impl Writer {
     }
 
     /// The log's path (the live file's).
+    #[cfg(all(unix, not(loom)))]
     pub(crate) fn path(&self) -> &Path {
         &self.path
     }

@@ -17,6 +17,7 @@
 //! Unix only (memory-mapped files and `posix_fallocate`); elsewhere, and
 //! under loom, loggers keep ordinary rings.
 
+#[cfg(all(unix, not(loom)))]
 pub(crate) mod layout;
 
 #[cfg(all(unix, not(loom)))]
