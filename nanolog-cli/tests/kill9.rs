@@ -82,6 +82,26 @@ mod unix {
                 return;
             }
             "roll" => b = b.rotate_bytes(256 << 10),
+            "off" | "no-room" => {
+                // Ordinary rings: turned off, or where the rings' file
+                // cannot be made (a directory stands at its path).
+                if mode == "off" {
+                    b = b.crash_safe(false);
+                }
+                let logger = b.start().expect("start");
+                assert!(!nanolog_runtime::area_path(&path).is_file());
+                for seq in 0..1000u64 {
+                    nanolog::info!(
+                        "ks {} {} {} {}",
+                        run,
+                        0,
+                        seq,
+                        ["alpha", "beta", "gamma"][(seq % 3) as usize]
+                    );
+                }
+                drop(logger);
+                return;
+            }
             "clean" | "leaked" => {
                 // Ends by itself: its rings' file goes with a clean end.
                 let logger = b.start().expect("start");
@@ -513,6 +533,35 @@ mod unix {
             let d = decode(&dir.0, false, mode);
             check(&d, 1, &[1000], false, mode);
             assert_eq!(d.recovered, 0, "{mode}");
+        }
+        for mode in ["off", "no-room"] {
+            let dir = fresh_dir(mode);
+            let log = dir.0.join("app.nlog");
+            if mode == "no-room" {
+                std::fs::create_dir(nanolog_runtime::area_path(&log)).expect("a directory");
+            }
+            let out = Command::new(std::env::current_exe().expect("test binary"))
+                .env("NANOLOG_KILL_CHILD", mode)
+                .env("NANOLOG_KILL_PATH", &log)
+                .env("NANOLOG_KILL_RUN", "1")
+                .output()
+                .expect("run the child");
+            assert!(out.status.success(), "{mode}: {out:?}");
+            let said = String::from_utf8_lossy(&out.stderr);
+            let lines = said
+                .lines()
+                .filter(|l| l.contains("ordinary rings"))
+                .count();
+            assert_eq!(
+                lines,
+                usize::from(mode == "no-room"),
+                "{mode}: said once, or not at all: {said}"
+            );
+            if mode == "no-room" {
+                std::fs::remove_dir(nanolog_runtime::area_path(&log)).expect("the directory");
+            }
+            let d = decode(&dir.0, false, mode);
+            check(&d, 1, &[1000], false, mode);
         }
     }
 

@@ -4,7 +4,8 @@
 //! The steps, each stated in the area's header before the next, so a
 //! recovery killed at any point and run again ends the same way:
 //! 1. judge the flusher's write under way (whole in the file or not) and
-//!    find the log's last whole entry ([`REC_JUDGED`]);
+//!    find where the recovery's bytes go: where a write cut short began,
+//!    else after the log's last whole entry ([`REC_JUDGED`]);
 //! 2. make the bytes (dictionary, threads, clock, then each ring's records
 //!    from where the file's bytes end) and say how long ([`REC_WRITING`]);
 //! 3. cut the log back to its last whole entry, append, `fdatasync`;
@@ -125,6 +126,10 @@ pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
         reason,
         kept_as: None,
     };
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+        // Not a rings' file (a directory, a link): no writer made it.
+        return Ok(None);
+    }
     let file = match std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -178,10 +183,20 @@ pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
         rec_state = 0;
     }
     let (whole, at) = if rec_state == 0 {
-        let whole = u64_at(area, H_WRITE) == 1
-            && (u64_at(area, H_WRITE_DEV), u64_at(area, H_WRITE_INO)) == identity
-            && file_len(&log_file) >= u64_at(area, H_WRITE_AT) + u64_at(area, H_WRITE_LEN);
-        let at = last_whole_entry(&log_file).map_err(|e| fail(e.to_string()))?;
+        let under_way = u64_at(area, H_WRITE) == 1
+            && (u64_at(area, H_WRITE_DEV), u64_at(area, H_WRITE_INO)) == identity;
+        let (write_at, len) = (u64_at(area, H_WRITE_AT), file_len(&log_file));
+        let whole = under_way && len >= write_at + u64_at(area, H_WRITE_LEN);
+        // A write the kill cut short goes whole, from where it began: the
+        // entries of it that did reach the file are among the records the
+        // rings hold from their heads (kept, they would be there twice).
+        // Otherwise from the last whole entry (a torn checkpoint after a
+        // whole write, or nothing torn).
+        let at = if under_way && !whole {
+            write_at.min(len)
+        } else {
+            last_whole_entry(&log_file).map_err(|e| fail(e.to_string()))?
+        };
         let mut h = Vec::new();
         h.extend_from_slice(&u64::from(whole).to_le_bytes());
         h.extend_from_slice(&identity.0.to_le_bytes());

@@ -109,6 +109,13 @@ impl Area {
     /// registered so far goes into (see `crate::site`).
     pub(crate) fn create(log: &Path, capacity: usize) -> io::Result<Arc<Area>> {
         let path = super::area_path(log);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+            // Not ours (a directory, a link): left alone.
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "something that is not a rings' file is at its path",
+            ));
+        }
         if path.exists() {
             // One the recovery at start could not read: kept, not overwritten.
             let mut kept = path.clone().into_os_string();
