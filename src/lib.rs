@@ -127,6 +127,7 @@ pub use nanolog_macros::log;
 /// # let _ = std::fs::remove_file("span-doc.nlog");
 /// ```
 pub use nanolog_macros::span;
+pub use nanolog_runtime::area_path;
 #[cfg(feature = "log")]
 pub use nanolog_runtime::capture_log;
 pub use nanolog_runtime::SpanGuard;
@@ -134,6 +135,11 @@ pub use nanolog_runtime::{
     flush, reader, set_filter, set_level, set_thread_name, sync, Builder, Compression, Error,
     Level, Logger, OnFull, ParseLevelError, Rotation, Stats,
 };
+/// What a killed process's rings held, written into its log (README, "What
+/// survives what"): what the next `start()` on the path does itself, for a
+/// process that does not come back (as `nanolog recover PATH`).
+#[cfg(unix)]
+pub use nanolog_runtime::{recover, RecoverError, Recovery};
 #[cfg(feature = "tracing")]
 pub use nanolog_runtime::{tracing_layer, NanologFilter, NanologLayer};
 
