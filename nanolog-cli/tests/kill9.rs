@@ -505,11 +505,61 @@ mod unix {
         }
         assert!(tally.recovered > 0, "no kill found records to recover");
         clean_ends();
+        refused_area(&mut seeds);
         twice_in_a_row(&mut seeds);
         killed_in_recovery(&mut seeds);
         println!(
             "kill9: {} kills, {} records recovered: ok",
             tally.kills, tally.recovered
+        );
+    }
+
+    /// A rings' file of another layout (its version word changed): refused
+    /// with a clear message, kept aside, the log as it was; `decode DIR/*`
+    /// steps over the kept file.
+    fn refused_area(seeds: &mut Seeds) {
+        use std::os::unix::fs::FileExt;
+        let dir = fresh_dir("refused");
+        let log = dir.0.join("app.nlog");
+        run_and_kill("flat", &log, 1, Duration::from_millis(seeds.next(100, 300)));
+        let area = nanolog_runtime::area_path(&log);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&area)
+            .expect("the rings' file");
+        f.write_all_at(&99u32.to_le_bytes(), 8)
+            .expect("its version word");
+        drop(f);
+        let before = decode(&dir.0, true, "refused");
+        let out = Command::new(cli())
+            .arg("recover")
+            .arg(&log)
+            .output()
+            .expect("nanolog recover");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "refused: {said}");
+        assert!(
+            said.contains("layout 99") && said.contains("kept as"),
+            "a clear message: {said}"
+        );
+        assert!(!area.exists(), "kept aside: {said}");
+        let kept = std::fs::read_dir(&dir.0)
+            .expect("dir")
+            .filter(|e| {
+                e.as_ref().is_ok_and(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .starts_with("app.nlog.rings.kept-")
+                })
+            })
+            .count();
+        assert_eq!(kept, 1, "the refused file is kept");
+        let after = decode(&dir.0, true, "refused");
+        assert_eq!(after.records, before.records, "the log is as it was");
+        assert_eq!(cli_says_recovered(&dir.0), 0);
+        println!(
+            "refused a rings' file of layout 99: kept aside, {} records as before",
+            after.records
         );
     }
 
