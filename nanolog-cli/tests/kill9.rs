@@ -71,6 +71,16 @@ mod unix {
 
     // ------------------------------------------------------------ the child
 
+    /// The record's tag for `seq`: its own arguments, checked when read.
+    const TAGS: [&str; 3] = ["alpha", "beta", "gamma"];
+
+    /// Thread 0 of run `run` logs seqs 0 to 999, then stops (the clean ends).
+    fn log_thousand(run: u64) {
+        for seq in 0..1000u64 {
+            nanolog::info!("ks {} {} {} {}", run, 0, seq, TAGS[(seq % 3) as usize]);
+        }
+    }
+
     pub fn child(mode: &str) {
         let path = PathBuf::from(env("NANOLOG_KILL_PATH"));
         let run: u64 = env("NANOLOG_KILL_RUN").parse().expect("run");
@@ -90,15 +100,7 @@ mod unix {
                 }
                 let logger = b.start().expect("start");
                 assert!(!nanolog_runtime::area_path(&path).is_file());
-                for seq in 0..1000u64 {
-                    nanolog::info!(
-                        "ks {} {} {} {}",
-                        run,
-                        0,
-                        seq,
-                        ["alpha", "beta", "gamma"][(seq % 3) as usize]
-                    );
-                }
+                log_thousand(run);
                 drop(logger);
                 return;
             }
@@ -106,15 +108,7 @@ mod unix {
                 // Ends by itself: its rings' file goes with a clean end.
                 let logger = b.start().expect("start");
                 assert!(nanolog_runtime::area_path(&path).exists());
-                for seq in 0..1000u64 {
-                    nanolog::info!(
-                        "ks {} {} {} {}",
-                        run,
-                        0,
-                        seq,
-                        ["alpha", "beta", "gamma"][(seq % 3) as usize]
-                    );
-                }
+                log_thousand(run);
                 if mode == "leaked" {
                     std::mem::forget(logger);
                 }
@@ -138,9 +132,8 @@ mod unix {
         std::thread::scope(|s| {
             for t in 0..threads {
                 s.spawn(move || {
-                    let tags = ["alpha", "beta", "gamma"];
                     for seq in 0u64.. {
-                        let tag = tags[(seq % 3) as usize];
+                        let tag = TAGS[(seq % 3) as usize];
                         if mode == "spans" {
                             let span = tracing::info_span!("req", id = seq / 100);
                             let _e = span.enter();
@@ -288,6 +281,8 @@ mod unix {
         gaps: BTreeMap<u32, u64>,
         recovered: u64,
         records: u64,
+        /// A thread with recovered records: its newest are recovered ones.
+        recovered_thread: Option<u32>,
     }
 
     /// Reads the set in time order, checking each record as it comes: its
@@ -306,7 +301,6 @@ mod unix {
             .map(|p| LogFile::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
             .collect();
         let mut d = Decoded::default();
-        let tags = ["alpha", "beta", "gamma"];
         let mut span = String::new();
         for ev in Merge::new(&files, Filter::default()) {
             let r = match ev {
@@ -329,11 +323,14 @@ mod unix {
             );
             assert_eq!(
                 w[4],
-                tags[(seq % 3) as usize],
+                TAGS[(seq % 3) as usize],
                 "{what}: its own arguments: {msg:?}"
             );
             d.records += 1;
-            d.recovered += u64::from(r.recovered());
+            if r.recovered() {
+                d.recovered += 1;
+                d.recovered_thread = Some(r.thread());
+            }
             // Its spans, or none and lost: never another's.
             if let Some(s) = r.spans().last() {
                 span.clear();
@@ -396,14 +393,17 @@ mod unix {
         }
     }
 
-    /// The CLI's view of the newest records (the recovered ones, when a
-    /// recovery found any): JSON says which were recovered.
-    fn cli_says_recovered(dir: &Path) -> usize {
-        let out = Command::new(cli())
-            .args(["decode", "--format", "json", "-n", "20"])
-            .args(set_files(dir))
-            .output()
-            .expect("nanolog decode");
+    /// The CLI's view of the newest records (of `thread`, one with
+    /// recovered records: a thread's recovered records are its newest;
+    /// another thread's newest may have been written before the kill):
+    /// how many JSON says were recovered.
+    fn cli_says_recovered(dir: &Path, thread: Option<u32>) -> usize {
+        let mut cmd = Command::new(cli());
+        cmd.args(["decode", "--format", "json", "-n", "20"]);
+        if let Some(t) = thread {
+            cmd.args(["--thread", &t.to_string()]);
+        }
+        let out = cmd.args(set_files(dir)).output().expect("nanolog decode");
         assert!(
             out.status.success(),
             "decode: {}",
@@ -441,7 +441,7 @@ mod unix {
         // the lock among them are skipped).
         let before = decode(&dir.0, true, mode);
         assert_eq!(
-            cli_says_recovered(&dir.0),
+            cli_says_recovered(&dir.0, None),
             0,
             "{mode}: nothing recovered yet"
         );
@@ -462,7 +462,7 @@ mod unix {
         check(&d, 1, &returned, mode == "drop", mode);
         if d.recovered > 0 {
             assert!(
-                cli_says_recovered(&dir.0) > 0,
+                cli_says_recovered(&dir.0, d.recovered_thread) > 0,
                 "{mode}: decode says which were recovered"
             );
         }
@@ -556,7 +556,7 @@ mod unix {
         assert_eq!(kept, 1, "the refused file is kept");
         let after = decode(&dir.0, true, "refused");
         assert_eq!(after.records, before.records, "the log is as it was");
-        assert_eq!(cli_says_recovered(&dir.0), 0);
+        assert_eq!(cli_says_recovered(&dir.0, None), 0);
         println!(
             "refused a rings' file of layout 99: kept aside, {} records as before",
             after.records

@@ -124,6 +124,16 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The logger stopped cleanly, or its process exits with every record
+    /// written: its crash-safe area goes (`crate::crash`).
+    #[cfg(all(unix, not(loom)))]
+    pub(crate) fn close_area(&self) {
+        if let Some(a) = self.area.get() {
+            crate::site::detach_dictionary();
+            a.remove();
+        }
+    }
+
     pub(crate) fn new(generation: u64, capacity: usize, on_full: OnFull) -> Shared {
         Shared {
             generation,

@@ -39,7 +39,7 @@ pub(crate) fn flush_from_hook() {
     // lacks. (Calls made later flush their own records.)
     #[cfg(all(unix, not(loom)))]
     if flushed.is_ok() && crate::channel::exiting() {
-        crate::crash::close_area(&shared);
+        shared.close_area();
     }
     let _ = flushed;
 }

@@ -565,13 +565,22 @@ impl Builder {
         let writer = if self.console {
             crate::writer::Writer::discard()?
         } else {
-            crate::writer::Writer::create(&self.path, self.files.clone(), self.crash_safe)?
+            // The killed writer's records go into its own file, before it
+            // is kept as a finished one.
+            let crash_safe = self.crash_safe;
+            crate::writer::Writer::create(&self.path, self.files.clone(), |path| {
+                #[cfg(all(unix, not(loom)))]
+                if crash_safe {
+                    crate::recovery::recover_at_start(path);
+                }
+                let _ = (path, crash_safe);
+            })?
         };
         let generation = NEXT_GENERATION.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new(Shared::new(generation, capacity, self.on_full));
         #[cfg(all(unix, not(loom)))]
         if self.crash_safe && !self.console {
-            crate::crash::open_area(&shared, writer.path(), capacity);
+            open_area(&shared, writer.path(), capacity);
         }
         let mirror = match self.mirror.clone() {
             Some(m) => Some(
@@ -708,7 +717,7 @@ impl Drop for Logger {
         // flusher's is kept, for the next start to recover.)
         #[cfg(all(unix, not(loom)))]
         if exited {
-            crate::crash::close_area(&self.shared);
+            self.shared.close_area();
         }
         if !exited {
             let _ = writeln_stderr(
@@ -730,6 +739,31 @@ impl Drop for Logger {
         }
         drop(current);
         SLOT_FREED.notify_all();
+    }
+}
+
+/// Gives a starting logger its crash-safe area (`crate::crash`), or says
+/// once on stderr why it keeps ordinary rings.
+#[cfg(all(unix, not(loom)))]
+fn open_area(shared: &Shared, log: &std::path::Path, capacity: usize) {
+    let made = crate::crash::Area::create(log, capacity).and_then(|a| {
+        if crate::site::attach_dictionary(&a) {
+            Ok(a)
+        } else {
+            a.remove();
+            Err(std::io::Error::other("no room for the call sites' entries"))
+        }
+    });
+    match made {
+        Ok(a) => {
+            let _ = shared.area.set(a);
+        }
+        Err(e) => {
+            let _ = writeln_stderr(&format!(
+                "nanolog: cannot keep the rings in {} ({e}): logging with ordinary rings, which a kill -9 loses",
+                crate::crash::area_path(log).display()
+            ));
+        }
     }
 }
 

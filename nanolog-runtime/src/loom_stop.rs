@@ -46,7 +46,7 @@ fn loom_stop_races_a_blocked_producer_and_a_flush() {
         let run_dir = dir.join(format!("nanolog-loom-{}-{n}", std::process::id()));
         let _ = std::fs::create_dir_all(&run_dir);
         let path = run_dir.join("model.nlog");
-        let writer = Writer::create(&path, Default::default(), false).unwrap();
+        let writer = Writer::create(&path, Default::default(), |_| {}).unwrap();
         let shared = Arc::new(Shared::new(1, 64, OnFull::Block));
         let returned = Arc::new(crate::sync::AtomicU64::new(0));
         let flusher = {

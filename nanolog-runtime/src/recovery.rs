@@ -33,10 +33,10 @@ const EXTENT_MAX: usize = 64 << 10;
 /// Appends to the log at `log` the records its dead writer's rings held
 /// (`nanolog recover`): refused while a process still writes the log (it
 /// holds the rings). `Ok(None)` when there was nothing to recover.
-pub fn recover(log: &Path) -> Result<Option<Recovery>, crate::Error> {
+pub fn recover(log: &Path) -> Result<Option<Recovery>, crate::error::Error> {
     let log = &crate::set::resolve_log_path(log);
     let _lock = crate::writer::lock(log)?;
-    recover_at(log).map_err(|e| crate::Error::Recover(e.to_string()))
+    recover_at(log).map_err(|e| crate::error::Error::Recover(e.to_string()))
 }
 
 /// At a start on `log` (its lock held): recovers what a killed writer's
@@ -177,7 +177,7 @@ pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
 
     let mut log_file = open_log(log).map_err(|e| fail(e.to_string()))?;
     let mut rec_state = u64_at(area, H_REC);
-    let identity = file_identity(&log_file);
+    let identity = crate::writer::file_identity(&log_file);
     if rec_state != 0 && (u64_at(area, H_REC_DEV), u64_at(area, H_REC_INO)) != identity {
         // The log was replaced since the recovery began: begin again.
         rec_state = 0;
@@ -309,9 +309,7 @@ pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
 /// Moves an area this build cannot read out of the way, so the logger
 /// starts (and the next start does not meet it again).
 fn keep_aside(path: &Path, reason: String) -> RecoverError {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".kept-{}", crate::clock::unix_ns() / 1_000_000_000));
-    let kept = PathBuf::from(name);
+    let kept = crate::crash::kept_path(path);
     let kept_as = std::fs::rename(path, &kept).ok().map(|()| kept);
     RecoverError {
         path: path.to_path_buf(),
@@ -541,9 +539,8 @@ fn unreadable(
 /// The log at `log`, opened for positioned writes; a fresh file with a
 /// header if there is none (the records go into the set all the same).
 fn open_log(log: &Path) -> io::Result<File> {
-    let usable = std::fs::read(log)
-        .ok()
-        .filter(|b| b.len() >= wire::HEADER_LEN && b[..8] == wire::MAGIC);
+    // (A few hundred bytes read: the log may be gigabytes.)
+    let usable = crate::set::read_start(log);
     if usable.is_none() {
         let seq = crate::set::next_seq(log);
         let before = crate::set::records_through_last(log);
@@ -565,13 +562,6 @@ fn open_log(log: &Path) -> io::Result<File> {
 
 fn file_len(f: &File) -> u64 {
     f.metadata().map_or(0, |m| m.len())
-}
-
-/// The file's device and inode (Unix), which the area names the write
-/// under way by.
-pub(crate) fn file_identity(f: &File) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    f.metadata().map_or((0, 0), |m| (m.dev(), m.ino()))
 }
 
 /// Where the log's bytes to keep end: after its last whole entry when a

@@ -241,9 +241,18 @@ fn register(site: &'static Site, kinds: &[ArgKind], compact: Option<CompactFn>) 
     // (A billion call sites: ids above carry a flag in the rings.)
     debug_assert!(id < crate::ring::WITH_CONTEXT, "site ids exhausted");
     // Into the crash-safe area before any record of it can be in a ring.
+    // (A full disk: the site's records are recovered as unreadable gaps.)
     #[cfg(all(unix, not(loom)))]
-    if let Some(Some(reg)) = table.last() {
-        crate::crash::site_registered(id, reg);
+    if let (Some(Some(reg)), Some(area)) = (
+        table.last(),
+        DICTIONARY
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref(),
+    ) {
+        let mut entry = Vec::new();
+        put_entry(&mut entry, id, reg);
+        let _ = area.add_entry(&entry);
     }
     site.id.store(id, Ordering::Release);
     id
@@ -275,11 +284,37 @@ pub(crate) fn put_entry(out: &mut Vec<u8>, id: u32, info: &Registration) {
     end_entry(out, start);
 }
 
-/// Calls `f` with the sites registered so far (by id), under the table's
-/// lock: no site registers while it runs (see `crash::attach_dictionary`).
+/// The crash-safe area (`crate::crash`) the sites' entries go into as
+/// they register: the running logger's. Set and read under `TABLE`'s lock,
+/// so no site is missed between the sites written at attach and the next.
 #[cfg(all(unix, not(loom)))]
-pub(crate) fn under_table<R>(f: impl FnOnce(&[Option<Arc<Registration>>]) -> R) -> R {
-    f(&TABLE.lock().unwrap_or_else(PoisonError::into_inner))
+static DICTIONARY: Mutex<Option<Arc<crate::crash::Area>>> = Mutex::new(None);
+
+/// Makes `area` the one sites' entries go into: every site registered so
+/// far now, each later one as it registers. False if the area cannot take
+/// them (its file cannot grow).
+#[cfg(all(unix, not(loom)))]
+pub(crate) fn attach_dictionary(area: &Arc<crate::crash::Area>) -> bool {
+    let table = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut entry = Vec::new();
+    for (id, reg) in table.iter().enumerate() {
+        if let Some(r) = reg {
+            entry.clear();
+            put_entry(&mut entry, id as u32, r);
+            if !area.add_entry(&entry) {
+                return false;
+            }
+        }
+    }
+    *DICTIONARY.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(area));
+    true
+}
+
+/// Sites registered from now on go into no area.
+#[cfg(all(unix, not(loom)))]
+pub(crate) fn detach_dictionary() {
+    let _table = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
+    *DICTIONARY.lock().unwrap_or_else(PoisonError::into_inner) = None;
 }
 
 /// The descriptor of a registered site.

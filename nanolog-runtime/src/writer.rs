@@ -106,6 +106,8 @@ pub(crate) struct Writer {
     /// (a roll, a fresh file at the path), so that what was said of an
     /// earlier one is not done to it (see [`Writer::fill`]).
     generation: u64,
+    /// `file`'s device and inode ([`file_identity`]), taken as it is opened.
+    identity: (u64, u64),
     /// Checkpoints written, in every file.
     checkpoints: u64,
     /// A handle on the live file of the generation it is paired with, for
@@ -194,6 +196,20 @@ fn positioned_write(f: &File, bytes: &[u8], at: u64) -> io::Result<()> {
 #[cfg(not(unix))]
 fn positioned_write(_: &File, _: &[u8], _: u64) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// A file's device and inode (Unix; zeros elsewhere).
+pub(crate) fn file_identity(f: &File) -> (u64, u64) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        f.metadata().map_or((0, 0), |m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = f;
+        (0, 0)
+    }
 }
 
 fn lock_path(path: &Path) -> PathBuf {
@@ -371,9 +387,14 @@ impl Writer {
     /// A symbolic link at `path` is followed: the set is written beside the
     /// file it points to (renaming the link would make a finished "file"
     /// of the set that points outside it).
-    /// `recover`: a crash-safe area a killed writer left beside the log
-    /// is recovered into its file first (see `crate::crash`).
-    pub(crate) fn create(path: &Path, policy: Policy, recover: bool) -> Result<Writer, Error> {
+    /// `before_keep` runs with the lock held and the earlier run's file
+    /// still at `path`: the logger recovers a killed writer's rings into
+    /// it there (`crate::recovery`).
+    pub(crate) fn create(
+        path: &Path,
+        policy: Policy,
+        before_keep: impl FnOnce(&Path),
+    ) -> Result<Writer, Error> {
         let path = &crate::set::resolve_log_path(path);
         let open_err = |source| Error::Open {
             path: path.to_path_buf(),
@@ -385,13 +406,7 @@ impl Writer {
         // Before anything at the path is touched: a second writer changes
         // nothing on disk.
         let lock = lock(path)?;
-        // The killed writer's records go into its own file, before it is
-        // kept as a finished one.
-        #[cfg(all(unix, not(loom)))]
-        if recover {
-            crate::recovery::recover_at_start(path);
-        }
-        let _ = recover;
+        before_keep(path);
         fileset::keep_previous(path)?;
         // A roll that died between creating the next file and renaming it
         // over the path leaves `app.nlog.next` holding a header and nothing
@@ -438,10 +453,12 @@ impl Writer {
             last_write: (0, 0),
             checked_tick: clock::now(),
             generation: 0,
+            identity: (0, 0),
             checkpoints: 0,
             filler: None,
             fills: true,
         };
+        w.identity = file_identity(&w.file);
         w.plan_boundary();
         Ok(w)
     }
@@ -478,6 +495,7 @@ impl Writer {
             last_write: (0, 0),
             checked_tick: clock::now(),
             generation: 0,
+            identity: (0, 0),
             checkpoints: 0,
             filler: None,
             fills: false,
@@ -604,14 +622,7 @@ impl Writer {
     /// The live file's device and inode, by which a crash-safe area names
     /// the file its write under way goes to (zeros where there are none).
     pub(crate) fn identity(&self) -> (u64, u64) {
-        #[cfg(all(unix, not(loom)))]
-        {
-            crate::recovery::file_identity(&self.file)
-        }
-        #[cfg(not(all(unix, not(loom))))]
-        {
-            (0, 0)
-        }
+        self.identity
     }
 
     /// The live file's length as written, and its generation (see
@@ -789,6 +800,7 @@ impl Writer {
             dict::put_clock_entry(&mut pairs, header.base_tick, header.base_unix_ns);
             let _ = c.write_all(&pairs);
         }
+        self.identity = file_identity(&file);
         self.file = file;
         self.generation += 1;
         self.len = start_len;
@@ -895,6 +907,7 @@ impl Writer {
         let seq = crate::set::next_seq(&self.path).max(self.seq + 1);
         self.before += self.records;
         let (file, header, start_len) = open(&self.path, seq, &self.host, self.before)?;
+        self.identity = file_identity(&file);
         self.file = file;
         self.generation += 1;
         self.seq = seq;

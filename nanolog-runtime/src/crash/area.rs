@@ -118,9 +118,7 @@ impl Area {
         }
         if path.exists() {
             // One the recovery at start could not read: kept, not overwritten.
-            let mut kept = path.clone().into_os_string();
-            kept.push(format!(".kept-{}", crate::clock::unix_ns() / 1_000_000_000));
-            std::fs::rename(&path, kept)?;
+            std::fs::rename(&path, super::kept_path(&path))?;
         }
         let file = std::fs::OpenOptions::new()
             .read(true)

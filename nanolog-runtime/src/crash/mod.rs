@@ -35,90 +35,11 @@ pub fn area_path(log: &Path) -> PathBuf {
     log.with_file_name(name)
 }
 
-/// The area the sites' entries go into as they register: the running
-/// logger's.
+/// Where an area that is not read is moved (`app.nlog.rings.kept-<seconds>`):
+/// out of the next start's way, never overwritten, never decoded.
 #[cfg(all(unix, not(loom)))]
-static DICTIONARY: std::sync::Mutex<Option<std::sync::Arc<Area>>> = std::sync::Mutex::new(None);
-
-/// Makes `area` the one sites' entries go into: every site registered so
-/// far now, each later one as it registers.
-#[cfg(all(unix, not(loom)))]
-pub(crate) fn attach_dictionary(area: &std::sync::Arc<Area>) -> bool {
-    crate::site::under_table(|table| {
-        let mut entry = Vec::new();
-        for (id, reg) in table.iter().enumerate() {
-            if let Some(r) = reg {
-                entry.clear();
-                crate::site::put_entry(&mut entry, id as u32, r);
-                if !area.add_entry(&entry) {
-                    return false;
-                }
-            }
-        }
-        *lock_dictionary() = Some(std::sync::Arc::clone(area));
-        true
-    })
-}
-
-/// Sites registered from now on go into no area.
-#[cfg(all(unix, not(loom)))]
-pub(crate) fn detach_dictionary() {
-    *lock_dictionary() = None;
-}
-
-#[cfg(all(unix, not(loom)))]
-fn lock_dictionary() -> std::sync::MutexGuard<'static, Option<std::sync::Arc<Area>>> {
-    DICTIONARY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A site registered (under the site table's lock): its entry into the
-/// running logger's area, if any, before a record of it can be in a ring.
-#[cfg(all(unix, not(loom)))]
-pub(crate) fn site_registered(id: u32, reg: &crate::site::Registration) {
-    let area = lock_dictionary().clone();
-    if let Some(area) = area {
-        let mut entry = Vec::new();
-        crate::site::put_entry(&mut entry, id, reg);
-        // A full disk: the site's records are recovered as unreadable gaps.
-        let _ = area.add_entry(&entry);
-    }
-}
-
-/// Gives a starting logger its area, or says once on stderr why it keeps
-/// ordinary rings.
-#[cfg(all(unix, not(loom)))]
-pub(crate) fn open_area(shared: &crate::channel::Shared, log: &Path, capacity: usize) {
-    use std::io::Write;
-    let made = Area::create(log, capacity).and_then(|a| {
-        if attach_dictionary(&a) {
-            Ok(a)
-        } else {
-            detach_dictionary();
-            a.remove();
-            Err(std::io::Error::other("no room for the call sites' entries"))
-        }
-    });
-    match made {
-        Ok(a) => {
-            let _ = shared.area.set(a);
-        }
-        Err(e) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "nanolog: cannot keep the rings in {} ({e}): logging with ordinary rings, which a kill -9 loses",
-                area_path(log).display()
-            );
-        }
-    }
-}
-
-/// A logger stopped cleanly: its area goes.
-#[cfg(all(unix, not(loom)))]
-pub(crate) fn close_area(shared: &crate::channel::Shared) {
-    if let Some(a) = shared.area.get() {
-        detach_dictionary();
-        a.remove();
-    }
+pub(crate) fn kept_path(area: &Path) -> PathBuf {
+    let mut name = area.as_os_str().to_owned();
+    name.push(format!(".kept-{}", crate::clock::unix_ns() / 1_000_000_000));
+    PathBuf::from(name)
 }

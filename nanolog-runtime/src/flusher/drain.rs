@@ -377,9 +377,10 @@ impl State {
 impl State {
     /// Hands what was drained of `r` back to its producer now, or (`hold`)
     /// once the write that carries it is made.
-    fn release_or_hold(&mut self, r: &RingState, hold: bool) {
+    fn release_or_hold(&mut self, r: &mut RingState, hold: bool) {
         if hold {
-            self.holds.hold(&r.c.ring, r.c.head(), r.ctx.key());
+            self.holds
+                .hold(&mut r.held_at, &r.c.ring, r.c.head(), r.ctx.key());
         } else {
             r.c.release();
         }
@@ -469,7 +470,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("nanolog-drain-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let path = dir.join("drain.nlog");
-        let writer = Writer::create(&path, Policy::default(), false).unwrap();
+        let writer = Writer::create(&path, Policy::default(), |_| {}).unwrap();
         let shared = Arc::new(Shared::new(1, 1 << 16, OnFull::Drop));
         let config = Config {
             wake_delay: std::time::Duration::from_millis(1),
@@ -488,6 +489,7 @@ mod tests {
             ctx: Context::default(),
             deferred_at: None,
             tail: 0,
+            held_at: Default::default(),
         };
         (path, st, producer, r)
     }

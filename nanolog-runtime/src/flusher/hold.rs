@@ -25,7 +25,13 @@ pub(super) struct Holds {
     #[cfg(all(unix, not(loom)))]
     area: Option<Arc<crate::crash::Area>>,
     held: Vec<Held>,
+    /// Bumped as the held are let go (see [`HeldAt`]).
+    round: u64,
 }
+
+/// Where a ring stands among the held: (the round, its index), if held.
+#[derive(Default, Clone, Copy)]
+pub(super) struct HeldAt(Option<(u64, usize)>);
 
 impl Holds {
     pub(super) fn new(shared: &Shared) -> Holds {
@@ -34,6 +40,7 @@ impl Holds {
             #[cfg(all(unix, not(loom)))]
             area: shared.area.get().cloned(),
             held: Vec::new(),
+            round: 0,
         }
     }
 
@@ -50,19 +57,25 @@ impl Holds {
         }
     }
 
-    /// `ring` was drained up to `head`, where its thread is in context `ctx`.
-    pub(super) fn hold(&mut self, ring: &Arc<Ring>, head: u64, ctx: u64) {
-        match self.held.iter_mut().find(|h| Arc::ptr_eq(&h.ring, ring)) {
-            Some(h) => {
-                h.head = head;
-                h.ctx = ctx;
-            }
-            None => self.held.push(Held {
-                ring: Arc::clone(ring),
-                head,
-                ctx,
-            }),
+    /// `ring` was drained up to `head`, where its thread is in context
+    /// `ctx`. `at` is the ring's own note of where it stands among the held
+    /// (its flusher state keeps it), so a pass over thousands of rings
+    /// finds each in one step.
+    pub(super) fn hold(&mut self, at: &mut HeldAt, ring: &Arc<Ring>, head: u64, ctx: u64) {
+        if let Some(h) =
+            at.0.filter(|&(round, _)| round == self.round)
+                .and_then(|(_, i)| self.held.get_mut(i))
+        {
+            h.head = head;
+            h.ctx = ctx;
+            return;
         }
+        *at = HeldAt(Some((self.round, self.held.len())));
+        self.held.push(Held {
+            ring: Arc::clone(ring),
+            head,
+            ctx,
+        });
     }
 
     /// Whether a held ring has an eighth of its bytes waiting for the
@@ -93,6 +106,11 @@ impl Holds {
     /// The write returned (or failed: its records are counted lost, and
     /// the rings must not stay full): every held ring's space goes back.
     pub(super) fn release(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        // Every ring's note of its place is stale from here.
+        self.round += 1;
         for h in self.held.drain(..) {
             #[cfg(all(unix, not(loom)))]
             if let Some(slot) = h.ring.slot() {

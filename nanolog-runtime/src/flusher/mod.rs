@@ -108,6 +108,8 @@ struct RingState {
     /// The producer's position as this pass read it: the pass drains up to
     /// here (see the pass in `run`).
     tail: u64,
+    /// Where it stands among the rings held for the write (see `hold`).
+    held_at: hold::HeldAt,
 }
 
 struct Flusher {
@@ -462,6 +464,7 @@ impl Flusher {
             ctx: Context::default(),
             deferred_at: None,
             tail: 0,
+            held_at: hold::HeldAt::default(),
         }));
     }
 }
