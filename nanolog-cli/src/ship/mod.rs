@@ -11,6 +11,7 @@
 mod http;
 mod options;
 mod otlp;
+mod pb;
 mod stop;
 
 use std::io::{self, Write};
@@ -231,7 +232,8 @@ struct Shipper {
 }
 
 /// The batch of `log` in `[from, to)`, built into `batch` and encoded
-/// into `buf`; returns how many records it holds.
+/// into `buf`; returns how many records it holds and where in `buf` the
+/// request starts.
 fn fill(
     batch: &mut otlp::Batch,
     log: &LogFile,
@@ -239,7 +241,7 @@ fn fill(
     to: usize,
     clock: &TimeMap,
     buf: &mut Vec<u8>,
-) -> usize {
+) -> (usize, usize) {
     batch.start(log);
     let filter = Filter {
         min_offset: from,
@@ -266,8 +268,8 @@ fn fill(
     for e in merge.take_errors() {
         let _ = writeln!(io::stderr(), "nanolog: warning: {e}");
     }
-    batch.encode_into(buf);
-    batch.len()
+    let n = batch.len();
+    (n, batch.encode_into(buf))
 }
 
 /// What has been sent, and where to.
@@ -354,8 +356,8 @@ impl Sink for Shipper {
             let mut buf = Vec::new();
             while pos < end {
                 let to = log.batch_end(pos, self.batch_bytes).min(end);
-                let n = fill(&mut self.workers[0], log, pos, to, &clock, &mut buf);
-                self.progress.sent(log, pos, to, n, &buf, cursor)?;
+                let (n, at) = fill(&mut self.workers[0], log, pos, to, &clock, &mut buf);
+                self.progress.sent(log, pos, to, n, &buf[at..], cursor)?;
                 pos = to;
             }
             return Ok(true);
@@ -367,7 +369,7 @@ impl Sink for Shipper {
             let mut done = Vec::new();
             for batch in workers.iter_mut() {
                 let (job_tx, job_rx) = sync_channel::<(usize, usize, Vec<u8>)>(1);
-                let (done_tx, done_rx) = sync_channel::<(Vec<u8>, usize)>(1);
+                let (done_tx, done_rx) = sync_channel::<(Vec<u8>, (usize, usize))>(1);
                 let clock = &clock;
                 s.spawn(move || {
                     for (a, b, mut buf) in job_rx {
@@ -400,10 +402,10 @@ impl Sink for Shipper {
                 let Some((a, b, k)) = in_flight.pop_front() else {
                     break;
                 };
-                let (buf, n) = done[k]
+                let (buf, (n, at)) = done[k]
                     .recv()
                     .map_err(|_| anyhow::anyhow!("a batch-encoding thread ended"))?;
-                this.sent(log, a, b, n, &buf, cursor)?;
+                this.sent(log, a, b, n, &buf[at..], cursor)?;
                 spare.push(buf);
             }
             Ok(())
@@ -437,8 +439,8 @@ impl Shipper {
         batch.start_resource(None, None);
         batch.push_note(now_ns(), message, counts);
         let mut buf = Vec::new();
-        batch.encode_into(&mut buf);
-        self.progress.client.send(&buf)
+        let at = batch.encode_into(&mut buf);
+        self.progress.client.send(&buf[at..])
     }
 
     /// Another log of this ship failed: this one stops too.

@@ -1,25 +1,26 @@
-//! Records as OTLP log records (README "Shipping"), in the message types of the
-//! `opentelemetry-proto` crate, encoded by prost.
+//! Records as OTLP log records (README "Shipping"), written straight into
+//! the bytes of a request (`pb.rs`): no message tree, no allocation per
+//! record once a batch's buffers have grown.
 //!
-//! Records are encoded one by one as they are added (see [`Batch`]): the
-//! record being made is kept from one to the next, its attribute list, keys
-//! and strings overwritten, not allocated again, so a steady stream of
-//! batches allocates almost nothing (a span chain is built once a context
-//! of a batch).
+//! What repeats is encoded once: a call site's severity, `code.*` and
+//! `target` attributes and its fields' keys once per site, a thread's
+//! attributes once per thread, a span chain (and its trace context) once
+//! per span context, all of a batch's file; a record copies those bytes.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use nanolog_runtime::reader::{Gap, LogFile, Record, TraceContext, Value};
 use nanolog_runtime::text::render::format_message;
+use nanolog_runtime::wire::dict::SiteEntry;
 use nanolog_runtime::Level;
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as V;
-use opentelemetry_proto::tonic::common::v1::{
-    AnyValue, ArrayValue, InstrumentationScope, KeyValue, KeyValueList,
-};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
-use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
+
+use super::pb::{self, bytes_field, field_len, len_tag, nested, nested_in, tag, Any};
 
 /// The attribute keys nanolog gives every record (and `spans`): a record's
 /// field of one of these names is sent as `field.NAME`.
@@ -44,58 +45,151 @@ pub(crate) fn severity(level: Level) -> i32 {
     }
 }
 
+/// LogRecord's fields (opentelemetry/proto/logs/v1/logs.proto).
+mod field {
+    pub const TIME: u8 = 1;
+    pub const SEVERITY_NUMBER: u8 = 2;
+    pub const SEVERITY_TEXT: u8 = 3;
+    pub const BODY: u8 = 5;
+    pub const ATTRIBUTES: u8 = 6;
+    pub const FLAGS: u8 = 8;
+    pub const TRACE_ID: u8 = 9;
+    pub const SPAN_ID: u8 = 10;
+    pub const OBSERVED_TIME: u8 = 11;
+}
+
 /// The request being built: one resource (the writer process of the file
 /// the batch comes from), one scope (`nanolog`), its records.
 ///
 /// Each record is encoded as it is added, into the bytes of the request's
-/// records, and the request is framed around them at the end: prost's
-/// encoding of a whole request computes each nested message's length once
-/// for every level above it, and a record's span chain (a list of
-/// key-value lists of key-value lists) sits nine levels down, so 45% of
-/// ship's CPU went to computing lengths (`perf record`, a traced log,
-/// 2026-12-06). A span chain's encoding is made once per span context of
-/// the batch and copied into each record made in it.
+/// records, and the request is framed around them at the end. prost's
+/// encoding of a message tree computes each nested message's length once
+/// for every level above it, and a record's span chain sits nine levels
+/// down: 45% of ship's CPU went to lengths (`perf record`, a traced log,
+/// 2026-12-06); building the tree (strings, vectors, a chain's lists) was
+/// most of the rest once that was gone (51% in making chains, 2026-12-06,
+/// 5a5685b's encoder).
 pub(crate) struct Batch {
-    resource: Resource,
-    scope: InstrumentationScope,
-    /// The record being made: its attribute list, keys and strings are
-    /// overwritten from one record to the next, not allocated again.
-    lr: LogRecord,
-    /// The batch's records, encoded: each one ScopeLogs' `log_records`
-    /// field, its tag and length included.
+    /// The encoded Resource and InstrumentationScope messages.
+    resource: Vec<u8>,
+    scope: Vec<u8>,
+    /// The batch's records, encoded (each one ScopeLogs' `log_records`
+    /// field, its tag and length included), after `head_room` bytes kept
+    /// for the request's head: the request is sent from this buffer, not
+    /// copied into another (7% of ship's CPU on a traced log, 2026-12-06).
     recs: Vec<u8>,
-    /// One record's encoding, before it is framed into `recs`.
-    one: Vec<u8>,
+    head_room: usize,
     /// How many records `recs` holds.
     len: usize,
     /// Each span context's attributes (`spans`, and `spans_lost` when
-    /// some were lost), encoded as LogRecord attribute fields, and its
-    /// trace context, by the context's id in the batch's file.
-    chains: std::collections::HashMap<u32, (Vec<u8>, Option<TraceContext>)>,
+    /// some were lost), encoded as LogRecord attribute fields (where in
+    /// `chain_bytes`), and its trace context, by the context's id in the
+    /// batch's file.
+    chains: IdMap<(std::ops::Range<usize>, Option<TraceContext>)>,
+    chain_bytes: Vec<u8>,
+    /// Each span's element of a `spans` array (an AnyValue of its name
+    /// and fields, where in `span_bytes`), by the context it opened: a
+    /// span is encoded once, for all the chains it is in.
+    spans: IdMap<std::ops::Range<usize>>,
+    span_bytes: Vec<u8>,
+    /// A chain's array, made of its spans' elements.
+    array: Vec<u8>,
+    /// What each call site of the batch's file gives its records, by the
+    /// site's id in the file.
+    sites: IdMap<SiteBytes>,
+    /// Each thread's attributes (`thread.id`, `thread.name`), and the name
+    /// they were made with (a live file may name a thread later).
+    threads: IdMap<(Vec<u8>, Option<String>)>,
+    /// A record's message, then a value's text, made here.
+    body: String,
+    text: String,
     service: String,
     host: String,
     /// Attributes added to the resource (`OTEL_RESOURCE_ATTRIBUTES`).
     extra: std::sync::Arc<Vec<(String, String)>>,
 }
 
+/// A call site's constant part of its records, encoded.
+struct SiteBytes {
+    /// `severity_number` and `severity_text`.
+    severity: Vec<u8>,
+    /// The `code.filepath` and `code.lineno` attributes.
+    code: Vec<u8>,
+    /// The `target` attribute.
+    target: Vec<u8>,
+    /// Each argument's key (see [`pb::key`]), for the named ones: a field
+    /// named like one of nanolog's own keys goes under `field.NAME` (keys
+    /// are unique in OTLP).
+    keys: Vec<Option<Vec<u8>>>,
+}
+
+impl SiteBytes {
+    fn of(site: &SiteEntry) -> SiteBytes {
+        let mut severity = vec![tag(field::SEVERITY_NUMBER, pb::VARINT)];
+        pb::varint(severity_level(site.level), &mut severity);
+        bytes_field(
+            &mut severity,
+            field::SEVERITY_TEXT,
+            site.level.as_str().as_bytes(),
+        );
+        let mut code = Vec::new();
+        let a = field::ATTRIBUTES;
+        pb::kv(&mut code, a, "code.filepath", Any::Str(&site.file));
+        pb::kv(&mut code, a, "code.lineno", Any::Int(i64::from(site.line)));
+        let mut target = Vec::new();
+        pb::kv(&mut target, a, "target", Any::Str(&site.target));
+        let keys = (0..site.kinds.len())
+            .map(|i| {
+                site.name(i).map(|name| {
+                    if RESERVED.contains(&name) || name.starts_with("nanolog.") {
+                        pb::key(&format!("field.{name}"))
+                    } else {
+                        pb::key(name)
+                    }
+                })
+            })
+            .collect();
+        SiteBytes {
+            severity,
+            code,
+            target,
+            keys,
+        }
+    }
+}
+
+/// [`severity`] as the varint it is written as.
+fn severity_level(level: Level) -> u64 {
+    severity(level) as u64
+}
+
 /// Span chains a batch keeps encoded, at most (then it starts again).
 const CHAINS_KEPT: usize = 1 << 14;
 
-/// The tag of a length-delimited protobuf field `n`.
-const fn len_tag(n: u8) -> u8 {
-    (n << 3) | 2
-}
+/// A map by a file's ids (of contexts, sites, threads: small integers,
+/// mostly in order), hashed by one multiplication: std's SipHash was 3% of
+/// ship's CPU on a traced log (2026-12-06).
+type IdMap<T> = HashMap<u32, T, std::hash::BuildHasherDefault<IdHasher>>;
 
-/// Appends `body` as length-delimited field `field`.
-fn put_field(out: &mut Vec<u8>, field: u8, body: &[u8]) {
-    out.push(len_tag(field));
-    prost::encoding::encode_varint(body.len() as u64, out);
-    out.extend_from_slice(body);
-}
+/// See [`IdMap`]: Fibonacci hashing of a `u32`, spread over the high bits
+/// that hashbrown's control bytes take.
+#[derive(Default)]
+struct IdHasher(u64);
 
-/// The bytes a length-delimited field of a `len`-byte body takes.
-fn field_len(len: usize) -> usize {
-    1 + prost::encoding::encoded_len_varint(len as u64) + len
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 impl Batch {
@@ -104,18 +198,24 @@ impl Batch {
         host: String,
         extra: std::sync::Arc<Vec<(String, String)>>,
     ) -> Batch {
+        let mut scope = Vec::new();
+        bytes_field(&mut scope, 1, b"nanolog");
+        bytes_field(&mut scope, 2, env!("CARGO_PKG_VERSION").as_bytes());
         Batch {
-            resource: Resource::default(),
-            scope: InstrumentationScope {
-                name: "nanolog".into(),
-                version: env!("CARGO_PKG_VERSION").into(),
-                ..Default::default()
-            },
-            lr: LogRecord::default(),
+            resource: Vec::new(),
+            scope,
             recs: Vec::new(),
-            one: Vec::new(),
+            head_room: 0,
             len: 0,
-            chains: std::collections::HashMap::new(),
+            chains: IdMap::default(),
+            chain_bytes: Vec::new(),
+            spans: IdMap::default(),
+            span_bytes: Vec::new(),
+            array: Vec::new(),
+            sites: IdMap::default(),
+            threads: IdMap::default(),
+            body: String::new(),
+            text: String::new(),
             service,
             host,
             extra,
@@ -127,8 +227,8 @@ impl Batch {
         self.len
     }
 
-    /// Empties the batch (its records are kept to be overwritten) and sets
-    /// the resource of `file`'s writer.
+    /// Empties the batch (its buffers are kept) and sets the resource of
+    /// `file`'s writer.
     ///
     /// `host.name` is the host the file says its writer ran on (files of
     /// writers since the SET entry), else this machine's.
@@ -141,78 +241,53 @@ impl Batch {
     pub(crate) fn start_resource(&mut self, pid: Option<i64>, host: Option<&str>) {
         self.len = 0;
         self.recs.clear();
-        // (Context ids are a file's: another batch may be of another file.)
+        // (Context, site and thread ids are a file's: another batch may be
+        // of another file.)
         self.chains.clear();
-        let attrs = &mut self.resource.attributes;
-        let mut n = 0;
-        put(attrs, &mut n, "service.name", Val::Str(&self.service));
-        put(
-            attrs,
-            &mut n,
-            "host.name",
-            Val::Str(host.unwrap_or(&self.host)),
-        );
+        self.chain_bytes.clear();
+        self.spans.clear();
+        self.span_bytes.clear();
+        self.sites.clear();
+        self.threads.clear();
+        let r = &mut self.resource;
+        r.clear();
+        pb::kv(r, 1, "service.name", Any::Str(&self.service));
+        pb::kv(r, 1, "host.name", Any::Str(host.unwrap_or(&self.host)));
         if let Some(pid) = pid {
-            put(attrs, &mut n, "process.pid", Val::Int(pid));
+            pb::kv(r, 1, "process.pid", Any::Int(pid));
         }
         for (k, v) in self.extra.iter() {
-            put(attrs, &mut n, k, Val::Str(v));
+            pb::kv(r, 1, k, Any::Str(v));
         }
-        attrs.truncate(n);
+        // Two tags, two lengths of at most 10 bytes, the resource and the
+        // scope (see `encode_into`).
+        self.head_room = 2 * 11 + field_len(r.len()) + field_len(self.scope.len());
+        self.recs.resize(self.head_room, 0);
     }
 
     /// Adds a WARN record of nanolog's own, at `time_ns`: `message`, and
-    /// the count `n` under the attribute `key` (`nanolog.*`).
+    /// each count under its attribute key (`nanolog.*`).
     pub(crate) fn push_note(&mut self, time_ns: u64, message: &str, counts: &[(&str, u64)]) {
-        let attrs = &mut self.next_warning(time_ns, message).attributes;
-        let mut k = 0;
-        for &(key, n) in counts {
-            put(attrs, &mut k, key, Val::Int(n.min(i64::MAX as u64) as i64));
-        }
-        attrs.truncate(k);
-        self.finish_record(None);
-    }
-
-    /// The next record of the batch as a WARN record of nanolog's own, at
-    /// `time_ns`, with `message` as its body (its attributes the caller's).
-    fn next_warning(&mut self, time_ns: u64, message: &str) -> &mut LogRecord {
-        let lr = self.next_record();
-        lr.time_unix_nano = time_ns;
-        lr.observed_time_unix_nano = time_ns;
-        lr.severity_number = severity(Level::Warn);
-        set_str(&mut lr.severity_text, Level::Warn.as_str());
-        let mut body = take_string(&mut lr.body);
-        body.push_str(message);
-        lr.body = Some(AnyValue {
-            value: Some(V::StringValue(body)),
+        self.push_warning(time_ns, message, |o| {
+            for &(key, n) in counts {
+                let n = n.min(i64::MAX as u64) as i64;
+                pb::kv(o, field::ATTRIBUTES, key, Any::Int(n));
+            }
         });
-        lr
     }
 
-    /// The next record of the batch, in place: the last one's to
-    /// overwrite (its strings and attribute list reused); added to the
-    /// batch by [`Batch::finish_record`].
-    fn next_record(&mut self) -> &mut LogRecord {
-        let lr = &mut self.lr;
-        // An earlier record's trace context is not this one's.
-        lr.trace_id.clear();
-        lr.span_id.clear();
-        lr.flags = 0;
-        lr
-    }
-
-    /// Encodes the record made into the batch, with the encoded attributes
-    /// of span context `chain` (see [`Batch::chain`]) after its own.
-    fn finish_record(&mut self, chain: Option<u32>) {
-        self.one.clear();
-        // (Into a Vec, which grows: encoding cannot run out of room.)
-        let _ = self.lr.encode(&mut self.one);
-        if let Some((c, _)) = chain.and_then(|c| self.chains.get(&c)) {
-            // Repeated fields may come in pieces: these attributes follow
-            // the record's own.
-            self.one.extend_from_slice(c);
-        }
-        put_field(&mut self.recs, 2, &self.one);
+    /// Adds a WARN record of nanolog's own, at `time_ns`, with `message` as
+    /// its body and the attributes `attrs` writes.
+    fn push_warning(&mut self, time_ns: u64, message: &str, attrs: impl FnOnce(&mut Vec<u8>)) {
+        nested(&mut self.recs, 2, |o| {
+            put_fixed64(o, field::TIME, time_ns);
+            o.push(tag(field::SEVERITY_NUMBER, pb::VARINT));
+            pb::varint(severity_level(Level::Warn), o);
+            bytes_field(o, field::SEVERITY_TEXT, Level::Warn.as_str().as_bytes());
+            put_body(o, message);
+            attrs(o);
+            put_fixed64(o, field::OBSERVED_TIME, time_ns);
+        });
         self.len += 1;
     }
 
@@ -226,32 +301,59 @@ impl Batch {
         }
         if self.chains.len() >= CHAINS_KEPT {
             self.chains.clear();
+            self.chain_bytes.clear();
+            self.spans.clear();
+            self.span_bytes.clear();
         }
-        let mut spans = Vec::new();
-        rec.for_each_span(|s| {
-            let mut fields = Vec::new();
-            let mut k = 0;
-            s.for_each_field(|name, v| put(&mut fields, &mut k, name, Val::of(&v)));
-            spans.push(kvlist(vec![
-                kv("name", V::StringValue(s.name().into())),
-                kv("fields", V::KvlistValue(KeyValueList { values: fields })),
-            ]));
+        let Batch {
+            chain_bytes: bytes,
+            spans,
+            span_bytes,
+            array,
+            text,
+            ..
+        } = self;
+        // The array of the chain's spans, each an AnyValue of a key-value
+        // list `name`, `fields` (two bytes kept for lengths: most of these
+        // levels pass 127 bytes).
+        array.clear();
+        let trace = rec.for_each_span_and_trace(|s| {
+            let own = spans.entry(s.context()).or_insert_with(|| {
+                let start = span_bytes.len();
+                nested_in(span_bytes, 1, 2, |o| {
+                    nested_in(o, 6, 2, |o| {
+                        pb::kv(o, 1, "name", Any::Str(s.name()));
+                        nested_in(o, 1, 2, |o| {
+                            bytes_field(o, 1, b"fields");
+                            nested_in(o, 2, 2, |o| {
+                                nested_in(o, 6, 2, |o| {
+                                    s.for_each_field(|name, v| {
+                                        pb::kv(o, 1, name, Val::of(&v).any(text));
+                                    });
+                                });
+                            });
+                        });
+                    });
+                });
+                start..span_bytes.len()
+            });
+            array.extend_from_slice(&span_bytes[own.clone()]);
         });
-        let mut bytes = Vec::new();
-        put_field(
-            &mut bytes,
-            6,
-            &kv("spans", V::ArrayValue(ArrayValue { values: spans })).encode_to_vec(),
-        );
+        // KeyValue `spans`: an AnyValue of an ArrayValue of those.
+        let start = bytes.len();
+        let any = field_len(array.len());
+        bytes.push(len_tag(field::ATTRIBUTES));
+        pb::varint((field_len(5) + field_len(any)) as u64, bytes);
+        bytes_field(bytes, 1, b"spans");
+        bytes.push(len_tag(2));
+        pb::varint(any as u64, bytes);
+        bytes_field(bytes, 5, array);
         if rec.spans_lost() {
             // Some of its spans were lost to damage: `spans` holds the rest.
-            put_field(
-                &mut bytes,
-                6,
-                &kv("spans_lost", V::BoolValue(true)).encode_to_vec(),
-            );
+            pb::kv(bytes, field::ATTRIBUTES, "spans_lost", Any::Bool(true));
         }
-        self.chains.insert(ctx, (bytes, rec.trace_context()));
+        let range = start..bytes.len();
+        self.chains.insert(ctx, (range, trace));
         ctx
     }
 
@@ -259,99 +361,132 @@ impl Batch {
     pub(crate) fn push(&mut self, rec: &Record<'_>, observed_ns: u64) {
         // Its span chain, and the trace context in it, once a context.
         let chain = rec.in_spans().then(|| self.chain(rec));
-        let trace = chain.and_then(|c| self.chains.get(&c).and_then(|c| c.1));
-        let lr = self.next_record();
         let site = rec.site();
-        lr.time_unix_nano = rec.unix_ns().max(0) as u64;
-        lr.observed_time_unix_nano = observed_ns;
-        lr.severity_number = severity(site.level);
-        set_str(&mut lr.severity_text, site.level.as_str());
-        // The W3C ids of its innermost traced span (README "Trace context"), and its
-        // flags when the span says them (bits 0-7 of `flags` are W3C's).
-        if let Some(t) = trace {
-            lr.trace_id.extend_from_slice(&t.trace_id);
-            lr.span_id.extend_from_slice(&t.span_id);
-            lr.flags = u32::from(t.flags.unwrap_or(0));
+        let thread = rec.thread();
+        let name = rec.thread_name();
+        if self
+            .threads
+            .get(&thread)
+            .is_none_or(|t| t.1.as_deref() != name)
+        {
+            let mut b = Vec::new();
+            let a = field::ATTRIBUTES;
+            pb::kv(&mut b, a, "thread.id", Any::Int(i64::from(thread)));
+            if let Some(name) = name {
+                pb::kv(&mut b, a, "thread.name", Any::Str(name));
+            }
+            self.threads.insert(thread, (b, name.map(str::to_owned)));
         }
-        let mut body = take_string(&mut lr.body);
-        let attrs = &mut lr.attributes;
-        let mut n = 0;
-        put(attrs, &mut n, "code.filepath", Val::Str(&site.file));
-        put(attrs, &mut n, "code.lineno", Val::Int(i64::from(site.line)));
-        put(
-            attrs,
-            &mut n,
-            "thread.id",
-            Val::Int(i64::from(rec.thread())),
-        );
-        if let Some(name) = rec.thread_name() {
-            put(attrs, &mut n, "thread.name", Val::Str(name));
-        }
-        put(attrs, &mut n, "target", Val::Str(&site.target));
-        rec.with_args(|args| {
-            format_message(site.message(), &site.kinds, args, &mut body);
-            if !site.names.is_empty() {
-                for (i, v) in args.iter().enumerate() {
-                    if let Some(name) = site.name(i) {
-                        // Keys are unique in OTLP: a field named like one
-                        // of nanolog's own keys goes under `field.NAME`.
-                        if RESERVED.contains(&name) || name.starts_with("nanolog.") {
-                            put(attrs, &mut n, &format!("field.{name}"), Val::of(v));
-                        } else {
-                            put(attrs, &mut n, name, Val::of(v));
-                        }
+        let Batch {
+            recs,
+            chains,
+            chain_bytes,
+            sites,
+            threads,
+            body,
+            text,
+            ..
+        } = self;
+        let sb = sites.entry(site.id).or_insert_with(|| SiteBytes::of(site));
+        let thread = &threads[&thread].0;
+        let chain = chain.and_then(|c| chains.get(&c));
+        // (Most records take 128 bytes to 16 KiB: two bytes of length.)
+        nested_in(recs, 2, 2, |o| {
+            put_fixed64(o, field::TIME, rec.unix_ns().max(0) as u64);
+            o.extend_from_slice(&sb.severity);
+            rec.with_args(|args| {
+                body.clear();
+                format_message(site.message(), &site.kinds, args, body);
+                put_body(o, body);
+                o.extend_from_slice(&sb.code);
+                o.extend_from_slice(thread);
+                o.extend_from_slice(&sb.target);
+                for (v, key) in args.iter().zip(&sb.keys) {
+                    if let Some(key) = key {
+                        pb::key_value(o, field::ATTRIBUTES, key, Val::of(v).any(text));
                     }
                 }
+            });
+            // The W3C ids of its innermost traced span (README "Trace
+            // context"), and its flags when the span says them (bits 0-7 of
+            // `flags` are W3C's).
+            if let Some(t) = chain.and_then(|c| c.1.as_ref()) {
+                let flags = u32::from(t.flags.unwrap_or(0));
+                if flags != 0 {
+                    o.push(tag(field::FLAGS, pb::FIXED32));
+                    o.extend_from_slice(&flags.to_le_bytes());
+                }
+                bytes_field(o, field::TRACE_ID, &t.trace_id);
+                bytes_field(o, field::SPAN_ID, &t.span_id);
+            }
+            put_fixed64(o, field::OBSERVED_TIME, observed_ns);
+            // Repeated fields may come in pieces: the chain's attributes
+            // follow the record's own.
+            if let Some((c, _)) = chain {
+                o.extend_from_slice(&chain_bytes[c.clone()]);
             }
         });
-        attrs.truncate(n);
-        lr.body = Some(AnyValue {
-            value: Some(V::StringValue(body)),
-        });
-        self.finish_record(chain);
+        self.len += 1;
     }
 
     /// Adds a record that tells of dropped (or lost) records.
     pub(crate) fn push_gap(&mut self, g: &Gap, file: &LogFile, message: &str) {
         let time = g.first_unix_ns.max(0) as u64;
-        let attrs = &mut self.next_warning(time, message).attributes;
-        let mut n = 0;
-        put(attrs, &mut n, "nanolog.dropped", Val::Int(g.count as i64));
-        if g.is_lost() {
-            put(attrs, &mut n, "nanolog.lost", Val::Bool(true));
-        } else {
-            put(attrs, &mut n, "thread.id", Val::Int(i64::from(g.thread)));
-            if let Some(name) = file.thread_name(g.thread) {
-                put(attrs, &mut n, "thread.name", Val::Str(name));
+        self.push_warning(time, message, |o| {
+            let a = field::ATTRIBUTES;
+            pb::kv(o, a, "nanolog.dropped", Any::Int(g.count as i64));
+            if g.is_lost() {
+                pb::kv(o, a, "nanolog.lost", Any::Bool(true));
+            } else {
+                pb::kv(o, a, "thread.id", Any::Int(i64::from(g.thread)));
+                if let Some(name) = file.thread_name(g.thread) {
+                    pb::kv(o, a, "thread.name", Any::Str(name));
+                }
             }
-        }
-        attrs.truncate(n);
-        self.finish_record(None);
+        });
     }
 
-    /// Encodes the request into `buf` (emptied first): an
-    /// ExportLogsServiceRequest of one ResourceLogs (field 1: its
-    /// Resource, field 2: one ScopeLogs) of one ScopeLogs (field 1: its
-    /// InstrumentationScope, then the records, field 2).
-    pub(crate) fn encode_into(&mut self, buf: &mut Vec<u8>) {
-        buf.clear();
-        let (resource, scope) = (self.resource.encoded_len(), self.scope.encoded_len());
-        let scope_logs = field_len(scope) + self.recs.len();
+    /// Makes the request: an ExportLogsServiceRequest of one
+    /// ResourceLogs (field 1: its Resource, field 2: one ScopeLogs) of one
+    /// ScopeLogs (field 1: its InstrumentationScope, then the records,
+    /// field 2). The records' buffer becomes `buf` (`buf`'s becomes the
+    /// next batch's), the request `buf[returned..]`; the batch is empty
+    /// after it.
+    pub(crate) fn encode_into(&mut self, buf: &mut Vec<u8>) -> usize {
+        let (resource, scope) = (self.resource.len(), self.scope.len());
+        let room = self.head_room;
+        let scope_logs = field_len(scope) + (self.recs.len() - room);
         let resource_logs = field_len(resource) + field_len(scope_logs);
-        buf.reserve(field_len(resource_logs));
-        buf.push(len_tag(1));
-        prost::encoding::encode_varint(resource_logs as u64, buf);
-        buf.push(len_tag(1));
-        prost::encoding::encode_varint(resource as u64, buf);
-        // (Into a Vec, which grows: encoding cannot run out of room.)
-        let _ = self.resource.encode(buf);
-        buf.push(len_tag(2));
-        prost::encoding::encode_varint(scope_logs as u64, buf);
-        buf.push(len_tag(1));
-        prost::encoding::encode_varint(scope as u64, buf);
-        let _ = self.scope.encode(buf);
-        buf.extend_from_slice(&self.recs);
+        let mut head = Vec::with_capacity(room);
+        head.push(len_tag(1));
+        pb::varint(resource_logs as u64, &mut head);
+        bytes_field(&mut head, 1, &self.resource);
+        head.push(len_tag(2));
+        pb::varint(scope_logs as u64, &mut head);
+        bytes_field(&mut head, 1, &self.scope);
+        let at = room - head.len();
+        self.recs[at..room].copy_from_slice(&head);
+        std::mem::swap(&mut self.recs, buf);
+        self.recs.clear();
+        self.recs.resize(room, 0);
+        self.len = 0;
+        at
     }
+}
+
+/// Appends fixed64 field `n` = `v`, unless 0 (prost leaves it out).
+fn put_fixed64(o: &mut Vec<u8>, n: u8, v: u64) {
+    if v != 0 {
+        o.push(tag(n, pb::FIXED64));
+        o.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Appends a LogRecord's body: an AnyValue of string `s`.
+fn put_body(o: &mut Vec<u8>, s: &str) {
+    o.push(len_tag(field::BODY));
+    pb::varint(field_len(s.len()) as u64, o);
+    bytes_field(o, 1, s.as_bytes());
 }
 
 /// `body` (an encoded request of one resource and scope) as requests of at
@@ -410,11 +545,11 @@ fn split_framed(body: &[u8], max: usize) -> Option<Vec<Vec<u8>>> {
         let resource_logs = field_len(resource.len()) + field_len(scope_logs);
         let mut out = Vec::with_capacity(field_len(resource_logs));
         out.push(len_tag(1));
-        prost::encoding::encode_varint(resource_logs as u64, &mut out);
-        put_field(&mut out, 1, resource);
+        pb::varint(resource_logs as u64, &mut out);
+        bytes_field(&mut out, 1, resource);
         out.push(len_tag(2));
-        prost::encoding::encode_varint(scope_logs as u64, &mut out);
-        put_field(&mut out, 1, scope);
+        pb::varint(scope_logs as u64, &mut out);
+        bytes_field(&mut out, 1, scope);
         out.extend_from_slice(recs);
         out
     };
@@ -437,7 +572,7 @@ fn split_framed(body: &[u8], max: usize) -> Option<Vec<Vec<u8>>> {
             parts.push(frame(&cur));
             cur.clear();
         }
-        put_field(&mut cur, 2, rec);
+        bytes_field(&mut cur, 2, rec);
     }
     if !cur.is_empty() {
         parts.push(frame(&cur));
@@ -504,7 +639,7 @@ fn cut_to_fit(r: &mut LogRecord, room: usize) {
         .iter()
         .any(|a| a.key == "nanolog.truncated_bytes")
     {
-        r.attributes.push(kv(
+        r.attributes.push(kv_message(
             "nanolog.truncated_bytes",
             V::IntValue(r.encoded_len() as i64),
         ));
@@ -580,71 +715,46 @@ impl<'a> Val<'a> {
             Value::Rendered(r) => Val::Str(r.get(0).unwrap_or("")),
         }
     }
-}
 
-/// Writes attribute `*n` as `key` = `v` over what the slot held (its
-/// strings reused), and counts it.
-fn put(attrs: &mut Vec<KeyValue>, n: &mut usize, key: &str, v: Val<'_>) {
-    if *n == attrs.len() {
-        attrs.push(KeyValue::default());
-    }
-    let slot = &mut attrs[*n];
-    *n += 1;
-    set_str(&mut slot.key, key);
-    let value = match v {
-        Val::Int(i) => V::IntValue(i),
-        Val::Double(f) => V::DoubleValue(f),
-        Val::Bool(b) => V::BoolValue(b),
-        text => {
-            let mut s = take_string(&mut slot.value);
-            match text {
-                Val::Str(t) => s.push_str(t),
-                Val::Hex(h) => h.for_each_piece(|d| s.push_str(d)),
-                Val::Numbered(n) => {
-                    let _ = write!(s, "{n}");
+    /// The value as OTLP holds it: a text made in `text` when the log
+    /// holds it otherwise (hex digits, a numbered string, a wide integer).
+    fn any<'s>(self, text: &'s mut String) -> Any<'s>
+    where
+        'a: 's,
+    {
+        match self {
+            Val::Int(i) => Any::Int(i),
+            Val::Double(f) => Any::Double(f),
+            Val::Bool(b) => Any::Bool(b),
+            Val::Str(s) => Any::Str(s),
+            made => {
+                text.clear();
+                match made {
+                    Val::Hex(h) => h.for_each_piece(|d| text.push_str(d)),
+                    Val::Numbered(n) => {
+                        let _ = write!(text, "{n}");
+                    }
+                    Val::Char(c) => text.push(c),
+                    Val::Wide(i) => {
+                        let _ = write!(text, "{i}");
+                    }
+                    Val::WideU(u) => {
+                        let _ = write!(text, "{u}");
+                    }
+                    Val::Int(_) | Val::Double(_) | Val::Bool(_) | Val::Str(_) => {}
                 }
-                Val::Char(c) => s.push(c),
-                Val::Wide(i) => {
-                    let _ = write!(s, "{i}");
-                }
-                Val::WideU(u) => {
-                    let _ = write!(s, "{u}");
-                }
-                Val::Int(_) | Val::Double(_) | Val::Bool(_) => {}
+                Any::Str(text)
             }
-            V::StringValue(s)
         }
-    };
-    slot.value = Some(AnyValue { value: Some(value) });
-}
-
-/// The string a value held, emptied (its allocation kept), or a new one.
-fn take_string(v: &mut Option<AnyValue>) -> String {
-    match v.take().and_then(|a| a.value) {
-        Some(V::StringValue(mut s)) => {
-            s.clear();
-            s
-        }
-        _ => String::new(),
     }
 }
 
-fn set_str(s: &mut String, v: &str) {
-    s.clear();
-    s.push_str(v);
-}
-
-fn kv(key: &str, v: V) -> KeyValue {
+/// A KeyValue message (for a record decoded to be cut).
+fn kv_message(key: &str, v: V) -> KeyValue {
     KeyValue {
         key: key.into(),
         value: Some(AnyValue { value: Some(v) }),
         ..Default::default()
-    }
-}
-
-fn kvlist(values: Vec<KeyValue>) -> AnyValue {
-    AnyValue {
-        value: Some(V::KvlistValue(KeyValueList { values })),
     }
 }
 
@@ -668,6 +778,216 @@ mod tests {
             .collect()
     }
 
+    use nanolog_runtime::reader::{Event, Filter, Merge};
+    use opentelemetry_proto::tonic::common::v1::{ArrayValue, KeyValueList};
+    use tracing_subscriber::layer::SubscriberExt;
+
+    /// A record as prost encodes it, built as a message tree the way ship
+    /// built it before it wrote records by hand (5a5685b): the oracle of
+    /// the hand-written bytes.
+    fn oracle(rec: &Record<'_>, observed: u64) -> LogRecord {
+        fn any(v: &Value<'_>) -> V {
+            match *v {
+                Value::Uint(u) => {
+                    i64::try_from(u).map_or(V::StringValue(u.to_string()), V::IntValue)
+                }
+                Value::Int(i) => {
+                    i64::try_from(i).map_or(V::StringValue(i.to_string()), V::IntValue)
+                }
+                Value::F32(f) => V::DoubleValue(f64::from(f)),
+                Value::F64(f) => V::DoubleValue(f),
+                Value::Bool(b) => V::BoolValue(b),
+                Value::Char(c) => V::StringValue(c.to_string()),
+                Value::Str(s) => V::StringValue(s.into()),
+                Value::Hex(h) => V::StringValue(h.to_string()),
+                Value::Numbered(n) => V::StringValue(n.to_string()),
+                Value::Rendered(r) => V::StringValue(r.get(0).unwrap_or("").into()),
+            }
+        }
+        let site = rec.site();
+        let mut attrs = vec![
+            kv_message("code.filepath", V::StringValue(site.file.clone())),
+            kv_message("code.lineno", V::IntValue(i64::from(site.line))),
+            kv_message("thread.id", V::IntValue(i64::from(rec.thread()))),
+        ];
+        if let Some(name) = rec.thread_name() {
+            attrs.push(kv_message("thread.name", V::StringValue(name.into())));
+        }
+        attrs.push(kv_message("target", V::StringValue(site.target.clone())));
+        let mut body = String::new();
+        rec.with_args(|args| {
+            format_message(site.message(), &site.kinds, args, &mut body);
+            for (i, v) in args.iter().enumerate() {
+                if let Some(name) = site.name(i) {
+                    let key = if RESERVED.contains(&name) || name.starts_with("nanolog.") {
+                        format!("field.{name}")
+                    } else {
+                        name.to_owned()
+                    };
+                    attrs.push(kv_message(&key, any(v)));
+                }
+            }
+        });
+        let mut lr = LogRecord {
+            time_unix_nano: rec.unix_ns().max(0) as u64,
+            observed_time_unix_nano: observed,
+            severity_number: severity(site.level),
+            severity_text: site.level.as_str().into(),
+            body: Some(AnyValue {
+                value: Some(V::StringValue(body)),
+            }),
+            ..Default::default()
+        };
+        if rec.in_spans() {
+            let mut spans = Vec::new();
+            rec.for_each_span(|s| {
+                let fields = s
+                    .fields()
+                    .iter()
+                    .map(|(name, v)| kv_message(name, any(v)))
+                    .collect();
+                spans.push(AnyValue {
+                    value: Some(V::KvlistValue(KeyValueList {
+                        values: vec![
+                            kv_message("name", V::StringValue(s.name().into())),
+                            kv_message("fields", V::KvlistValue(KeyValueList { values: fields })),
+                        ],
+                    })),
+                });
+            });
+            attrs.push(kv_message(
+                "spans",
+                V::ArrayValue(ArrayValue { values: spans }),
+            ));
+            if rec.spans_lost() {
+                attrs.push(kv_message("spans_lost", V::BoolValue(true)));
+            }
+            if let Some(t) = rec.trace_context() {
+                lr.trace_id = t.trace_id.to_vec();
+                lr.span_id = t.span_id.to_vec();
+                lr.flags = u32::from(t.flags.unwrap_or(0));
+            }
+        }
+        lr.attributes = attrs;
+        lr
+    }
+
+    /// Every record of a log of every kind of value, in spans of both
+    /// kinds (the macros' and `tracing`'s, trace ids and not), from named
+    /// and unnamed threads, arrives as the message prost would have
+    /// encoded: the request decodes to the oracle's records, and each
+    /// record's bytes are the oracle's encoding.
+    #[test]
+    fn records_written_by_hand_are_the_records_prost_encodes() {
+        let d = std::env::temp_dir().join(format!("nanolog-otlp-oracle-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let path = d.join("app.nlog");
+        let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+        let work = |worker: u64| {
+            for i in 0..300u64 {
+                let _r = nanolog::span!(
+                    "request",
+                    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736",
+                    span_id = "00f067aa0ba902b7",
+                    trace_flags = "01",
+                    id = i
+                );
+                nanolog::info!(
+                    "order {target} by {who} at {px} x {qty} ok={ok} c={c}",
+                    target = "desk",
+                    who = "trader-000123",
+                    px = -12.5f64,
+                    qty = i as i64 - 150,
+                    ok = i % 2 == 0,
+                    c = 'é'
+                );
+                nanolog::warn!(
+                    "hash {h} big {big} small {small} wide {wide}",
+                    h = "deadbeefcafef00d0123",
+                    big = u64::MAX - i,
+                    small = i32::MIN,
+                    wide = u128::MAX - u128::from(i)
+                );
+                {
+                    let _c = nanolog::span!("call", span_id = "0102030405060708", shard = worker);
+                    nanolog::error!("in call {} of {}", i, worker);
+                }
+                if i % 50 == 0 {
+                    nanolog::info!("positional {} {} {}", i, "text", 3.25f32);
+                }
+            }
+        };
+        std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .name("named-worker".into())
+                .spawn_scoped(s, || work(1))
+                .unwrap();
+            s.spawn(|| work(2));
+        });
+        let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+        tracing::subscriber::with_default(subscriber, || {
+            for r in 0..200u64 {
+                let req = tracing::info_span!("request", method = "GET", id = r, ratio = 0.5);
+                let _req = req.enter();
+                tracing::info!(status = 200u16, spans = 3u8, "accepted");
+                let db = tracing::info_span!("db", table = "orders", neg = -7i64);
+                let _db = db.enter();
+                tracing::warn!(rows = r % 17, big = u64::MAX, ok = true, "rows {}", r);
+                tracing::error!(what = ?("dbg", r), "debug value");
+            }
+        });
+        drop(logger);
+
+        let log = LogFile::open(&path).unwrap();
+        let mut b = Batch::new("svc".into(), "host".into(), Default::default());
+        b.start(&log);
+        let mut want = Vec::new();
+        for (i, ev) in Merge::unsorted(std::slice::from_ref(&log), Filter::default()).enumerate() {
+            let Event::Record(rec) = ev else { continue };
+            let observed = 1_000 + i as u64;
+            b.push(&rec, observed);
+            want.push(oracle(&rec, observed));
+        }
+        assert!(want.len() > 2_000, "{} records", want.len());
+        let mut body = Vec::new();
+        let at = b.encode_into(&mut body);
+        let body = body.split_off(at);
+        let got = records_of(std::slice::from_ref(&body));
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w);
+        }
+        // Byte for byte: prost's encoding of each record, its span chain's
+        // attributes after its own fields (repeated fields in two pieces).
+        let req = len_fields(&body).unwrap();
+        let rl = len_fields(req[0].1).unwrap();
+        let sl = len_fields(rl[1].1).unwrap();
+        assert_eq!(sl.len(), want.len() + 1);
+        for (&(n, bytes), w) in sl[1..].iter().zip(&want) {
+            assert_eq!(n, 2);
+            let mut own = w.clone();
+            let chain: Vec<KeyValue> = own
+                .attributes
+                .extract_if(.., |a| a.key == "spans" || a.key == "spans_lost")
+                .collect();
+            let mut expected = own.encode_to_vec();
+            for a in &chain {
+                bytes_field(&mut expected, 6, &a.encode_to_vec());
+            }
+            assert_eq!(bytes, &expected[..]);
+        }
+        // Each kind of record is there, as the oracle makes it.
+        let has = |k: &str| {
+            want.iter()
+                .filter(|r| r.attributes.iter().any(|a| a.key == k))
+                .count()
+        };
+        assert!(has("field.target") > 0 && has("thread.name") > 0 && has("spans") > 0);
+        assert!(want.iter().any(|r| r.flags == 1) && want.iter().any(|r| r.trace_id.is_empty()));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     /// A request split by its records' bytes holds what one decoded and
     /// encoded again holds, part for part, a record too large cut alike;
     /// both under the bound.
@@ -685,7 +1005,8 @@ mod tests {
             b.push_note(i, &msg, &[("nanolog.count", i)]);
         }
         let mut body = Vec::new();
-        b.encode_into(&mut body);
+        let at = b.encode_into(&mut body);
+        let body = body.split_off(at);
         let whole = records_of(std::slice::from_ref(&body));
         assert_eq!(whole.len(), 2_000);
         let max = 64 << 10;

@@ -73,6 +73,8 @@ pub(crate) struct SpanDef {
 /// and its field values.
 #[derive(Debug, Clone, Copy)]
 pub struct SpanRef<'a> {
+    /// The context it opened (see [`SpanRef::context`]).
+    pub(super) ctx: u32,
     pub(super) site: &'a SiteEntry,
     pub(super) args: &'a [u8],
     pub(super) tick: u64,
@@ -93,6 +95,14 @@ impl<'a> SpanRef<'a> {
     /// The tick at which it was entered.
     pub fn tick(&self) -> u64 {
         self.tick
+    }
+
+    /// The context it opened: the [`Record::context`](super::Record::context)
+    /// of the records made in it and in no span inside it. Spans of the
+    /// same context are the same span, so what is made of a span (a
+    /// shipper's encoding) can be made once and kept by it.
+    pub fn context(&self) -> u32 {
+        self.ctx
     }
 
     /// Its fields by name, in order (the span's key left out).
@@ -223,9 +233,10 @@ impl SpanIndex {
                 .is_none_or(|d| d.cut)
     }
 
-    /// Calls `f` with each span of context `ctx`, outermost first, without
-    /// allocating for up to 32 nested spans.
-    pub(super) fn chain<'a>(&'a self, mut ctx: u32, mut f: impl FnMut(&'a SpanDef)) {
+    /// Calls `f` with each span of context `ctx` (its context, its
+    /// definition), outermost first, without allocating for up to 32
+    /// nested spans.
+    pub(super) fn chain<'a>(&'a self, mut ctx: u32, mut f: impl FnMut(u32, &'a SpanDef)) {
         // The chain from the innermost; past 32, the outer rest in `more`.
         let mut chain = [0u32; 32];
         let mut n = 0;
@@ -242,7 +253,7 @@ impl SpanIndex {
             ctx = if d.parent < ctx { d.parent } else { 0 };
         }
         for &c in more.iter().rev().chain(chain[..n].iter().rev()) {
-            f(&self.defs[c as usize - 1]);
+            f(c, &self.defs[c as usize - 1]);
         }
     }
 

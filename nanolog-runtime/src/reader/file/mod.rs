@@ -481,9 +481,10 @@ impl LogFile {
     /// Calls `f` with each span of context `ctx`, outermost first, without
     /// allocating for up to 32 nested spans.
     pub(crate) fn for_each_span<'a>(&'a self, ctx: u32, mut f: impl FnMut(SpanRef<'a>)) {
-        self.spans.chain(ctx, |d| {
+        self.spans.chain(ctx, |c, d| {
             if let Some(site) = self.site(d.site) {
                 f(SpanRef {
+                    ctx: c,
                     site,
                     args: self.bytes(d.args.clone()),
                     tick: d.tick,
@@ -507,6 +508,8 @@ impl LogFile {
                 // (Most spans have no ids: their values are not decoded.)
                 let site = self.site(d.site).filter(|s| s.may_carry_trace())?;
                 let span = SpanRef {
+                    // (Only its trace context is asked for.)
+                    ctx: 0,
                     site,
                     args: self.bytes(d.args.clone()),
                     tick: d.tick,
