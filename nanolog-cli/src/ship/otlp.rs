@@ -88,9 +88,10 @@ pub(crate) struct Batch {
     chains: IdMap<(std::ops::Range<usize>, Option<TraceContext>)>,
     chain_bytes: Vec<u8>,
     /// Each span's element of a `spans` array (an AnyValue of its name
-    /// and fields, where in `span_bytes`), by the context it opened: a
-    /// span is encoded once, for all the chains it is in.
-    spans: IdMap<std::ops::Range<usize>>,
+    /// and fields, where in `span_bytes`) and the trace context of the
+    /// records made in it, by the context it opened: a span is encoded
+    /// (and its values decoded) once, for all the chains it is in.
+    spans: IdMap<(std::ops::Range<usize>, Option<TraceContext>)>,
     span_bytes: Vec<u8>,
     /// A chain's array, made of its spans' elements.
     array: Vec<u8>,
@@ -317,8 +318,9 @@ impl Batch {
         // list `name`, `fields` (two bytes kept for lengths: most of these
         // levels pass 127 bytes).
         array.clear();
-        let trace = rec.for_each_span_and_trace(|s| {
-            let own = spans.entry(s.context()).or_insert_with(|| {
+        let mut trace = None;
+        rec.for_each_span(|s| {
+            let (own, after) = spans.entry(s.context()).or_insert_with(|| {
                 let start = span_bytes.len();
                 nested_in(span_bytes, 1, 2, |o| {
                     nested_in(o, 6, 2, |o| {
@@ -335,8 +337,9 @@ impl Batch {
                         });
                     });
                 });
-                start..span_bytes.len()
+                (start..span_bytes.len(), s.trace_context_in(trace))
             });
+            trace = *after;
             array.extend_from_slice(&span_bytes[own.clone()]);
         });
         // KeyValue `spans`: an AnyValue of an ArrayValue of those.

@@ -157,37 +157,12 @@ impl<'a> Record<'a> {
         t
     }
 
-    /// [`Record::trace_context`], found in its spans.
+    /// [`Record::trace_context`], found in its spans: each span's applied
+    /// from the outermost in ([`SpanRef::trace_context_in`]).
     fn find_trace_context(&self) -> Option<super::TraceContext> {
-        self.for_each_span_and_trace(|_| {})
-    }
-
-    /// Calls `f` with each of its spans, outermost first (as
-    /// [`Record::for_each_span`]), and returns its trace context (as
-    /// [`Record::trace_context`]) found in the same walk: for a caller that
-    /// keeps both for each [`Record::context`] (a shipper), without the
-    /// file's memo of trace contexts, a map under a lock that every reader
-    /// of the file shares.
-    pub fn for_each_span_and_trace(
-        &self,
-        mut f: impl FnMut(SpanRef<'a>),
-    ) -> Option<super::TraceContext> {
-        if self.ctx == 0 {
-            return None;
-        }
-        // Outermost first: the last found is the innermost, and a span of
-        // its parent's trace (its trace id left out) takes the trace of
-        // the one found before it.
-        let mut found: Option<super::TraceContext> = None;
-        self.file.for_each_span(self.ctx, |s| {
-            // (Most spans have no ids: their values are not decoded.)
-            if s.site().may_carry_trace() {
-                if let Some(t) = s.trace_context_within(found.map(|t| t.trace_id)) {
-                    found = Some(t);
-                }
-            }
-            f(s);
-        });
+        let mut found = None;
+        self.file
+            .for_each_span(self.ctx, |s| found = s.trace_context_in(found));
         found
     }
 

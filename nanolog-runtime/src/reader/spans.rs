@@ -126,6 +126,24 @@ impl<'a> SpanRef<'a> {
         self.trace_context_within(None)
     }
 
+    /// The trace context of the records made in it, given that of the
+    /// records made in its parent (`outer`): its own ids when it carries
+    /// them (a span id with an empty trace id is of `outer`'s trace), else
+    /// `outer`'s. [`Record::trace_context`](super::Record::trace_context)
+    /// is this applied from the outermost span in; a caller that keeps
+    /// what it made of each span ([`SpanRef::context`]) can keep this too.
+    pub fn trace_context_in(
+        &self,
+        outer: Option<super::TraceContext>,
+    ) -> Option<super::TraceContext> {
+        // (Most spans have no ids: their values are not decoded.)
+        if !self.site.may_carry_trace() {
+            return outer;
+        }
+        self.trace_context_within(outer.map(|t| t.trace_id))
+            .or(outer)
+    }
+
     /// Its trace context inside spans whose trace is `outer` (the nearest
     /// of them with one): a span with a span id and an empty trace id is of
     /// that trace (see [`TraceContext`](super::TraceContext)).
