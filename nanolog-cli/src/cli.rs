@@ -1,5 +1,5 @@
 //! The command line, as clap types only; each subcommand's module
-//! (`decode.rs`, `stats/`, `info.rs`, `export.rs`) turns them into its plan.
+//! (`commands/`: `decode.rs` and `export/` through `read_plan.rs`, `stats/`, `info.rs`) turns them into its plan.
 
 use std::path::PathBuf;
 

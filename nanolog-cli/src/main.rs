@@ -5,21 +5,13 @@
 //! error reported by clap.
 
 mod cli;
-mod decode;
-mod export;
+mod commands;
 mod follow;
 mod grep;
-mod info;
 mod inputs;
 mod live;
 mod output;
-#[cfg(feature = "parquet")]
-mod parquet_out;
-mod percentile;
-mod recover;
-#[cfg(feature = "ship")]
-mod ship;
-mod stats;
+mod read_plan;
 mod time_args;
 mod window;
 
@@ -52,13 +44,13 @@ fn main() -> ExitCode {
 
 fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        cli::Command::Decode(a) => decode::run(&a),
-        cli::Command::Stats(a) => stats::run(&a),
-        cli::Command::Info(a) => info::run(&a),
-        cli::Command::Export(a) => export::run(&a),
-        cli::Command::Recover(a) => recover::run(&a),
+        cli::Command::Decode(a) => commands::decode::run(&a),
+        cli::Command::Stats(a) => commands::stats::run(&a),
+        cli::Command::Info(a) => commands::info::run(&a),
+        cli::Command::Export(a) => commands::export::run(&a),
+        cli::Command::Recover(a) => commands::recover::run(&a),
         #[cfg(feature = "ship")]
-        cli::Command::Ship(a) => ship::run(&a),
+        cli::Command::Ship(a) => commands::ship::run(&a),
         #[cfg(not(feature = "ship"))]
         cli::Command::Ship(_) => Err(anyhow::anyhow!(
             "this nanolog was built without `ship` (the `ship` feature, on by default)"

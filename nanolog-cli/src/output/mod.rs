@@ -1,6 +1,7 @@
 //! Output formats of the CLI: text lines and JSON.
 
 mod json;
+pub mod print;
 mod text;
 
 #[cfg(feature = "parquet")]

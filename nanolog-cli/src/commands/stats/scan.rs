@@ -6,8 +6,8 @@ use std::ops::Range;
 use nanolog_runtime::reader::{Head, LogFile, ReadError, Record, Wave};
 use nanolog_runtime::wire::totals::{Tally, Totals as Counted};
 
+use super::percentile;
 use super::*;
-use crate::percentile;
 
 /// The results of the files scanned so far.
 #[derive(Default)]

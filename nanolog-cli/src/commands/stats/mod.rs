@@ -5,6 +5,7 @@
 //! records [`scan`], printing [`print`], the histogram [`histogram`].
 
 mod histogram;
+mod percentile;
 mod plan;
 mod print;
 mod scan;

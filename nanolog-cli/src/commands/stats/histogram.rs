@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
+use super::percentile;
 use super::*;
-use crate::percentile;
 
 /// One bar of a histogram: values in `[from, to)`.
 pub(super) struct Bucket {

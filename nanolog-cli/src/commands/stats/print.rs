@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use nanolog_runtime::reader::Value;
 use nanolog_runtime::text::utc::rfc3339;
 
+use super::percentile;
 use super::*;
 use crate::cli::{Format, GroupBy, StatsArgs};
 use crate::output::json_string;
-use crate::percentile;
 
 /// The column heading of `--by`'s groups.
 pub(super) fn group_name(by: GroupBy) -> &'static str {

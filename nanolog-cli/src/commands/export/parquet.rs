@@ -20,8 +20,8 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::cli::{Compression, ExportArgs, PartitionBy};
-use crate::decode::DecodePlan;
 use crate::output;
+use crate::read_plan::ReadPlan;
 
 /// Rows gathered before they are handed to the Parquet writer.
 const BATCH_ROWS: usize = 8192;
@@ -207,7 +207,7 @@ fn open_partition(dir: &Path, part: &str) -> anyhow::Result<File> {
 
 pub(crate) fn parquet(
     a: &ExportArgs,
-    plan: &DecodePlan,
+    plan: &ReadPlan,
     inputs: &mut crate::window::Inputs,
     out: Output,
 ) -> anyhow::Result<Written> {

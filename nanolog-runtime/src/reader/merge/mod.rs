@@ -10,86 +10,18 @@ use super::extent::{Clock, Extent, Stop};
 use super::file::{Block, Gap, Item, LogFile, SharedBlocks};
 use super::map::Behind;
 use super::{ReadError, Record, SiteEntry, TimeMap};
-use crate::level::Level;
 use crate::wire::block::INFLATED;
 use crate::wire::record::SkipPlan;
 
-/// Which records to yield. Everything here is decided from the dictionary and
-/// the record header, before arguments are formatted.
-#[derive(Default)]
-pub struct Filter {
-    /// Minimum level.
-    pub min_level: Option<Level>,
-    /// Earliest time, Unix ns (inclusive).
-    pub since_ns: Option<i64>,
-    /// Latest time, Unix ns (inclusive).
-    pub until_ns: Option<i64>,
-    /// Only these thread ids (in every file) ...
-    pub threads: Option<Vec<u32>>,
-    /// ... or, with it or alone, the threads of these names, each file's
-    /// own (a thread's id is its run's: another run may have given that id
-    /// to another thread).
-    pub thread_names: Option<Vec<String>>,
-    /// Only call sites for which this returns true.
-    #[allow(clippy::type_complexity)]
-    pub site: Option<Box<dyn Fn(&SiteEntry) -> bool>>,
-    /// Leave out dropped-record gaps.
-    pub no_gaps: bool,
-    /// Only entries at or after this byte offset (for following a growing file).
-    pub min_offset: usize,
-    /// Only entries before this byte offset (a batch of a file, from
-    /// [`LogFile::batch_end`]); `None`: to the end.
-    pub max_offset: Option<usize>,
-}
+mod batches;
+mod filter;
+mod prescan;
+mod unsorted;
 
-impl Filter {
-    /// Whether it wants the records of thread `id` of `file`.
-    pub fn wants_thread(&self, file: &LogFile, id: u32) -> bool {
-        if self.threads.is_none() && self.thread_names.is_none() {
-            return true;
-        }
-        self.threads.as_ref().is_some_and(|t| t.contains(&id))
-            || self
-                .thread_names
-                .as_ref()
-                .zip(file.thread_name(id))
-                .is_some_and(|(names, name)| names.iter().any(|n| n == name))
-    }
-}
-
-impl std::fmt::Debug for Filter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Filter")
-            .field("min_level", &self.min_level)
-            .field("since_ns", &self.since_ns)
-            .field("until_ns", &self.until_ns)
-            .field("threads", &self.threads)
-            .field("thread_names", &self.thread_names)
-            .field("site", &self.site.as_ref().map(|_| ".."))
-            .field("min_offset", &self.min_offset)
-            .field("max_offset", &self.max_offset)
-            .finish()
-    }
-}
-
-/// An item of the merged stream.
-#[derive(Debug, Clone, Copy)]
-pub enum Event<'a> {
-    /// A record.
-    Record(Record<'a>),
-    /// Records the thread dropped (`OnFull::Drop`, or larger than its ring).
-    Gap(Gap, &'a LogFile),
-}
-
-impl Event<'_> {
-    /// When it happened: the record's time, or a gap's first dropped record's.
-    pub fn unix_ns(&self) -> i64 {
-        match self {
-            Event::Record(r) => r.unix_ns(),
-            Event::Gap(g, _) => g.first_unix_ns,
-        }
-    }
-}
+use batches::BlockCache;
+pub use batches::{Batch, Batches};
+pub use filter::{Event, Filter};
+use prescan::{Job, Scan, WAVE_BYTES};
 
 /// (time, clock domain, tick, file, thread, cursor) of a cursor's pending
 /// event: the order of the merged output. Within one clock (one process's
@@ -102,18 +34,6 @@ enum Opened<'a> {
     Nothing,
 }
 
-/// What a narrow filter's pre-scan found of an item of a stream.
-#[derive(Debug, Clone, Default)]
-enum Scan {
-    /// Read it whole (not an extent, not pre-scanned, or given up on).
-    #[default]
-    Whole,
-    /// In a wave not yet pre-scanned.
-    Pending,
-    /// Only the records at these stops are read.
-    Stops(Vec<Stop>),
-}
-
 /// The batches after its streams ended that a file's pages are given back
 /// at again ([`Merge::sweep`]): past how far rendering lags the merge (a
 /// few batches a worker).
@@ -122,36 +42,6 @@ const SWEEPS: u32 = 64;
 /// How far the slowest stream of a file goes on between two of
 /// [`Merge::sweep`]'s looks at it.
 const SWEEP_STEP: usize = 2 << 20;
-
-/// An extent to pre-scan (see [`Merge::plan_prescan`]).
-struct Job<'a> {
-    stream: usize,
-    item: usize,
-    /// The first of its stream's extents to pre-scan.
-    first: bool,
-    file: &'a LogFile,
-    file_ix: usize,
-    /// Where its item is in its file (the order waves take).
-    at: usize,
-    thread: u32,
-    start: usize,
-    end: usize,
-    ctx: u32,
-}
-
-/// A batch ([`Batches::fill`]) ends once its records take this many bytes
-/// in the file, however many it was asked for: what a batch becomes (text,
-/// rows) grows with its records' bytes, and a reader that renders several
-/// batches at once held 171 MB of text for records of 4 KB strings, 4,096
-/// records a batch (measured 2026-12-01).
-const BATCH_BYTES: usize = 1 << 20;
-
-/// About this many bytes of extents a pre-scan wave: memory and the time
-/// to the first record stay bounded however large the set.
-const WAVE_BYTES: usize = 64 << 20;
-
-/// At most a stop per this many bytes of an extent.
-const BYTES_PER_STOP: usize = 256;
 
 struct Stream<'a> {
     file: &'a LogFile,
@@ -188,17 +78,6 @@ impl Stream<'_> {
         let old = std::mem::replace(&mut self.held, held);
         std::mem::take(&mut self.emitted).then_some(old).flatten()
     }
-}
-
-/// The blocks past their files' resident budget that a merge read through
-/// [`Batches`] inflated (see [`SharedBlocks`]), and those its batches must
-/// hold.
-#[derive(Default)]
-struct BlockCache {
-    blocks: SharedBlocks,
-    /// Blocks the streams left after giving records of them, since the
-    /// batch being filled took its last: the batch holds them.
-    left: Vec<Block>,
 }
 
 /// The merged (or, with [`Merge::unsorted`], file-order) stream of events.
@@ -676,164 +555,6 @@ impl<'a> Merge<'a> {
         }
     }
 
-    /// Under a narrow filter (a level or site), before the first event:
-    /// plans the pre-scan of every extent the streams will read, each
-    /// stream's first then in file order, done a wave at a time as the
-    /// streams reach them
-    /// ([`Merge::prescan_wave`]). Reading one record in a thousand, the
-    /// merge was a serial walk of every record's header on one core; a
-    /// wave finds the stops of the records the filter passes, half its
-    /// extents on another core, and the streams then read only those.
-    fn plan_prescan(&mut self) {
-        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-            return;
-        }
-        let mut jobs = Vec::new();
-        for (c, s) in self.streams.iter().enumerate() {
-            for (i, item) in s.items.iter().enumerate().skip(s.next_item) {
-                let Item::Extent { start, end, ctx } = *item else {
-                    continue;
-                };
-                let at = s.file.offset_of(item);
-                if s.file.lazy_block(start).is_some()
-                    || at < self.filter.min_offset
-                    || self.filter.max_offset.is_some_and(|m| at >= m)
-                {
-                    continue;
-                }
-                let first = jobs.last().is_none_or(|j: &Job<'a>| j.stream != c);
-                jobs.push(Job {
-                    stream: c,
-                    item: i,
-                    first,
-                    file: s.file,
-                    file_ix: s.file_ix,
-                    at,
-                    thread: s.thread,
-                    start,
-                    end,
-                    ctx,
-                });
-            }
-        }
-        let total: usize = jobs.iter().map(|j| j.end - j.start).sum();
-        if total < self.prescan_min {
-            return;
-        }
-        // Each stream's first extent first (the merge reads every
-        // stream's first record before it gives one: a late file's too),
-        // then file order, the order a set's files are read in.
-        jobs.sort_unstable_by_key(|j| (!j.first, j.file_ix, j.at));
-        for j in &jobs {
-            let s = &mut self.streams[j.stream];
-            if s.stops.is_empty() {
-                s.stops = vec![Scan::Whole; s.items.len()];
-            }
-            s.stops[j.item] = Scan::Pending;
-        }
-        self.jobs = jobs;
-    }
-
-    /// Pre-scans the next wave of [`Merge::plan_prescan`]'s extents (about
-    /// [`WAVE_BYTES`] of them, in its order), this thread and another
-    /// taking half each. An extent whose walk fails, that passes more than
-    /// a record per [`BYTES_PER_STOP`] bytes (a filter that passes much:
-    /// the stops would cost memory for nothing), or whose file was cut
-    /// meanwhile is read whole, as without a pre-scan: the output is the
-    /// same.
-    fn prescan_wave(&mut self) {
-        /// A pre-scanning thread gives back the pages behind it once it
-        /// has gone this far in a file.
-        const STRETCH_BYTES: usize = 4 << 20;
-        let first = self.next_job;
-        let mut bytes = 0;
-        let last = self.jobs[first..]
-            .iter()
-            .position(|j| {
-                bytes += j.end - j.start;
-                bytes >= self.wave_bytes
-            })
-            .map_or(self.jobs.len(), |i| first + i + 1);
-        self.next_job = last;
-        let wave = &self.jobs[first..last];
-        let (allowed, plans, clocks) = (&self.allowed, &self.plans, &self.clocks);
-        let until = self.filter.until_ns.is_some();
-        let scan = |j: &Job<'a>| -> Scan {
-            let mut ext = Extent::new(j.file, j.thread, j.start, j.end, j.ctx, Clock::Untimed);
-            let (allowed, plans) = (&allowed[j.file_ix][..], &plans[j.file_ix][..]);
-            let mut stops = Vec::new();
-            let most = (j.end - j.start) / BYTES_PER_STOP + 1;
-            while let Some(rec) = ext.next_allowed(&clocks[j.file_ix], allowed, plans, until) {
-                let Some(stop) = rec.ok().and_then(|r| ext.stop_of(r.tick())) else {
-                    return Scan::Whole;
-                };
-                stops.push(stop);
-                if stops.len() > most {
-                    return Scan::Whole;
-                }
-            }
-            if ext.shrank() {
-                return Scan::Whole;
-            }
-            Scan::Stops(stops)
-        };
-        // Two halves of about equal bytes: this thread takes the first.
-        let mut half = 0;
-        let split = wave
-            .iter()
-            .position(|j| {
-                half += j.end - j.start;
-                half * 2 >= bytes
-            })
-            .map_or(wave.len(), |i| i + 1);
-        let (mine, theirs) = wave.split_at(split);
-        // Each half's pages go back as it goes, a few MiB at a time (a
-        // wave is 64 MiB: held to its end, a file's worth of pages stayed
-        // mapped): from a file's first extent in the stretch to its last
-        // (an extent is often smaller than the unit pages go back in).
-        let scan_all = |jobs: &[Job<'a>]| -> Vec<Scan> {
-            let mut out = Vec::with_capacity(jobs.len());
-            let mut stretch: Option<(usize, usize, usize)> = None;
-            for j in jobs {
-                out.push(scan(j));
-                stretch = match stretch {
-                    Some((f, a, b)) if f == j.file_ix && j.start >= a => {
-                        let b = b.max(j.end);
-                        if b - a >= STRETCH_BYTES {
-                            j.file.scanned(a, b);
-                            Some((f, b, b))
-                        } else {
-                            Some((f, a, b))
-                        }
-                    }
-                    Some((f, a, b)) => {
-                        self.files[f].scanned(a, b);
-                        Some((j.file_ix, j.start, j.end))
-                    }
-                    None => Some((j.file_ix, j.start, j.end)),
-                };
-            }
-            if let Some((f, a, b)) = stretch {
-                self.files[f].scanned(a, b);
-            }
-            out
-        };
-        let (found, other) = std::thread::scope(|s| {
-            let other = s.spawn(|| scan_all(theirs));
-            let found: Vec<_> = scan_all(mine);
-            // A panic there (a bug): that half is read whole.
-            (found, other.join().ok())
-        });
-        let found = found
-            .into_iter()
-            .chain(other.into_iter().flatten())
-            .chain(std::iter::repeat(Scan::Whole));
-        for (j, scan) in (first..last).zip(found) {
-            let (c, item) = (self.jobs[j].stream, self.jobs[j].item);
-            self.streams[c].stops[item] = scan;
-        }
-    }
-
     fn key(&self, c: usize, ev: &Event<'a>) -> HeapKey {
         let cur = &self.streams[c];
         let (ns, tick) = match ev {
@@ -900,59 +621,6 @@ impl<'a> Merge<'a> {
         Some(ev)
     }
 
-    fn next_unsorted(&mut self) -> Option<Event<'a>> {
-        loop {
-            let file = self.files.get(self.u_file)?;
-            if let Some(ext) = self.u_extent.as_mut() {
-                let next = self
-                    .narrowed
-                    .then(|| (&self.allowed[self.u_file][..], &self.plans[self.u_file][..]));
-                let clock = &self.clocks[self.u_file];
-                let until = self.filter.until_ns.is_some();
-                let rec = match next {
-                    Some(n) => extent_next_allowed(ext, clock, n, until, &mut self.errors),
-                    None => extent_next(ext, clock, &mut self.errors),
-                };
-                match rec {
-                    Some(rec) if self.keep_record(self.u_file, &rec) == Some(true) => {
-                        self.u_emitted = true;
-                        return Some(Event::Record(rec));
-                    }
-                    Some(_) => {}
-                    None => self.u_extent = None,
-                }
-                continue;
-            }
-            let next = file.order().get(self.u_item);
-            let Some(&(thread, item)) = next.filter(|(_, it)| !self.past_max(file, it)) else {
-                file.done_with(&mut self.behind[self.u_file].0, usize::MAX);
-                self.u_file += 1;
-                self.u_item = self.files.get(self.u_file).map_or(0, |f| {
-                    f.order()
-                        .partition_point(|(_, it)| f.offset_of(it) < self.filter.min_offset)
-                });
-                continue;
-            };
-            self.u_item += 1;
-            if !self.filter.wants_thread(file, thread) {
-                continue;
-            }
-            match self.open_item(file, self.u_file, thread, item) {
-                Opened::Extent(e, held) => {
-                    // (In file order: what is behind is read.)
-                    file.passed(&mut self.behind[self.u_file].0, file.offset_of(&item));
-                    self.u_extent = Some(e);
-                    let old = std::mem::replace(&mut self.u_held, held);
-                    if std::mem::take(&mut self.u_emitted) {
-                        self.left(old);
-                    }
-                }
-                Opened::Gap(ev) => return Some(ev),
-                Opened::Nothing => {}
-            }
-        }
-    }
-
     /// A block a stream left after giving records of it: held by the batch
     /// being filled (without a cache, there is none).
     fn left(&mut self, blk: Option<Block>) {
@@ -976,130 +644,6 @@ impl<'a> Iterator for Merge<'a> {
         } else {
             self.next_unsorted()
         }
-    }
-}
-
-/// A merge read in batches ([`Merge::batches`]): the blocks of a file past
-/// its resident budget are inflated as the merge reaches them and let go
-/// when no stream reads them and no batch holds their records, so memory
-/// does not grow with the files' sizes.
-pub struct Batches<'a> {
-    merge: Merge<'a>,
-}
-
-/// Events taken from [`Batches`], with the inflated blocks they are read
-/// from (held until the batch is cleared or dropped).
-#[derive(Default)]
-pub struct Batch<'a> {
-    events: Vec<Event<'a>>,
-    blocks: Vec<Block>,
-}
-
-impl<'a> Batch<'a> {
-    /// An empty batch with room for `n` events.
-    pub fn with_capacity(n: usize) -> Batch<'a> {
-        Batch {
-            events: Vec::with_capacity(n),
-            blocks: Vec::new(),
-        }
-    }
-
-    /// Its events, in the merge's order; borrowed from the batch.
-    pub fn events(&self) -> &[Event<'_>] {
-        &self.events
-    }
-
-    /// How many events it holds.
-    pub fn len(&self) -> usize {
-        self.events.len()
-    }
-
-    /// Whether it holds none.
-    pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
-    }
-
-    /// Empties it (keeping its room), letting its blocks go.
-    pub fn clear(&mut self) {
-        self.events.clear();
-        self.blocks.clear();
-    }
-
-    fn hold(&mut self, blk: &Block) {
-        if !self.blocks.iter().any(|b| Arc::ptr_eq(b, blk)) {
-            self.blocks.push(Arc::clone(blk));
-        }
-    }
-}
-
-impl<'a> Merge<'a> {
-    /// The merge read in batches, with blocks inflated as it reaches them
-    /// (see [`Batches`]). Call before the first event.
-    pub fn batches(mut self) -> Batches<'a> {
-        self.cache = Some(BlockCache::default());
-        Batches { merge: self }
-    }
-}
-
-impl<'a> Batches<'a> {
-    /// Appends up to `max` events to `batch`, fewer once their records take
-    /// a MiB of the file; false when the merge has no more.
-    pub fn fill(&mut self, batch: &mut Batch<'a>, max: usize) -> bool {
-        let m = &mut self.merge;
-        m.sweep();
-        // The batch holds every block it has records of: those the streams
-        // hold when it starts (their waiting records) and when it ends, and
-        // those they left meanwhile after giving records of them.
-        let hold_held = |m: &Merge<'a>, batch: &mut Batch<'a>| {
-            for blk in m.streams.iter().filter_map(|s| s.held.as_ref()) {
-                batch.hold(blk);
-            }
-            if let Some(blk) = &m.u_held {
-                batch.hold(blk);
-            }
-        };
-        hold_held(m, batch);
-        let hold_left = |m: &mut Merge<'a>, batch: &mut Batch<'a>| {
-            if let Some(cache) = m.cache.as_mut().filter(|c| !c.left.is_empty()) {
-                for blk in cache.left.drain(..) {
-                    batch.hold(&blk);
-                }
-            }
-        };
-        let mut more = true;
-        let mut bytes = 0;
-        for _ in 0..max {
-            if bytes >= BATCH_BYTES {
-                break;
-            }
-            let Some(ev) = m.next() else {
-                more = false;
-                break;
-            };
-            if let Event::Record(r) = &ev {
-                bytes += r.encoded_len();
-            }
-            batch.events.push(ev);
-            hold_left(m, batch);
-        }
-        hold_left(m, batch);
-        hold_held(m, batch);
-        more
-    }
-
-    /// Reads file `file_ix` by `clock` (see [`Merge::set_clock`]).
-    pub fn set_clock(&mut self, file_ix: usize, clock: impl Into<Arc<TimeMap>>) {
-        self.merge.set_clock(file_ix, clock);
-    }
-
-    /// The files being read.
-    pub fn files(&self) -> &'a [LogFile] {
-        self.merge.files()
-    }
-
-    /// Damaged extents met so far (see [`Merge::take_errors`]).
-    pub fn take_errors(&mut self) -> Vec<ReadError> {
-        self.merge.take_errors()
     }
 }
 

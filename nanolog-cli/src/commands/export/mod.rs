@@ -13,24 +13,28 @@ use std::io::{self, BufWriter, Write};
 use anyhow::Context;
 
 use crate::cli::{ExportArgs, ExportFormat, Format};
-use crate::decode::{print_merge, DecodePlan};
+use crate::output::print::print_merge;
+use crate::read_plan::ReadPlan;
+
+#[cfg(feature = "parquet")]
+mod parquet;
 
 pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
     let format = output_format(a)?;
     // The writes whose index says they hold no record of the window or
     // level are not read.
-    DecodePlan::new(Format::Json, true, &a.filters)?.inputs_want(None);
+    ReadPlan::new(Format::Json, true, &a.filters)?.inputs_want(None);
     let mut inputs = crate::window::open(&a.files)?;
     let threads = inputs.threads();
     crate::inputs::warn_unknown_threads(&a.filters.thread, &threads);
     #[cfg(feature = "parquet")]
     if let Some(by) = a.partition_by {
-        let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
-        let summary = crate::parquet_out::parquet(
+        let plan = ReadPlan::new(Format::Json, true, &a.filters)?;
+        let summary = parquet::parquet(
             a,
             &plan,
             &mut inputs,
-            crate::parquet_out::Output::Partitions(a.output.clone(), by),
+            parquet::Output::Partitions(a.output.clone(), by),
         )
         .with_context(|| format!("cannot write under {}", a.output.display()))?;
         return report(a, &summary.into());
@@ -45,7 +49,7 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
         File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
     let summary = match format {
         ExportFormat::Jsonl => {
-            let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
+            let plan = ReadPlan::new(Format::Json, true, &a.filters)?;
             let mut w = BufWriter::with_capacity(1 << 16, out);
             let mut printed = 0;
             inputs.merges(
@@ -64,15 +68,10 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
         }
         #[cfg(feature = "parquet")]
         ExportFormat::Parquet => {
-            let plan = DecodePlan::new(Format::Json, true, &a.filters)?;
-            crate::parquet_out::parquet(
-                a,
-                &plan,
-                &mut inputs,
-                crate::parquet_out::Output::File(out),
-            )
-            .with_context(|| format!("cannot write {}", a.output.display()))?
-            .into()
+            let plan = ReadPlan::new(Format::Json, true, &a.filters)?;
+            parquet::parquet(a, &plan, &mut inputs, parquet::Output::File(out))
+                .with_context(|| format!("cannot write {}", a.output.display()))?
+                .into()
         }
         #[cfg(not(feature = "parquet"))]
         ExportFormat::Parquet => {
@@ -87,8 +86,8 @@ pub fn run(a: &ExportArgs) -> anyhow::Result<()> {
 }
 
 #[cfg(feature = "parquet")]
-impl From<crate::parquet_out::Written> for Summary {
-    fn from(w: crate::parquet_out::Written) -> Summary {
+impl From<parquet::Written> for Summary {
+    fn from(w: parquet::Written) -> Summary {
         Summary {
             rows: w.rows,
             dropped: w.dropped,

@@ -7,54 +7,24 @@ use std::path::{Path, PathBuf};
 
 use crate::clock;
 use crate::error::Error;
-use crate::fileset::{self, Retention};
+use crate::fileset;
 use crate::wire::frame::put_entry;
-use crate::wire::header::Header;
 use crate::wire::totals::{put_totals, Totals};
 use crate::wire::{self, dict, tag};
 
-/// Time-based rolling: a new file at each UTC boundary of this length
-/// ([`Builder::rotate_every`](crate::Builder::rotate_every)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Rotation {
-    /// At the start of every minute (UTC).
-    Minutely,
-    /// At the start of every hour (UTC).
-    Hourly,
-    /// At midnight UTC.
-    Daily,
-}
+mod fs;
+mod lock;
+mod new_file;
+mod rotation;
 
-impl Rotation {
-    fn period_ns(self) -> i64 {
-        const MIN: i64 = 60_000_000_000;
-        match self {
-            Rotation::Minutely => MIN,
-            Rotation::Hourly => 60 * MIN,
-            Rotation::Daily => 24 * 60 * MIN,
-        }
-    }
-
-    /// The first boundary after `unix_ns`.
-    fn next_after(self, unix_ns: i64) -> i64 {
-        let p = self.period_ns();
-        (unix_ns.div_euclid(p) + 1) * p
-    }
-}
-
-/// When and how the file set rolls, and what it keeps.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Policy {
-    pub(crate) rotate_bytes: Option<u64>,
-    pub(crate) rotate_every: Option<Rotation>,
-    pub(crate) retention: Retention,
-    /// Added to the wall clock when deciding time boundaries (tests only:
-    /// puts a boundary seconds away instead of up to a minute).
-    pub(crate) clock_offset_ns: i64,
-    /// Also write one unrotated log of the same run here (tests only: the
-    /// decode of the rolled set must equal the decode of this file).
-    pub(crate) unrotated_copy: Option<PathBuf>,
-}
+pub(crate) use fs::file_identity;
+use fs::{has_name, names, next_path, no_hard_links, positioned_write, reopen};
+pub(crate) use lock::lock;
+pub use new_file::host_name;
+pub(crate) use new_file::open;
+use new_file::{new_header, start_bytes};
+pub(crate) use rotation::Policy;
+pub use rotation::Rotation;
 
 /// After a failed roll, wait this long before trying again.
 const RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
@@ -171,212 +141,11 @@ pub(crate) struct Lost {
     pub(crate) last_tick: u64,
 }
 
-/// The lock file of the log at `path`: `app.nlog.lock`.
-/// A handle on `file`'s file of its own, opened for writing without
-/// `O_APPEND` (Linux: the process's link to its descriptor; the path may
-/// name another file by now).
-#[cfg(target_os = "linux")]
-fn reopen(file: &File) -> io::Result<File> {
-    use std::os::fd::AsRawFd;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
-}
-
-#[cfg(not(target_os = "linux"))]
-fn reopen(_: &File) -> io::Result<File> {
-    Err(io::Error::from(io::ErrorKind::Unsupported))
-}
-
-#[cfg(unix)]
-fn positioned_write(f: &File, bytes: &[u8], at: u64) -> io::Result<()> {
-    std::os::unix::fs::FileExt::write_all_at(f, bytes, at)
-}
-
-#[cfg(not(unix))]
-fn positioned_write(_: &File, _: &[u8], _: u64) -> io::Result<()> {
-    Err(io::Error::from(io::ErrorKind::Unsupported))
-}
-
-/// A file's device and inode (Unix; zeros elsewhere).
-pub(crate) fn file_identity(f: &File) -> (u64, u64) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        f.metadata().map_or((0, 0), |m| (m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = f;
-        (0, 0)
-    }
-}
-
-fn lock_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".lock");
-    path.with_file_name(name)
-}
-
-/// Takes the lock of the log at `path` (an exclusive `flock` on its lock
-/// file, released by the kernel when the holder exits, however it exits)
-/// and writes this process's id into it; a logger that holds it already is
-/// [`Error::Locked`].
-pub(crate) fn lock(path: &Path) -> Result<File, Error> {
-    let lock = lock_path(path);
-    let open_err = |source| Error::Open {
-        path: lock.clone(),
-        source,
-    };
-    // Not truncated on open: the holder's pid is read from it on refusal.
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&lock)
-        .map_err(open_err)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            // The holder writes its pid just after it takes the lock: a
-            // file found empty is read again, briefly.
-            let mut pid = None;
-            for _ in 0..20 {
-                let mut text = String::new();
-                let _ = io::Read::read_to_string(&mut file, &mut text);
-                pid = text.trim().parse().ok();
-                if pid.is_some() {
-                    break;
-                }
-                let _ = file.seek(SeekFrom::Start(0));
-                std::thread::sleep(std::time::Duration::from_millis(5));
-            }
-            return Err(Error::Locked {
-                path: path.to_path_buf(),
-                pid,
-            });
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(open_err(e)),
-    }
-    // Written over the previous holder's in place, at a fixed width, so a
-    // reader never finds the file empty once a pid was written.
-    file.write_all(format!("{:>10}\n", std::process::id()).as_bytes())
-        .and_then(|()| file.set_len(11))
-        .map_err(open_err)?;
-    Ok(file)
-}
-
-/// Creates `path` and writes a fresh header and its SET entry (file `seq`
-/// of the set, written on `host`); returns the file, the header and the
-/// bytes written. The file is opened for appending: a write after another
-/// program cut it back lands at its new end, not past a hole where the
-/// header was.
-pub(crate) fn open(
-    path: &Path,
-    seq: u64,
-    host: &str,
-    before: u64,
-) -> io::Result<(File, Header, u64)> {
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    // (A FIFO or a device cannot be cut, nor has it anything to cut.)
-    if file.metadata()?.is_file() {
-        file.set_len(0)?;
-    }
-    let header = new_header();
-    let start = start_bytes(&header, seq, host, before);
-    file.write_all(&start)?;
-    Ok((file, header, start.len() as u64))
-}
-
-/// A file's first bytes: its header and its SET entry.
-fn start_bytes(header: &Header, seq: u64, host: &str, before: u64) -> Vec<u8> {
-    let mut b = header.encode().to_vec();
-    put_entry(&mut b, tag::SET, |b| dict::put_set(b, seq, host, before));
-    b
-}
-
-/// This machine's name (empty where it has none to give): what every file's
-/// SET entry records of its writer.
-pub fn host_name() -> String {
-    #[cfg(unix)]
-    {
-        let mut buf = [0u8; 256];
-        // SAFETY: `buf` is valid for writes of `buf.len()` bytes, the length
-        // passed; gethostname writes at most that many and nothing else.
-        let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-        if rc == 0 {
-            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            return String::from_utf8_lossy(&buf[..end]).into_owned();
-        }
-        String::new()
-    }
-    #[cfg(not(unix))]
-    {
-        std::env::var("COMPUTERNAME").unwrap_or_default()
-    }
-}
-
-/// The header of a file begun now.
-fn new_header() -> Header {
-    let (tick, unix_ns) = clock::pair();
-    Header {
-        version: wire::VERSION,
-        ticks_per_second: clock::ticks_per_second(),
-        base_tick: tick,
-        base_unix_ns: unix_ns,
-        pid: std::process::id(),
-    }
-}
-
-/// Whether the file `meta` describes has a name left (a link count).
-#[cfg(unix)]
-fn has_name(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    meta.nlink() > 0
-}
-
-/// Whether `path` names the file `meta` describes.
-#[cfg(unix)]
-fn names(path: &Path, meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).is_ok_and(|p| p.dev() == meta.dev() && p.ino() == meta.ino())
-}
-
-#[cfg(not(unix))]
-fn has_name(_: &std::fs::Metadata) -> bool {
-    true
-}
-
-#[cfg(not(unix))]
-fn names(_: &Path, _: &std::fs::Metadata) -> bool {
-    true
-}
-
 /// The tick at which the wall clock reads `at`, estimated from a (tick,
 /// wall-clock ns) pair taken now; `at` is not before `now_ns`.
 fn tick_at(at: i64, now_ns: i64, now_tick: u64) -> u64 {
     let ticks = (at - now_ns) as f64 * clock::ticks_per_second() / 1e9;
     now_tick.saturating_add(ticks as u64)
-}
-
-/// Where the next file is created before it is renamed over `path`.
-fn next_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".next");
-    path.with_file_name(name)
-}
-
-/// Whether `link` failed because the filesystem has no hard links (so a
-/// plain rename is the way to move the file).
-fn no_hard_links(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EPERM | libc::EOPNOTSUPP | libc::EMLINK)
-    )
 }
 
 impl Writer {

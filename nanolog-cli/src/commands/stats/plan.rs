@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use nanolog_runtime::reader::{LogFile, SiteEntry};
 use regex::Regex;
 
+use super::percentile;
 use crate::cli::GroupBy;
-use crate::percentile;
 
 /// A group's key: a call site (by location and format, so a rotated set or
 /// several processes add up), a thread, or a level.
