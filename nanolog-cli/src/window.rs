@@ -20,7 +20,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use nanolog_runtime::reader::{Filter, Header, LogFile, Merge, ThreadInfo, TimeMap};
+use nanolog_runtime::reader::{ClockGroups, Filter, Header, LogFile, Merge, ThreadInfo, TimeMap};
 
 /// The environment variable that sets the budget, in MiB (0: read every
 /// set of more than one file a window at a time, each group of files whose
@@ -223,19 +223,11 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
         return crate::inputs::open_expanded(&paths, true).map(Inputs::All);
     }
     let mut members = Vec::new();
-    // Per writer's clock: its key, its tick rate, its files' maps.
-    let mut domains: Vec<((u32, u64), f64, Vec<TimeMap>)> = Vec::new();
+    // Per writer's clock, its files' maps.
+    let mut domains = ClockGroups::default();
     let mut threads = Vec::new();
     crate::inputs::open_each(&paths, true, |log| {
-        let key = log.clock_domain();
-        let clock = match domains.iter().position(|d| d.0 == key) {
-            Some(c) => c,
-            None => {
-                domains.push((key, log.header().ticks_per_second, Vec::new()));
-                domains.len() - 1
-            }
-        };
-        domains[clock].2.push(log.time_map().clone());
+        let clock = domains.add(&log);
         threads.extend(log.threads());
         members.push(Member {
             path: log.path().to_owned(),
@@ -247,10 +239,7 @@ pub(crate) fn open(files: &[PathBuf]) -> anyhow::Result<Inputs> {
         });
         Ok(())
     })?;
-    let clocks: Vec<Arc<TimeMap>> = domains
-        .iter()
-        .map(|(_, hz, maps)| Arc::new(TimeMap::union(*hz, maps.iter())))
-        .collect();
+    let clocks: Vec<Arc<TimeMap>> = domains.maps();
     // A quarter of the budget a window: several windows' worth of the
     // set is never held (what a window holds inflated is about half as
     // much again as its files on disk).

@@ -45,6 +45,6 @@ pub use file::{
 };
 pub use merge::{Batch, Batches, Event, Filter, Merge};
 pub use record::{Head, Record};
-pub use time::TimeMap;
+pub use time::{ClockGroups, TimeMap};
 pub use trace::TraceContext;
 pub use warning::{Warning, LISTED_DAMAGE};

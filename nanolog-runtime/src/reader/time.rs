@@ -67,6 +67,50 @@ impl TimeMap {
     }
 }
 
+/// Files grouped by the clock that stamped them: the files of one process
+/// (a rolled set, [`LogFile::clock_domain`](super::LogFile::clock_domain))
+/// share one map built from all their clock pairs, so records on both
+/// sides of a roll keep their order. What [`Merge`](super::Merge) reads
+/// its files by, and what a reader of a set a window at a time groups its
+/// files by (it adds each file as it opens it, then lets it go).
+#[derive(Debug, Default)]
+pub struct ClockGroups {
+    /// Per group: its clock's key, its tick rate, its files' maps.
+    groups: Vec<((u32, u64), f64, Vec<TimeMap>)>,
+}
+
+impl ClockGroups {
+    /// Adds `file`'s clock: returns its group, groups numbered in the
+    /// order they were first met.
+    pub fn add(&mut self, file: &super::LogFile) -> usize {
+        let key = file.clock_domain();
+        let g = match self.groups.iter().position(|g| g.0 == key) {
+            Some(g) => g,
+            None => {
+                let hz = file.header().ticks_per_second;
+                self.groups.push((key, hz, Vec::new()));
+                self.groups.len() - 1
+            }
+        };
+        self.groups[g].2.push(file.time_map().clone());
+        g
+    }
+
+    /// One map a group, in order: the union of its files' maps (a group
+    /// of one file, that file's map).
+    pub fn maps(&self) -> Vec<std::sync::Arc<TimeMap>> {
+        self.groups
+            .iter()
+            .map(|(_, hz, maps)| {
+                std::sync::Arc::new(match &maps[..] {
+                    [one] => one.clone(),
+                    _ => TimeMap::union(*hz, maps.iter()),
+                })
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -686,33 +686,29 @@ fn extent_next_allowed<'a>(
     }
 }
 
-/// Groups files by the clock that stamped them: the same process id and the
-/// same calibrated rate (measured once per process, so equal bit for bit
-/// only within one process).
+/// Each file's clock (see [`ClockGroups`](super::ClockGroups): the same
+/// process id and the same calibrated rate, measured once per process, so
+/// equal bit for bit only within one process), and the index of the first
+/// file of its group.
 fn shared_clocks(files: &[LogFile]) -> (Vec<std::sync::Arc<TimeMap>>, Vec<usize>) {
-    let key = LogFile::clock_domain;
-    let mut out: Vec<Option<std::sync::Arc<TimeMap>>> = vec![None; files.len()];
-    let mut domains = vec![0; files.len()];
-    for i in 0..files.len() {
-        if out[i].is_some() {
-            continue;
-        }
-        let group: Vec<usize> = (i..files.len())
-            .filter(|&j| key(&files[j]) == key(&files[i]))
-            .collect();
-        let map = if group.len() == 1 {
-            files[i].time_map().clone()
-        } else {
-            TimeMap::union(
-                files[i].header().ticks_per_second,
-                group.iter().map(|&j| files[j].time_map()),
-            )
-        };
-        let map = std::sync::Arc::new(map);
-        for j in group {
-            out[j] = Some(std::sync::Arc::clone(&map));
-            domains[j] = i;
-        }
-    }
-    (out.into_iter().flatten().collect(), domains)
+    let mut groups = super::ClockGroups::default();
+    let group: Vec<usize> = files.iter().map(|f| groups.add(f)).collect();
+    let maps = groups.maps();
+    // Each file's domain: the index of the first file of its group.
+    let mut first = vec![usize::MAX; maps.len()];
+    let domains = group
+        .iter()
+        .enumerate()
+        .map(|(j, &g)| {
+            if first[g] == usize::MAX {
+                first[g] = j;
+            }
+            first[g]
+        })
+        .collect();
+    let clocks = group
+        .iter()
+        .map(|&g| std::sync::Arc::clone(&maps[g]))
+        .collect();
+    (clocks, domains)
 }
