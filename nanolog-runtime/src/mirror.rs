@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::channel::Shared;
 use crate::level::Level;
 use crate::site::Registration;
-use crate::text::line::{escape_line, push_prefix, Prefix};
+use crate::text::line::{push_prefix, push_rest, push_utc_time, Prefix};
 use crate::text::render::format_message;
 use crate::text::utc::UtcWriter;
 use crate::wire::record::{self, Strings, Value};
@@ -166,38 +166,38 @@ impl Mirror {
         }
         let (t0, n0) = self.clock;
         let dt = tick.wrapping_sub(t0) as i64 as f64 * self.ns_per_tick;
-        self.utc
-            .write(&mut self.chunk, n0.saturating_add(dt as i64), ' ');
-        self.chunk.push('Z');
-        push_prefix(
+        push_utc_time(&mut self.utc, &mut self.chunk, n0.saturating_add(dt as i64));
+        push_rest(
             &mut self.chunk,
-            &Prefix {
-                file: site.file,
-                line: site.line,
-                level: site.level,
-                thread,
-                name: Some(name),
-                target: site.target,
-                module: site.module,
-                color: false,
+            |out| {
+                push_prefix(
+                    out,
+                    &Prefix {
+                        file: site.file,
+                        line: site.line,
+                        level: site.level,
+                        thread,
+                        name: Some(name),
+                        target: site.target,
+                        module: site.module,
+                        color: false,
+                    },
+                )
             },
+            false,
+            // `request{id=7}:db{table="users"}`.
+            |out| {
+                for span in spans {
+                    if !out.is_empty() {
+                        out.push(':');
+                    }
+                    out.push_str(span);
+                }
+            },
+            |out| format_message(site.pieces, &reg.kinds, &values, out),
+            true,
+            &mut self.message,
         );
-        // `request{id=7}:db{table="users"}: `, escaped as a message is.
-        self.message.clear();
-        for span in spans {
-            if !self.message.is_empty() {
-                self.message.push(':');
-            }
-            self.message.push_str(span);
-        }
-        if !self.message.is_empty() {
-            escape_line(&self.message, &mut self.chunk);
-            self.chunk.push_str(": ");
-            self.message.clear();
-        }
-        format_message(site.pieces, &reg.kinds, &values, &mut self.message);
-        escape_line(&self.message, &mut self.chunk);
-        self.chunk.push('\n');
         self.lines += 1;
         if self.chunk.len() >= CHUNK_MAX {
             self.end_batch();

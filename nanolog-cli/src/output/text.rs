@@ -1,32 +1,53 @@
 //! Text lines for records and gaps: what `nanolog decode` prints by default.
 
 use nanolog_runtime::reader::{Gap, LogFile, Record};
-use nanolog_runtime::text::line::{escape_line, push_prefix, push_thread_tag, Prefix};
-use nanolog_runtime::text::render::needs_escape;
+use nanolog_runtime::text::line::{push_prefix, push_rest, push_thread_tag, push_utc_time, Prefix};
 use nanolog_runtime::text::utc::{rfc3339, UtcWriter};
 
 use super::SiteThreadCache;
 
-/// `2026-11-22 11:02:03.123456789 src/main.rs:42 INFO[name:3]: message`
+/// `2026-11-22 11:02:03.123456789 src/main.rs:42 INFO[name:3]: message`,
+/// `msg` the record's message as rendered.
 pub fn text_record(t: &mut Text, rec: &Record<'_>, msg: &str, out: &mut String) {
-    text_prefix(t, rec, out);
-    escape_line(msg, out);
-    out.push('\n');
+    let mut scratch = std::mem::take(&mut t.scratch);
+    text_line(t, rec, out, |o| o.push_str(msg), true, &mut scratch);
+    t.scratch = scratch;
 }
 
 /// As [`text_record`], rendering straight into `out` (no copy unless the
 /// message needs escaping; `scratch` is used then).
 pub fn text_record_direct(t: &mut Text, rec: &Record<'_>, out: &mut String, scratch: &mut String) {
-    text_prefix(t, rec, out);
-    let start = out.len();
-    rec.render(out);
-    if rec.may_need_escape() && needs_escape(&out.as_bytes()[start..]) {
-        scratch.clear();
-        scratch.push_str(&out[start..]);
-        out.truncate(start);
-        escape_line(scratch, out);
-    }
-    out.push('\n');
+    let may = rec.may_need_escape();
+    text_line(t, rec, out, |o| rec.render(o), may, scratch);
+}
+
+/// A record's line (`text/line.rs` lays it out): its time, its prefix
+/// cached per site and thread, its spans, its message as `message` writes
+/// it.
+fn text_line(
+    t: &mut Text,
+    rec: &Record<'_>,
+    out: &mut String,
+    message: impl FnOnce(&mut String),
+    may_escape: bool,
+    scratch: &mut String,
+) {
+    t.write_time(out, rec.unix_ns());
+    let color = t.color;
+    let prefixes = &mut t.prefixes;
+    push_rest(
+        out,
+        |o| o.push_str(prefixes.get(rec, |rec, out| prefix_text(rec, color, out))),
+        rec.recovered(),
+        |o| {
+            if rec.in_spans() {
+                spans_text(rec, o)
+            }
+        },
+        message,
+        may_escape,
+        scratch,
+    );
 }
 
 /// State kept across text lines: the formatted second and the prefixes.
@@ -38,8 +59,8 @@ pub struct Text {
     color: bool,
     /// Times in this zone with its offset (`--local`), else UTC with `Z`.
     local: Option<jiff::tz::TimeZone>,
-    /// A record's spans before they are escaped.
-    span_text: String,
+    /// A message to escape, when it was rendered before (`--grep`).
+    scratch: String,
 }
 
 impl Text {
@@ -56,10 +77,7 @@ impl Text {
     /// `2026-11-22 12:02:03.123456789+01:00`.
     fn write_time(&mut self, out: &mut String, unix_ns: i64) {
         match &self.local {
-            None => {
-                self.utc.write(out, unix_ns, ' ');
-                out.push('Z');
-            }
+            None => push_utc_time(&mut self.utc, out, unix_ns),
             Some(tz) => match jiff::Timestamp::from_nanosecond(i128::from(unix_ns)) {
                 Ok(ts) => {
                     let z = ts.to_zoned_datetime(tz.clone());
@@ -68,47 +86,28 @@ impl Text {
                         format_args!("{}", z.strftime("%Y-%m-%d %H:%M:%S%.9f%:z")),
                     );
                 }
-                Err(_) => {
-                    self.utc.write(out, unix_ns, ' ');
-                    out.push('Z');
-                }
+                Err(_) => push_utc_time(&mut self.utc, out, unix_ns),
             },
         }
     }
 }
 
-fn text_prefix(t: &mut Text, rec: &Record<'_>, out: &mut String) {
-    t.write_time(out, rec.unix_ns());
-    let color = t.color;
-    out.push_str(t.prefixes.get(rec, |rec, out| prefix_text(rec, color, out)));
-    if rec.recovered() {
-        // Read from a killed writer's rings (README "What survives what").
-        out.push_str("<recovered>: ");
-    }
-    if rec.in_spans() {
-        push_spans(rec, out, &mut t.span_text);
-    }
-}
-
-/// `request{id=7}:db{table="users"}: ` (as tracing-subscriber's fmt prints
-/// the spans of an event), escaped as a message is.
-fn push_spans(rec: &Record<'_>, out: &mut String, scratch: &mut String) {
-    scratch.clear();
+/// `request{id=7}:db{table="users"}` (as tracing-subscriber's fmt prints
+/// the spans of an event).
+fn spans_text(rec: &Record<'_>, out: &mut String) {
     let mut first = true;
     if rec.spans_lost() {
         // Spans of it the file lost to damage: said where they stood.
-        scratch.push_str("<spans lost>");
+        out.push_str("<spans lost>");
         first = false;
     }
     rec.for_each_span(|s| {
         if !first {
-            scratch.push(':');
+            out.push(':');
         }
         first = false;
-        s.render(scratch);
+        s.render(out);
     });
-    escape_line(scratch, out);
-    out.push_str(": ");
 }
 
 fn prefix_text(rec: &Record<'_>, color: bool, out: &mut String) {

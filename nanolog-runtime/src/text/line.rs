@@ -6,7 +6,14 @@
 use std::fmt::Write;
 
 use super::render::{needs_escape, push_u64};
+use super::utc::UtcWriter;
 use crate::level::Level;
+
+/// Appends a line's time in UTC: `2026-11-22 11:02:03.123456789Z`.
+pub fn push_utc_time(utc: &mut UtcWriter, out: &mut String, unix_ns: i64) {
+    utc.write(out, unix_ns, ' ');
+    out.push('Z');
+}
 
 /// Colours for the level in a line read on a terminal (ANSI SGR codes).
 pub fn level_color(level: Level) -> &'static str {
@@ -54,6 +61,50 @@ pub fn push_prefix(out: &mut String, p: &Prefix<'_>) {
         escape_line(p.target, out);
     }
     out.push_str(": ");
+}
+
+/// The mark of a record a recovery wrote (README "What survives what"),
+/// after its prefix.
+pub const RECOVERED: &str = "<recovered>: ";
+
+/// Appends a record's line after its time, laid out here for every writer
+/// of one (`nanolog decode`, the mirror): the prefix `prefix` writes, the
+/// recovery's mark, `SPANS: ` when `spans` writes any (their text as
+/// tracing-subscriber's fmt prints a span chain), the message `message`
+/// writes, and the newline; the spans and the message escaped as a line
+/// needs ([`escape_line`]). `may_escape` false says the message cannot
+/// hold a character to escape (it is not looked at); `scratch` is for the
+/// spans and a message that must be escaped.
+pub fn push_rest(
+    out: &mut String,
+    prefix: impl FnOnce(&mut String),
+    recovered: bool,
+    spans: impl FnOnce(&mut String),
+    message: impl FnOnce(&mut String),
+    may_escape: bool,
+    scratch: &mut String,
+) {
+    prefix(out);
+    if recovered {
+        out.push_str(RECOVERED);
+    }
+    scratch.clear();
+    spans(scratch);
+    if !scratch.is_empty() {
+        escape_line(scratch, out);
+        out.push_str(": ");
+    }
+    // The message straight into `out`, and moved out to be escaped only
+    // when it holds a byte that may need it.
+    let start = out.len();
+    message(out);
+    if may_escape && needs_escape(&out.as_bytes()[start..]) {
+        scratch.clear();
+        scratch.push_str(&out[start..]);
+        out.truncate(start);
+        escape_line(scratch, out);
+    }
+    out.push('\n');
 }
 
 /// Appends `[name:3]`, or `[3]` for a thread without a name.
