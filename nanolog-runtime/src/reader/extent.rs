@@ -42,9 +42,9 @@ impl LogFile {
     pub fn scan_extents(
         &self,
         range: std::ops::Range<usize>,
-        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+        f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
-        self.each_extent(range, |ext| ext.for_each(&mut f));
+        Walk::File(self).scan(range, f);
     }
 
     /// Calls `f` with the head of each record of the extents in `range`
@@ -55,10 +55,9 @@ impl LogFile {
     pub fn tally_extents(
         &self,
         range: std::ops::Range<usize>,
-        mut f: impl FnMut(Result<Head<'_>, ReadError>),
+        f: impl FnMut(Result<Head<'_>, ReadError>),
     ) {
-        let plans = self.skip_plans();
-        self.each_extent(range, |ext| ext.heads(&plans, &mut f));
+        Walk::File(self).tally(range, f);
     }
 
     /// Calls `f` with each record of a call site `allowed` admits (by site
@@ -69,48 +68,9 @@ impl LogFile {
         &self,
         range: std::ops::Range<usize>,
         allowed: &[bool],
-        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+        f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
-        let plans = self.skip_plans();
-        self.each_extent(range, |ext| ext.records_of(allowed, &plans, &mut f));
-    }
-
-    /// Calls `f` with each extent in `range`, unstamped, the blocks past
-    /// the file's resident budget inflated into one buffer, one at a time.
-    fn each_extent(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&mut Extent<'_>)) {
-        let mut buf = Vec::new();
-        let mut loaded = None;
-        // (Extents in file order: a worker's range is a stretch of the
-        // file, whose pages go back as it passes them.)
-        let mut behind = None;
-        let mut last = 0;
-        for (thread, start, end, ctx) in extents(self.order()).skip(range.start).take(range.len()) {
-            let at = self.file_offset(start);
-            last = end;
-            self.passed(behind.get_or_insert_with(|| Behind::at(at)), at);
-            let body = match self.lazy_block(start) {
-                Some(b) => {
-                    if loaded != Some(b) {
-                        self.inflate_block(b, &mut buf);
-                        loaded = Some(b);
-                    }
-                    self.in_block(b, &buf, start..end)
-                }
-                None => self.bytes(start..end),
-            };
-            f(&mut Extent::over(
-                self,
-                thread,
-                start,
-                end,
-                ctx,
-                Clock::Untimed,
-                body,
-            ));
-        }
-        if let Some(behind) = behind.as_mut() {
-            self.done_with(behind, self.file_offset(last));
-        }
+        Walk::File(self).scan_of(range, allowed, f);
     }
 
     /// Per site id, how its records' arguments are stepped over unread
@@ -154,7 +114,7 @@ impl LogFile {
     }
 }
 
-/// Reading a [`Wave`]'s records (the type is the index's, in `file.rs`).
+/// Reading a [`Wave`]'s records (the type is the index's, in `file/scan.rs`).
 impl<'w> Wave<'w> {
     /// The file, as indexed up to the run's end.
     pub fn file(&self) -> &'w LogFile {
@@ -172,23 +132,20 @@ impl<'w> Wave<'w> {
     pub fn scan_extents(
         &self,
         range: std::ops::Range<usize>,
-        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+        f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
-        self.each_extent(range, |ext| ext.for_each(&mut f));
+        Walk::Wave(self).scan(range, f);
     }
-}
 
-impl<'w> Wave<'w> {
     /// Calls `f` with each record of a call site `allowed` admits in the
     /// run's extents in `range`, as [`LogFile::scan_extents_of`] does.
     pub fn scan_extents_of(
         &self,
         range: std::ops::Range<usize>,
         allowed: &[bool],
-        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+        f: impl FnMut(Result<Record<'_>, ReadError>),
     ) {
-        let plans = self.file.skip_plans();
-        self.each_extent(range, |ext| ext.records_of(allowed, &plans, &mut f));
+        Walk::Wave(self).scan_of(range, allowed, f);
     }
 
     /// Calls `f` with the head of each record of the run's extents in
@@ -196,34 +153,98 @@ impl<'w> Wave<'w> {
     pub fn tally_extents(
         &self,
         range: std::ops::Range<usize>,
-        mut f: impl FnMut(Result<Head<'_>, ReadError>),
+        f: impl FnMut(Result<Head<'_>, ReadError>),
     ) {
-        let plans = self.file.skip_plans();
+        Walk::Wave(self).tally(range, f);
+    }
+}
+
+/// A walk of a range of extents, the one behind the `scan_extents`,
+/// `scan_extents_of` and `tally_extents` of a file and of a wave: where
+/// their bodies are read from.
+enum Walk<'w> {
+    /// The file's own: its mapped bytes, its resident blocks, and the
+    /// blocks past its budget inflated one at a time into the walk's
+    /// buffer.
+    File(&'w LogFile),
+    /// A run of the file whose blocks were inflated ahead, as a wave (its
+    /// extents before the wave's bytes read as the file's own).
+    Wave(&'w Wave<'w>),
+}
+
+impl<'w> Walk<'w> {
+    fn file(&self) -> &'w LogFile {
+        match self {
+            Walk::File(f) => f,
+            Walk::Wave(w) => w.file,
+        }
+    }
+
+    /// The file's order, or the run's part of it.
+    fn items(&self) -> &'w [(u32, Item)] {
+        match self {
+            Walk::File(f) => f.order(),
+            Walk::Wave(w) => &w.file.order()[w.items.clone()],
+        }
+    }
+
+    fn scan(
+        &self,
+        range: std::ops::Range<usize>,
+        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        self.each_extent(range, |ext| ext.for_each(&mut f));
+    }
+
+    fn tally(&self, range: std::ops::Range<usize>, mut f: impl FnMut(Result<Head<'_>, ReadError>)) {
+        let plans = self.file().skip_plans();
         self.each_extent(range, |ext| ext.heads(&plans, &mut f));
     }
 
-    /// Calls `f` with each of the run's extents in `range`, unstamped, over
-    /// the run's inflated bytes or the file's.
-    fn each_extent(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&mut Extent<'w>)) {
-        let items = &self.file.order()[self.items.clone()];
-        // (As `LogFile::each_extent`: the pages of the file's own bytes go
-        // back as a worker passes them; a plain file is one run.)
+    fn scan_of(
+        &self,
+        range: std::ops::Range<usize>,
+        allowed: &[bool],
+        mut f: impl FnMut(Result<Record<'_>, ReadError>),
+    ) {
+        let plans = self.file().skip_plans();
+        self.each_extent(range, |ext| ext.records_of(allowed, &plans, &mut f));
+    }
+
+    /// Calls `f` with each extent in `range` (counted in the walk's
+    /// order), unstamped, over the wave's inflated bytes, a block past the
+    /// file's budget inflated into one buffer, or the file's own bytes,
+    /// whose pages go back as the walk passes them (a worker's range is a
+    /// stretch of the file).
+    fn each_extent(&self, range: std::ops::Range<usize>, mut f: impl FnMut(&mut Extent<'_>)) {
+        let file = self.file();
+        let mut buf = Vec::new();
+        let mut loaded = None;
         let mut behind = None;
         let mut last = 0;
-        for (thread, start, end, ctx) in extents(items).skip(range.start).take(range.len()) {
-            let body = if start >= self.base {
-                self.bytes
-                    .get(start - self.base..end - self.base)
-                    .unwrap_or(&[])
-            } else {
-                let at = self.file.file_offset(start);
-                last = end;
-                self.file
-                    .passed(behind.get_or_insert_with(|| Behind::at(at)), at);
-                self.file.bytes(start..end)
+        for (thread, start, end, ctx) in extents(self.items()).skip(range.start).take(range.len()) {
+            let body = match self {
+                Walk::Wave(w) if start >= w.base => {
+                    w.bytes.get(start - w.base..end - w.base).unwrap_or(&[])
+                }
+                _ => {
+                    let at = file.file_offset(start);
+                    last = end;
+                    file.passed(behind.get_or_insert_with(|| Behind::at(at)), at);
+                    match file.lazy_block(start) {
+                        Some(b) => {
+                            if loaded != Some(b) {
+                                file.inflate_block(b, &mut buf);
+                                loaded = Some(b);
+                            }
+                            file.in_block(b, &buf, start..end)
+                        }
+                        None => file.bytes(start..end),
+                    }
+                }
             };
             f(&mut Extent::over(
-                self.file,
+                file,
                 thread,
                 start,
                 end,
@@ -233,7 +254,7 @@ impl<'w> Wave<'w> {
             ));
         }
         if let Some(behind) = behind.as_mut() {
-            self.file.done_with(behind, self.file.file_offset(last));
+            file.done_with(behind, file.file_offset(last));
         }
     }
 }

@@ -202,7 +202,7 @@ impl Batch {
         let mut scope = Vec::new();
         bytes_field(&mut scope, 1, b"nanolog");
         bytes_field(&mut scope, 2, env!("CARGO_PKG_VERSION").as_bytes());
-        Batch {
+        let mut b = Batch {
             resource: Vec::new(),
             scope,
             recs: Vec::new(),
@@ -220,7 +220,11 @@ impl Batch {
             service,
             host,
             extra,
-        }
+        };
+        // (A batch is made ready by `start`; until then, a resource of this
+        // host, so that no order of calls leaves the head without room.)
+        b.start_resource(None, None);
+        b
     }
 
     /// How many records the batch holds.
