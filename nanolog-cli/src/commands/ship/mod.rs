@@ -140,6 +140,7 @@ fn ship(a: &ShipArgs) -> anyhow::Result<()> {
             abort: std::sync::Arc::clone(&abort),
             live: LiveEdge::new(base),
             taken: 0,
+            spare: Vec::new(),
             progress: Progress {
                 // A link at the path: the set is beside its target.
                 base: nanolog_runtime::reader::resolve_log_path(base),
@@ -229,6 +230,10 @@ struct Shipper {
     /// The live file's edge and the set's clocks.
     live: LiveEdge,
     progress: Progress,
+    /// Request buffers between batches, kept from one `take` to the next
+    /// (a follower takes a live file a little at a time): a buffer let go
+    /// and made again is a few MB of fresh pages to fault in.
+    spare: Vec<Vec<u8>>,
 }
 
 /// The batch of `log` in `[from, to)`, built into `batch` and encoded
@@ -353,17 +358,18 @@ impl Sink for Shipper {
         if first_end >= end || self.workers.len() == 1 {
             // One batch (a live log's latest records): no threads.
             let mut pos = from;
-            let mut buf = Vec::new();
+            let mut buf = self.spare.pop().unwrap_or_default();
             while pos < end {
                 let to = log.batch_end(pos, self.batch_bytes).min(end);
                 let (n, at) = fill(&mut self.workers[0], log, pos, to, &clock, &mut buf);
                 self.progress.sent(log, pos, to, n, &buf[at..], cursor)?;
                 pos = to;
             }
+            self.spare.push(buf);
             return Ok(true);
         }
         let batch_bytes = self.batch_bytes;
-        let (workers, this) = (&mut self.workers, &mut self.progress);
+        let (workers, this, spare) = (&mut self.workers, &mut self.progress, &mut self.spare);
         std::thread::scope(|s| -> anyhow::Result<()> {
             let mut jobs = Vec::new();
             let mut done = Vec::new();
@@ -385,7 +391,6 @@ impl Sink for Shipper {
             // Batch i is worker i % w's; each worker answers in order.
             let w = jobs.len();
             let mut in_flight = std::collections::VecDeque::new();
-            let mut spare: Vec<Vec<u8>> = Vec::new();
             let (mut next, mut issued) = (from, 0usize);
             loop {
                 while in_flight.len() < 2 * w && next < end {
