@@ -879,6 +879,55 @@ mod tests {
         lr
     }
 
+    /// One logger runs in a process at a time: the tests that start one
+    /// take turns.
+    static LOGGER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Every record of the log at `path`, pushed into one batch: the
+    /// request decodes to the oracle's records, and each record's bytes
+    /// are prost's encoding of the oracle's, its span chain's attributes
+    /// after its own fields (repeated fields in two pieces). Returns the
+    /// oracle's records.
+    fn encoded_as_prost_would(path: &std::path::Path) -> Vec<LogRecord> {
+        let log = LogFile::open(path).unwrap();
+        let mut b = Batch::new("svc".into(), "host".into(), Default::default());
+        b.start(&log);
+        let mut want = Vec::new();
+        for (i, ev) in Merge::unsorted(std::slice::from_ref(&log), Filter::default()).enumerate() {
+            let Event::Record(rec) = ev else { continue };
+            let observed = 1_000 + i as u64;
+            b.push(&rec, observed);
+            want.push(oracle(&rec, observed));
+        }
+        let mut body = Vec::new();
+        let at = b.encode_into(&mut body);
+        let body = body.split_off(at);
+        let got = records_of(std::slice::from_ref(&body));
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g, w);
+        }
+        // Byte for byte.
+        let req = len_fields(&body).unwrap();
+        let rl = len_fields(req[0].1).unwrap();
+        let sl = len_fields(rl[1].1).unwrap();
+        assert_eq!(sl.len(), want.len() + 1);
+        for (&(n, bytes), w) in sl[1..].iter().zip(&want) {
+            assert_eq!(n, 2);
+            let mut own = w.clone();
+            let chain: Vec<KeyValue> = own
+                .attributes
+                .extract_if(.., |a| a.key == "spans" || a.key == "spans_lost")
+                .collect();
+            let mut expected = own.encode_to_vec();
+            for a in &chain {
+                bytes_field(&mut expected, 6, &a.encode_to_vec());
+            }
+            assert_eq!(bytes, &expected[..]);
+        }
+        want
+    }
+
     /// Every record of a log of every kind of value, in spans of both
     /// kinds (the macros' and `tracing`'s, trace ids and not), from named
     /// and unnamed threads, arrives as the message prost would have
@@ -890,6 +939,9 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         let path = d.join("app.nlog");
+        let _one = LOGGER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let logger = nanolog::Logger::builder().path(&path).start().unwrap();
         let work = |worker: u64| {
             for i in 0..300u64 {
@@ -946,44 +998,8 @@ mod tests {
         });
         drop(logger);
 
-        let log = LogFile::open(&path).unwrap();
-        let mut b = Batch::new("svc".into(), "host".into(), Default::default());
-        b.start(&log);
-        let mut want = Vec::new();
-        for (i, ev) in Merge::unsorted(std::slice::from_ref(&log), Filter::default()).enumerate() {
-            let Event::Record(rec) = ev else { continue };
-            let observed = 1_000 + i as u64;
-            b.push(&rec, observed);
-            want.push(oracle(&rec, observed));
-        }
+        let want = encoded_as_prost_would(&path);
         assert!(want.len() > 2_000, "{} records", want.len());
-        let mut body = Vec::new();
-        let at = b.encode_into(&mut body);
-        let body = body.split_off(at);
-        let got = records_of(std::slice::from_ref(&body));
-        assert_eq!(got.len(), want.len());
-        for (g, w) in got.iter().zip(&want) {
-            assert_eq!(g, w);
-        }
-        // Byte for byte: prost's encoding of each record, its span chain's
-        // attributes after its own fields (repeated fields in two pieces).
-        let req = len_fields(&body).unwrap();
-        let rl = len_fields(req[0].1).unwrap();
-        let sl = len_fields(rl[1].1).unwrap();
-        assert_eq!(sl.len(), want.len() + 1);
-        for (&(n, bytes), w) in sl[1..].iter().zip(&want) {
-            assert_eq!(n, 2);
-            let mut own = w.clone();
-            let chain: Vec<KeyValue> = own
-                .attributes
-                .extract_if(.., |a| a.key == "spans" || a.key == "spans_lost")
-                .collect();
-            let mut expected = own.encode_to_vec();
-            for a in &chain {
-                bytes_field(&mut expected, 6, &a.encode_to_vec());
-            }
-            assert_eq!(bytes, &expected[..]);
-        }
         // Each kind of record is there, as the oracle makes it.
         let has = |k: &str| {
             want.iter()
@@ -992,6 +1008,31 @@ mod tests {
         };
         assert!(has("field.target") > 0 && has("thread.name") > 0 && has("spans") > 0);
         assert!(want.iter().any(|r| r.flags == 1) && want.iter().any(|r| r.trace_id.is_empty()));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// More span contexts in a batch than it keeps encoded (`CHAINS_KEPT`):
+    /// the chains and the spans' elements are made again after the batch
+    /// lets them go, and every record is still the oracle's.
+    #[test]
+    fn chains_past_what_a_batch_keeps_are_made_again_alike() {
+        let d = std::env::temp_dir().join(format!("nanolog-otlp-chains-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let path = d.join("app.nlog");
+        let _one = LOGGER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+        let n = CHAINS_KEPT as u64 + 3_000;
+        for i in 0..n {
+            let _r = nanolog::span!("request", span_id = "00f067aa0ba902b7", id = i);
+            let _c = nanolog::span!("call", shard = i % 7);
+            nanolog::info!("in call {}", i);
+        }
+        drop(logger);
+        let want = encoded_as_prost_would(&path);
+        assert_eq!(want.len() as u64, n);
         let _ = std::fs::remove_dir_all(&d);
     }
 
