@@ -883,6 +883,23 @@ mod tests {
     /// take turns.
     static LOGGER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// A log in a directory of its own named after `name`, written by
+    /// `write` with a logger running (one at a time: the tests take
+    /// turns); returns the directory and the log's path.
+    fn logged(name: &str, write: impl FnOnce()) -> (std::path::PathBuf, std::path::PathBuf) {
+        let _one = LOGGER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let d = std::env::temp_dir().join(format!("nanolog-otlp-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let path = d.join("app.nlog");
+        let logger = nanolog::Logger::builder().path(&path).start().unwrap();
+        write();
+        drop(logger);
+        (d, path)
+    }
+
     /// Every record of the log at `path`, pushed into one batch: the
     /// request decodes to the oracle's records, and each record's bytes
     /// are prost's encoding of the oracle's, its span chain's attributes
@@ -935,14 +952,6 @@ mod tests {
     /// record's bytes are the oracle's encoding.
     #[test]
     fn records_written_by_hand_are_the_records_prost_encodes() {
-        let d = std::env::temp_dir().join(format!("nanolog-otlp-oracle-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        let path = d.join("app.nlog");
-        let _one = LOGGER
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let logger = nanolog::Logger::builder().path(&path).start().unwrap();
         let work = |worker: u64| {
             for i in 0..300u64 {
                 let _r = nanolog::span!(
@@ -977,27 +986,27 @@ mod tests {
                 }
             }
         };
-        std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .name("named-worker".into())
-                .spawn_scoped(s, || work(1))
-                .unwrap();
-            s.spawn(|| work(2));
+        let (d, path) = logged("oracle", || {
+            std::thread::scope(|s| {
+                std::thread::Builder::new()
+                    .name("named-worker".into())
+                    .spawn_scoped(s, || work(1))
+                    .unwrap();
+                s.spawn(|| work(2));
+            });
+            let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
+            tracing::subscriber::with_default(subscriber, || {
+                for r in 0..200u64 {
+                    let req = tracing::info_span!("request", method = "GET", id = r, ratio = 0.5);
+                    let _req = req.enter();
+                    tracing::info!(status = 200u16, spans = 3u8, "accepted");
+                    let db = tracing::info_span!("db", table = "orders", neg = -7i64);
+                    let _db = db.enter();
+                    tracing::warn!(rows = r % 17, big = u64::MAX, ok = true, "rows {}", r);
+                    tracing::error!(what = ?("dbg", r), "debug value");
+                }
+            });
         });
-        let subscriber = tracing_subscriber::registry().with(nanolog::tracing_layer());
-        tracing::subscriber::with_default(subscriber, || {
-            for r in 0..200u64 {
-                let req = tracing::info_span!("request", method = "GET", id = r, ratio = 0.5);
-                let _req = req.enter();
-                tracing::info!(status = 200u16, spans = 3u8, "accepted");
-                let db = tracing::info_span!("db", table = "orders", neg = -7i64);
-                let _db = db.enter();
-                tracing::warn!(rows = r % 17, big = u64::MAX, ok = true, "rows {}", r);
-                tracing::error!(what = ?("dbg", r), "debug value");
-            }
-        });
-        drop(logger);
-
         let want = encoded_as_prost_would(&path);
         assert!(want.len() > 2_000, "{} records", want.len());
         // Each kind of record is there, as the oracle makes it.
@@ -1016,21 +1025,14 @@ mod tests {
     /// lets them go, and every record is still the oracle's.
     #[test]
     fn chains_past_what_a_batch_keeps_are_made_again_alike() {
-        let d = std::env::temp_dir().join(format!("nanolog-otlp-chains-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        let path = d.join("app.nlog");
-        let _one = LOGGER
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let logger = nanolog::Logger::builder().path(&path).start().unwrap();
         let n = CHAINS_KEPT as u64 + 3_000;
-        for i in 0..n {
-            let _r = nanolog::span!("request", span_id = "00f067aa0ba902b7", id = i);
-            let _c = nanolog::span!("call", shard = i % 7);
-            nanolog::info!("in call {}", i);
-        }
-        drop(logger);
+        let (d, path) = logged("chains", || {
+            for i in 0..n {
+                let _r = nanolog::span!("request", span_id = "00f067aa0ba902b7", id = i);
+                let _c = nanolog::span!("call", shard = i % 7);
+                nanolog::info!("in call {}", i);
+            }
+        });
         let want = encoded_as_prost_would(&path);
         assert_eq!(want.len() as u64, n);
         let _ = std::fs::remove_dir_all(&d);
