@@ -42,6 +42,12 @@ use opentelemetry_sdk::Resource;
 use tracing::{Dispatch, Instrument};
 use tracing_subscriber::layer::SubscriberExt;
 
+// The service benchmarks' own measures: CPU time by getrusage, medians.
+#[allow(dead_code)] // (its `Locked` writer is fmt's, not used here)
+#[path = "../../benches/common/service.rs"]
+mod service;
+use service::{cpu_time_of, median};
+
 const IN_FLIGHT: usize = 64;
 const EVENTS_PER_REQUEST: u64 = 6;
 const MODES: [&str; 3] = ["base", "appender", "nanolog"];
@@ -84,20 +90,6 @@ impl SpanExporter for NoSpans {
     async fn export(&self, _batch: Vec<SpanData>) -> opentelemetry_sdk::error::OTelSdkResult {
         Ok(())
     }
-}
-
-/// The CPU time of this process (`RUSAGE_SELF`) or of its waited-for
-/// children (`RUSAGE_CHILDREN`): user and system, all threads.
-fn cpu_time(who: libc::c_int) -> f64 {
-    // SAFETY: `getrusage` writes the struct it is given, a valid, zeroed
-    // `rusage` owned by this frame.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(who, &mut ru);
-        ru
-    };
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
 /// One run of the service in `mode`; prints its CPU seconds.
@@ -162,7 +154,7 @@ fn child(mode: &str, requests: u64, endpoint: &str, service: &str, log: &Path) {
         .on_thread_start(move || std::mem::forget(tracing::dispatcher::set_default(&d)))
         .build()
         .expect("a runtime");
-    let cpu = cpu_time(libc::RUSAGE_SELF);
+    let cpu = cpu_time_of(libc::RUSAGE_SELF);
     tracing::dispatcher::with_default(&dispatch, || {
         rt.block_on(async {
             let mut next = 0u64;
@@ -179,7 +171,7 @@ fn child(mode: &str, requests: u64, endpoint: &str, service: &str, log: &Path) {
         })
     });
     finish();
-    let cpu = cpu_time(libc::RUSAGE_SELF) - cpu;
+    let cpu = cpu_time_of(libc::RUSAGE_SELF) - cpu;
     drop(rt);
     let _ = traces.shutdown();
     println!("cpu {cpu}");
@@ -283,11 +275,6 @@ service:
     }
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("child") {
@@ -344,7 +331,7 @@ fn main() {
                 .expect("the run's CPU");
             service_cpu.push((m, round, cpu));
             if *mode == "nanolog" {
-                let before = cpu_time(libc::RUSAGE_CHILDREN);
+                let before = cpu_time_of(libc::RUSAGE_CHILDREN);
                 let status = Command::new(&nanolog)
                     .args([
                         "ship",
@@ -360,7 +347,7 @@ fn main() {
                     .status()
                     .expect("nanolog ship");
                 assert!(status.success(), "nanolog ship of run {round} failed");
-                ship_cpu.push((round, cpu_time(libc::RUSAGE_CHILDREN) - before));
+                ship_cpu.push((round, cpu_time_of(libc::RUSAGE_CHILDREN) - before));
             }
             eprint!(".");
         }

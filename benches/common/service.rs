@@ -1,16 +1,22 @@
 //! What the service benchmarks (`benches/otel_cost.rs`,
-//! `nanolog-cli/benches/service_cost.rs`) measure with: the process's CPU
+//! `nanolog-cli/benches/service_cost.rs`, `bench-otlp/`) measure with: the process's CPU
 //! time, the median of rounds, and fmt's shared `BufWriter` of a file.
 
 use std::io::Write;
 
 /// The CPU time the process has used (user and system, all threads).
 pub fn cpu_time() -> f64 {
+    cpu_time_of(libc::RUSAGE_SELF)
+}
+
+/// The CPU time of `who`: this process (`RUSAGE_SELF`), or its children
+/// it waited for (`RUSAGE_CHILDREN`), user and system, all threads.
+pub fn cpu_time_of(who: libc::c_int) -> f64 {
     // SAFETY: `getrusage` writes the struct it is given, which is a valid,
     // zeroed `rusage` owned by this frame.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        libc::getrusage(who, &mut ru);
         ru
     };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;

@@ -334,7 +334,7 @@ impl Batch {
                             nested_in(o, 2, 2, |o| {
                                 nested_in(o, 6, 2, |o| {
                                     s.for_each_field(|name, v| {
-                                        pb::kv(o, 1, name, Val::of(&v).any(text));
+                                        pb::kv(o, 1, name, any(&v, text));
                                     });
                                 });
                             });
@@ -348,12 +348,15 @@ impl Batch {
         });
         // KeyValue `spans`: an AnyValue of an ArrayValue of those.
         let start = bytes.len();
-        let any = field_len(array.len());
+        let any_len = field_len(array.len());
         bytes.push(len_tag(field::ATTRIBUTES));
-        pb::varint((field_len(5) + field_len(any)) as u64, bytes);
+        pb::varint(
+            (field_len(b"spans".len()) + field_len(any_len)) as u64,
+            bytes,
+        );
         bytes_field(bytes, 1, b"spans");
         bytes.push(len_tag(2));
-        pb::varint(any as u64, bytes);
+        pb::varint(any_len as u64, bytes);
         bytes_field(bytes, 5, array);
         if rec.spans_lost() {
             // Some of its spans were lost to damage: `spans` holds the rest.
@@ -410,7 +413,7 @@ impl Batch {
                 o.extend_from_slice(&sb.target);
                 for (v, key) in args.iter().zip(&sb.keys) {
                     if let Some(key) = key {
-                        pb::key_value(o, field::ATTRIBUTES, key, Val::of(v).any(text));
+                        pb::key_value(o, field::ATTRIBUTES, key, any(v, text));
                     }
                 }
             });
@@ -689,70 +692,49 @@ fn cut_to_fit(r: &mut LogRecord, room: usize) {
     }
 }
 
-/// An attribute value, borrowed until it is written.
-enum Val<'a> {
-    Int(i64),
-    Double(f64),
-    Bool(bool),
-    Str(&'a str),
-    /// Packed hex digits: the digits.
-    Hex(nanolog_runtime::reader::HexStr<'a>),
-    /// A prefix and decimal digits: the text.
-    Numbered(nanolog_runtime::reader::NumberedStr<'a>),
-    Char(char),
-    /// An integer outside OTLP's `int64`: its decimal text.
-    Wide(i128),
-    WideU(u128),
-}
-
-impl<'a> Val<'a> {
-    fn of(v: &Value<'a>) -> Val<'a> {
-        match *v {
-            Value::Uint(u) => i64::try_from(u).map_or(Val::WideU(u), Val::Int),
-            Value::Int(i) => i64::try_from(i).map_or(Val::Wide(i), Val::Int),
-            Value::F32(f) => Val::Double(f64::from(f)),
-            Value::F64(f) => Val::Double(f),
-            Value::Bool(b) => Val::Bool(b),
-            Value::Char(c) => Val::Char(c),
-            Value::Str(s) => Val::Str(s),
-            Value::Hex(h) => Val::Hex(h),
-            Value::Numbered(n) => Val::Numbered(n),
-            // One value per argument: the first rendering (they differ
-            // only when several placeholders format the argument).
-            Value::Rendered(r) => Val::Str(r.get(0).unwrap_or("")),
-        }
-    }
-
-    /// The value as OTLP holds it: a text made in `text` when the log
-    /// holds it otherwise (hex digits, a numbered string, a wide integer).
-    fn any<'s>(self, text: &'s mut String) -> Any<'s>
-    where
-        'a: 's,
-    {
-        match self {
-            Val::Int(i) => Any::Int(i),
-            Val::Double(f) => Any::Double(f),
-            Val::Bool(b) => Any::Bool(b),
-            Val::Str(s) => Any::Str(s),
-            made => {
+/// `v` as OTLP holds an attribute's value: a text made in `text` when the
+/// log holds it otherwise (hex digits, a numbered string, a char, an
+/// integer outside OTLP's `int64`).
+fn any<'s>(v: &Value<'s>, text: &'s mut String) -> Any<'s> {
+    match *v {
+        Value::Uint(u) => match i64::try_from(u) {
+            Ok(i) => Any::Int(i),
+            Err(_) => {
                 text.clear();
-                match made {
-                    Val::Hex(h) => h.for_each_piece(|d| text.push_str(d)),
-                    Val::Numbered(n) => {
-                        let _ = write!(text, "{n}");
-                    }
-                    Val::Char(c) => text.push(c),
-                    Val::Wide(i) => {
-                        let _ = write!(text, "{i}");
-                    }
-                    Val::WideU(u) => {
-                        let _ = write!(text, "{u}");
-                    }
-                    Val::Int(_) | Val::Double(_) | Val::Bool(_) | Val::Str(_) => {}
-                }
+                let _ = write!(text, "{u}");
                 Any::Str(text)
             }
+        },
+        Value::Int(i) => match i64::try_from(i) {
+            Ok(i) => Any::Int(i),
+            Err(_) => {
+                text.clear();
+                let _ = write!(text, "{i}");
+                Any::Str(text)
+            }
+        },
+        Value::F32(f) => Any::Double(f64::from(f)),
+        Value::F64(f) => Any::Double(f),
+        Value::Bool(b) => Any::Bool(b),
+        Value::Str(s) => Any::Str(s),
+        Value::Char(c) => {
+            text.clear();
+            text.push(c);
+            Any::Str(text)
         }
+        Value::Hex(h) => {
+            text.clear();
+            h.for_each_piece(|d| text.push_str(d));
+            Any::Str(text)
+        }
+        Value::Numbered(n) => {
+            text.clear();
+            let _ = write!(text, "{n}");
+            Any::Str(text)
+        }
+        // One value per argument: the first rendering (they differ only
+        // when several placeholders format the argument).
+        Value::Rendered(r) => Any::Str(r.get(0).unwrap_or("")),
     }
 }
 
