@@ -15,7 +15,9 @@
 //! `floor`, is the least a call can cost under the same protocol: a TSC read
 //! and a 16-byte store into a 1 MiB buffer, no logger.
 //! `cargo bench --bench table3` (`NANOLOG_T3_SCALE=10` divides the counts;
-//! `NANOLOG_T3_COMPRESS=0` turns the flusher's compression off).
+//! `NANOLOG_T3_COMPRESS=0` turns the flusher's compression off;
+//! `NANOLOG_T3_CRASH_SAFE=0` keeps the rings on the heap, no area: the
+//! crash-safe rings' cost, measured in one build).
 
 #[macro_use]
 mod common;
@@ -85,6 +87,7 @@ fn main() {
         .max(1);
     // NANOLOG_T3_COMPRESS=0: the flusher writes every batch as it is.
     let compress = std::env::var("NANOLOG_T3_COMPRESS").map_or(true, |v| v != "0");
+    let crash_safe = std::env::var("NANOLOG_T3_CRASH_SAFE").map_or(true, |v| v != "0");
     let dir = std::env::temp_dir();
     let hz = nanolog_runtime::clock::ticks_per_second();
     let ns = |ticks: u64| ticks as f64 * 1e9 / hz;
@@ -109,6 +112,7 @@ fn main() {
         let logger = Logger::builder()
             .path(&path)
             .compress(compress)
+            .crash_safe(crash_safe)
             .start()
             .expect("start");
         op(4_194_304 / scale);
@@ -130,6 +134,7 @@ fn main() {
             let logger = Logger::builder()
                 .path(&path)
                 .compress(compress)
+                .crash_safe(crash_safe)
                 .start()
                 .expect("start");
             let t = Instant::now();
@@ -150,6 +155,7 @@ fn main() {
             let logger = Logger::builder()
                 .path(&path)
                 .compress(compress)
+                .crash_safe(crash_safe)
                 .start()
                 .expect("start");
             let t = Instant::now();

@@ -92,6 +92,13 @@ mod unix {
                 return;
             }
             "roll" => b = b.rotate_bytes(256 << 10),
+            m if m.starts_with("rollstep") => {
+                // The flusher stops for good at a step of its first roll
+                // (see `__stop_roll_at`), where the parent kills it.
+                b = b.rotate_bytes(256 << 10);
+                let step = m["rollstep".len()..].parse().expect("a step");
+                nanolog_runtime::__stop_roll_at(step, PathBuf::from(env("NANOLOG_KILL_MARKER")));
+            }
             "off" | "no-room" => {
                 // Ordinary rings: turned off, or where the rings' file
                 // cannot be made (a directory stands at its path).
@@ -180,19 +187,34 @@ mod unix {
         }
     }
 
-    /// Runs the child in `mode` on `log` and kills it after `after`;
-    /// returns how many calls of each thread had returned.
+    /// Runs the child in `mode` on `log` and kills it after `after` (a
+    /// `rollstep` child: `after` its flusher stopped in the roll); returns
+    /// how many calls of each thread had returned.
     fn run_and_kill(mode: &str, log: &Path, run: u64, after: Duration) -> Vec<u64> {
         let counts_path = log.with_file_name(format!("counts-{run}"));
+        let marker = log.with_file_name(format!("stopped-{run}"));
         let map = counts(&counts_path, true);
         let mut child = Command::new(std::env::current_exe().expect("test binary"))
             .env("NANOLOG_KILL_CHILD", mode)
             .env("NANOLOG_KILL_PATH", log)
             .env("NANOLOG_KILL_RUN", run.to_string())
             .env("NANOLOG_KILL_COUNTS", &counts_path)
+            .env("NANOLOG_KILL_MARKER", &marker)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn_reaped();
+        if mode.starts_with("rollstep") {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !marker.exists() {
+                assert!(
+                    child.try_wait().expect("wait").is_none(),
+                    "{mode}: the child ended before its roll"
+                );
+                assert!(Instant::now() < deadline, "{mode}: no roll in 60 s");
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            std::fs::remove_file(&marker).expect("the marker");
+        }
         std::thread::sleep(after);
         child.kill().expect("SIGKILL");
         let status = child.wait().expect("reap");
@@ -290,13 +312,22 @@ mod unix {
     /// before), its spans or none.
     fn decode(dir: &Path, drops: bool, what: &str) -> Decoded {
         use nanolog_runtime::reader::{Event, Filter, LogFile, Merge};
+        use std::os::unix::fs::MetadataExt;
+        let mut seen = std::collections::BTreeSet::new();
         let files: Vec<LogFile> = set_files(dir)
             .iter()
             // As the CLI takes a directory's files: its lock, a roll's next
-            // file (a kill mid-roll leaves it) and the rings' file aside.
+            // file (a kill mid-roll leaves it) and the rings' file aside,
+            // and a file with two names (a kill mid-roll, between linking
+            // the live file to its finished name and renaming the next file
+            // over the path, leaves one) read once.
             .filter(|p| {
                 let n = p.to_string_lossy();
                 !n.contains(".rings") && !n.ends_with(".lock") && !n.ends_with(".next")
+            })
+            .filter(|p| {
+                let m = std::fs::metadata(p).expect("a file of the set");
+                seen.insert((m.dev(), m.ino()))
             })
             .map(|p| LogFile::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
             .collect();
@@ -502,6 +533,16 @@ mod unix {
             for k in 0..kills {
                 once(mode, &mut seeds, k % 2 == 1, &mut tally);
             }
+        }
+        // A kill aimed at each step of a roll (the flusher stopped there
+        // while the threads go on, their rings filling).
+        for step in 1..=4 {
+            once(
+                &format!("rollstep{step}"),
+                &mut seeds,
+                step % 2 == 0,
+                &mut tally,
+            );
         }
         assert!(tally.recovered > 0, "no kill found records to recover");
         clean_ends();

@@ -88,6 +88,9 @@ pub fn __tracing_spans_held() -> (usize, usize) {
 
 #[doc(hidden)]
 pub use writer::__set_checkpoint_bytes;
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub use writer::__stop_roll_at;
 
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]

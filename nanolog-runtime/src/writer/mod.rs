@@ -4,6 +4,8 @@
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+#[cfg(feature = "test-hooks")]
+use std::sync::PoisonError;
 
 use crate::clock;
 use crate::error::Error;
@@ -105,6 +107,41 @@ static CHECKPOINT_SET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU
 #[doc(hidden)]
 pub fn __set_checkpoint_bytes(bytes: u64) {
     CHECKPOINT_SET.store(bytes, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Tests only: the step of a roll at which the flusher stops for good,
+/// and the file it makes when it does (see [`roll_step`]).
+#[cfg(feature = "test-hooks")]
+static ROLL_STOP: std::sync::Mutex<Option<(u8, PathBuf)>> = std::sync::Mutex::new(None);
+
+/// Tests only: the flusher stops for good at step `step` of the next roll
+/// (1: the next file made; 2: the live file linked to its finished name;
+/// 3: the next file renamed over the path, the old file not yet ended;
+/// 4: the old file ended, the new one not yet taken up), after making the
+/// file `marker`: a test kills the process there, a kill aimed at a roll.
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub fn __stop_roll_at(step: u8, marker: PathBuf) {
+    *ROLL_STOP.lock().unwrap_or_else(PoisonError::into_inner) = Some((step, marker));
+}
+
+/// Step `step` of a roll (see [`__stop_roll_at`]); nothing outside tests.
+#[inline]
+fn roll_step(step: u8) {
+    #[cfg(feature = "test-hooks")]
+    {
+        let stop = ROLL_STOP
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some((at, marker)) = stop.filter(|(at, _)| *at == step) {
+            let _ = std::fs::write(&marker, [at]);
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        }
+    }
+    let _ = step;
 }
 
 fn checkpoint_bytes() -> u64 {
@@ -527,6 +564,7 @@ impl Writer {
         let (file, header, start_len) =
             open(&next, self.seq + 1, &self.host, self.before + self.records)
                 .map_err(|e| ctx(&format!("create {}", next.display()), e))?;
+        roll_step(1);
         // `kept`: an earlier attempt left the link behind (its undo failed).
         let linked = if kept {
             Ok(true)
@@ -542,6 +580,7 @@ impl Writer {
         let linked = linked.inspect_err(|_| {
             let _ = std::fs::remove_file(&next);
         })?;
+        roll_step(2);
         if let Err(e) = std::fs::rename(&next, &self.path) {
             // Back to where we were: the live file at the path, no new file.
             if linked {
@@ -552,6 +591,7 @@ impl Writer {
             let _ = std::fs::remove_file(&next);
             return Err(ctx(&format!("rename over {}", self.path.display()), e));
         }
+        roll_step(3);
         // The old file ends by naming where the log goes on: the same path.
         let mut out = Vec::new();
         put_entry(&mut out, tag::ROTATE, |b| {
@@ -569,6 +609,7 @@ impl Writer {
             dict::put_clock_entry(&mut pairs, header.base_tick, header.base_unix_ns);
             let _ = c.write_all(&pairs);
         }
+        roll_step(4);
         self.identity = file_identity(&file);
         self.file = file;
         self.generation += 1;
@@ -676,6 +717,7 @@ impl Writer {
         let seq = crate::set::next_seq(&self.path).max(self.seq + 1);
         self.before += self.records;
         let (file, header, start_len) = open(&self.path, seq, &self.host, self.before)?;
+        roll_step(4);
         self.identity = file_identity(&file);
         self.file = file;
         self.generation += 1;
