@@ -505,6 +505,20 @@ mod unix {
             if by_cli { "nanolog recover" } else { "restart" },
             d.recovered
         );
+        if mode.starts_with("rollstep") {
+            // The service comes back on the path after a kill mid-roll and
+            // goes on: both runs whole, once each.
+            let status = Command::new(std::env::current_exe().expect("test binary"))
+                .env("NANOLOG_KILL_CHILD", "clean")
+                .env("NANOLOG_KILL_PATH", &log)
+                .env("NANOLOG_KILL_RUN", "2")
+                .status()
+                .expect("run the child");
+            assert!(status.success(), "{mode}, run 2: {status:?}");
+            let d2 = decode(&dir.0, false, mode);
+            check(&d2, 1, &returned, false, mode);
+            check(&d2, 2, &[1000], false, mode);
+        }
         tally.recovered += d.recovered;
         tally.kills += 1;
     }
