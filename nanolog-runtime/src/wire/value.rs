@@ -1,7 +1,7 @@
 //! The values a record's arguments decode to: integers, floats, bools,
 //! chars, and strings as the file holds them (text, packed hex digits, a
 //! numbered string, the strings a call site rendered), borrowed from the
-//! log. Their encoding is `record.rs`'s.
+//! log. Their encoding is `record/`'s.
 
 /// One decoded argument value, borrowing strings from the log.
 #[derive(Debug, Clone, Copy, PartialEq)]
