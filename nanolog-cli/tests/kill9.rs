@@ -92,12 +92,18 @@ mod unix {
                 return;
             }
             "roll" => b = b.rotate_bytes(256 << 10),
-            m if m.starts_with("rollstep") => {
-                // The flusher stops for good at a step of its first roll
-                // (see `__stop_roll_at`), where the parent kills it.
+            m if m.starts_with("rollstep") || m == "midcommit" => {
+                // The flusher stops for good at a step of its first roll,
+                // or in its first commit to the area (see
+                // `__stop_flusher_at`), where the parent kills it.
                 b = b.rotate_bytes(256 << 10);
-                let step = m["rollstep".len()..].parse().expect("a step");
-                nanolog_runtime::__stop_roll_at(step, PathBuf::from(env("NANOLOG_KILL_MARKER")));
+                let point = m
+                    .strip_prefix("rollstep")
+                    .map_or(5, |s| s.parse().expect("a step"));
+                nanolog_runtime::__stop_flusher_at(
+                    point,
+                    PathBuf::from(env("NANOLOG_KILL_MARKER")),
+                );
             }
             "off" | "no-room" => {
                 // Ordinary rings: turned off, or where the rings' file
@@ -188,7 +194,7 @@ mod unix {
     }
 
     /// Runs the child in `mode` on `log` and kills it after `after` (a
-    /// `rollstep` child: `after` its flusher stopped in the roll); returns
+    /// `rollstep` or `midcommit` child: `after` its flusher stopped); returns
     /// how many calls of each thread had returned.
     fn run_and_kill(mode: &str, log: &Path, run: u64, after: Duration) -> Vec<u64> {
         let counts_path = log.with_file_name(format!("counts-{run}"));
@@ -203,14 +209,14 @@ mod unix {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn_reaped();
-        if mode.starts_with("rollstep") {
+        if mode.starts_with("rollstep") || mode == "midcommit" {
             let deadline = Instant::now() + Duration::from_secs(60);
             while !marker.exists() {
                 assert!(
                     child.try_wait().expect("wait").is_none(),
-                    "{mode}: the child ended before its roll"
+                    "{mode}: the child ended before its flusher stopped"
                 );
-                assert!(Instant::now() < deadline, "{mode}: no roll in 60 s");
+                assert!(Instant::now() < deadline, "{mode}: no stop in 60 s");
                 std::thread::sleep(Duration::from_millis(2));
             }
             std::fs::remove_file(&marker).expect("the marker");
@@ -557,6 +563,11 @@ mod unix {
                 step % 2 == 0,
                 &mut tally,
             );
+        }
+        // And in a commit to the area: what it staged counted once, from
+        // the area and not again from the ring.
+        for by_cli in [false, true] {
+            once("midcommit", &mut seeds, by_cli, &mut tally);
         }
         assert!(tally.recovered > 0, "no kill found records to recover");
         clean_ends();

@@ -134,20 +134,33 @@ impl Interner {
     /// Appends a STRINGS entry of the definitions no buffer has taken yet
     /// (nothing if there are none), and counts them as taken.
     pub(crate) fn put_pending(&mut self, out: &mut Vec<u8>) {
+        self.queued = self.put_since(out, self.queued);
+    }
+
+    /// Appends a STRINGS entry of the definitions from id `from` on
+    /// (nothing if there are none), whatever buffer took them; returns the
+    /// id after them (where the next call starts). A crash-safe flusher's
+    /// area takes them so (see `flusher::stage`).
+    pub(crate) fn put_since(&self, out: &mut Vec<u8>, from: u32) -> u32 {
         let next = self.spans.len() as u32 + 1;
-        if self.queued >= next {
-            return;
+        if from >= next {
+            return next;
         }
         let start = frame::begin_entry(out, tag::STRINGS);
-        put_varint(out, u64::from(next - self.queued));
-        for id in self.queued..next {
+        put_varint(out, u64::from(next - from));
+        for id in from..next {
             let (at, len) = self.spans[id as usize - 1];
             put_varint(out, u64::from(id));
             put_varint(out, len as u64);
             out.extend_from_slice(&self.arena[at..at + len]);
         }
         frame::end_entry(out, start);
-        self.queued = next;
+        next
+    }
+
+    /// The first definition no buffer has taken.
+    pub(crate) fn queued(&self) -> u32 {
+        self.queued
     }
 
     /// The buffer that took the queued definitions was written.

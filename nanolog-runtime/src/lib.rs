@@ -90,7 +90,7 @@ pub fn __tracing_spans_held() -> (usize, usize) {
 pub use writer::__set_checkpoint_bytes;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
-pub use writer::__stop_roll_at;
+pub use writer::__stop_flusher_at;
 
 /// What macro expansions use. Not a public API: it changes without notice.
 #[doc(hidden)]

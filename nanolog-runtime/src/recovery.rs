@@ -1,13 +1,15 @@
-//! Recovery: the records a dead process's rings still held, read from its
-//! area and appended to its log, exactly once.
+//! Recovery: the records a dead process's area still held (what its
+//! flusher had compacted and not yet written, in OUT, and what its rings
+//! held past their heads), appended to its log, exactly once.
 //!
 //! The steps, each stated in the area's header before the next, so a
 //! recovery killed at any point and run again ends the same way:
 //! 1. judge the flusher's write under way (whole in the file or not) and
 //!    find where the recovery's bytes go: where a write cut short began,
 //!    else after the log's last whole entry ([`REC_JUDGED`]);
-//! 2. make the bytes (dictionary, threads, clock, then each ring's records
-//!    from where the file's bytes end) and say how long ([`REC_WRITING`]);
+//! 2. make the bytes (dictionary, threads, clock, OUT's entries unless the
+//!    write under way was whole, then each ring's records from its head)
+//!    and say how long ([`REC_WRITING`]);
 //! 3. cut the log back to its last whole entry, append, `fdatasync`;
 //! 4. remove the area.
 //!
@@ -109,8 +111,6 @@ struct RingRegion {
     name: String,
     head: u64,
     head_ctx: u64,
-    pending_head: u64,
-    pending_ctx: u64,
     tail: u64,
     /// Drops no marker reported: (count, first tick, last tick).
     drops: (u64, u64, u64),
@@ -173,7 +173,21 @@ pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
             format!("damaged: ring capacity {capacity}"),
         ));
     }
-    let (dictionary, rings) = regions(area, capacity);
+    let (dictionary, mut staged, mut rings) = regions(area, capacity);
+    if u64_at(area, H_COMMIT) == 1 {
+        // Killed mid-commit: its record says where OUT and the ring stand
+        // once it is done (see `Area::stage`).
+        let to = u64_at(area, H_COMMIT_OUT) as usize;
+        staged = area
+            .get(PAGE * 2..PAGE * 2 + to)
+            .filter(|_| u32_at(area, PAGE + R_KIND) == KIND_OUT)
+            .unwrap_or(staged);
+        let slot = u64_at(area, H_COMMIT_SLOT);
+        if let Some(r) = rings.iter_mut().find(|r| r.offset as u64 == slot) {
+            r.head = u64_at(area, H_COMMIT_HEAD);
+            r.head_ctx = u64_at(area, H_COMMIT_CTX);
+        }
+    }
 
     let mut log_file = open_log(log).map_err(|e| fail(e.to_string()))?;
     let mut rec_state = u64_at(area, H_REC);
@@ -253,12 +267,13 @@ pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
         dict::put_clock_entry(&mut out, tick, ns);
     }
     let head_len = out.len();
+    if !whole {
+        // What the flusher took from the rings and compacted, which no
+        // whole write carried.
+        staged_records(staged, &sites, &mut out, &mut summary);
+    }
     for r in &rings {
-        let (start, ctx) = if whole {
-            (r.pending_head, r.pending_ctx)
-        } else {
-            (r.head, r.head_ctx)
-        };
+        let (start, ctx) = (r.head, r.head_ctx);
         let bytes = &area[r.offset + PAGE..r.offset + PAGE + capacity];
         if start > r.tail || r.tail - start > capacity as u64 {
             // Positions no ring can have: its bytes are not trusted.
@@ -318,9 +333,11 @@ fn keep_aside(path: &Path, reason: String) -> RecoverError {
     }
 }
 
-/// The dictionary's entries and the rings in use, by a walk of the regions.
-fn regions(area: &[u8], capacity: usize) -> (Vec<&[u8]>, Vec<RingRegion>) {
+/// The dictionary's entries, OUT's bytes and the rings in use, by a walk of
+/// the regions.
+fn regions(area: &[u8], capacity: usize) -> (Vec<&[u8]>, &[u8], Vec<RingRegion>) {
     let (mut entries, mut rings) = (Vec::new(), Vec::new());
+    let mut staged: &[u8] = &[];
     let mut at = PAGE;
     while at + PAGE <= area.len() {
         let kind = u32_at(area, at + R_KIND);
@@ -329,7 +346,10 @@ fn regions(area: &[u8], capacity: usize) -> (Vec<&[u8]>, Vec<RingRegion>) {
             break;
         }
         let page = &area[at..at + PAGE];
-        if kind == KIND_DICT {
+        if kind == KIND_OUT {
+            let used = (u64_at(page, D_USED) as usize).min(len - PAGE);
+            staged = &area[at + PAGE..at + PAGE + used];
+        } else if kind == KIND_DICT {
             let used = (u64_at(page, D_USED) as usize).min(len - PAGE);
             let body = &area[at + PAGE..at + PAGE + used];
             let mut e = Entries::new(body, 0);
@@ -345,8 +365,6 @@ fn regions(area: &[u8], capacity: usize) -> (Vec<&[u8]>, Vec<RingRegion>) {
                     name: String::from_utf8_lossy(&page[R_NAME..R_NAME + n]).into_owned(),
                     head: u64_at(page, R_HEAD),
                     head_ctx: u64_at(page, R_HEAD_CTX),
-                    pending_head: u64_at(page, R_PENDING_HEAD),
-                    pending_ctx: u64_at(page, R_PENDING_CTX),
                     tail: u64_at(page, R_TAIL),
                     drops: (
                         u64_at(page, R_DROPS),
@@ -360,7 +378,78 @@ fn regions(area: &[u8], capacity: usize) -> (Vec<&[u8]>, Vec<RingRegion>) {
         }
         at += len;
     }
-    (entries, rings)
+    (entries, staged, rings)
+}
+
+/// OUT's entries (`staged`: the records the flusher compacted, with the
+/// dictionary entries they need) as recovered ones: each record in the
+/// recovered contexts (in no span, or in spans whose definitions went with
+/// the process: `<spans lost>`), every other entry as it is.
+fn staged_records(
+    staged: &[u8],
+    sites: &HashMap<u32, SiteInfo>,
+    out: &mut Vec<u8>,
+    summary: &mut Recovery,
+) {
+    for (start, t, body) in Entries::new(staged, 0) {
+        if t != tag::EXTENT {
+            out.extend_from_slice(&staged[start - wire::FRAME_LEN..start + body.len()]);
+            continue;
+        }
+        let (Some(thread), Some((tick, mut pos))) = wire::extent::get_header(body) else {
+            summary.unreadable += 1;
+            continue;
+        };
+        let e = begin_entry(out, tag::EXTENT);
+        wire::extent::put_header(out, thread, tick);
+        // The context the records are in (the file's id), and the one the
+        // recovered extent last said.
+        let (mut ctx, mut said) = (0i64, 0u32);
+        while pos < body.len() {
+            let Some(v) = wire::get_varint(body, &mut pos) else {
+                summary.unreadable += 1;
+                break;
+            };
+            if v == u64::from(wire::CONTEXT_SWITCH) {
+                let Some(d) = wire::get_varint(body, &mut pos) else {
+                    summary.unreadable += 1;
+                    break;
+                };
+                ctx = ctx.saturating_add(wire::unzigzag(d));
+                continue;
+            }
+            let from = pos;
+            let args = wire::get_varint(body, &mut pos).and_then(|_| {
+                let info = sites.get(&u32::try_from(v).ok()?)?;
+                wire::record::skip_args(
+                    &info.kinds,
+                    body,
+                    &mut pos,
+                    &wire::record::Strings::of_version(wire::VERSION),
+                )
+            });
+            if args.is_none() {
+                // Damage, or a site the area does not know: the rest of
+                // the extent cannot be told apart.
+                summary.unreadable += 1;
+                break;
+            }
+            let want = if ctx == 0 {
+                wire::RECOVERED_CONTEXT
+            } else {
+                wire::RECOVERED_LOST_CONTEXT
+            };
+            if want != said {
+                put_varint(out, u64::from(wire::CONTEXT_SWITCH));
+                put_varint(out, wire::zigzag(i64::from(want) - i64::from(said)));
+                said = want;
+            }
+            put_varint(out, v);
+            out.extend_from_slice(&body[from..pos]);
+            summary.records += 1;
+        }
+        end_entry(out, e);
+    }
 }
 
 /// What a recovered record needs of its site.

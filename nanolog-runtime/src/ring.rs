@@ -239,16 +239,10 @@ impl Ring {
         self.closed.load(Ordering::Acquire) && self.tail().load(Ordering::Acquire) == head
     }
 
-    /// The position the producer may write up to (less the capacity): what
-    /// the consumer released last. (The consumer's own store: Relaxed.)
-    pub(crate) fn released(&self) -> u64 {
-        self.head().load(Ordering::Relaxed)
-    }
-
     /// Hands the bytes before `head` back to the producer (see
-    /// [`Consumer::release`]; a crash-safe flusher calls this once they
-    /// are written).
-    pub(crate) fn release_to(&self, head: u64) {
+    /// [`Consumer::release`]; a crash-safe flusher's once what it took
+    /// from them is committed to the area, see `flusher::stage`).
+    fn release_to(&self, head: u64) {
         // Release pairs with the producer's Acquire load of `head`: our reads
         // of the freed bytes happen before it overwrites them.
         self.head().store(head, Ordering::Release);

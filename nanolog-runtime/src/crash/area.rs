@@ -70,8 +70,8 @@ impl Mapped {
         assert!(at + bytes.len() <= self.len);
         // SAFETY: inside the mapping (checked); the range is written only by
         // the thread that owns it now (a slot's name by its thread, the
-        // dictionary under the area's lock, the header by its creator) and
-        // read by no one in this process.
+        // dictionary under the area's lock, the header by its creator, OUT
+        // by the flusher) and read by no one in this process.
         unsafe {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr().add(at), bytes.len())
         };
@@ -96,12 +96,20 @@ pub(crate) struct Area {
     file: File,
     path: PathBuf,
     header: Mapped,
+    /// The OUT region (see `layout`): written by the flusher alone.
+    out: Mapped,
     capacity: usize,
     inner: Mutex<Inner>,
 }
 
 /// A dictionary region's size: a few thousand call sites' entries.
 const DICT_REGION: usize = 1 << 20;
+
+/// The OUT region's size after its header page: what the flusher writes at
+/// most at once (1 MiB of records and an extent, see `flusher::output`),
+/// with its dictionary entries. A commit that would not fit has its
+/// records written to the log first instead.
+const OUT_REGION: usize = 2 << 20;
 
 impl Area {
     /// Creates the area of the log at `log` (an earlier one was recovered
@@ -140,13 +148,19 @@ impl Area {
         let name = &name[..name.len().min(PAGE - H_LOG_PATH - 4)];
         header.put(H_LOG_PATH, &(name.len() as u32).to_le_bytes());
         header.put(H_LOG_PATH + 4, name);
+        let out_len = PAGE + OUT_REGION;
+        reserve(&file, PAGE as u64, out_len as u64)?;
+        let out = Mapped::new(&file, PAGE as u64, out_len)?;
+        out.word(R_LEN).store(out_len as u64, Ordering::Relaxed);
+        out.word32(R_KIND).store(KIND_OUT, Ordering::Release);
         let area = Arc::new(Area {
             file,
             path,
             header,
+            out,
             capacity,
             inner: Mutex::new(Inner {
-                end: PAGE as u64,
+                end: (PAGE + out_len) as u64,
                 free: Vec::new(),
                 dict: None,
             }),
@@ -172,11 +186,65 @@ impl Area {
         self.header.word(H_CLOCK_SEQ).store(seq, Ordering::Release);
     }
 
+    /// Stages `parts` (log entries: what the flusher compacted from `slot`'s
+    /// ring up to `head`, where its thread is in span context `ctx`, with
+    /// the dictionary entries they need that the log lacks) at OUT's end,
+    /// and commits them: OUT's length and the ring's head move together.
+    /// The commit record goes first, so a recovery that finds it under way
+    /// completes it (every store after it is idempotent); the caller then
+    /// hands the ring's room back and calls [`committed`](Self::committed).
+    /// False if OUT has no room for them (nothing is changed).
+    pub(crate) fn stage(
+        &self,
+        parts: [&[u8]; 3],
+        slot: Option<&Slot>,
+        head: u64,
+        ctx: u64,
+    ) -> bool {
+        let used = self.out.word(D_USED).load(Ordering::Relaxed) as usize;
+        let to = used + parts.iter().map(|p| p.len()).sum::<usize>();
+        if PAGE + to > self.out.len {
+            return false;
+        }
+        let mut at = PAGE + used;
+        for p in parts {
+            self.out.put(at, p);
+            at += p.len();
+        }
+        let h = &self.header;
+        h.word(H_COMMIT_SLOT)
+            .store(slot.map_or(u64::MAX, |s| s.offset), Ordering::Relaxed);
+        h.word(H_COMMIT_HEAD).store(head, Ordering::Relaxed);
+        h.word(H_COMMIT_CTX).store(ctx, Ordering::Relaxed);
+        h.word(H_COMMIT_OUT).store(to as u64, Ordering::Relaxed);
+        // Release: the chunk's bytes and the record's words before the flag
+        // that says to read them (a recovery runs after this process died,
+        // for which program order is enough; the order is stated for the
+        // rule's sake).
+        h.word(H_COMMIT).store(1, Ordering::Release);
+        self.out.word(D_USED).store(to as u64, Ordering::Release);
+        if let Some(s) = slot {
+            s.set_head_ctx(ctx);
+        }
+        true
+    }
+
+    /// The commit's ring head is stored (its room handed back): done.
+    pub(crate) fn committed(&self) {
+        self.header.word(H_COMMIT).store(0, Ordering::Release);
+    }
+
+    /// The write that carries OUT's entries returned (or failed, its
+    /// records counted lost): OUT is empty.
+    pub(crate) fn out_written(&self) {
+        self.out.word(D_USED).store(0, Ordering::Release);
+    }
+
     /// The flusher is about to write `len` bytes at `at` of the file
-    /// `(dev, ino)`: until [`end_write`](Self::end_write), each ring's
-    /// pending head says where it is once they are written. A recovery
-    /// finds the write whole in the file (the pending heads hold), or not
-    /// (the heads hold, and the file is cut back to its last whole entry).
+    /// `(dev, ino)`, which carry every record OUT holds: until
+    /// [`end_write`](Self::end_write), a recovery that finds the write
+    /// whole in the file leaves OUT's entries out, and one that does not
+    /// cuts the file back to where the write began and appends them.
     pub(crate) fn begin_write(&self, (dev, ino): (u64, u64), at: u64, len: u64) {
         let h = &self.header;
         h.word(H_WRITE_DEV).store(dev, Ordering::Relaxed);
@@ -186,7 +254,7 @@ impl Area {
         h.word(H_WRITE).store(1, Ordering::Release);
     }
 
-    /// The write is done and every ring's head moved to its pending head.
+    /// The write is done (OUT emptied first).
     pub(crate) fn end_write(&self) {
         self.header.word(H_WRITE).store(0, Ordering::Release);
     }
@@ -215,14 +283,7 @@ impl Area {
             area: Arc::clone(self),
         };
         let m = slot.map();
-        for at in [
-            R_PENDING_HEAD,
-            R_PENDING_CTX,
-            R_HEAD_CTX,
-            R_TAIL,
-            R_HEAD,
-            R_DROPS,
-        ] {
+        for at in [R_HEAD_CTX, R_TAIL, R_HEAD, R_DROPS] {
             m.word(at).store(0, Ordering::Relaxed);
         }
         m.word32(R_THREAD).store(thread, Ordering::Relaxed);
@@ -283,7 +344,8 @@ impl Area {
 
 /// A ring's region of the area: its header page, then its bytes. Given
 /// back to the area when the ring is freed (by then, everything it held is
-/// in the log: the flusher keeps the ring until its last bytes are written).
+/// in OUT or the log: the flusher keeps the ring until its last bytes are
+/// committed).
 #[derive(Debug)]
 pub(crate) struct Slot {
     /// Always `Some` until the slot is dropped (and its map given back).
@@ -334,15 +396,6 @@ impl Slot {
             .store(n as u32, Ordering::Release);
     }
 
-    /// Before a write: the ring's head once it is written, and its thread's
-    /// span context there.
-    pub(crate) fn set_pending(&self, head: u64, ctx: u64) {
-        self.map()
-            .word(R_PENDING_HEAD)
-            .store(head, Ordering::Relaxed);
-        self.map().word(R_PENDING_CTX).store(ctx, Ordering::Relaxed);
-    }
-
     /// The thread's drops not yet reported by a marker in the ring (a
     /// marker written sets 0; a kill between the two reports them twice,
     /// a count too high rather than records unaccounted for).
@@ -354,9 +407,9 @@ impl Slot {
         self.map().word(R_DROPS).store(count, Ordering::Release);
     }
 
-    /// After it: the context at the head (the head itself the ring's
+    /// At a commit: the context at the head (the head itself the ring's
     /// release stores).
-    pub(crate) fn set_head_ctx(&self, ctx: u64) {
+    fn set_head_ctx(&self, ctx: u64) {
         self.map().word(R_HEAD_CTX).store(ctx, Ordering::Relaxed);
     }
 }

@@ -6,11 +6,18 @@
 //! shipped), so its words are the CPU's own 64-bit stores.
 //!
 //! ```text
-//! page 0   the header: identity, clock, the write under way, a recovery's state
+//! page 0   the header: identity, clock, the write under way, the flusher's
+//!          commit under way, a recovery's state
 //! then     regions, one after another, each a whole number of pages:
-//!   RING   a header page (thread, name, positions), then the ring's bytes
+//!   OUT    a header page (bytes used), then what the flusher took from the
+//!          rings, compacted, as the log's entries, not yet written
 //!   DICT   a header page (bytes used), then SITE entries as the log has them
+//!   RING   a header page (thread, name, positions), then the ring's bytes
 //! ```
+//!
+//! A ring's room goes back to its thread once what the flusher took from
+//! it is in OUT (a commit: OUT's length and the ring's head move together,
+//! see `Area::stage`); OUT empties once the write that carries it returns.
 //!
 //! A region is created by extending the file, then writing its kind last:
 //! a walk stops at the first page whose kind is neither, the end of the
@@ -22,7 +29,7 @@ pub(crate) const PAGE: usize = 4096;
 /// The first bytes of an area.
 pub(crate) const MAGIC: [u8; 8] = *b"NLRINGS\0";
 /// The layout this build writes and reads; any other is kept aside.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 
 // The header page.
 pub(crate) const H_VERSION: usize = 8;
@@ -43,6 +50,14 @@ pub(crate) const H_WRITE_DEV: usize = 136;
 pub(crate) const H_WRITE_INO: usize = 144;
 pub(crate) const H_WRITE_AT: usize = 152;
 pub(crate) const H_WRITE_LEN: usize = 160;
+/// The flusher's commit under way (see `Area::stage`): 1 while it is; the
+/// ring region's offset in the file, its head and span context once
+/// committed, and OUT's length then.
+pub(crate) const H_COMMIT: usize = 320;
+pub(crate) const H_COMMIT_SLOT: usize = 328;
+pub(crate) const H_COMMIT_HEAD: usize = 336;
+pub(crate) const H_COMMIT_CTX: usize = 344;
+pub(crate) const H_COMMIT_OUT: usize = 352;
 /// A recovery's progress: 0 none, [`REC_JUDGED`], [`REC_WRITING`].
 pub(crate) const H_REC: usize = 256;
 /// The recovery's verdict on the flusher's write under way: 1 if it was whole.
@@ -66,6 +81,7 @@ pub(crate) const R_STATE: usize = 4;
 pub(crate) const R_LEN: usize = 8;
 pub(crate) const KIND_RING: u32 = u32::from_le_bytes(*b"RING");
 pub(crate) const KIND_DICT: u32 = u32::from_le_bytes(*b"DICT");
+pub(crate) const KIND_OUT: u32 = u32::from_le_bytes(*b"OUT\0");
 /// A RING region's state: its ring belongs to a thread (else it is free,
 /// everything it held written).
 pub(crate) const RING_IN_USE: u32 = 1;
@@ -73,10 +89,7 @@ pub(crate) const RING_IN_USE: u32 = 1;
 // A RING region's header page.
 pub(crate) const R_THREAD: usize = 16;
 pub(crate) const R_NAME_LEN: usize = 20;
-/// The flusher's next head (see `Area::begin_write`), and the thread's
-/// span context (the key, 0: none) there and at the head.
-pub(crate) const R_PENDING_HEAD: usize = 64;
-pub(crate) const R_PENDING_CTX: usize = 72;
+/// The thread's span context (the key, 0: none) at the ring's head.
 pub(crate) const R_HEAD_CTX: usize = 80;
 /// Calls the thread dropped (`OnFull::Drop`) that no drop marker in the
 /// ring reports yet: the count, the first's tick, the last's.
@@ -90,7 +103,7 @@ pub(crate) const R_HEAD: usize = 384;
 pub(crate) const R_NAME: usize = 512;
 pub(crate) const NAME_MAX: usize = PAGE - R_NAME;
 
-// A DICT region's header page.
+// A DICT or OUT region's header page: the bytes used after it.
 pub(crate) const D_USED: usize = 16;
 
 /// The little-endian `u64` at `at` of `b` (0 past its end).

@@ -1,10 +1,12 @@
 //! Nothing lost at `kill -9`: a logger that writes a file keeps its
 //! threads' rings in pages of a file mapped shared beside the log
 //! (`app.nlog.rings`, the "area"), which the kernel keeps when the process
-//! dies however it dies (`SIGKILL`, the OOM killer). A ring's space goes
-//! back to its thread only once the bytes taken from it are in the log
-//! (`flusher::drain`), so the area holds every record the log lacks, and
-//! says where the log's bytes end. The next `start()` on the path, or
+//! dies however it dies (`SIGKILL`, the OOM killer). The flusher hands a
+//! ring's room back (an eighth of it at a time, as with ordinary rings)
+//! once what it compacted from it is committed to the area's OUT region,
+//! which empties when the write that carries it returns
+//! (`flusher::stage`): the area holds every record the log lacks, and says
+//! where the log's bytes end. The next `start()` on the path, or
 //! `nanolog recover`, appends those records to the log, exactly once
 //! (`crate::recovery`).
 //!

@@ -21,11 +21,6 @@ pub(super) const EXTENT_MAX: usize = 64 << 10;
 const RELEASE_FRACTION: u64 = 8;
 /// ... but not less than this many bytes.
 const RELEASE_MIN: u64 = 4096;
-/// A crash-safe logger writes in the middle of a drain once this fraction
-/// of a ring was drained and waits to be written (see `hold`) ...
-const HELD_FRACTION: u64 = 4;
-/// ... and at the end of a pass once this fraction does.
-pub(super) const HELD_PRESS: u64 = 8;
 
 /// A site met in the current drain: its id (also its index in
 /// `State::sites`) and its own compaction of a run of records, if any.
@@ -129,12 +124,6 @@ impl State {
         // following it record by record through lines both cores touch.
         let release_bytes = (ring.capacity() as u64 / RELEASE_FRACTION).max(RELEASE_MIN);
         let mut released_at = r.c.head();
-        // A crash-safe logger's ring gets its space back once what was
-        // taken from it is written (see `hold`): the write comes early,
-        // once a quarter of the ring waits for it, so a producer that
-        // filled its ring waits no longer than the drain of a quarter.
-        let hold = self.holds.active();
-        let write_held = ring.capacity() as u64 / HELD_FRACTION;
         // The THREAD entry is due at the start of a drain, and again after a
         // write that may have started a new file or lost the last one.
         let mut check_thread = true;
@@ -347,24 +336,26 @@ impl State {
                 }
             }
             r.c.advance(len);
-            if !hold && r.c.head() - released_at >= release_bytes {
-                r.c.release();
+            let mut wrote = false;
+            if r.c.head() - released_at >= release_bytes {
+                wrote = self.release(r, &mut open);
                 released_at = r.c.head();
             }
-            if self.out.len() >= self.out_limit
-                || hold && r.c.head() - ring.released() >= write_held
-            {
+            if self.out.len() >= self.out_limit {
                 close(&mut self.out, &mut open);
-                self.release_or_hold(r, hold);
+                self.release(r, &mut open);
                 released_at = r.c.head();
                 self.write_out();
+                wrote = true;
+            }
+            if wrote {
                 // A failed write or a new file forgets what was recorded.
                 cur = None;
                 check_thread = true;
             }
         }
         close(&mut self.out, &mut open);
-        self.release_or_hold(r, hold);
+        self.release(r, &mut open);
         // A ring that waits for the next pass counts as work: the flusher
         // passes again (and does not stop) before it has drained it.
         if !deferred {
@@ -375,15 +366,31 @@ impl State {
 }
 
 impl State {
-    /// Hands what was drained of `r` back to its producer now, or (`hold`)
-    /// once the write that carries it is made.
-    fn release_or_hold(&mut self, r: &mut RingState, hold: bool) {
-        if hold {
-            self.holds
-                .hold(&mut r.held_at, &r.c.ring, r.c.head(), r.ctx.key());
-        } else {
+    /// Hands what was drained of `r` back to its producer. A crash-safe
+    /// logger's flusher first commits what it compacted since the last
+    /// time to the area (see `stage`), the open extent closed so that the
+    /// area holds whole entries; if the area has no room for them, they go
+    /// to the log first. Returns whether it wrote to the log.
+    fn release(&mut self, r: &mut RingState, open: &mut Option<Open>) -> bool {
+        if !self.stage.active() {
             r.c.release();
+            return false;
         }
+        close(&mut self.out, open);
+        let (head, ctx) = (r.c.head(), r.ctx.key());
+        let staged = self
+            .stage
+            .commit(&self.defs, &self.strings, &self.out, &r.c.ring, head, ctx);
+        if !staged {
+            self.write_out();
+            // (Written: the commit holds only the ring's head.)
+            let _ = self
+                .stage
+                .commit(&self.defs, &self.strings, &self.out, &r.c.ring, head, ctx);
+        }
+        r.c.release();
+        self.stage.done();
+        !staged
     }
 
     /// A record the flusher cannot compact (its bytes do not match its
@@ -489,7 +496,6 @@ mod tests {
             ctx: Context::default(),
             deferred_at: None,
             tail: 0,
-            held_at: Default::default(),
         };
         (path, st, producer, r)
     }

@@ -7,9 +7,9 @@
 
 mod dict;
 mod drain;
-mod hold;
 mod index;
 mod output;
+mod stage;
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
@@ -108,8 +108,6 @@ struct RingState {
     /// The producer's position as this pass read it: the pass drains up to
     /// here (see the pass in `run`).
     tail: u64,
-    /// Where it stands among the rings held for the write (see `hold`).
-    held_at: hold::HeldAt,
 }
 
 struct Flusher {
@@ -206,9 +204,9 @@ struct State {
     packer: crate::wire::block::Packer,
     /// Whether the machine's threads wait for cores (see [`CROWDED_NAP`]).
     pressure: crate::pressure::Pressure,
-    /// The rings drained into the write being made, held until it is
-    /// made (a crash-safe logger's: see [`hold`]).
-    holds: hold::Holds,
+    /// What of the write being made a crash-safe logger's area holds
+    /// (see [`stage`]).
+    stage: stage::Stage,
 }
 
 /// The time over which the flusher's share of work is averaged.
@@ -250,7 +248,7 @@ impl State {
             .store(crate::wire::HEADER_LEN as u64, Ordering::Relaxed);
         // From the first batch on: a file's size limit may be below OUT_MAX.
         let out_limit = out_limit(&writer);
-        let holds = hold::Holds::new(&shared);
+        let stage = stage::Stage::new(&shared);
         State {
             shared,
             writer,
@@ -291,7 +289,7 @@ impl State {
             duty: 0,
             packer: crate::wire::block::Packer::new(),
             pressure: crate::pressure::Pressure::open(),
-            holds,
+            stage,
         }
     }
 }
@@ -395,9 +393,7 @@ pub(crate) fn run(shared: Arc<Shared>, writer: Writer, config: Config) {
         // (Not under loom: a model must branch the same way on every run,
         // and the clock differs between runs.)
         let aged = !cfg!(loom) && now.wrapping_sub(f.st.last_write) > write_every;
-        // (A crash-safe logger's rings get their room back by a write: one
-        // is due once a ring's held bytes press, see `hold`.)
-        if n == 0 || urgent || aged || f.st.holds.pressing() {
+        if n == 0 || urgent || aged {
             f.st.last_write = now;
             f.st.write_out();
         }
@@ -464,7 +460,6 @@ impl Flusher {
             ctx: Context::default(),
             deferred_at: None,
             tail: 0,
-            held_at: hold::HeldAt::default(),
         }));
     }
 }

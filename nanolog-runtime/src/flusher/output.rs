@@ -52,7 +52,7 @@ impl State {
         let (tick, ns) = clock::pair();
         dict::put_clock_entry(&mut self.clocks, tick, ns);
         self.last_clock = tick;
-        self.holds.clock(tick, ns);
+        self.stage.clock(tick, ns);
         if let Some(m) = &mut self.mirror {
             m.clock_pair(tick, ns);
         }
@@ -81,8 +81,6 @@ impl State {
             self.check_file();
             self.write_buffer();
         }
-        // (Rings drained of nothing the file takes, span records alone.)
-        self.holds.release();
         if !self.closing && !exiting && self.writer.should_roll() {
             self.roll();
         }
@@ -196,13 +194,7 @@ impl State {
         // reader may step over them and still read every name, span and
         // time (see `index`).
         // (Not under loom: the duty cycle is measured by the clock.)
-        // A crash-safe logger's write that rings wait on for room goes out
-        // as it is: compressing it would keep their producers waiting (and
-        // a waiting producer leaves the flusher a duty cycle low enough to
-        // compress the next write too).
-        let hurry = self.holds.pressing();
-        let codec =
-            |len| codec_for(self.compression, self.duty, len).filter(|_| !cfg!(loom) && !hurry);
+        let codec = |len| codec_for(self.compression, self.duty, len).filter(|_| !cfg!(loom));
         let (head_codec, out_codec) = (codec(head.len()), codec(self.out.len()));
         let mut lead = std::mem::take(&mut self.lead);
         lead.clear();
@@ -245,13 +237,12 @@ impl State {
             lead.splice(0..0, index::placeholder());
         }
         let checkpoints = self.writer.checkpoints();
-        if self.holds.active() {
+        if self.stage.active() {
             let len = (lead.len() + out.len()) as u64;
-            self.holds
+            self.stage
                 .before_write(self.writer.identity(), self.writer.at().0, len);
         }
         let result = self.writer.write(&lead, out, self.out_records, &self.tally);
-        self.holds.release();
         let written = lead.len() + out.len();
         if runs && result.is_ok() {
             let run = self
@@ -305,6 +296,8 @@ impl State {
                 self.strings.unwritten();
             }
         }
+        // (Before a roll: a recovery judges the write by the file it went to.)
+        self.stage.after_write(&self.strings);
         self.out.clear();
         self.out_records = 0;
         self.sum.clear();
@@ -331,6 +324,8 @@ impl State {
                 // The new file is complete on its own: dictionary and clock again.
                 self.forget_emitted();
                 self.strings.reset();
+                // (No string is defined in it: the next commit's from the first.)
+                self.stage.after_write(&self.strings);
                 self.clock_pair();
                 if let Err(e) = retention {
                     self.file_error(e);

@@ -109,39 +109,42 @@ pub fn __set_checkpoint_bytes(bytes: u64) {
     CHECKPOINT_SET.store(bytes, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Tests only: the step of a roll at which the flusher stops for good,
-/// and the file it makes when it does (see [`roll_step`]).
+/// Tests only: the point at which the flusher stops for good, and the
+/// file it makes when it does (see [`stop_point`]).
 #[cfg(feature = "test-hooks")]
-static ROLL_STOP: std::sync::Mutex<Option<(u8, PathBuf)>> = std::sync::Mutex::new(None);
+static FLUSHER_STOP: std::sync::Mutex<Option<(u8, PathBuf)>> = std::sync::Mutex::new(None);
 
-/// Tests only: the flusher stops for good at step `step` of the next roll
-/// (1: the next file made; 2: the live file linked to its finished name;
-/// 3: the next file renamed over the path, the old file not yet ended;
-/// 4: the old file ended, the new one not yet taken up), after making the
-/// file `marker`: a test kills the process there, a kill aimed at a roll.
+/// Tests only: the flusher stops for good at `point`, after making the file
+/// `marker`, for a test to kill the process there: at a step of the next
+/// roll (1: the next file made; 2: the live file linked to its finished
+/// name; 3: the next file renamed over the path, the old file not yet
+/// ended; 4: the old file ended, the new one not yet taken up), or (5) in
+/// a crash-safe logger's next commit to its area, committed and its ring's
+/// room not yet handed back (see `flusher::stage`).
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
-pub fn __stop_roll_at(step: u8, marker: PathBuf) {
-    *ROLL_STOP.lock().unwrap_or_else(PoisonError::into_inner) = Some((step, marker));
+pub fn __stop_flusher_at(point: u8, marker: PathBuf) {
+    *FLUSHER_STOP.lock().unwrap_or_else(PoisonError::into_inner) = Some((point, marker));
 }
 
-/// Step `step` of a roll (see [`__stop_roll_at`]); nothing outside tests.
+/// The flusher is at `point` (see [`__stop_flusher_at`]); nothing outside
+/// tests.
 #[inline]
-fn roll_step(step: u8) {
+pub(crate) fn stop_point(point: u8) {
     #[cfg(feature = "test-hooks")]
     {
-        let stop = ROLL_STOP
+        let stop = FLUSHER_STOP
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if let Some((at, marker)) = stop.filter(|(at, _)| *at == step) {
+        if let Some((at, marker)) = stop.filter(|(at, _)| *at == point) {
             let _ = std::fs::write(&marker, [at]);
             loop {
                 std::thread::sleep(std::time::Duration::from_secs(1));
             }
         }
     }
-    let _ = step;
+    let _ = point;
 }
 
 fn checkpoint_bytes() -> u64 {
@@ -564,7 +567,7 @@ impl Writer {
         let (file, header, start_len) =
             open(&next, self.seq + 1, &self.host, self.before + self.records)
                 .map_err(|e| ctx(&format!("create {}", next.display()), e))?;
-        roll_step(1);
+        stop_point(1);
         // `kept`: an earlier attempt left the link behind (its undo failed).
         let linked = if kept {
             Ok(true)
@@ -580,7 +583,7 @@ impl Writer {
         let linked = linked.inspect_err(|_| {
             let _ = std::fs::remove_file(&next);
         })?;
-        roll_step(2);
+        stop_point(2);
         if let Err(e) = std::fs::rename(&next, &self.path) {
             // Back to where we were: the live file at the path, no new file.
             if linked {
@@ -591,7 +594,7 @@ impl Writer {
             let _ = std::fs::remove_file(&next);
             return Err(ctx(&format!("rename over {}", self.path.display()), e));
         }
-        roll_step(3);
+        stop_point(3);
         // The old file ends by naming where the log goes on: the same path.
         let mut out = Vec::new();
         put_entry(&mut out, tag::ROTATE, |b| {
@@ -609,7 +612,7 @@ impl Writer {
             dict::put_clock_entry(&mut pairs, header.base_tick, header.base_unix_ns);
             let _ = c.write_all(&pairs);
         }
-        roll_step(4);
+        stop_point(4);
         self.identity = file_identity(&file);
         self.file = file;
         self.generation += 1;
@@ -717,7 +720,7 @@ impl Writer {
         let seq = crate::set::next_seq(&self.path).max(self.seq + 1);
         self.before += self.records;
         let (file, header, start_len) = open(&self.path, seq, &self.host, self.before)?;
-        roll_step(4);
+        stop_point(4);
         self.identity = file_identity(&file);
         self.file = file;
         self.generation += 1;
