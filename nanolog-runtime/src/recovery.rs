@@ -173,15 +173,11 @@ pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
             format!("damaged: ring capacity {capacity}"),
         ));
     }
-    let (dictionary, mut staged, mut rings) = regions(area, capacity);
+    let (dictionary, (out_body, mut used), mut rings) = regions(area, capacity);
     if u64_at(area, H_COMMIT) == 1 {
         // Killed mid-commit: its record says where OUT and the ring stand
         // once it is done (see `Area::stage`).
-        let to = u64_at(area, H_COMMIT_OUT) as usize;
-        staged = area
-            .get(PAGE * 2..PAGE * 2 + to)
-            .filter(|_| u32_at(area, PAGE + R_KIND) == KIND_OUT)
-            .unwrap_or(staged);
+        used = u64_at(area, H_COMMIT_OUT) as usize;
         let slot = u64_at(area, H_COMMIT_SLOT);
         if let Some(r) = rings.iter_mut().find(|r| r.offset as u64 == slot) {
             r.head = u64_at(area, H_COMMIT_HEAD);
@@ -270,6 +266,7 @@ pub(crate) fn recover_at(log: &Path) -> Result<Option<Recovery>, RecoverError> {
     if !whole {
         // What the flusher took from the rings and compacted, which no
         // whole write carried.
+        let staged = &out_body[..used.min(out_body.len())];
         staged_records(staged, &sites, &mut out, &mut summary);
     }
     for r in &rings {
@@ -333,11 +330,14 @@ fn keep_aside(path: &Path, reason: String) -> RecoverError {
     }
 }
 
-/// The dictionary's entries, OUT's bytes and the rings in use, by a walk of
-/// the regions.
-fn regions(area: &[u8], capacity: usize) -> (Vec<&[u8]>, &[u8], Vec<RingRegion>) {
+/// OUT's region: its body, and how many bytes of it are used.
+type Staged<'a> = (&'a [u8], usize);
+
+/// The dictionary's entries, OUT's region and the rings in use, by a walk
+/// of the regions.
+fn regions(area: &[u8], capacity: usize) -> (Vec<&[u8]>, Staged<'_>, Vec<RingRegion>) {
     let (mut entries, mut rings) = (Vec::new(), Vec::new());
-    let mut staged: &[u8] = &[];
+    let mut staged: Staged<'_> = (&[], 0);
     let mut at = PAGE;
     while at + PAGE <= area.len() {
         let kind = u32_at(area, at + R_KIND);
@@ -347,8 +347,7 @@ fn regions(area: &[u8], capacity: usize) -> (Vec<&[u8]>, &[u8], Vec<RingRegion>)
         }
         let page = &area[at..at + PAGE];
         if kind == KIND_OUT {
-            let used = (u64_at(page, D_USED) as usize).min(len - PAGE);
-            staged = &area[at + PAGE..at + PAGE + used];
+            staged = (&area[at + PAGE..at + len], u64_at(page, D_USED) as usize);
         } else if kind == KIND_DICT {
             let used = (u64_at(page, D_USED) as usize).min(len - PAGE);
             let body = &area[at + PAGE..at + PAGE + used];
